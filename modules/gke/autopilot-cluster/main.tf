@@ -1,0 +1,61 @@
+# Regional GKE Autopilot cluster with Workload Identity and, optionally, GKE-managed
+# ML Diagnostics.
+#
+# Provider: google-beta. In hashicorp/google 8.7.0 google_container_cluster has no
+# managed_machine_learning_diagnostics_config block; hashicorp/google-beta 8.7.0 has it
+# (optional list block, max 1, with `enabled` optional bool). Evidence:
+# tests/data/tf_schema/google-8.7.0-subset.json and google-beta-8.7.0-subset.json, extracted
+# from the cdktn-provider-google(-beta)==21.1.0 wheels. Because a provider meta-argument cannot
+# be conditional, the cluster always uses google-beta; the root must configure it.
+#
+# Sources:
+# - Managed mode: https://cloud.google.com/tpu/docs/ml-diagnostics/gke
+#   (`gcloud beta container clusters create|update --enable-managed-mldiagnostics`, GKE
+#   1.35.0-gke.3065000 or later); block added in terraform-provider-google-beta 7.28.0.
+# - Autopilot always runs Workload Identity Federation for GKE; setting workload_pool explicitly
+#   is accepted (the provider has no ConflictsWith between workload_identity_config and
+#   enable_autopilot in 6.x+ resource_container_cluster.go) and makes the pool visible in config.
+#   https://cloud.google.com/kubernetes-engine/docs/concepts/autopilot-overview
+# Resource docs: https://registry.terraform.io/providers/hashicorp/google-beta/8.7.0/docs/resources/container_cluster
+
+locals {
+  workload_identity_pool = "${var.project_id}.svc.id.goog"
+}
+
+resource "google_container_cluster" "this" {
+  provider = google-beta
+
+  project             = var.project_id
+  name                = var.name
+  location            = var.region
+  enable_autopilot    = true
+  min_master_version  = var.min_master_version
+  deletion_protection = var.deletion_protection
+  network             = var.network
+  subnetwork          = var.subnetwork
+  resource_labels     = var.labels
+
+  # Removing this block later does not unenroll the cluster; set another channel instead
+  # (provider docs for release_channel).
+  release_channel {
+    channel = var.release_channel
+  }
+
+  workload_identity_config {
+    workload_pool = local.workload_identity_pool
+  }
+
+  dynamic "managed_machine_learning_diagnostics_config" {
+    for_each = var.enable_managed_ml_diagnostics ? [true] : []
+    content {
+      enabled = true
+    }
+  }
+
+  lifecycle {
+    precondition {
+      condition     = !var.enable_managed_ml_diagnostics || (var.min_master_version != null && var.min_master_version != "")
+      error_message = "enable_managed_ml_diagnostics = true needs min_master_version set to a GKE version that supports managed ML Diagnostics (1.35.0-gke.3065000 or later); otherwise use the manual Helm install."
+    }
+  }
+}

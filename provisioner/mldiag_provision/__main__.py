@@ -1,0 +1,3 @@
+from mldiag_provision.cli.app import main
+
+raise SystemExit(main())

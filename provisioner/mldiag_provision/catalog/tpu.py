@@ -1,0 +1,321 @@
+"""The TPU catalog: typed, read-only views over ``catalog/data/tpu.yaml`` and ``gke.yaml``.
+
+Facts live in the YAML files, each with its source tag (``sources:`` maps a tag to a doc page
+or repository path); this module only loads them and answers questions: which accelerator a
+name means, whether a topology exists for a TPU version, and which machine type(s), chips per
+VM and VMs per slice it has.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import yaml
+
+from mldiag_provision.catalog.gke_version import GkeVersion
+from mldiag_provision.errors import CatalogError
+
+DATA_DIR = Path(__file__).parent / "data"
+
+try:
+    _Loader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover
+    _Loader = yaml.SafeLoader
+
+
+@dataclass(frozen=True)
+class MachineType:
+    """A TPU VM machine type, e.g. ``ct5lp-hightpu-8t``: ``chips_per_vm`` chips on one VM."""
+
+    name: str
+    chips_per_vm: int
+    vcpu: float | None
+    memory_gb: float | None
+    source: str
+    confidence: str = "H"  # of vcpu/memory_gb: H verified, M secondary, L unverified
+
+
+@dataclass(frozen=True)
+class Large3D:
+    """Rule for 3D shapes above 64 chips (GKE: dimensions multiples of 4, A <= B <= C)."""
+
+    min_chips: int
+    multiple_of: int
+    nondecreasing: bool
+    max_dims: tuple[int, int, int]
+    machine_type: str
+    source: str
+
+
+@dataclass(frozen=True)
+class TpuVersion:
+    """One TPU generation as GKE exposes it."""
+
+    key: str
+    display_name: str
+    accelerator: str
+    aliases: tuple[str, ...]
+    dimensions: int
+    machine_types: dict[str, MachineType]
+    topologies: dict[str, tuple[str, ...]]  # enumerated topology -> machine types (preferred first)
+    large3d: Large3D | None
+    autopilot_supported: bool
+    autopilot_min: GkeVersion | None
+    standard_min: GkeVersion | None
+    multislice: bool
+    zones: tuple[str, ...]
+    source: str
+    raw: dict
+
+    def all_names(self) -> tuple[str, ...]:
+        return (self.key, self.accelerator, *self.aliases)
+
+
+@dataclass(frozen=True)
+class SliceShape:
+    """A resolved slice: version + topology + machine type -> chips and VMs (hosts)."""
+
+    version: TpuVersion
+    topology: str
+    machine_type: MachineType
+    chips: int
+
+    @property
+    def chips_per_vm(self) -> int:
+        return self.machine_type.chips_per_vm
+
+    @property
+    def vms(self) -> int:
+        """VMs (= GKE nodes = pods of one multi-host program) per slice."""
+        return self.chips // self.machine_type.chips_per_vm
+
+    @property
+    def multi_host(self) -> bool:
+        """GKE semantics: a slice with more than one VM is multi-host (tpu-rules D8)."""
+        return self.vms > 1
+
+
+class ShapeError(Exception):
+    """A (version, topology, chips per VM) triple that does not exist; has what is allowed."""
+
+    def __init__(self, field: str, message: str, *, expected: str | None = None,
+                 hint: str | None = None, source: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field  # "tpu", "topology" or "chipsPerVm"
+        self.message = message
+        self.expected = expected
+        self.hint = hint
+        self.source = source
+
+
+def parse_topology(text: str) -> tuple[int, ...] | None:
+    """``"2x2x4"`` -> ``(2, 2, 4)``; ``None`` when not a topology."""
+    if not isinstance(text, str):
+        return None
+    parts = text.strip().split("x")
+    if not 2 <= len(parts) <= 3 or not all(p.isdigit() and p[0] != "0" for p in parts):
+        return None
+    return tuple(int(p) for p in parts)
+
+
+class Catalog:
+    """All catalog facts; build with :func:`load_catalog`."""
+
+    def __init__(self, tpu: dict, gke: dict) -> None:
+        self.sources: dict[str, dict] = {**tpu.get("sources", {}), **gke.get("sources", {})}
+        self.gke: dict = gke
+        self.versions: dict[str, TpuVersion] = {}
+        for key, raw in tpu["versions"].items():
+            self.versions[key] = self._version(key, raw)
+        self._by_name: dict[str, TpuVersion] = {}
+        for v in self.versions.values():
+            for name in v.all_names():
+                self._by_name[name.lower()] = v
+
+    # -- construction -------------------------------------------------------------------
+    def _version(self, key: str, raw: dict) -> TpuVersion:
+        try:
+            mts = {
+                name: MachineType(name=name, chips_per_vm=int(m["chipsPerVm"]),
+                                  vcpu=m.get("vcpu"), memory_gb=m.get("memoryGb"),
+                                  source=str(m.get("source", raw.get("source", ""))),
+                                  confidence=str(m.get("confidence", "H")))
+                for name, m in raw["machineTypes"].items()
+            }
+            topologies = {str(t["topology"]): tuple(t["machineTypes"]) for t in raw["topologies"]}
+            large = raw.get("large3d")
+            large3d = None
+            if large:
+                dims = parse_topology(str(large["maxTopology"]))
+                if dims is None or len(dims) != 3:
+                    raise CatalogError(f"bad large3d.maxTopology for {key}")
+                large3d = Large3D(min_chips=int(large.get("minChips", 65)),
+                                  multiple_of=int(large.get("multipleOf", 4)),
+                                  nondecreasing=bool(large.get("nondecreasing", True)),
+                                  max_dims=dims,  # type: ignore[arg-type]
+                                  machine_type=str(large["machineType"]),
+                                  source=str(large.get("source", "")))
+            gke = raw.get("gke", {})
+            auto = gke.get("autopilot", {})
+            std = gke.get("standard", {})
+            return TpuVersion(
+                key=key, display_name=str(raw.get("displayName", key)),
+                accelerator=str(raw["accelerator"]),
+                aliases=tuple(str(a) for a in raw.get("aliases", [])),
+                dimensions=int(raw["dimensions"]), machine_types=mts, topologies=topologies,
+                large3d=large3d, autopilot_supported=bool(auto.get("supported", False)),
+                autopilot_min=GkeVersion.parse(str(auto["minVersion"]))
+                if auto.get("minVersion") else None,
+                standard_min=GkeVersion.parse(str(std["minVersion"]))
+                if std.get("minVersion") else None,
+                multislice=bool(gke.get("multislice", {}).get("supported", False)),
+                zones=tuple((raw.get("zones") or {}).get("values", [])),
+                source=str(raw.get("source", "")), raw=raw,
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CatalogError(f"catalog entry for TPU {key!r} is malformed: {exc!r}") from exc
+
+    # -- questions ----------------------------------------------------------------------
+    def version(self, name: str) -> TpuVersion | None:
+        """The TPU version a user-facing name means (key, alias or accelerator label)."""
+        return self._by_name.get(name.strip().lower()) if isinstance(name, str) else None
+
+    def version_names(self) -> list[str]:
+        return sorted({n for v in self.versions.values() for n in v.all_names()})
+
+    def source_url(self, tag: str) -> str:
+        src = self.sources.get(tag) or {}
+        return str(src.get("url") or src.get("path") or tag)
+
+    def fact(self, *keys: str) -> dict:
+        """A fact from gke.yaml, e.g. ``fact("mlDiagnostics", "managedMinVersion")``."""
+        node: object = self.gke
+        for k in keys:
+            if not isinstance(node, dict) or k not in node:
+                raise CatalogError(f"gke.yaml has no fact {'.'.join(keys)}")
+            node = node[k]
+        return node  # type: ignore[return-value]
+
+    def fact_version(self, *keys: str) -> GkeVersion:
+        v = GkeVersion.parse(str(self.fact(*keys)["version"]))
+        if v is None:
+            raise CatalogError(f"gke.yaml fact {'.'.join(keys)} is not a GKE version")
+        return v
+
+    def valid_topologies(self, version: TpuVersion) -> list[str]:
+        """Enumerated topologies (large 3D shapes are described by their rule instead)."""
+        return list(version.topologies)
+
+    def describe_allowed(self, version: TpuVersion) -> str:
+        text = ", ".join(version.topologies)
+        if version.large3d:
+            lg = version.large3d
+            text += (f"; above 64 chips: AxBxC with each dimension a multiple of "
+                     f"{lg.multiple_of}, A <= B <= C, up to {'x'.join(map(str, lg.max_dims))}")
+        return text
+
+    def resolve(self, tpu: str, topology: str, chips_per_vm: int | None = None) -> SliceShape:
+        """Resolve a slice request to its shape.
+
+        Args:
+          tpu: version key, alias or GKE accelerator label.
+          topology: ``AxB`` or ``AxBxC``.
+          chips_per_vm: the ``google.com/tpu`` request per pod; required where a topology has
+            more than one machine type (v5e/v6e ``2x4``).
+        Raises:
+          ShapeError: naming the field at fault, what is allowed and a hint.
+        """
+        version = self.version(tpu)
+        if version is None:
+            from mldiag_provision.recipe.parse import suggest
+
+            raise ShapeError("tpu", f"unknown TPU version '{tpu}'",
+                             expected=", ".join(sorted(self.versions)) + " (or their GKE "
+                             "accelerator labels)", hint=suggest(tpu, self.version_names()))
+        dims = parse_topology(topology)
+        allowed = self.describe_allowed(version)
+        if dims is None:
+            raise ShapeError("topology", f"'{topology}' is not a topology",
+                             expected=f"AxB or AxBxC; for {version.key}: {allowed}")
+        if len(dims) != version.dimensions:
+            kind = "2D (AxB)" if version.dimensions == 2 else "3D (AxBxC)"
+            raise ShapeError("topology",
+                             f"{version.key} topologies are {kind}; '{topology}' has "
+                             f"{len(dims)} dimensions", expected=allowed,
+                             source=self.source_url(version.source))
+        chips = math.prod(dims)
+        names = version.topologies.get(topology)
+        if names is None and version.large3d and chips >= version.large3d.min_chips:
+            self._check_large3d(version, topology, dims)
+            names = (version.large3d.machine_type,)
+        if names is None:
+            from mldiag_provision.recipe.parse import suggest
+
+            ordered = "x".join(map(str, sorted(dims)))
+            if ordered != topology and ordered in version.topologies:
+                hint = f"did you mean '{ordered}'? (dimensions are written smallest first)"
+            else:
+                hint = suggest(topology, version.topologies)
+            raise ShapeError("topology",
+                             f"topology '{topology}' does not exist for TPU {version.key}",
+                             expected=allowed, hint=hint, source=self.source_url(version.source))
+        options = [version.machine_types[n] for n in names]
+        if chips_per_vm is None:
+            if len(options) > 1:
+                choices = " or ".join(
+                    f"{chips // m.chips_per_vm} VM(s) x {m.chips_per_vm} chips ({m.name})"
+                    for m in options)
+                raise ShapeError(
+                    "chipsPerVm",
+                    f"{version.key} {topology} is ambiguous: it can be {choices}",
+                    expected=" or ".join(str(m.chips_per_vm) for m in options),
+                    hint="set chipsPerVm explicitly: "
+                         + ", ".join(f"{m.chips_per_vm} for {m.name}" for m in options),
+                    source=self.source_url(version.source))
+            mt = options[0]
+        else:
+            match = [m for m in options if m.chips_per_vm == chips_per_vm]
+            if not match:
+                raise ShapeError(
+                    "chipsPerVm",
+                    f"{version.key} {topology} has no VM with {chips_per_vm} chips",
+                    expected=" or ".join(str(m.chips_per_vm) for m in options),
+                    hint="google.com/tpu per pod must equal the chips of one VM of the slice",
+                    source=self.source_url(version.source))
+            mt = match[0]
+        return SliceShape(version=version, topology=topology, machine_type=mt, chips=chips)
+
+    def _check_large3d(self, version: TpuVersion, topology: str, dims: tuple[int, ...]) -> None:
+        lg = version.large3d
+        assert lg is not None
+        allowed = self.describe_allowed(version)
+        src = self.source_url(lg.source)
+        bad = [d for d in dims if d % lg.multiple_of]
+        if bad:
+            raise ShapeError("topology", f"'{topology}' has more than 64 chips, so every "
+                             f"dimension must be a multiple of {lg.multiple_of}",
+                             expected=allowed, source=src)
+        if lg.nondecreasing and list(dims) != sorted(dims):
+            ordered = "x".join(map(str, sorted(dims)))
+            raise ShapeError("topology", f"'{topology}' breaks the A <= B <= C order",
+                             expected=allowed, hint=f"did you mean '{ordered}'?", source=src)
+        if any(d > m for d, m in zip(dims, lg.max_dims, strict=True)):
+            raise ShapeError("topology", f"'{topology}' is larger than the largest {version.key} "
+                             f"topology {'x'.join(map(str, lg.max_dims))}",
+                             expected=allowed, source=src)
+
+
+@functools.lru_cache(maxsize=1)
+def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
+    """Load and cache the bundled catalog. Raises CatalogError if the data is broken."""
+    try:
+        with open(data_dir / "tpu.yaml", encoding="utf-8") as f:
+            tpu = yaml.load(f, Loader=_Loader)
+        with open(data_dir / "gke.yaml", encoding="utf-8") as f:
+            gke = yaml.load(f, Loader=_Loader)
+    except (OSError, yaml.YAMLError) as exc:
+        raise CatalogError(f"cannot read the TPU catalog in {data_dir}: {exc}") from exc
+    return Catalog(tpu, gke)

@@ -1,0 +1,253 @@
+"""``mldiag-provision`` command line: argument parsing and presentation only.
+
+Exit codes (stable, see :class:`~mldiag_provision.errors.ExitCode`):
+  0 ok · 1 invalid input · 2 usage error · 3 refused (conflict) · 70 internal error.
+Tracebacks are shown only with ``--debug``. Heavy imports (Jinja) stay off the validate path.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+
+from mldiag_provision import __version__
+from mldiag_provision.console import Console, severity_counts
+from mldiag_provision.errors import ExitCode, MldiagError, UsageError
+
+EPILOG = """exit codes: 0 ok, 1 invalid input, 2 usage error, 3 refused (e.g. edited files),
+70 internal error. Docs: README.md; recipe schema: mldiag-provision schema."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse prints usage and exits 2 = USAGE
+        self.print_usage(sys.stderr)
+        self.exit(int(ExitCode.USAGE), f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="mldiag-provision", epilog=EPILOG,
+                description="Recipe -> preflight -> Terraform stack for Google Cloud ML "
+                            "Diagnostics on TPU clusters.",
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--version", action="version", version=f"mldiag-provision {__version__}")
+    p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
+    p.add_argument("--no-color", action="store_true", help="never colour the output")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    v = sub.add_parser("validate", help="preflight one or more recipes (nothing is created)")
+    v.add_argument("recipes", nargs="+", metavar="RECIPE", help="recipe file(s); - for stdin")
+    v.add_argument("--output", "-O", choices=("text", "json"), default="text")
+    v.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
+
+    r = sub.add_parser("render", help="preflight a recipe and write its Terraform stack")
+    r.add_argument("recipe", metavar="RECIPE")
+    r.add_argument("-o", "--out", required=True, metavar="DIR", help="stack directory")
+    r.add_argument("--force", action="store_true",
+                   help="overwrite rendered files that were edited by hand")
+    r.add_argument("--output", "-O", choices=("text", "json"), default="text")
+
+    c = sub.add_parser("catalog", help="list accelerators and explain their topologies")
+    c.add_argument("family", nargs="?", choices=("tpu",), default="tpu")
+    c.add_argument("version", nargs="?", metavar="VERSION", help="e.g. v5e or tpu-v6e-slice")
+    c.add_argument("--output", "-O", choices=("text", "json"), default="text")
+
+    sub.add_parser("schema", help="print the recipe JSON Schema (for editors and CI)")
+    return p
+
+
+# --- commands ----------------------------------------------------------------------------
+
+def _resolution_lines(result) -> list[str]:
+    lines = []
+    recipe = result.parsed.recipe
+    for i, shape in sorted(result.shapes.items()):
+        if shape is None or recipe is None:
+            continue
+        s = recipe.spec.slices[i]
+        host = f"multi-host, {shape.vms} VMs" if shape.multi_host else "single-host"
+        lines.append(f"slice {s.name}: {shape.version.key} {shape.topology} = {shape.chips} "
+                     f"chips -> {shape.vms} x {shape.machine_type.name} "
+                     f"({shape.chips_per_vm} chips per VM, {host})"
+                     + (f" x {s.count} slices" if s.count > 1 else ""))
+    return lines
+
+
+def cmd_validate(args: argparse.Namespace, out: Console) -> int:
+    from mldiag_provision.catalog.tpu import load_catalog
+    from mldiag_provision.pipeline import check_file
+
+    catalog = load_catalog()
+    results = []
+    for path in args.recipes:
+        results.append(check_file(path, catalog))
+    total_e = total_w = 0
+    for res in results:
+        e, w = severity_counts(res.report.problems)
+        total_e, total_w = total_e + e, total_w + w
+    failed = total_e > 0 or (args.strict and total_w > 0)
+    if args.output == "json":
+        doc = {"ok": not failed, "errors": total_e, "warnings": total_w, "files": [
+            {"file": r.report.file, "ok": r.report.ok,
+             "slices": _resolution_lines(r),
+             "problems": [p.to_dict() for p in r.report.problems]} for r in results]}
+        out.print(json.dumps(doc, indent=2))
+    else:
+        for res in results:
+            for p in res.report.problems:
+                out.problem(p, res.parsed.sourcemap)
+            if res.report.ok:
+                for line in _resolution_lines(res):
+                    out.print(f"{res.report.file}: {line}")
+        out.summary(total_e, total_w, len(results))
+    return int(ExitCode.INVALID if failed else ExitCode.OK)
+
+
+def cmd_render(args: argparse.Namespace, out: Console) -> int:
+    from pathlib import Path
+
+    from mldiag_provision.catalog.tpu import load_catalog
+    from mldiag_provision.pipeline import check_file
+    from mldiag_provision.plan.stack import build_plan
+    from mldiag_provision.render.stack import GENERATOR, render_stack
+    from mldiag_provision.render.writer import write_tree
+
+    catalog = load_catalog()
+    res = check_file(args.recipe, catalog)
+    errors, warnings = severity_counts(res.report.problems)
+    if errors or res.parsed.recipe is None:
+        if args.output == "json":
+            out.print(json.dumps({"ok": False, "problems": [p.to_dict() for p in
+                                                             res.report.problems]}, indent=2))
+        else:
+            for p in res.report.problems:
+                out.problem(p, res.parsed.sourcemap)
+            out.print(f"nothing rendered: {errors} error(s) in {res.report.file}")
+        return int(ExitCode.INVALID)
+    plan = build_plan(res.parsed.recipe, res.shapes, catalog)
+    files = render_stack(plan)
+    written = write_tree(Path(args.out), files, generator=GENERATOR, force=args.force)
+    if args.output == "json":
+        out.print(json.dumps({"ok": True, "out": str(written.out), "written": written.written,
+                              "unchanged": written.unchanged, "removed": written.removed,
+                              "decisions": plan.decisions,
+                              "problems": [p.to_dict() for p in res.report.problems]},
+                             indent=2))
+        return int(ExitCode.OK)
+    for p in res.report.problems:
+        out.problem(p, res.parsed.sourcemap)
+    for d in plan.decisions:
+        out.print(f"  {d}")
+    out.print(out.style(f"rendered {len(written.written)} file(s) to {written.out}", "green")
+              + (f" ({len(written.unchanged)} unchanged)" if written.unchanged else "")
+              + (f", removed {len(written.removed)}" if written.removed else "")
+              + (f"; {warnings} warning(s)" if warnings else ""))
+    return int(ExitCode.OK)
+
+
+def cmd_catalog(args: argparse.Namespace, out: Console) -> int:
+    from mldiag_provision.catalog.tpu import load_catalog
+
+    catalog = load_catalog()
+    if args.version is None:
+        rows = [{"version": v.key, "name": v.display_name, "accelerator": v.accelerator,
+                 "dimensions": v.dimensions, "machineTypes": sorted(v.machine_types),
+                 "autopilotMinGke": str(v.autopilot_min) if v.autopilot_min else None}
+                for v in catalog.versions.values()]
+        if args.output == "json":
+            out.print(json.dumps(rows, indent=2))
+            return 0
+        out.print(f"{'VERSION':<8} {'ACCELERATOR LABEL':<22} {'DIM':<4} {'AUTOPILOT >=':<20} "
+                  "MACHINE TYPES")
+        for r in rows:
+            out.print(f"{r['version']:<8} {r['accelerator']:<22} {str(r['dimensions']) + 'D':<4} "
+                      f"{r['autopilotMinGke'] or '-':<20} {', '.join(r['machineTypes'])}")
+        out.print("\nmldiag-provision catalog tpu VERSION  explains one version's topologies")
+        return 0
+    v = catalog.version(args.version)
+    if v is None:
+        from mldiag_provision.recipe.parse import suggest
+
+        raise UsageError(f"unknown TPU version '{args.version}'",
+                         hint=suggest(args.version, catalog.version_names())
+                         or "known: " + ", ".join(sorted(catalog.versions)))
+    shapes = []
+    for topo, names in v.topologies.items():
+        for name in names:
+            s = catalog.resolve(v.key, topo, v.machine_types[name].chips_per_vm)
+            shapes.append({"topology": topo, "chips": s.chips, "machineType": name,
+                           "chipsPerVm": s.chips_per_vm, "vms": s.vms,
+                           "hosts": "multi-host" if s.multi_host else "single-host"})
+    if args.output == "json":
+        out.print(json.dumps({"version": v.key, "accelerator": v.accelerator,
+                              "aliases": list(v.aliases), "dimensions": v.dimensions,
+                              "topologies": shapes, "large3d": catalog.describe_allowed(v),
+                              "zones": list(v.zones), "source": catalog.source_url(v.source)},
+                             indent=2))
+        return 0
+    out.print(out.style(f"{v.display_name} ({v.key})", "bold") +
+              f"  nodeSelector cloud.google.com/gke-tpu-accelerator: {v.accelerator}")
+    out.print(f"source: {catalog.source_url(v.source)}")
+    if v.autopilot_min or v.standard_min:
+        out.print(f"GKE minimum: Autopilot {v.autopilot_min or '-'}, Standard "
+                  f"{v.standard_min or '-'}")
+    out.print(f"\n{'TOPOLOGY':<10} {'CHIPS':>5}  {'MACHINE TYPE':<20} {'CHIPS/VM':>8} "
+              f"{'VMS':>4}  SLICE")
+    for s in shapes:
+        out.print(f"{s['topology']:<10} {s['chips']:>5}  {s['machineType']:<20} "
+                  f"{s['chipsPerVm']:>8} {s['vms']:>4}  {s['hosts']}")
+    if v.large3d:
+        lg = v.large3d
+        out.print(f"\nabove 64 chips: AxBxC with every dimension a multiple of {lg.multiple_of}, "
+                  f"A <= B <= C, up to {'x'.join(map(str, lg.max_dims))} ({lg.machine_type})")
+    ambiguous = [t for t, n in v.topologies.items() if len(n) > 1]
+    if ambiguous:
+        out.print(f"\n{', '.join(ambiguous)}: two machine types; set chipsPerVm in the recipe "
+                  "(google.com/tpu per pod) to choose")
+    if v.zones:
+        out.print(f"zones: {', '.join(v.zones)}")
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace, out: Console) -> int:
+    from mldiag_provision.recipe.model import json_schema
+
+    out.print(json.dumps(json_schema(), indent=2, sort_keys=True))
+    return 0
+
+
+COMMANDS = {"validate": cmd_validate, "render": cmd_render, "catalog": cmd_catalog,
+            "schema": cmd_schema}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help(sys.stderr)
+        return int(ExitCode.USAGE)
+    out = Console(sys.stdout, color=False if args.no_color else None)
+    err = Console(sys.stderr, color=False if args.no_color else None)
+    try:
+        return COMMANDS[args.command](args, out)
+    except MldiagError as exc:
+        err.print(f"{err.style('error', 'red', 'bold')}: {exc.message}")
+        if exc.hint:
+            err.print(f"  hint: {exc.hint}")
+        return int(exc.exit_code)
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        return 130
+    except BrokenPipeError:
+        return int(ExitCode.OK)
+    except Exception as exc:  # a bug: say so, hide the traceback unless --debug
+        if args.debug:
+            raise
+        err.print(f"{err.style('internal error', 'red', 'bold')}: {type(exc).__name__}: {exc}")
+        err.print("  this is a bug in mldiag-provision; re-run with --debug for the traceback")
+        return int(ExitCode.INTERNAL)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

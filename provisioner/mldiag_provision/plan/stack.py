@@ -1,0 +1,224 @@
+"""Recipe + catalog -> :class:`StackPlan`: every decision the templates need, as plain data.
+
+Templates format; they never compute. The plan is written beside the rendered stack
+(``.mldiag/plan.json``) so that a person can diff what the tool decided.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+from mldiag_provision import __version__
+from mldiag_provision.catalog import requirements as req
+from mldiag_provision.catalog.gke_version import GkeVersion
+from mldiag_provision.catalog.tpu import Catalog, SliceShape
+from mldiag_provision.recipe.model import Recipe
+
+TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
+TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
+TPU_RESOURCE = "google.com/tpu"
+
+
+@dataclass(frozen=True)
+class SlicePlan:
+    name: str
+    tpu: str  # catalog key, e.g. "v5e"
+    accelerator: str  # GKE label value
+    topology: str
+    machine_type: str
+    chips: int
+    chips_per_vm: int
+    vms: int
+    count: int
+    multi_host: bool
+    capacity: str  # on-demand | spot | reservation
+    reservation: str | None
+    reservation_project: str | None
+    node_selector: dict[str, str]
+
+    def summary(self) -> str:
+        host = f"multi-host, {self.vms} VMs" if self.multi_host else "single-host, 1 VM"
+        text = (f"{self.tpu} {self.topology} = {self.chips} chips: {self.vms} x "
+                f"{self.machine_type} ({self.chips_per_vm} chips per VM; {host})")
+        if self.count > 1:
+            text += f"; {self.count} slices (multislice)"
+        return text
+
+
+@dataclass(frozen=True)
+class WorkloadPlan:
+    name: str
+    slice: str
+    kind: str  # "Job" (one slice) or "JobSet" (multislice)
+    image: str
+    command: list[str]
+    args: list[str]
+    env: dict[str, str]
+    chips_per_pod: int
+    pods_per_slice: int
+    slices: int
+    cpu: str | None
+    memory: str | None
+    ml_diagnostics_label: bool
+    backoff_limit: int
+    headless_service: str | None  # Job on a multi-host slice: Service name == pod subdomain
+
+
+@dataclass(frozen=True)
+class StackPlan:
+    """Everything the blueprint needs, decided. Frozen and JSON-serialisable."""
+
+    tool_version: str
+    blueprint: str
+    name: str
+    project: str
+    region: str
+    zone: str | None
+    labels: dict[str, str]
+    backend: dict[str, str | None]
+    services: list[str]
+    cluster: dict
+    diagnostics: dict
+    slices: list[SlicePlan]
+    workloads: list[WorkloadPlan]
+    decisions: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _node_selector(shape: SliceShape, cap_type: str, reservation: str | None,
+                   reservation_project: str | None) -> dict[str, str]:
+    """nodeSelector of a TPU pod on Autopilot (About TPUs in GKE; Autopilot reservations)."""
+    sel = {TPU_ACCELERATOR_LABEL: shape.version.accelerator, TPU_TOPOLOGY_LABEL: shape.topology}
+    if cap_type == "spot":
+        sel["cloud.google.com/gke-spot"] = "true"
+    elif cap_type == "reservation" and reservation:
+        sel["cloud.google.com/reservation-name"] = reservation
+        sel["cloud.google.com/reservation-affinity"] = "specific"
+        if reservation_project:
+            sel["cloud.google.com/reservation-project"] = reservation_project
+    return sel
+
+
+def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | None], catalog: Catalog,
+               ) -> StackPlan:
+    """Decide the stack. Call only after preflight reported no errors.
+
+    Args:
+      shapes: resolved slice shapes by slice index, from preflight (none may be ``None``).
+    Raises:
+      ValueError: a slice was left unresolved (preflight was skipped).
+    """
+    spec = recipe.spec
+    decisions: list[str] = []
+    slices: list[SlicePlan] = []
+    for i, s in enumerate(spec.slices):
+        shape = shapes.get(i)
+        if shape is None:
+            raise ValueError(f"slice {s.name} is unresolved; run preflight first")
+        slices.append(SlicePlan(
+            name=s.name, tpu=shape.version.key, accelerator=shape.version.accelerator,
+            topology=shape.topology, machine_type=shape.machine_type.name, chips=shape.chips,
+            chips_per_vm=shape.chips_per_vm, vms=shape.vms, count=s.count,
+            multi_host=shape.multi_host, capacity=s.capacity.type,
+            reservation=s.capacity.reservation, reservation_project=s.capacity.reservation_project,
+            node_selector=_node_selector(shape, s.capacity.type, s.capacity.reservation,
+                                         s.capacity.reservation_project)))
+        decisions.append(f"slice {s.name}: {slices[-1].summary()}")
+
+    # --- GKE version: the highest minimum of what the recipe uses ---------------------
+    diag = spec.diagnostics
+    needs = req.autopilot_needs([(shapes[i], s.count) for i, s in enumerate(spec.slices)
+                                 if shapes.get(i)], catalog)
+    managed_need = req.managed_diagnostics_need(catalog)
+    wants_managed = diag.enabled and diag.agents in ("auto", "managed")
+    user_version = (GkeVersion.parse(spec.orchestrator.min_version)
+                    if spec.orchestrator.min_version else None)
+    if user_version is None:
+        chosen_needs = needs + ([managed_need] if wants_managed else [])
+        top = req.highest(chosen_needs)
+        min_version = str(top.version)
+        decisions.append(f"GKE minimum version {min_version} ({top.reason}; highest of: "
+                         + ", ".join(f"{n.reason} {n.version}" for n in chosen_needs) + ")")
+        managed = wants_managed
+    else:
+        min_version = str(user_version)
+        managed = wants_managed and req.satisfies(user_version, managed_need) is True
+        decisions.append(f"GKE minimum version {min_version} (from the recipe)")
+    agents = "managed" if managed else "none"
+    if diag.enabled:
+        decisions.append(
+            "ML Diagnostics agents: GKE-managed add-on (managed_machine_learning_diagnostics_"
+            "config)" if managed else
+            "ML Diagnostics agents: not installed (add-on needs GKE "
+            f"{managed_need.version}; diagnostics.agents={diag.agents})")
+
+    labels = {"managed-by": "mldiag-provision", "mldiag-stack": recipe.metadata.name,
+              **recipe.metadata.labels}
+    labels = dict(sorted(labels.items()))
+    services = sorted({str(s["service"]) for s in catalog.fact("mlDiagnostics",
+                                                                  "requiredServices")})
+    if diag.iam.mode == "predefined":
+        roles = [str(r["role"]) for r in catalog.fact("mlDiagnostics", "predefinedRoles")]
+        permissions: list[str] = []
+    else:
+        roles = []
+        permissions = sorted(str(p["permission"]) for p in
+                             catalog.fact("mlDiagnostics", "customRolePermissions"))
+    bucket_name = diag.profiles_bucket.name or f"{spec.project}-{recipe.metadata.name}-profiles"
+    gsa = diag.service_account.name
+    label_fact = catalog.fact("mlDiagnostics", "namespaceLabel")
+    diagnostics = {
+        "enabled": diag.enabled,
+        "agents": agents,
+        "mlrun_region": diag.mlrun_region or spec.region,
+        "namespace_label": {str(label_fact["key"]): str(label_fact["value"])},
+        "profiles_bucket": {
+            "name": bucket_name, "create": diag.profiles_bucket.create,
+            "location": (diag.profiles_bucket.location or spec.region).upper(),
+            "force_destroy": diag.profiles_bucket.delete_on_destroy,
+        },
+        "log_analytics": {"enabled": diag.log_analytics.enabled,
+                          "retention_days": diag.log_analytics.retention_days},
+        "iam": {"mode": diag.iam.mode, "roles": roles, "custom_role_id": diag.iam.custom_role_id,
+                "permissions": permissions},
+        "service_account": {"account_id": gsa, "create": diag.service_account.create,
+                            "email": f"{gsa}@{spec.project}.iam.gserviceaccount.com"},
+        "kubernetes": {"namespace": diag.kubernetes.namespace,
+                       "service_account": diag.kubernetes.service_account},
+    }
+    cluster = {
+        "name": spec.orchestrator.cluster_name or recipe.metadata.name,
+        "type": spec.orchestrator.type,
+        "location": spec.region,
+        "release_channel": spec.orchestrator.release_channel,
+        "min_master_version": min_version,
+        "deletion_protection": spec.orchestrator.deletion_protection,
+        "managed_ml_diagnostics": managed,
+        "network": spec.orchestrator.network,
+        "subnetwork": spec.orchestrator.subnetwork,
+        "workload_pool": f"{spec.project}.svc.id.goog",
+    }
+    by_name = {s.name: s for s in slices}
+    workloads: list[WorkloadPlan] = []
+    for w in spec.workloads:
+        sp = by_name[w.slice]
+        kind = "JobSet" if sp.count > 1 else "Job"
+        workloads.append(WorkloadPlan(
+            name=w.name, slice=sp.name, kind=kind, image=w.image, command=list(w.command),
+            args=list(w.args), env=dict(w.env), chips_per_pod=sp.chips_per_vm,
+            pods_per_slice=sp.vms, slices=sp.count,
+            cpu=w.resources.cpu, memory=w.resources.memory,
+            ml_diagnostics_label=diag.enabled and w.ml_diagnostics,
+            backoff_limit=w.backoff_limit,
+            headless_service=f"{w.name}-workers" if (sp.multi_host and kind == "Job") else None))
+        decisions.append(f"workload {w.name}: {kind}, {sp.vms} pod(s) per slice x "
+                         f"{sp.count} slice(s), {sp.chips_per_vm} chips per pod")
+    backend = {"type": spec.engine.backend.type, "bucket": spec.engine.backend.bucket,
+               "prefix": spec.engine.backend.prefix}
+    return StackPlan(
+        tool_version=__version__, blueprint="gke-autopilot-tpu", name=recipe.metadata.name,
+        project=spec.project, region=spec.region, zone=spec.zone, labels=labels,
+        backend=backend, services=services, cluster=cluster, diagnostics=diagnostics,
+        slices=slices, workloads=workloads, decisions=decisions)

@@ -1,0 +1,50 @@
+"""What every preflight rule sees: the recipe, the catalog, positions, resolved slices."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+
+from mldiag_provision.catalog.tpu import Catalog, SliceShape
+from mldiag_provision.errors import Problem, Severity
+from mldiag_provision.recipe.model import Recipe
+from mldiag_provision.recipe.sourcemap import Path, SourceMap, format_path
+
+
+@dataclass
+class Context:
+    """Inputs of the rules; ``shapes`` maps slice index -> resolved shape (None if invalid)."""
+
+    recipe: Recipe
+    catalog: Catalog
+    sourcemap: SourceMap
+    shapes: dict[int, SliceShape | None] = field(default_factory=dict)
+
+    def problem(self, rule: str, path: Path, message: str, *, value: object = None,
+                expected: str | None = None, hint: str | None = None,
+                severity: Severity = Severity.ERROR, source: str | None = None,
+                prefer_value: bool = True) -> Problem:
+        line, col = self.sourcemap.locate(path, prefer_value=prefer_value)
+        return Problem(rule=rule, message=message, path=format_path(path), value=value,
+                       expected=expected, hint=hint, file=self.sourcemap.file, line=line,
+                       column=col, severity=severity, source=source)
+
+    def slice_index(self, name: str) -> int | None:
+        for i, s in enumerate(self.recipe.spec.slices):
+            if s.name == name:
+                return i
+        return None
+
+
+RuleFn = Callable[[Context], Iterator[Problem]]
+RULES: list[tuple[str, RuleFn]] = []
+
+
+def rule(rule_id: str) -> Callable[[RuleFn], RuleFn]:
+    """Register a preflight rule; rules run in registration order and yield problems."""
+
+    def deco(fn: RuleFn) -> RuleFn:
+        RULES.append((rule_id, fn))
+        return fn
+
+    return deco

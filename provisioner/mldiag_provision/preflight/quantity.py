@@ -1,0 +1,30 @@
+"""Kubernetes resource quantities (``500Gi``, ``10``, ``500m``) as numbers.
+
+Follows the suffixes of Kubernetes' ``resource.Quantity`` (k8s.io/apimachinery
+``pkg/api/resource/quantity.go``): binary Ki..Ei, decimal k..E, milli ``m``, exponent ``e``.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import Decimal, InvalidOperation
+
+_BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
+_DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
+            "k": Decimal("1e3"), "M": Decimal("1e6"), "G": Decimal("1e9"), "T": Decimal("1e12"),
+            "P": Decimal("1e15"), "E": Decimal("1e18")}
+_QUANTITY = re.compile(
+    r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
+
+
+def parse_quantity(text: str) -> Decimal | None:
+    """``"500Gi"`` -> bytes as Decimal; ``"500m"`` -> 0.5; ``None`` when not a quantity."""
+    m = _QUANTITY.match(str(text).strip())
+    if not m:
+        return None
+    try:
+        number = Decimal(m.group(1))
+    except InvalidOperation:
+        return None
+    suffix = m.group(2) or ""
+    return number * (_BINARY[suffix] if suffix in _BINARY else _DECIMAL[suffix])

@@ -1,0 +1,171 @@
+"""Preflight rules for the stack around the slices: engine, cluster, versions, diagnostics."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from mldiag_provision.catalog import requirements as req
+from mldiag_provision.catalog.gke_version import GkeVersion
+from mldiag_provision.errors import Problem, Severity
+from mldiag_provision.preflight.context import Context, rule
+
+SUPPORTED_ORCHESTRATORS = ("gke-autopilot",)
+SUPPORTED_ENGINES = ("terraform",)
+
+# Google Cloud labels: keys start with a lowercase letter; keys and values at most 63
+# characters of lowercase letters, digits, '_' and '-'
+# (https://cloud.google.com/resource-manager/docs/labels-overview#requirements).
+_GCP_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
+_GCP_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
+# Bucket names: https://cloud.google.com/storage/docs/buckets#naming (dotless form).
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9_-]{1,61}[a-z0-9]$")
+
+
+@rule("engine")
+def engine(ctx: Context) -> Iterator[Problem]:
+    eng = ctx.recipe.spec.engine
+    if eng.name not in SUPPORTED_ENGINES:
+        yield ctx.problem("engine", ("spec", "engine", "name"),
+                          f"engine '{eng.name}' is not supported by this version yet",
+                          value=eng.name, expected=", ".join(SUPPORTED_ENGINES),
+                          hint="use 'terraform'")
+    b = eng.backend
+    base = ("spec", "engine", "backend")
+    if b.type == "gcs" and not b.bucket:
+        yield ctx.problem("engine", (*base, "bucket"), "a gcs backend needs a bucket",
+                          expected="an existing GCS bucket name",
+                          hint="add 'bucket: NAME' (the bucket must exist before `init`)")
+    if b.type == "local" and (b.bucket or b.prefix):
+        yield ctx.problem("engine", (*base, "bucket" if b.bucket else "prefix"),
+                          "bucket/prefix are only used by the gcs backend",
+                          value=b.bucket or b.prefix, hint="set 'type: gcs' or remove them")
+    if b.bucket and not _BUCKET.match(b.bucket):
+        yield ctx.problem("engine", (*base, "bucket"), f"'{b.bucket}' is not a bucket name",
+                          value=b.bucket, expected="3-63 lowercase letters, digits, '-', '_'")
+
+
+@rule("orchestrator")
+def orchestrator(ctx: Context) -> Iterator[Problem]:
+    orch = ctx.recipe.spec.orchestrator
+    if orch.type not in SUPPORTED_ORCHESTRATORS:
+        yield ctx.problem("orchestrator", ("spec", "orchestrator", "type"),
+                          f"orchestrator '{orch.type}' is not supported by this version yet",
+                          value=orch.type, expected=", ".join(SUPPORTED_ORCHESTRATORS),
+                          hint="gke-standard, slurm and existing-kubernetes are planned")
+
+
+def parsed_min_version(ctx: Context) -> GkeVersion | None:
+    text = ctx.recipe.spec.orchestrator.min_version
+    return GkeVersion.parse(text) if text else None
+
+
+@rule("gke-version")
+def gke_version(ctx: Context) -> Iterator[Problem]:
+    """A user-given minimum GKE version meets every TPU and ML Diagnostics minimum."""
+    orch = ctx.recipe.spec.orchestrator
+    if orch.type != "gke-autopilot" or orch.min_version is None:
+        return
+    path = ("spec", "orchestrator", "minVersion")
+    version = parsed_min_version(ctx)
+    if version is None:
+        yield ctx.problem("gke-version", path, f"'{orch.min_version}' is not a GKE version",
+                          value=orch.min_version,
+                          expected="MAJOR.MINOR[.PATCH[-gke.BUILD]], e.g. 1.35.0-gke.3065000")
+        return
+    shapes = [(s, ctx.recipe.spec.slices[i].count) for i, s in ctx.shapes.items() if s]
+    for need in req.autopilot_needs(shapes, ctx.catalog):
+        ok = req.satisfies(version, need)
+        if ok is False:
+            sev = Severity.WARNING if need.confidence == "L" else Severity.ERROR
+            yield ctx.problem("gke-version", path,
+                              f"GKE {version} is below {need.version}, the minimum for "
+                              f"{need.reason}", value=orch.min_version,
+                              expected=f">= {need.version}", severity=sev, source=need.source,
+                              hint=f"set minVersion to {need.version} or later, or remove it "
+                                   "to let the tool choose")
+        elif ok is None:
+            yield ctx.problem("gke-version", path,
+                              f"'{version}' may resolve to a release below {need.version}, "
+                              f"the minimum for {need.reason}", value=orch.min_version,
+                              expected=f">= {need.version}", severity=Severity.WARNING,
+                              source=need.source, hint=f"write the full version {need.version}")
+    agents = ctx.recipe.spec.diagnostics.agents
+    if ctx.recipe.spec.diagnostics.enabled and agents in ("managed", "auto"):
+        need = req.managed_diagnostics_need(ctx.catalog)
+        ok = req.satisfies(version, need)
+        if ok is not True and agents == "managed":
+            yield ctx.problem(
+                "gke-version", path,
+                f"managed ML Diagnostics needs GKE {need.version} or later; minVersion is "
+                f"{version}", value=orch.min_version, expected=f">= {need.version}",
+                source=need.source,
+                hint=f"set minVersion to {need.version} or later, or set diagnostics.agents")
+        elif ok is not True:
+            yield ctx.problem(
+                "gke-version", path,
+                f"GKE {version} is below {need.version}: the managed ML Diagnostics add-on "
+                "cannot be turned on, and this version does not yet render the manual install "
+                "(cert-manager, injection webhook, connection operator)",
+                value=orch.min_version, severity=Severity.WARNING, source=need.source,
+                hint=f"set minVersion to {need.version} or later for the managed add-on")
+
+
+@rule("diagnostics")
+def diagnostics(ctx: Context) -> Iterator[Problem]:
+    diag = ctx.recipe.spec.diagnostics
+    spec = ctx.recipe.spec
+    if not diag.enabled:
+        return
+    base = ("spec", "diagnostics")
+    if diag.agents == "manual":
+        yield ctx.problem("diagnostics", (*base, "agents"),
+                          "the manual agent install is not rendered by this version yet",
+                          value=diag.agents, expected="auto, managed or none",
+                          hint="use 'auto' (managed add-on on GKE >= the managed minimum)")
+    la = diag.log_analytics
+    if la.enabled and la.retention_days is None:
+        yield ctx.problem(
+            "diagnostics", (*base, "logAnalytics", "retentionDays"),
+            "retentionDays is required when Log Analytics is enabled: Terraform sets the "
+            "_Default bucket's retention on apply, and the provider's default (30 days) would "
+            "silently replace a custom retention",
+            expected="the _Default bucket's current retention in days (1-3650)",
+            hint="gcloud logging buckets describe _Default --location=global "
+                 "--format='value(retentionDays)'",
+            source="https://registry.terraform.io/providers/hashicorp/google/latest/docs/"
+                   "resources/logging_project_bucket_config")
+    bucket = diag.profiles_bucket.name
+    if bucket is not None and not _BUCKET.match(bucket):
+        yield ctx.problem("diagnostics", (*base, "profilesBucket", "name"),
+                          f"'{bucket}' is not a valid bucket name", value=bucket,
+                          expected="3-63 lowercase letters, digits, '-' or '_', starting and "
+                                   "ending with a letter or digit",
+                          source="https://cloud.google.com/storage/docs/buckets#naming")
+    regions_fact = ctx.catalog.fact("mlDiagnostics", "workloadMonitoringRegions")
+    regions = list(regions_fact["regions"])
+    for path, region in (((*base, "mlrunRegion"), diag.mlrun_region),
+                         (("spec", "region"), spec.region)):
+        if region and region not in regions:
+            yield ctx.problem(
+                "diagnostics", path,
+                f"region '{region}' has no ML Diagnostics workload monitoring (GA regions only)",
+                value=region, expected=", ".join(regions), severity=Severity.WARNING,
+                source=ctx.catalog.source_url(regions_fact["source"]),
+                hint="MLRuns, SDK metrics and profiles still work; automatic workload "
+                     "monitoring does not")
+
+
+@rule("labels")
+def labels(ctx: Context) -> Iterator[Problem]:
+    for key, value in ctx.recipe.metadata.labels.items():
+        path = ("metadata", "labels", key)
+        if not _GCP_LABEL_KEY.match(key):
+            yield ctx.problem("labels", path, f"label key '{key}' is not a Google Cloud label",
+                              value=key, prefer_value=False,
+                              expected="lowercase letter first, then up to 62 lowercase "
+                                       "letters, digits, '_' or '-'")
+        if not _GCP_LABEL_VALUE.match(value):
+            yield ctx.problem("labels", path, f"label value '{value}' is not allowed",
+                              value=value, expected="up to 63 lowercase letters, digits, '_' "
+                                                    "or '-'")

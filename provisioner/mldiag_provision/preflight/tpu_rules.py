@@ -1,0 +1,271 @@
+"""Preflight rules for TPU slices and the workloads that run on them.
+
+Facts come from the catalog (``catalog/data/tpu.yaml``); the rules cite them. Where the
+catalog marks a fact as unverified (confidence L) the rule warns instead of failing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from mldiag_provision.catalog.tpu import ShapeError
+from mldiag_provision.errors import Problem, Severity
+from mldiag_provision.preflight.context import Context, rule
+from mldiag_provision.preflight.quantity import parse_quantity
+from mldiag_provision.recipe.parse import suggest
+
+_FIELD = {"tpu": "tpu", "topology": "topology", "chipsPerVm": "chipsPerVm"}
+
+# Kubernetes label values and DNS labels: at most 63 characters
+# (https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/).
+LABEL_MAX = 63
+
+
+@rule("tpu-slice-shape")
+def slice_shapes(ctx: Context) -> Iterator[Problem]:
+    """Each slice's (TPU version, topology, chips per VM) exists in the catalog."""
+    for i, s in enumerate(ctx.recipe.spec.slices):
+        try:
+            ctx.shapes[i] = ctx.catalog.resolve(s.tpu, s.topology, s.chips_per_vm)
+        except ShapeError as exc:
+            ctx.shapes[i] = None
+            field = _FIELD[exc.field]
+            value = {"tpu": s.tpu, "topology": s.topology, "chipsPerVm": s.chips_per_vm}[field]
+            yield ctx.problem("tpu-slice-shape", ("spec", "slices", i, field), exc.message,
+                              value=value, expected=exc.expected, hint=exc.hint,
+                              source=exc.source)
+
+
+@rule("tpu-slice-names")
+def slice_names(ctx: Context) -> Iterator[Problem]:
+    seen: dict[str, int] = {}
+    for i, s in enumerate(ctx.recipe.spec.slices):
+        if s.name in seen:
+            yield ctx.problem("tpu-slice-names", ("spec", "slices", i, "name"),
+                              f"slice name '{s.name}' is used twice (also slices[{seen[s.name]}])",
+                              value=s.name, hint="give every slice its own name")
+        seen.setdefault(s.name, i)
+
+
+@rule("tpu-autopilot")
+def autopilot_support(ctx: Context) -> Iterator[Problem]:
+    """The TPU version is offered on GKE Autopilot."""
+    if ctx.recipe.spec.orchestrator.type != "gke-autopilot":
+        return
+    for i, shape in ctx.shapes.items():
+        if shape is not None and not shape.version.autopilot_supported:
+            yield ctx.problem("tpu-autopilot", ("spec", "slices", i, "tpu"),
+                              f"TPU {shape.version.key} is not offered on GKE Autopilot",
+                              value=ctx.recipe.spec.slices[i].tpu,
+                              hint="use orchestrator type gke-standard")
+
+
+@rule("tpu-multislice")
+def multislice(ctx: Context) -> Iterator[Problem]:
+    """Multislice (count > 1): only multi-host slices, only versions that support it."""
+    fact = ctx.catalog.fact("multislice", "multiHostOnly")
+    src = ctx.catalog.source_url(fact["source"])
+    for i, s in enumerate(ctx.recipe.spec.slices):
+        shape = ctx.shapes.get(i)
+        if s.count == 1 or shape is None:
+            continue
+        path = ("spec", "slices", i, "count")
+        if not shape.version.multislice:
+            yield ctx.problem("tpu-multislice", path,
+                              f"TPU {shape.version.key} does not support multislice",
+                              value=s.count, expected="1", source=src)
+        elif not shape.multi_host:
+            yield ctx.problem(
+                "tpu-multislice", path,
+                f"multislice needs multi-host slices; {shape.version.key} {shape.topology} "
+                f"with {shape.chips_per_vm} chips per VM is a single VM",
+                value=s.count, expected="1, or a topology with more than one VM",
+                hint="use one larger slice, or a multi-host topology", source=src)
+        else:
+            ms = shape.version.raw.get("gke", {}).get("multislice", {})
+            if str(ms.get("confidence", "H")) == "L":
+                yield ctx.problem(
+                    "tpu-multislice", path,
+                    f"multislice on {shape.version.key} is not confirmed by a GKE doc "
+                    f"({ms.get('note', 'unverified')})",
+                    value=s.count, severity=Severity.WARNING,
+                    source=ctx.catalog.source_url(str(ms.get("source", ""))))
+
+
+@rule("tpu-capacity")
+def capacity(ctx: Context) -> Iterator[Problem]:
+    """Spot / reservation / on-demand settings do not contradict each other."""
+    for i, s in enumerate(ctx.recipe.spec.slices):
+        cap = s.capacity
+        base = ("spec", "slices", i, "capacity")
+        if cap.type == "reservation" and not cap.reservation:
+            yield ctx.problem("tpu-capacity", (*base, "reservation"),
+                              "capacity type 'reservation' needs the reservation's name",
+                              expected="a reservation name",
+                              hint="add 'reservation: NAME' (gcloud compute reservations list)")
+        if cap.type != "reservation" and (cap.reservation or cap.reservation_project):
+            key = "reservation" if cap.reservation else "reservationProject"
+            yield ctx.problem("tpu-capacity", (*base, key),
+                              f"a reservation is named but capacity type is '{cap.type}'",
+                              value=cap.reservation or cap.reservation_project,
+                              expected="type: reservation",
+                              hint="set 'type: reservation', or remove the reservation"
+                              + (" (spot VMs never consume a reservation)"
+                                 if cap.type == "spot" else ""))
+
+
+@rule("tpu-zone")
+def zones(ctx: Context) -> Iterator[Problem]:
+    """The zone is in the region and, where the catalog knows, offers the TPU version."""
+    spec = ctx.recipe.spec
+    if spec.zone and not spec.zone.startswith(spec.region + "-"):
+        yield ctx.problem("tpu-zone", ("spec", "zone"),
+                          f"zone '{spec.zone}' is not in region '{spec.region}'",
+                          value=spec.zone, expected=f"a zone of {spec.region}")
+        return
+    for i, shape in ctx.shapes.items():
+        if shape is None or not shape.version.zones:
+            continue
+        zones_here = [z for z in shape.version.zones if z.startswith(spec.region + "-")]
+        if spec.zone and spec.zone not in shape.version.zones:
+            yield ctx.problem(
+                "tpu-zone", ("spec", "zone"),
+                f"TPU {shape.version.key} is not listed in zone {spec.zone}",
+                value=spec.zone, expected=", ".join(shape.version.zones),
+                severity=Severity.WARNING, hint="zone lists change; check the regions-zones page",
+                source=ctx.catalog.source_url("CTPU-REGIONS"))
+        elif not spec.zone and not zones_here:
+            yield ctx.problem(
+                "tpu-zone", ("spec", "slices", i, "tpu"),
+                f"TPU {shape.version.key} is not listed in any zone of region {spec.region}",
+                value=ctx.recipe.spec.slices[i].tpu,
+                expected="zones: " + ", ".join(shape.version.zones), severity=Severity.WARNING,
+                hint="zone lists change; check the regions-zones page",
+                source=ctx.catalog.source_url("CTPU-REGIONS"))
+
+
+@rule("workload-slice")
+def workload_slices(ctx: Context) -> Iterator[Problem]:
+    """Each workload names an existing slice; names are unique."""
+    names = [s.name for s in ctx.recipe.spec.slices]
+    seen: set[str] = set()
+    for i, w in enumerate(ctx.recipe.spec.workloads):
+        if w.name in seen:
+            yield ctx.problem("workload-slice", ("spec", "workloads", i, "name"),
+                              f"workload name '{w.name}' is used twice", value=w.name)
+        seen.add(w.name)
+        if w.slice not in names:
+            yield ctx.problem("workload-slice", ("spec", "workloads", i, "slice"),
+                              f"no slice named '{w.slice}'", value=w.slice,
+                              expected="one of: " + ", ".join(names),
+                              hint=suggest(w.slice, names))
+
+
+@rule("workload-chips")
+def workload_chips(ctx: Context) -> Iterator[Problem]:
+    """google.com/tpu per pod equals the chips of one VM of the slice (requests = limits).
+
+    Source: About TPUs in GKE, "Any container in a GKE Pod that requests TPUs must consume
+    all the TPU chips in the node".
+    """
+    for i, w in enumerate(ctx.recipe.spec.workloads):
+        idx = ctx.slice_index(w.slice)
+        shape = ctx.shapes.get(idx) if idx is not None else None
+        if shape is None or w.chips_per_pod is None:
+            continue
+        if w.chips_per_pod != shape.chips_per_vm:
+            kind = (f"a multi-host slice of {shape.vms} VMs" if shape.multi_host
+                    else "a single-host slice")
+            yield ctx.problem(
+                "workload-chips", ("spec", "workloads", i, "chipsPerPod"),
+                f"{w.chips_per_pod} chips per pod, but {shape.version.key} {shape.topology} is "
+                f"{kind} with {shape.chips_per_vm} chips per VM ({shape.machine_type.name}); "
+                "a TPU pod must take every chip of its VM",
+                value=w.chips_per_pod, expected=str(shape.chips_per_vm),
+                hint=f"set chipsPerPod: {shape.chips_per_vm}, or remove it to use the slice's "
+                     "chips per VM",
+                source=ctx.catalog.source_url("GKE-ABOUT"))
+
+
+@rule("workload-resources")
+def workload_resources(ctx: Context) -> Iterator[Problem]:
+    """CPU and memory requests fit the TPU VM (a request above the machine never schedules)."""
+    for i, w in enumerate(ctx.recipe.spec.workloads):
+        idx = ctx.slice_index(w.slice)
+        shape = ctx.shapes.get(idx) if idx is not None else None
+        for key, attr, unit, scale in (("cpu", "vcpu", "vCPU", 1), ("memory", "memory_gb", "GB",
+                                                                      10**9)):
+            raw = getattr(w.resources, key)
+            if raw is None:
+                continue
+            path = ("spec", "workloads", i, "resources", key)
+            qty = parse_quantity(raw)
+            if qty is None or qty <= 0:
+                yield ctx.problem("workload-resources", path,
+                                  f"'{raw}' is not a Kubernetes quantity", value=raw,
+                                  expected="e.g. 10, 500m, 500Gi")
+                continue
+            cap = getattr(shape.machine_type, attr) if shape else None
+            if cap and qty > cap * scale:
+                unverified = shape.machine_type.confidence == "L"
+                yield ctx.problem(
+                    "workload-resources", path,
+                    f"{key} request {raw} is more than the whole {shape.machine_type.name} VM "
+                    f"({cap} {unit}" + (", an unverified catalog figure); the pod may not "
+                                        "schedule" if unverified else "); the pod can never "
+                                                                       "schedule"),
+                    value=raw, expected=f"below {cap} {unit} (allocatable is lower still)",
+                    source=ctx.catalog.source_url(shape.machine_type.source),
+                    # an unverified machine size must not block a recipe
+                    severity=Severity.WARNING if shape.machine_type.confidence == "L"
+                    else Severity.ERROR)
+
+
+@rule("workload-env")
+def workload_env(ctx: Context) -> Iterator[Problem]:
+    """TPU_WORKER_ID / TPU_WORKER_HOSTNAMES are injected by GKE on multi-host Indexed Jobs."""
+    for i, w in enumerate(ctx.recipe.spec.workloads):
+        idx = ctx.slice_index(w.slice)
+        shape = ctx.shapes.get(idx) if idx is not None else None
+        if shape is None or not shape.multi_host:
+            continue
+        for key in ("TPU_WORKER_ID", "TPU_WORKER_HOSTNAMES"):
+            if key in w.env:
+                yield ctx.problem(
+                    "workload-env", ("spec", "workloads", i, "env", key),
+                    f"{key} is set by hand; GKE injects it for multi-host Indexed Jobs and a "
+                    "fixed value breaks the other workers", value=w.env[key],
+                    severity=Severity.WARNING, hint=f"remove {key}")
+
+
+def _longest_pod_hostname(name: str, slice_count: int, vms: int) -> tuple[str, int]:
+    """The longest DNS label a workload's pods get, and its length.
+
+    Indexed Job pods get hostname ``<job>-<index>``; JobSet pods ``<jobset>-<rjob>-<job>-<index>``
+    (our replicated job is called ``slice``).
+    """
+    if slice_count > 1:
+        host = f"{name}-slice-{slice_count - 1}-{vms - 1}"
+    else:
+        host = f"{name}-{max(vms - 1, 0)}"
+    return host, len(host)
+
+
+@rule("names-length")
+def names_length(ctx: Context) -> Iterator[Problem]:
+    """Names that become labels or DNS labels stay within 63 characters."""
+    for i, w in enumerate(ctx.recipe.spec.workloads):
+        idx = ctx.slice_index(w.slice)
+        shape = ctx.shapes.get(idx) if idx is not None else None
+        if shape is None:
+            continue
+        count = ctx.recipe.spec.slices[idx].count  # type: ignore[index]
+        host, n = _longest_pod_hostname(w.name, count, shape.vms)
+        if n > LABEL_MAX:
+            room = len(w.name) - (n - LABEL_MAX)
+            yield ctx.problem("names-length", ("spec", "workloads", i, "name"),
+                              f"pod hostname '{host}' would be {n} characters", value=w.name,
+                              expected=f"a workload name of at most {room} characters",
+                              hint="shorten the workload name",
+                              source="https://kubernetes.io/docs/concepts/overview/"
+                                     "working-with-objects/names/")

@@ -1,0 +1,150 @@
+"""Load YAML with positions: text -> (data, :class:`SourceMap`) per document.
+
+Built on PyYAML's composer (its C loader when available) so that every mapping key and list
+item keeps its line and column. Unlike ``yaml.safe_load``, duplicate keys are reported
+(they silently overwrite each other in plain PyYAML) and syntax errors become
+:class:`~mldiag_provision.errors.Problem` objects pointing at the bad line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import yaml
+
+from mldiag_provision.errors import Problem
+from mldiag_provision.recipe.sourcemap import Path, SourceMap
+
+try:  # the C loader is several times faster; fall back to pure Python when libyaml is absent
+    _Loader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover - depends on how PyYAML was built
+    _Loader = yaml.SafeLoader
+
+
+@dataclass
+class Document:
+    """One YAML document: its data (plain dicts/lists/scalars) and where each field is."""
+
+    data: object
+    sourcemap: SourceMap
+    problems: list[Problem]
+    index: int = 0  # position of the document in a multi-document stream
+
+
+def _yaml_error_problem(exc: yaml.YAMLError, file: str) -> Problem:
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    line, col = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
+    what = getattr(exc, "problem", None) or str(exc)
+    context = getattr(exc, "context", None)
+    message = f"YAML syntax error: {what}" + (f" ({context})" if context else "")
+    return Problem(
+        rule="yaml-syntax",
+        message=message,
+        file=file,
+        line=line,
+        column=col,
+        hint="fix the YAML syntax at this position (check indentation, quotes and colons)",
+    )
+
+
+class _Builder:
+    """Turns a composed node tree into Python data while recording positions."""
+
+    def __init__(self, loader: yaml.SafeLoader, sourcemap: SourceMap) -> None:
+        self.loader = loader
+        self.sm = sourcemap
+        self.problems: list[Problem] = []
+
+    def build(self, node: yaml.Node, path: Path) -> object:
+        self.sm.values.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
+        if isinstance(node, yaml.MappingNode):
+            return self._mapping(node, path)
+        if isinstance(node, yaml.SequenceNode):
+            out = []
+            for i, item in enumerate(node.value):
+                self.sm.keys.setdefault((*path, i), (item.start_mark.line + 1,
+                                                     item.start_mark.column + 1))
+                out.append(self.build(item, (*path, i)))
+            return out
+        return self.loader.construct_object(node, deep=True)
+
+    def _mapping(self, node: yaml.MappingNode, path: Path) -> dict:
+        self.loader.flatten_mapping(node)  # resolves YAML merge keys (<<)
+        out: dict = {}
+        for key_node, value_node in node.value:
+            key = self.loader.construct_object(key_node, deep=True)
+            line, col = key_node.start_mark.line + 1, key_node.start_mark.column + 1
+            if not isinstance(key, str):
+                key = str(key) if isinstance(key, (int, float, bool)) or key is None else repr(key)
+            child: Path = (*path, key)
+            if key in out:
+                first = self.sm.keys.get(child, (0, 0))
+                self.problems.append(Problem(
+                    rule="yaml-duplicate-key",
+                    message=f"duplicate key '{key}' (first defined on line {first[0]})",
+                    path=_fmt(child), value=key, file=self.sm.file, line=line, column=col,
+                    hint="remove one of the two entries; YAML keeps only the last one",
+                ))
+                continue
+            self.sm.keys[child] = (line, col)
+            out[key] = self.build(value_node, child)
+        return out
+
+
+def _fmt(path: Path) -> str:
+    from mldiag_provision.recipe.sourcemap import format_path
+
+    return format_path(path)
+
+
+def load_documents(text: str, file: str) -> list[Document]:
+    """Parse every YAML document in ``text``.
+
+    Returns one :class:`Document` per document; a syntax error yields a single document whose
+    ``data`` is ``None`` and whose ``problems`` holds the error. Never raises for bad input.
+    """
+    lines = text.splitlines()
+    docs: list[Document] = []
+    loader = _Loader(text)
+    try:
+        index = 0
+        while loader.check_node():
+            node = loader.get_node()
+            sm = SourceMap(file=file, lines=lines)
+            builder = _Builder(loader, sm)
+            data = builder.build(node, ()) if node is not None else None
+            docs.append(Document(data=data, sourcemap=sm, problems=builder.problems, index=index))
+            index += 1
+    except yaml.YAMLError as exc:
+        docs.append(Document(data=None, sourcemap=SourceMap(file=file, lines=lines),
+                             problems=[_yaml_error_problem(exc, file)], index=len(docs)))
+    except (ValueError, TypeError, OverflowError, RecursionError) as exc:
+        # PyYAML's constructors raise these for out-of-range timestamps, huge numbers, ...
+        docs.append(Document(data=None, sourcemap=SourceMap(file=file, lines=lines),
+                             problems=[Problem(rule="yaml-value", file=file,
+                                               message=f"YAML value cannot be read: {exc}",
+                                               hint="quote the value to keep it a string")],
+                             index=len(docs)))
+    finally:
+        loader.dispose()
+    return docs
+
+
+def load_single(text: str, file: str) -> Document:
+    """Parse a file that must hold exactly one YAML document (a recipe)."""
+    docs = load_documents(text, file)
+    if not docs:
+        return Document(None, SourceMap(file=file, lines=text.splitlines()), [Problem(
+            rule="recipe-empty", message="the file is empty", file=file, line=1, column=1,
+            hint="start from an example: mldiag-provision schema, or recipes/*.yaml",
+        )])
+    if len(docs) > 1 and not any(d.problems for d in docs):
+        second = docs[1].sourcemap.values.get((), (0, 0))
+        docs[0].problems.append(Problem(
+            rule="recipe-multiple-documents",
+            message=f"a recipe file holds one YAML document; found {len(docs)}",
+            file=file, line=second[0], column=second[1],
+            hint="split the documents into one recipe file each",
+        ))
+    first_error = next((d for d in docs if d.data is None and d.problems), None)
+    return first_error or docs[0]

@@ -1,0 +1,194 @@
+"""The recipe: the one file a platform engineer writes (``apiVersion: mldiag-provision/v1alpha1``).
+
+Pydantic v2 models, camelCase keys, unknown keys are errors (``extra="forbid"``). The models
+check *shape* only (types, enums, patterns); every rule that needs the TPU catalog or two
+fields at once lives in :mod:`mldiag_provision.preflight` so that it can point at the right
+field and explain itself. The JSON Schema for editors is generated from these models
+(``mldiag-provision schema``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+API_VERSION = "mldiag-provision/v1alpha1"
+
+# DNS-1123 label: what Kubernetes names, GKE cluster names and GCP ids have in common.
+DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+
+DnsName = Annotated[str, Field(pattern=DNS_LABEL, min_length=1, max_length=63)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True,
+        validate_default=True,
+    )
+
+
+class Metadata(_Model):
+    """Who the stack is: ``name`` becomes the cluster name and resource prefix."""
+
+    name: Annotated[str, Field(pattern=DNS_LABEL, min_length=1, max_length=40,
+                               description="Stack name; DNS label, at most 40 characters "
+                                           "(the GKE cluster name limit).")]
+    labels: dict[str, str] = Field(default_factory=dict,
+                                   description="Google Cloud labels applied to every resource.")
+    description: str | None = None
+
+
+class Backend(_Model):
+    """Where the engine keeps its state."""
+
+    type: Literal["local", "gcs"] = "local"
+    bucket: str | None = Field(None, description="GCS bucket for state (type: gcs).")
+    prefix: str | None = Field(None, description="Object prefix inside the bucket (type: gcs).")
+
+
+class Engine(_Model):
+    name: Literal["terraform", "pulumi"] = "terraform"
+    backend: Backend = Field(default_factory=Backend)
+
+
+class Orchestrator(_Model):
+    """How the accelerators are scheduled."""
+
+    type: Literal["gke-autopilot", "gke-standard", "slurm", "existing-kubernetes"]
+    cluster_name: Annotated[str, Field(pattern=DNS_LABEL, max_length=40)] | None = Field(
+        None, description="Defaults to metadata.name.")
+    release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = "REGULAR"
+    min_version: str | None = Field(
+        None, description="Minimum GKE control-plane version, e.g. '1.35.0-gke.3065000'. "
+                          "Defaults to the highest minimum the slices and ML Diagnostics need.")
+    deletion_protection: bool = True
+    network: str = "default"
+    subnetwork: str | None = None
+
+
+class Capacity(_Model):
+    """How the TPU VMs are obtained."""
+
+    type: Literal["on-demand", "spot", "reservation"] = "on-demand"
+    reservation: str | None = Field(None, description="Reservation name (type: reservation).")
+    reservation_project: str | None = Field(
+        None, description="Project that owns a shared reservation; defaults to spec.project.")
+
+
+class Slice(_Model):
+    """One TPU slice shape, and how many of them (multislice when ``count`` > 1)."""
+
+    name: DnsName
+    tpu: str = Field(description="TPU version (v4, v5e, v5p, v6e, tpu7x) or GKE accelerator "
+                                 "label (tpu-v4-podslice, ...). See `mldiag-provision catalog`.")
+    topology: str = Field(description="Chip topology, e.g. 2x4 or 2x2x4.")
+    chips_per_vm: int | None = Field(
+        None, description="Chips per VM (google.com/tpu per pod). Required where a topology has "
+                          "two machine types, e.g. v5e/v6e 2x4 = one 8-chip VM or two 4-chip VMs.")
+    count: Annotated[int, Field(ge=1, le=64)] = Field(1, description="Number of slices.")
+    capacity: Capacity = Field(default_factory=Capacity)
+
+
+class ProfilesBucket(_Model):
+    name: str | None = Field(None, description="Defaults to '<project>-<name>-profiles'.")
+    create: bool = True
+    location: str | None = Field(None, description="Defaults to the region.")
+    delete_on_destroy: bool = Field(
+        False, description="Let `destroy` delete the bucket with its profiles.")
+
+
+class LogAnalytics(_Model):
+    enabled: bool = True
+    retention_days: Annotated[int, Field(ge=1, le=3650)] | None = Field(
+        None, description="Retention of the _Default log bucket, stated explicitly so that "
+                          "enabling Log Analytics never resets it (the provider default is 30).")
+
+
+class Iam(_Model):
+    mode: Literal["predefined", "custom-role"] = "predefined"
+    custom_role_id: Annotated[str, Field(pattern=r"^[a-zA-Z0-9_.]{3,64}$")] = (
+        "mlDiagnosticsWorkload")
+
+
+class ServiceAccount(_Model):
+    name: Annotated[str, Field(pattern=r"^[a-z](?:[-a-z0-9]{4,28}[a-z0-9])$")] = Field(
+        "mldiag-workload", description="Account id of the workload's Google service account.")
+    create: bool = True
+
+
+class KubernetesIdentity(_Model):
+    namespace: DnsName = "mldiag"
+    service_account: DnsName = "mldiag-workload"
+
+
+class Diagnostics(_Model):
+    """ML Diagnostics settings."""
+
+    enabled: bool = True
+    agents: Literal["auto", "managed", "manual", "none"] = Field(
+        "auto", description="auto: the GKE-managed add-on where the GKE version allows it.")
+    mlrun_region: str | None = Field(None, description="MLRun location; defaults to the region.")
+    profiles_bucket: ProfilesBucket = Field(default_factory=ProfilesBucket)
+    log_analytics: LogAnalytics = Field(default_factory=LogAnalytics)
+    iam: Iam = Field(default_factory=Iam)
+    service_account: ServiceAccount = Field(default_factory=ServiceAccount)
+    kubernetes: KubernetesIdentity = Field(default_factory=KubernetesIdentity)
+
+
+class Resources(_Model):
+    """CPU and memory requests (= limits) of the TPU container, Kubernetes quantities."""
+
+    model_config = ConfigDict(coerce_numbers_to_str=True)
+
+    cpu: str | None = Field(None, description="e.g. '10' or '500m'.")
+    memory: str | None = Field(None, description="e.g. '500Gi'.")
+
+
+class Workload(_Model):
+    """A TPU workload rendered as a Job (one slice) or a JobSet (multislice)."""
+
+    name: DnsName
+    slice: str = Field(description="Name of a slice in spec.slices.")
+    image: Annotated[str, Field(min_length=1)]
+    command: list[str] = Field(default_factory=list)
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    chips_per_pod: int | None = Field(
+        None, description="google.com/tpu per pod; must equal the slice's chips per VM.")
+    resources: Resources = Field(default_factory=Resources)
+    ml_diagnostics: bool = Field(True, description="Label the workload for ML Diagnostics.")
+    backoff_limit: Annotated[int, Field(ge=0)] = 0
+
+
+class Spec(_Model):
+    project: Annotated[str, Field(pattern=r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$",
+                                  description="Google Cloud project id.")]
+    region: Annotated[str, Field(pattern=r"^[a-z]+-[a-z]+[0-9]+$")]
+    zone: Annotated[str, Field(pattern=r"^[a-z]+-[a-z]+[0-9]+-[a-z0-9]+$")] | None = None
+    engine: Engine = Field(default_factory=Engine)
+    orchestrator: Orchestrator
+    slices: Annotated[list[Slice], Field(min_length=1)]
+    diagnostics: Diagnostics = Field(default_factory=Diagnostics)
+    workloads: list[Workload] = Field(default_factory=list)
+
+
+class Recipe(_Model):
+    """A whole recipe file."""
+
+    api_version: Literal["mldiag-provision/v1alpha1"] = Field(alias="apiVersion")
+    kind: Literal["Recipe"]
+    metadata: Metadata
+    spec: Spec
+
+
+def json_schema() -> dict:
+    """JSON Schema (draft 2020-12) of the recipe, with camelCase keys, for editors and CI."""
+    schema = Recipe.model_json_schema(by_alias=True)
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://mldiag-provision.dev/schemas/recipe-v1alpha1.json",
+        "title": "mldiag-provision Recipe",
+        **schema,
+    }

@@ -1,0 +1,137 @@
+"""StackPlan -> Kubernetes manifests (namespace, Workload Identity KSA, TPU workloads).
+
+Built as Python data and dumped with PyYAML, so that values are always quoted as needed and
+cannot change the YAML's structure. Shapes follow "Deploy TPU workloads on GKE Autopilot"
+(seed 004): nodeSelectors for accelerator and topology, ``google.com/tpu`` requests equal to
+limits, and for a multi-host slice an Indexed Job with completions = parallelism = VMs, a
+headless Service and ``subdomain`` so that GKE injects ``TPU_WORKER_ID`` and
+``TPU_WORKER_HOSTNAMES``. Multislice runs as a JobSet (jobset.x-k8s.io/v1alpha2).
+"""
+
+from __future__ import annotations
+
+from mldiag_provision.plan.stack import TPU_RESOURCE, StackPlan, WorkloadPlan
+
+# Ports (catalog gke.yaml `ports`): 8471 TPU worker communication, 8431 TPU runtime metrics
+# (seed 004); 8080 megascale coordinator (xpk, confidence M).
+TPU_WORKER_PORT = 8471
+TPU_METRICS_PORT = 8431
+MEGASCALE_PORT = 8080
+JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+
+
+def namespace(plan: StackPlan) -> dict:
+    ns = plan.diagnostics["kubernetes"]["namespace"]
+    labels = {"app.kubernetes.io/managed-by": "mldiag-provision"}
+    if plan.diagnostics["enabled"]:
+        labels.update(plan.diagnostics["namespace_label"])
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}}
+
+
+def service_account(plan: StackPlan) -> dict:
+    k8s = plan.diagnostics["kubernetes"]
+    return {
+        "apiVersion": "v1", "kind": "ServiceAccount",
+        "metadata": {
+            "name": k8s["service_account"], "namespace": k8s["namespace"],
+            "labels": {"app.kubernetes.io/managed-by": "mldiag-provision"},
+            # Workload Identity: the KSA acts as this Google service account
+            "annotations": {"iam.gke.io/gcp-service-account":
+                            plan.diagnostics["service_account"]["email"]},
+        },
+    }
+
+
+def _container(plan: StackPlan, w: WorkloadPlan, multi_host: bool) -> dict:
+    limits: dict[str, object] = {}
+    if w.cpu is not None:
+        limits["cpu"] = w.cpu
+    if w.memory is not None:
+        limits["memory"] = w.memory
+    limits[TPU_RESOURCE] = w.chips_per_pod
+    env = [{"name": k, "value": v} for k, v in w.env.items()]
+    if w.kind == "JobSet":
+        env.extend(_megascale_env(w))
+    ports = [{"containerPort": TPU_METRICS_PORT, "name": "tpu-metrics"}]
+    if multi_host:
+        ports.insert(0, {"containerPort": TPU_WORKER_PORT, "name": "tpu-worker"})
+    if w.kind == "JobSet":
+        ports.append({"containerPort": MEGASCALE_PORT, "name": "megascale"})
+    c: dict[str, object] = {"name": w.name, "image": w.image}
+    if w.command:
+        c["command"] = list(w.command)
+    if w.args:
+        c["args"] = list(w.args)
+    if env:
+        c["env"] = env
+    c["ports"] = ports
+    c["resources"] = {"requests": dict(limits), "limits": dict(limits)}
+    return c
+
+
+def _megascale_env(w: WorkloadPlan) -> list[dict]:
+    """Multislice environment as xpk sets it (confidence M; tpu-rules R-D3)."""
+    return [
+        {"name": "MEGASCALE_COORDINATOR_ADDRESS",
+         "value": f"{w.name}-slice-0-0.{w.name}:{MEGASCALE_PORT}"},
+        {"name": "MEGASCALE_NUM_SLICES", "value": str(w.slices)},
+        {"name": "MEGASCALE_SLICE_ID", "valueFrom": {"fieldRef": {
+            "fieldPath": "metadata.annotations['jobset.sigs.k8s.io/job-index']"}}},
+    ]
+
+
+def _pod_template(plan: StackPlan, w: WorkloadPlan, labels: dict[str, str]) -> dict:
+    sp = next(s for s in plan.slices if s.name == w.slice)
+    spec: dict[str, object] = {
+        "restartPolicy": "Never",
+        "serviceAccountName": plan.diagnostics["kubernetes"]["service_account"],
+        "nodeSelector": dict(sp.node_selector),
+    }
+    if w.headless_service:
+        spec["subdomain"] = w.headless_service
+    spec["containers"] = [_container(plan, w, sp.multi_host)]
+    return {"metadata": {"labels": labels}, "spec": spec}
+
+
+def _labels(plan: StackPlan, w: WorkloadPlan) -> dict[str, str]:
+    labels = {"app.kubernetes.io/name": w.name, "app.kubernetes.io/managed-by": "mldiag-provision"}
+    if w.ml_diagnostics_label:
+        labels.update(plan.diagnostics["namespace_label"])
+    return labels
+
+
+def workload(plan: StackPlan, w: WorkloadPlan) -> list[dict]:
+    """The objects of one workload: [headless Service,] Job or JobSet."""
+    ns = plan.diagnostics["kubernetes"]["namespace"]
+    labels = _labels(plan, w)
+    job_spec = {
+        "backoffLimit": w.backoff_limit,
+        "completions": w.pods_per_slice,
+        "parallelism": w.pods_per_slice,
+        "completionMode": "Indexed",
+        "template": _pod_template(plan, w, labels),
+    }
+    if w.kind == "JobSet":
+        return [{
+            "apiVersion": JOBSET_API, "kind": "JobSet",
+            "metadata": {"name": w.name, "namespace": ns, "labels": labels, "annotations": {
+                # one slice per node pool (xpk, tpu-provisioner)
+                "alpha.jobset.sigs.k8s.io/exclusive-topology": "cloud.google.com/gke-nodepool"}},
+            "spec": {
+                "failurePolicy": {"maxRestarts": 0},
+                "replicatedJobs": [{"name": "slice", "replicas": w.slices,
+                                    "template": {"spec": job_spec}}],
+            },
+        }]
+    objs: list[dict] = []
+    if w.headless_service:
+        objs.append({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": w.headless_service, "namespace": ns,
+                         "labels": {"app.kubernetes.io/managed-by": "mldiag-provision"}},
+            "spec": {"clusterIP": "None", "selector": {"job-name": w.name}},
+        })
+    objs.append({"apiVersion": "batch/v1", "kind": "Job",
+                 "metadata": {"name": w.name, "namespace": ns, "labels": labels},
+                 "spec": job_spec})
+    return objs
