@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?(?:-gke\.(\d+))?$")
+_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?(?:-gke\.(\d+))?$", re.ASCII)
 
 
 @dataclass(frozen=True, order=True)
@@ -31,8 +31,11 @@ class GkeVersion:
         major, minor, patch, build = m.groups()
         if build is not None and patch is None:
             return None
-        return cls(int(major), int(minor), None if patch is None else int(patch),
-                   None if build is None else int(build))
+        try:
+            return cls(int(major), int(minor), None if patch is None else int(patch),
+                       None if build is None else int(build))
+        except ValueError:  # more digits than int() converts (sys.get_int_max_str_digits)
+            return None
 
     def __str__(self) -> str:
         out = f"{self.major}.{self.minor}"

@@ -116,9 +116,14 @@ def parse_topology(text: str) -> tuple[int, ...] | None:
     if not isinstance(text, str):
         return None
     parts = text.strip().split("x")
-    if not 2 <= len(parts) <= 3 or not all(p.isdigit() and p[0] != "0" for p in parts):
+    # isascii: str.isdigit() also accepts e.g. '²', which int() rejects
+    if not 2 <= len(parts) <= 3 or not all(p.isascii() and p.isdigit() and p[0] != "0"
+                                           for p in parts):
         return None
-    return tuple(int(p) for p in parts)
+    try:
+        return tuple(int(p) for p in parts)
+    except ValueError:  # more digits than int() converts (sys.get_int_max_str_digits)
+        return None
 
 
 class Catalog:

@@ -18,7 +18,9 @@ def run_preflight(recipe: Recipe, catalog: Catalog, sourcemap: SourceMap,
     """Run every rule. Returns (problems sorted by position, resolved slice shapes)."""
     ctx = Context(recipe=recipe, catalog=catalog, sourcemap=sourcemap)
     problems: list[Problem] = []
-    for _rule_id, fn in RULES:
+    # tpu-slice-shape fills ctx.shapes, which later rules (gke-version among them) read:
+    # run it first, whatever order the rule modules were imported in (stable sort).
+    for _rule_id, fn in sorted(RULES, key=lambda r: r[0] != "tpu-slice-shape"):
         problems.extend(fn(ctx))
     problems.sort(key=lambda p: (p.line, p.column, p.rule))
     return problems, ctx.shapes

@@ -27,4 +27,7 @@ def parse_quantity(text: str) -> Decimal | None:
     except InvalidOperation:
         return None
     suffix = m.group(2) or ""
-    return number * (_BINARY[suffix] if suffix in _BINARY else _DECIMAL[suffix])
+    try:
+        return number * (_BINARY[suffix] if suffix in _BINARY else _DECIMAL[suffix])
+    except ArithmeticError:  # decimal.Overflow for e.g. 9e999999Ei
+        return None

@@ -54,6 +54,7 @@ class _Builder:
         self.loader = loader
         self.sm = sourcemap
         self.problems: list[Problem] = []
+        self._own: dict[int, set[int]] = {}
 
     def build(self, node: yaml.Node, path: Path) -> object:
         self.sm.values.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
@@ -69,14 +70,28 @@ class _Builder:
         return self.loader.construct_object(node, deep=True)
 
     def _mapping(self, node: yaml.MappingNode, path: Path) -> dict:
-        self.loader.flatten_mapping(node)  # resolves YAML merge keys (<<)
+        # the node's own keys, remembered across visits: flatten_mapping changes the node in
+        # place, and an alias visits the same node again
+        own = self._own.setdefault(id(node), {id(k) for k, _ in node.value
+                                              if k.tag != "tag:yaml.org,2002:merge"})
+        self.loader.flatten_mapping(node)  # resolves YAML merge keys (<<); merged pairs first
         out: dict = {}
+        inherited: set[str] = set()  # keys that came from a merge: a later entry overrides
         for key_node, value_node in node.value:
             key = self.loader.construct_object(key_node, deep=True)
             line, col = key_node.start_mark.line + 1, key_node.start_mark.column + 1
             if not isinstance(key, str):
                 key = str(key) if isinstance(key, (int, float, bool)) or key is None else repr(key)
             child: Path = (*path, key)
+            if key in inherited:  # an explicit key (or a later merge) overrides a merged one
+                inherited.discard(key)
+                del out[key]
+                n = len(child)
+                for table in (self.sm.keys, self.sm.values):
+                    for stale in [p for p in table if p[:n] == child]:
+                        del table[stale]
+            if id(key_node) not in own:
+                inherited.add(key)
             if key in out:
                 first = self.sm.keys.get(child, (0, 0))
                 self.problems.append(Problem(

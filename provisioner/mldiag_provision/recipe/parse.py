@@ -7,7 +7,6 @@ hint. All problems are reported at once; nothing here raises for bad input.
 
 from __future__ import annotations
 
-import difflib
 import types
 import typing
 from dataclasses import dataclass, field
@@ -59,6 +58,8 @@ def suggest(value: object, options: typing.Iterable[str]) -> str | None:
     """``"did you mean 'x'?"`` for the closest option, or ``None``."""
     if not isinstance(value, str):
         return None
+    import difflib  # only when there is something to suggest: keeps validate's start fast
+
     options = list(options)
     lowered = {o.lower(): o for o in options}
     if value.lower() in lowered and lowered[value.lower()] != value:
