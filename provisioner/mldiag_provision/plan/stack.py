@@ -88,9 +88,14 @@ class StackPlan:
 
 
 def _node_selector(shape: SliceShape, cap_type: str, reservation: str | None,
-                   reservation_project: str | None) -> dict[str, str]:
-    """nodeSelector of a TPU pod on Autopilot (About TPUs in GKE; Autopilot reservations)."""
+                   reservation_project: str | None, zone: str | None) -> dict[str, str]:
+    """nodeSelector of a TPU pod on Autopilot (About TPUs in GKE; Autopilot reservations).
+
+    A recipe zone pins the pods with the well-known ``topology.kubernetes.io/zone`` label.
+    """
     sel = {TPU_ACCELERATOR_LABEL: shape.version.accelerator, TPU_TOPOLOGY_LABEL: shape.topology}
+    if zone:
+        sel["topology.kubernetes.io/zone"] = zone
     if cap_type == "spot":
         sel["cloud.google.com/gke-spot"] = "true"
     elif cap_type == "reservation" and reservation:
@@ -124,7 +129,7 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | None], catalog: Ca
             multi_host=shape.multi_host, capacity=s.capacity.type,
             reservation=s.capacity.reservation, reservation_project=s.capacity.reservation_project,
             node_selector=_node_selector(shape, s.capacity.type, s.capacity.reservation,
-                                         s.capacity.reservation_project)))
+                                         s.capacity.reservation_project, spec.zone)))
         decisions.append(f"slice {s.name}: {slices[-1].summary()}")
 
     # --- GKE version: the highest minimum of what the recipe uses ---------------------

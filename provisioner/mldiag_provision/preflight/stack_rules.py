@@ -94,19 +94,24 @@ def gke_version(ctx: Context) -> Iterator[Problem]:
     if ctx.recipe.spec.diagnostics.enabled and agents in ("managed", "auto"):
         need = req.managed_diagnostics_need(ctx.catalog)
         ok = req.satisfies(version, need)
-        if ok is not True and agents == "managed":
+        if ok is True:
+            return
+        relation = ("is below" if ok is False else
+                    "may resolve to a release below")
+        if agents == "managed":
             yield ctx.problem(
                 "gke-version", path,
-                f"managed ML Diagnostics needs GKE {need.version} or later; minVersion is "
-                f"{version}", value=orch.min_version, expected=f">= {need.version}",
-                source=need.source,
-                hint=f"set minVersion to {need.version} or later, or set diagnostics.agents")
-        elif ok is not True:
+                f"managed ML Diagnostics needs GKE {need.version} or later; minVersion "
+                f"{version} {relation} it", value=orch.min_version,
+                expected=f">= {need.version}", source=need.source,
+                hint=f"set minVersion to {need.version} or later (the full version), or set "
+                     "diagnostics.agents")
+        else:
             yield ctx.problem(
                 "gke-version", path,
-                f"GKE {version} is below {need.version}: the managed ML Diagnostics add-on "
-                "cannot be turned on, and this version does not yet render the manual install "
-                "(cert-manager, injection webhook, connection operator)",
+                f"GKE {version} {relation} {need.version}: the managed ML Diagnostics add-on "
+                "will not be turned on, and this version does not yet render the manual "
+                "install (cert-manager, injection webhook, connection operator)",
                 value=orch.min_version, severity=Severity.WARNING, source=need.source,
                 hint=f"set minVersion to {need.version} or later for the managed add-on")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
 API_VERSION = "mldiag-provision/v1alpha1"
@@ -137,13 +137,18 @@ class Diagnostics(_Model):
     kubernetes: KubernetesIdentity = Field(default_factory=KubernetesIdentity)
 
 
+_QUANTITY_SCHEMA = WithJsonSchema(
+    {"anyOf": [{"type": "string"}, {"type": "number"}, {"type": "null"}]})
+
+
 class Resources(_Model):
     """CPU and memory requests (= limits) of the TPU container, Kubernetes quantities."""
 
     model_config = ConfigDict(coerce_numbers_to_str=True)
 
-    cpu: str | None = Field(None, description="e.g. '10' or '500m'.")
-    memory: str | None = Field(None, description="e.g. '500Gi'.")
+    # numbers are accepted (coerced to str), so the JSON Schema must allow them too
+    cpu: Annotated[str | None, _QUANTITY_SCHEMA] = Field(None, description="e.g. '10' or '500m'.")
+    memory: Annotated[str | None, _QUANTITY_SCHEMA] = Field(None, description="e.g. '500Gi'.")
 
 
 class Workload(_Model):

@@ -128,7 +128,8 @@ def _problem_from_error(err: dict, sm: SourceMap) -> Problem:
     value = err.get("input")
     ctx = err.get("ctx") or {}
     path = format_path(loc)
-    line, col = sm.locate(loc)
+    # a bad value points at the value; an unknown or missing key at the key (or its parent)
+    line, col = sm.locate(loc, prefer_value=etype not in ("extra_forbidden", "missing"))
     kw = {"path": path, "file": sm.file, "line": line, "column": col}
     if etype == "extra_forbidden":
         key = loc[-1]

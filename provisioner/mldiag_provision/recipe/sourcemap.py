@@ -43,13 +43,18 @@ class SourceMap:
 
         A missing field (e.g. a required key the user left out) points at its parent.
         """
-        for cut in range(len(path), -1, -1):
+        first, second = (self.values, self.keys) if prefer_value else (self.keys, self.values)
+        if path in first:
+            return first[path]
+        if path in second:
+            return second[path]
+        # a missing field: point at the key of its nearest existing ancestor ("spec:")
+        for cut in range(len(path) - 1, -1, -1):
             prefix = path[:cut]
-            first, second = (self.values, self.keys) if prefer_value else (self.keys, self.values)
-            if prefix in first:
-                return first[prefix]
-            if prefix in second:
-                return second[prefix]
+            if prefix in self.keys:
+                return self.keys[prefix]
+            if prefix in self.values:
+                return self.values[prefix]
         return (0, 0)
 
     def source_line(self, line: int) -> str | None:

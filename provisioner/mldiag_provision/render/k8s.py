@@ -50,6 +50,15 @@ def _container(plan: StackPlan, w: WorkloadPlan, multi_host: bool) -> dict:
         limits["memory"] = w.memory
     limits[TPU_RESOURCE] = w.chips_per_pod
     env = [{"name": k, "value": v} for k, v in w.env.items()]
+    if plan.diagnostics["enabled"]:
+        # Our convention, not read by the SDK: pass them on in the training code, e.g.
+        # machinelearning_run(region=os.environ["MLDIAG_MLRUN_REGION"],
+        #                     gcs_path=os.environ["MLDIAG_PROFILES_GCS_PATH"], ...)
+        for name, value in (("MLDIAG_MLRUN_REGION", plan.diagnostics["mlrun_region"]),
+                            ("MLDIAG_PROFILES_GCS_PATH",
+                             f"gs://{plan.diagnostics['profiles_bucket']['name']}")):
+            if name not in w.env:
+                env.append({"name": name, "value": value})
     if w.kind == "JobSet":
         env.extend(_megascale_env(w))
     ports = [{"containerPort": TPU_METRICS_PORT, "name": "tpu-metrics"}]

@@ -1,0 +1,63 @@
+"""Shared fixtures: the repository root, the TPU catalog, an in-process CLI runner and the
+``--update-goldens`` option used by tests/golden/."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from mldiag_provision.catalog.tpu import Catalog, load_catalog
+from mldiag_provision.cli.app import main as cli_main
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+CliResult = tuple[int, str, str]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--update-goldens", action="store_true", default=False,
+                     help="rewrite tests/golden/** from the current output instead of "
+                          "comparing against it")
+
+
+@pytest.fixture(scope="session")
+def repo_root() -> Path:
+    return REPO_ROOT
+
+
+@pytest.fixture(scope="session")
+def catalog() -> Catalog:
+    return load_catalog()
+
+
+@pytest.fixture
+def update_goldens(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--update-goldens"))
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], argv: list[str]) -> CliResult:
+    """Run ``mldiag-provision argv`` in-process: (exit code, stdout, stderr).
+
+    argparse exits with SystemExit for usage errors and --help; that is mapped to its code.
+    """
+    capsys.readouterr()  # drop anything printed before
+    try:
+        code = cli_main(argv)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    out, err = capsys.readouterr()
+    return int(code), out, err
+
+
+@pytest.fixture
+def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        ) -> Callable[..., CliResult]:
+    """``cli("validate", "x.yaml")`` -> (exit code, stdout, stderr); colour forced off."""
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+
+    def _run(*argv: str) -> CliResult:
+        return run_cli(capsys, list(argv))
+
+    return _run

@@ -1,0 +1,522 @@
+"""Every preflight rule: a valid base recipe, ONE mutation, the problem it must produce.
+
+Recipes are dumped with ``yaml.safe_dump`` and checked with ``pipeline.check_text`` against
+the real catalog, so each problem also carries a real line.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from mldiag_provision import pipeline
+from mldiag_provision.catalog.tpu import DATA_DIR, Catalog, load_catalog
+from mldiag_provision.errors import Problem, Severity
+from mldiag_provision.preflight.context import RULES
+
+ERROR, WARNING = Severity.ERROR, Severity.WARNING
+
+BASE: dict = {
+    "apiVersion": "mldiag-provision/v1alpha1",
+    "kind": "Recipe",
+    "metadata": {"name": "rules-base", "labels": {"team": "ml-platform"}},
+    "spec": {
+        "project": "my-ml-project",
+        "region": "us-central1",
+        "orchestrator": {"type": "gke-autopilot"},
+        "slices": [{"name": "s8", "tpu": "v5e", "topology": "2x4", "chipsPerVm": 8}],
+        "diagnostics": {"logAnalytics": {"retentionDays": 30}},
+        "workloads": [{"name": "train", "slice": "s8", "image": "python:3.12",
+                       "chipsPerPod": 8}],
+    },
+}
+
+
+@pytest.fixture
+def recipe() -> dict:
+    """A deep copy of a recipe with no problem at all; tests mutate it."""
+    return copy.deepcopy(BASE)
+
+
+def check(data: dict, catalog: Catalog | None = None) -> list[Problem]:
+    text = yaml.safe_dump(data, sort_keys=False)
+    return pipeline.check_text(text, "r.yaml", catalog).report.problems
+
+
+def only(problems: list[Problem], rule: str, path: str, severity: Severity) -> Problem:
+    """The single problem of ``rule`` at ``path``; asserts its severity and line."""
+    hits = [p for p in problems if p.rule == rule and p.path == path]
+    assert len(hits) == 1, f"want one {rule} at {path}; got {[(p.rule, p.path) for p in problems]}"
+    p = hits[0]
+    assert p.severity is severity, p
+    assert p.line > 0 and p.column > 0, p
+    assert p.file == "r.yaml"
+    return p
+
+
+def rules_of(problems: list[Problem]) -> set[str]:
+    return {p.rule for p in problems}
+
+
+def test_base_recipe_is_clean(recipe: dict) -> None:
+    assert check(recipe) == []
+
+
+def test_every_rule_has_a_test() -> None:
+    tested = {"engine", "orchestrator", "gke-version", "diagnostics", "labels",
+              "tpu-slice-shape", "tpu-slice-names", "tpu-autopilot", "tpu-multislice",
+              "tpu-capacity", "tpu-zone", "workload-slice", "workload-chips",
+              "workload-resources", "workload-env", "names-length"}
+    assert {rule_id for rule_id, _ in RULES} == tested
+
+
+# -- tpu-slice-shape ----------------------------------------------------------------------
+
+def test_slice_topology_unknown(recipe: dict) -> None:
+    recipe["spec"]["slices"][0]["topology"] = "3x3"
+    p = only(check(recipe), "tpu-slice-shape", "spec.slices[0].topology", ERROR)
+    assert p.value == "3x3"
+    assert "2x4" in (p.expected or "")
+
+
+def test_slice_topology_order_hint(recipe: dict) -> None:
+    recipe["spec"]["slices"][0]["topology"] = "4x2"
+    p = only(check(recipe), "tpu-slice-shape", "spec.slices[0].topology", ERROR)
+    assert "did you mean '2x4'" in (p.hint or "")
+
+
+def test_slice_tpu_unknown(recipe: dict) -> None:
+    recipe["spec"]["slices"][0]["tpu"] = "v5ee"
+    p = only(check(recipe), "tpu-slice-shape", "spec.slices[0].tpu", ERROR)
+    assert "did you mean" in (p.hint or "")
+
+
+def test_slice_chips_per_vm_missing_is_ambiguous(recipe: dict) -> None:
+    del recipe["spec"]["slices"][0]["chipsPerVm"]
+    problems = check(recipe)
+    p = only(problems, "tpu-slice-shape", "spec.slices[0].chipsPerVm", ERROR)
+    assert p.expected == "8 or 4"
+    # the problem points at the slice, since the key itself is absent
+    assert p.line == yaml.safe_dump(recipe, sort_keys=False).splitlines().index(
+        "  - name: s8") + 1
+
+
+def test_slice_chips_per_vm_wrong(recipe: dict) -> None:
+    recipe["spec"]["slices"][0]["chipsPerVm"] = 2
+    p = only(check(recipe), "tpu-slice-shape", "spec.slices[0].chipsPerVm", ERROR)
+    assert p.value == 2
+
+
+# -- tpu-slice-names ----------------------------------------------------------------------
+
+def test_slice_names_unique(recipe: dict) -> None:
+    recipe["spec"]["slices"].append(dict(recipe["spec"]["slices"][0]))
+    p = only(check(recipe), "tpu-slice-names", "spec.slices[1].name", ERROR)
+    assert "slices[0]" in p.message
+
+
+# -- tpu-autopilot ------------------------------------------------------------------------
+
+def test_every_catalog_version_is_on_autopilot() -> None:
+    assert all(v.autopilot_supported for v in load_catalog().versions.values())
+
+
+def test_version_not_on_autopilot(recipe: dict) -> None:
+    # the real catalog data with one fact changed: v5e not offered on Autopilot
+    tpu = yaml.safe_load((DATA_DIR / "tpu.yaml").read_text(encoding="utf-8"))
+    gke = yaml.safe_load((DATA_DIR / "gke.yaml").read_text(encoding="utf-8"))
+    tpu["versions"]["v5e"]["gke"]["autopilot"]["supported"] = False
+    p = only(check(recipe, Catalog(tpu, gke)), "tpu-autopilot", "spec.slices[0].tpu", ERROR)
+    assert "v5e" in p.message
+
+
+# -- tpu-multislice -----------------------------------------------------------------------
+
+def test_multislice_on_single_host(recipe: dict) -> None:
+    recipe["spec"]["slices"][0].update(topology="2x2", count=2)
+    del recipe["spec"]["slices"][0]["chipsPerVm"]
+    recipe["spec"]["workloads"][0]["chipsPerPod"] = 4
+    p = only(check(recipe), "tpu-multislice", "spec.slices[0].count", ERROR)
+    assert "multi-host" in p.message
+    assert p.value == 2
+
+
+def test_multislice_on_multi_host_is_fine(recipe: dict) -> None:
+    recipe["spec"]["slices"][0].update(chipsPerVm=4, count=2)
+    recipe["spec"]["workloads"][0]["chipsPerPod"] = 4
+    assert "tpu-multislice" not in rules_of(check(recipe))
+
+
+def test_multislice_unverified_version_warns(recipe: dict) -> None:
+    recipe["spec"]["zone"] = "us-central1-c"
+    recipe["spec"]["slices"][0] = {"name": "s8", "tpu": "tpu7x", "topology": "2x2x2",
+                                   "count": 2}
+    recipe["spec"]["workloads"][0]["chipsPerPod"] = 4
+    p = only(check(recipe), "tpu-multislice", "spec.slices[0].count", WARNING)
+    assert "not confirmed" in p.message
+
+
+# -- tpu-capacity -------------------------------------------------------------------------
+
+def test_reservation_without_name(recipe: dict) -> None:
+    recipe["spec"]["slices"][0]["capacity"] = {"type": "reservation"}
+    p = only(check(recipe), "tpu-capacity", "spec.slices[0].capacity.reservation", ERROR)
+    assert "reservation's name" in p.message
+
+
+def test_reservation_name_with_spot(recipe: dict) -> None:
+    recipe["spec"]["slices"][0]["capacity"] = {"type": "spot", "reservation": "r1"}
+    p = only(check(recipe), "tpu-capacity", "spec.slices[0].capacity.reservation", ERROR)
+    assert p.value == "r1"
+    assert "spot VMs never consume a reservation" in (p.hint or "")
+
+
+def test_reservation_project_with_on_demand(recipe: dict) -> None:
+    recipe["spec"]["slices"][0]["capacity"] = {"reservationProject": "other-project"}
+    only(check(recipe), "tpu-capacity", "spec.slices[0].capacity.reservationProject", ERROR)
+
+
+# -- tpu-zone -----------------------------------------------------------------------------
+
+def test_zone_not_in_region(recipe: dict) -> None:
+    recipe["spec"]["zone"] = "us-east1-b"
+    p = only(check(recipe), "tpu-zone", "spec.zone", ERROR)
+    assert "not in region 'us-central1'" in p.message
+
+
+def test_zone_without_the_tpu_warns(recipe: dict) -> None:
+    recipe["spec"]["zone"] = "us-central1-f"
+    p = only(check(recipe), "tpu-zone", "spec.zone", WARNING)
+    assert "us-central1-a" in (p.expected or "")
+
+
+def test_region_without_the_tpu_warns(recipe: dict) -> None:
+    recipe["spec"]["region"] = "us-east1"  # no v5e zone listed there; monitoring is GA there
+    p = only(check(recipe), "tpu-zone", "spec.slices[0].tpu", WARNING)
+    assert "us-east1" in p.message
+
+
+# -- workload-slice -----------------------------------------------------------------------
+
+def test_workload_slice_typo(recipe: dict) -> None:
+    recipe["spec"]["slices"][0]["name"] = "v5e-eight"
+    recipe["spec"]["workloads"][0]["slice"] = "v5e-eigth"
+    p = only(check(recipe), "workload-slice", "spec.workloads[0].slice", ERROR)
+    assert p.hint == "did you mean 'v5e-eight'?"
+    assert p.expected == "one of: v5e-eight"
+
+
+def test_workload_names_unique(recipe: dict) -> None:
+    recipe["spec"]["workloads"].append(dict(recipe["spec"]["workloads"][0]))
+    p = only(check(recipe), "workload-slice", "spec.workloads[1].name", ERROR)
+    assert "used twice" in p.message
+
+
+# -- workload-chips -----------------------------------------------------------------------
+
+def test_workload_chips_v4_multi_host(recipe: dict) -> None:
+    recipe["spec"]["region"] = "us-central2"
+    recipe["spec"]["diagnostics"]["mlrunRegion"] = "us-central1"
+    recipe["spec"]["slices"][0] = {"name": "s8", "tpu": "v4", "topology": "2x2x4"}
+    recipe["spec"]["workloads"][0]["chipsPerPod"] = 8
+    p = only(check(recipe), "workload-chips", "spec.workloads[0].chipsPerPod", ERROR)
+    assert "multi-host slice of 4 VMs" in p.message
+    assert p.expected == "4"
+    assert p.value == 8
+
+
+def test_workload_chips_single_host(recipe: dict) -> None:
+    recipe["spec"]["workloads"][0]["chipsPerPod"] = 4
+    p = only(check(recipe), "workload-chips", "spec.workloads[0].chipsPerPod", ERROR)
+    assert "single-host" in p.message and p.expected == "8"
+
+
+# -- workload-resources -------------------------------------------------------------------
+
+def test_cpu_above_the_machine(recipe: dict) -> None:
+    recipe["spec"]["workloads"][0]["resources"] = {"cpu": 300}
+    p = only(check(recipe), "workload-resources", "spec.workloads[0].resources.cpu", ERROR)
+    assert "ct5lp-hightpu-8t" in p.message and "224" in p.message
+    assert p.value == "300"
+
+
+def test_cpu_within_the_machine(recipe: dict) -> None:
+    recipe["spec"]["workloads"][0]["resources"] = {"cpu": "200", "memory": "300Gi"}
+    assert check(recipe) == []
+
+
+def test_memory_above_an_unverified_machine_warns(recipe: dict) -> None:
+    recipe["spec"]["region"] = "us-central2"
+    recipe["spec"]["diagnostics"]["mlrunRegion"] = "us-central1"
+    recipe["spec"]["slices"][0] = {"name": "s8", "tpu": "v4", "topology": "2x2x4"}
+    recipe["spec"]["workloads"][0].update(chipsPerPod=4, resources={"memory": "500Gi"})
+    p = only(check(recipe), "workload-resources", "spec.workloads[0].resources.memory", WARNING)
+    assert "unverified" in p.message
+
+
+@pytest.mark.parametrize("bad", ["lots", "0", "-1", "10 Gi", "9e999999Ei"])
+def test_memory_not_a_quantity(recipe: dict, bad: str) -> None:
+    recipe["spec"]["workloads"][0]["resources"] = {"memory": bad}
+    p = only(check(recipe), "workload-resources", "spec.workloads[0].resources.memory", ERROR)
+    assert p.value == bad
+
+
+# -- workload-env -------------------------------------------------------------------------
+
+def test_worker_env_on_multi_host(recipe: dict) -> None:
+    recipe["spec"]["slices"][0]["chipsPerVm"] = 4
+    recipe["spec"]["workloads"][0].update(chipsPerPod=4, env={"TPU_WORKER_ID": "0"})
+    p = only(check(recipe), "workload-env", "spec.workloads[0].env.TPU_WORKER_ID", WARNING)
+    assert p.value == "0"
+
+
+def test_worker_env_on_single_host_is_fine(recipe: dict) -> None:
+    recipe["spec"]["workloads"][0]["env"] = {"TPU_WORKER_ID": "0"}
+    assert check(recipe) == []
+
+
+# -- names-length -------------------------------------------------------------------------
+
+def test_pod_hostname_too_long(recipe: dict) -> None:
+    name = "w" * 62  # a valid DNS label; the pod hostname 'www...-0' is 64
+    recipe["spec"]["workloads"][0]["name"] = name
+    p = only(check(recipe), "names-length", "spec.workloads[0].name", ERROR)
+    assert "64 characters" in p.message
+    assert p.expected == "a workload name of at most 61 characters"
+
+
+def test_pod_hostname_multislice(recipe: dict) -> None:
+    recipe["spec"]["slices"][0].update(chipsPerVm=4, count=2)
+    recipe["spec"]["workloads"][0].update(chipsPerPod=4, name="w" * 54)  # w...-slice-1-1: 64
+    p = only(check(recipe), "names-length", "spec.workloads[0].name", ERROR)
+    assert f"{'w' * 54}-slice-1-1" in p.message
+    recipe["spec"]["workloads"][0]["name"] = "w" * 53
+    assert "names-length" not in rules_of(check(recipe))
+
+
+# -- engine -------------------------------------------------------------------------------
+
+def test_engine_pulumi(recipe: dict) -> None:
+    recipe["spec"]["engine"] = {"name": "pulumi"}
+    p = only(check(recipe), "engine", "spec.engine.name", ERROR)
+    assert "not supported" in p.message
+
+
+def test_gcs_backend_without_bucket(recipe: dict) -> None:
+    recipe["spec"]["engine"] = {"backend": {"type": "gcs"}}
+    p = only(check(recipe), "engine", "spec.engine.backend.bucket", ERROR)
+    assert "needs a bucket" in p.message
+
+
+def test_local_backend_with_bucket(recipe: dict) -> None:
+    recipe["spec"]["engine"] = {"backend": {"prefix": "state"}}
+    only(check(recipe), "engine", "spec.engine.backend.prefix", ERROR)
+
+
+def test_backend_bucket_name(recipe: dict) -> None:
+    recipe["spec"]["engine"] = {"backend": {"type": "gcs", "bucket": "Bad_Bucket"}}
+    only(check(recipe), "engine", "spec.engine.backend.bucket", ERROR)
+
+
+# -- orchestrator -------------------------------------------------------------------------
+
+@pytest.mark.parametrize("kind", ["gke-standard", "slurm", "existing-kubernetes"])
+def test_orchestrator_not_supported(recipe: dict, kind: str) -> None:
+    recipe["spec"]["orchestrator"]["type"] = kind
+    p = only(check(recipe), "orchestrator", "spec.orchestrator.type", ERROR)
+    assert "not supported" in p.message
+    assert p.value == kind
+
+
+# -- gke-version --------------------------------------------------------------------------
+
+MIN = "spec.orchestrator.minVersion"
+
+
+def _versions(recipe: dict, version: str) -> list[Problem]:
+    recipe["spec"]["orchestrator"]["minVersion"] = version
+    return [p for p in check(recipe) if p.rule == "gke-version"]
+
+
+def test_min_version_below_tpu7x(recipe: dict) -> None:
+    recipe["spec"]["zone"] = "us-central1-c"
+    recipe["spec"]["slices"][0] = {"name": "s8", "tpu": "tpu7x", "topology": "2x2x2"}
+    recipe["spec"]["workloads"][0]["chipsPerPod"] = 4
+    problems = _versions(recipe, "1.33.0-gke.1")
+    errors = [p for p in problems if p.severity is ERROR]
+    assert len(errors) == 1
+    assert errors[0].path == MIN and errors[0].line > 0
+    assert "1.34.1-gke.3084001" in errors[0].message and "tpu7x" in errors[0].message
+
+
+def test_min_version_tpu7x_ok(recipe: dict) -> None:
+    recipe["spec"]["zone"] = "us-central1-c"
+    recipe["spec"]["slices"][0] = {"name": "s8", "tpu": "tpu7x", "topology": "2x2x2"}
+    recipe["spec"]["workloads"][0]["chipsPerPod"] = 4
+    assert _versions(recipe, "1.35.0-gke.3065000") == []
+
+
+def test_min_version_below_multislice(recipe: dict) -> None:
+    recipe["spec"]["slices"][0].update(chipsPerVm=4, count=2)
+    recipe["spec"]["diagnostics"]["agents"] = "none"
+    recipe["spec"]["workloads"][0]["chipsPerPod"] = 4
+    problems = _versions(recipe, "1.29.1-gke.1")
+    assert {p.severity for p in problems} == {ERROR}
+    assert any("multislice" in p.message for p in problems)
+
+
+def test_managed_agents_below_minimum(recipe: dict) -> None:
+    recipe["spec"]["diagnostics"]["agents"] = "managed"
+    [p] = _versions(recipe, "1.34.0-gke.1")
+    assert p.severity is ERROR and p.path == MIN and p.line > 0
+    assert "managed ML Diagnostics" in p.message
+
+
+def test_auto_agents_below_minimum_warns(recipe: dict) -> None:
+    [p] = _versions(recipe, "1.34.5-gke.1")
+    assert p.severity is WARNING and p.path == MIN and p.line > 0
+    assert "1.35.0-gke.3065000" in p.message
+
+
+def test_prefix_warns(recipe: dict) -> None:
+    problems = _versions(recipe, "1.35")
+    assert problems
+    assert {p.severity for p in problems} == {WARNING}
+    assert all(p.path == MIN and p.line > 0 for p in problems)
+
+
+def test_prefix_of_tpu7x_may_resolve_below(recipe: dict) -> None:
+    recipe["spec"]["zone"] = "us-central1-c"
+    recipe["spec"]["slices"][0] = {"name": "s8", "tpu": "tpu7x", "topology": "2x2x2"}
+    recipe["spec"]["workloads"][0]["chipsPerPod"] = 4
+    recipe["spec"]["diagnostics"]["agents"] = "none"
+    [p] = _versions(recipe, "1.34")
+    assert p.severity is WARNING and "may resolve" in p.message
+    assert p.hint == "write the full version 1.34.1-gke.3084001"
+
+
+def test_min_version_not_a_version(recipe: dict) -> None:
+    [p] = _versions(recipe, "latest")
+    assert p.severity is ERROR and p.path == MIN and p.line > 0
+    assert "not a GKE version" in p.message
+
+
+def test_min_version_new_enough(recipe: dict) -> None:
+    assert _versions(recipe, "1.35.0-gke.3065000") == []
+    recipe["spec"]["diagnostics"]["agents"] = "none"
+    assert _versions(recipe, "1.30.0-gke.1") == []
+
+
+# -- diagnostics --------------------------------------------------------------------------
+
+def test_region_without_workload_monitoring(recipe: dict) -> None:
+    recipe["spec"]["region"] = "us-west4"  # a v5e zone, but no ML Diagnostics monitoring
+    p = only(check(recipe), "diagnostics", "spec.region", WARNING)
+    assert "workload monitoring" in p.message
+    assert "us-central1" in (p.expected or "")
+
+
+def test_mlrun_region_without_workload_monitoring(recipe: dict) -> None:
+    recipe["spec"]["diagnostics"]["mlrunRegion"] = "asia-east1"
+    only(check(recipe), "diagnostics", "spec.diagnostics.mlrunRegion", WARNING)
+
+
+def test_retention_days_missing(recipe: dict) -> None:
+    del recipe["spec"]["diagnostics"]["logAnalytics"]["retentionDays"]
+    p = only(check(recipe), "diagnostics", "spec.diagnostics.logAnalytics.retentionDays", ERROR)
+    assert "retentionDays is required" in p.message
+
+
+def test_retention_days_not_needed_without_log_analytics(recipe: dict) -> None:
+    recipe["spec"]["diagnostics"]["logAnalytics"] = {"enabled": False}
+    assert check(recipe) == []
+
+
+def test_manual_agents(recipe: dict) -> None:
+    recipe["spec"]["diagnostics"]["agents"] = "manual"
+    only(check(recipe), "diagnostics", "spec.diagnostics.agents", ERROR)
+
+
+def test_profiles_bucket_name(recipe: dict) -> None:
+    recipe["spec"]["diagnostics"]["profilesBucket"] = {"name": "-bad-"}
+    only(check(recipe), "diagnostics", "spec.diagnostics.profilesBucket.name", ERROR)
+
+
+def test_diagnostics_disabled_skips_the_rule(recipe: dict) -> None:
+    recipe["spec"]["region"] = "us-west4"
+    recipe["spec"]["diagnostics"] = {"enabled": False}
+    assert "diagnostics" not in rules_of(check(recipe))
+
+
+# -- labels -------------------------------------------------------------------------------
+
+def test_label_key_with_uppercase(recipe: dict) -> None:
+    recipe["metadata"]["labels"] = {"Team": "ml"}
+    p = only(check(recipe), "labels", "metadata.labels.Team", ERROR)
+    assert p.value == "Team"
+    assert "label key" in p.message
+
+
+def test_label_value_with_uppercase(recipe: dict) -> None:
+    recipe["metadata"]["labels"] = {"team": "ML"}
+    p = only(check(recipe), "labels", "metadata.labels.team", ERROR)
+    assert "label value" in p.message
+
+
+# -- parse-level problems -----------------------------------------------------------------
+
+def test_unknown_key_did_you_mean(recipe: dict) -> None:
+    recipe["spec"]["orchestrator"]["releaseChanel"] = "RAPID"
+    p = only(check(recipe), "recipe-unknown-key", "spec.orchestrator.releaseChanel", ERROR)
+    assert p.hint == "did you mean 'releaseChannel'?"
+    assert "releaseChannel" in (p.expected or "")
+
+
+def test_min_version_float_needs_quotes(recipe: dict) -> None:
+    recipe["spec"]["orchestrator"]["minVersion"] = "1.30"
+    text = yaml.safe_dump(recipe, sort_keys=False).replace("'1.30'", "1.30")
+    assert "minVersion: 1.30\n" in text
+    problems = pipeline.check_text(text, "r.yaml").report.problems
+    [p] = problems
+    assert (p.rule, p.path, p.severity) == ("recipe-type", MIN, ERROR)
+    assert p.line == text.splitlines().index("    minVersion: 1.30") + 1
+    assert "quotes" in (p.hint or "")
+
+
+def test_enum_value_case_hint(recipe: dict) -> None:
+    recipe["spec"]["orchestrator"]["releaseChannel"] = "rapid"
+    p = only(check(recipe), "recipe-value", "spec.orchestrator.releaseChannel", ERROR)
+    assert "case-sensitive" in (p.hint or "")
+
+
+# -- all at once --------------------------------------------------------------------------
+
+def test_all_schema_problems_at_once(recipe: dict) -> None:
+    recipe["spec"]["orchestrator"]["releaseChanel"] = "RAPID"
+    recipe["spec"]["slices"][0]["count"] = 0
+    recipe["metadata"]["name"] = "Not_A_Name"
+    problems = check(recipe)
+    assert {(p.rule, p.path) for p in problems} == {
+        ("recipe-unknown-key", "spec.orchestrator.releaseChanel"),
+        ("recipe-range", "spec.slices[0].count"),
+        ("recipe-format", "metadata.name"),
+    }
+    assert all(p.line > 0 for p in problems)
+    assert [p.line for p in problems] == sorted(p.line for p in problems)
+
+
+def test_all_preflight_problems_at_once(recipe: dict) -> None:
+    recipe["metadata"]["labels"] = {"Team": "ml"}
+    recipe["spec"]["engine"] = {"name": "pulumi"}
+    recipe["spec"]["workloads"][0]["slice"] = "s9"
+    problems = check(recipe)
+    assert {(p.rule, p.path) for p in problems} == {
+        ("labels", "metadata.labels.Team"),
+        ("engine", "spec.engine.name"),
+        ("workload-slice", "spec.workloads[0].slice"),
+    }
+    assert all(p.severity is ERROR and p.line > 0 for p in problems)
+
+
