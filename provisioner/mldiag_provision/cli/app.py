@@ -54,7 +54,17 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--output", "-O", choices=("text", "json"), default="text")
 
     sub.add_parser("schema", help="print the recipe JSON Schema (for editors and CI)")
+    for module in _command_modules():
+        module.add_parser(sub)
     return p
+
+
+def _command_modules() -> list:
+    import importlib
+
+    from mldiag_provision.cli.commands import MODULES
+
+    return [importlib.import_module(f"mldiag_provision.cli.commands.{m}") for m in MODULES]
 
 
 # --- commands ----------------------------------------------------------------------------
@@ -229,8 +239,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(ExitCode.USAGE)
     out = Console(sys.stdout, color=False if args.no_color else None)
     err = Console(sys.stderr, color=False if args.no_color else None)
+    commands = dict(COMMANDS)
+    commands.update({m.NAME: m.run for m in _command_modules()})
     try:
-        return COMMANDS[args.command](args, out)
+        return commands[args.command](args, out)
     except MldiagError as exc:
         err.print(f"{err.style('error', 'red', 'bold')}: {exc.message}")
         if exc.hint:
