@@ -322,12 +322,47 @@ def test_backend_bucket_name(recipe: dict) -> None:
 
 # -- orchestrator -------------------------------------------------------------------------
 
-@pytest.mark.parametrize("kind", ["gke-standard", "slurm", "existing-kubernetes"])
-def test_orchestrator_not_supported(recipe: dict, kind: str) -> None:
-    recipe["spec"]["orchestrator"]["type"] = kind
+def test_orchestrator_not_supported(recipe: dict) -> None:
+    recipe["spec"]["orchestrator"]["type"] = "slurm"
     p = only(check(recipe), "orchestrator", "spec.orchestrator.type", ERROR)
     assert "not supported" in p.message
-    assert p.value == kind
+    assert p.value == "slurm"
+
+
+def test_gke_standard_needs_a_zone(recipe: dict) -> None:
+    recipe["spec"]["orchestrator"]["type"] = "gke-standard"
+    recipe["spec"].pop("zone", None)
+    p = only(check(recipe), "orchestrator", "spec.zone", ERROR)
+    assert "one zone" in p.message
+
+
+def test_gke_standard_with_zone_is_clean(recipe: dict) -> None:
+    recipe["spec"]["orchestrator"]["type"] = "gke-standard"
+    recipe["spec"]["zone"] = recipe["spec"]["region"] + "-a"
+    assert [p for p in check(recipe) if p.severity is ERROR] == []
+
+
+def test_gke_standard_node_pool_name_too_long(recipe: dict) -> None:
+    recipe["spec"]["orchestrator"]["type"] = "gke-standard"
+    recipe["spec"]["zone"] = recipe["spec"]["region"] + "-a"
+    name = "s" * 41
+    recipe["spec"]["slices"][0]["name"] = name
+    for w in recipe["spec"].get("workloads", []):
+        w["slice"] = name
+    p = only(check(recipe), "names-length", "spec.slices[0].name", ERROR)
+    assert "node pool name" in p.message
+
+
+def test_existing_kubernetes_ignores_min_version(recipe: dict) -> None:
+    recipe["spec"]["orchestrator"] = {"type": "existing-kubernetes", "minVersion": "1.35"}
+    p = only(check(recipe), "orchestrator", "spec.orchestrator.minVersion", WARNING)
+    assert "ignored" in p.message
+
+
+def test_existing_self_managed_warns_about_credentials(recipe: dict) -> None:
+    recipe["spec"]["orchestrator"] = {"type": "existing-kubernetes", "workloadIdentity": False}
+    p = only(check(recipe), "orchestrator", "spec.orchestrator.workloadIdentity", WARNING)
+    assert "credentials" in p.message
 
 
 # -- gke-version --------------------------------------------------------------------------

@@ -47,6 +47,35 @@ def autopilot_needs(shapes: list[tuple[SliceShape, int]], catalog: Catalog) -> l
     return needs
 
 
+def standard_needs(shapes: list[tuple[SliceShape, int]], catalog: Catalog) -> list[VersionNeed]:
+    """GKE minimums for TPU slice node pools on GKE Standard (same argument as above)."""
+    needs: list[VersionNeed] = []
+    for shape, count in shapes:
+        v = shape.version
+        std = v.raw.get("gke", {}).get("standard", {})
+        if v.standard_min is not None:
+            needs.append(VersionNeed(v.standard_min, f"TPU {v.key} on GKE Standard",
+                                     catalog.source_url(str(std.get("source", ""))),
+                                     str(std.get("confidence", "H"))))
+        if count > 1:
+            ms = catalog.fact("multislice", "standardMinVersion")
+            needs.append(VersionNeed(catalog.fact_version("multislice", "standardMinVersion"),
+                                     "multislice on GKE Standard",
+                                     catalog.source_url(ms["source"]),
+                                     str(ms.get("confidence", "H"))))
+    return needs
+
+
+def cluster_needs(orchestrator: str, shapes: list[tuple[SliceShape, int]],
+                  catalog: Catalog) -> list[VersionNeed]:
+    """GKE minimums for the slices on the given orchestrator; [] when we create no cluster."""
+    if orchestrator == "gke-autopilot":
+        return autopilot_needs(shapes, catalog)
+    if orchestrator == "gke-standard":
+        return standard_needs(shapes, catalog)
+    return []
+
+
 def managed_diagnostics_need(catalog: Catalog) -> VersionNeed:
     """GKE minimum for the GKE-managed ML Diagnostics add-on."""
     fact = catalog.fact("mlDiagnostics", "managedMinVersion")

@@ -81,29 +81,55 @@ class StackPlan:
     diagnostics: dict
     slices: list[SlicePlan]
     workloads: list[WorkloadPlan]
+    node_pools: list[dict] = field(default_factory=list)  # gke-standard: one per slice x count
     decisions: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def _node_selector(shape: SliceShape, cap_type: str, reservation: str | None,
-                   reservation_project: str | None, zone: str | None) -> dict[str, str]:
-    """nodeSelector of a TPU pod on Autopilot (About TPUs in GKE; Autopilot reservations).
+SLICE_LABEL = "mldiag-provision/slice"
+BLUEPRINTS = {"gke-autopilot": "gke-autopilot-tpu", "gke-standard": "gke-standard-tpu",
+              "existing-kubernetes": "existing-kubernetes"}
 
-    A recipe zone pins the pods with the well-known ``topology.kubernetes.io/zone`` label.
+
+def _node_selector(orchestrator: str, shape: SliceShape, slice_name: str, cap_type: str,
+                   reservation: str | None, reservation_project: str | None,
+                   zone: str | None) -> dict[str, str]:
+    """nodeSelector of a TPU pod.
+
+    Always the accelerator and topology labels (About TPUs in GKE). On Autopilot the
+    capacity is asked for by selector too: spot, a specific reservation, flex-start
+    (Autopilot spot / reservation / flex-start docs); a recipe zone pins the pods with the
+    well-known ``topology.kubernetes.io/zone`` label. On Standard the slice's own node pools
+    carry the capacity, and pods select them by the slice label we put on those pools.
     """
     sel = {TPU_ACCELERATOR_LABEL: shape.version.accelerator, TPU_TOPOLOGY_LABEL: shape.topology}
+    if orchestrator == "gke-standard":
+        sel[SLICE_LABEL] = slice_name
+        return sel
     if zone:
         sel["topology.kubernetes.io/zone"] = zone
     if cap_type == "spot":
         sel["cloud.google.com/gke-spot"] = "true"
+    elif cap_type == "flex-start":
+        sel["cloud.google.com/gke-flex-start"] = "true"
     elif cap_type == "reservation" and reservation:
         sel["cloud.google.com/reservation-name"] = reservation
         sel["cloud.google.com/reservation-affinity"] = "specific"
         if reservation_project:
             sel["cloud.google.com/reservation-project"] = reservation_project
     return sel
+
+
+def node_pool_names(slice_name: str, count: int) -> list[str]:
+    """GKE Standard node pool names of a slice: the slice name, or ``<slice>-<i>`` for N slices."""
+    return [slice_name] if count == 1 else [f"{slice_name}-{i}" for i in range(count)]
+
+
+def node_service_account_id(cluster: str) -> str:
+    """A 6-30 character account id for the cluster's node service account."""
+    return (cluster[:24].rstrip("-") + "-nodes")[:30]
 
 
 def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | None], catalog: Catalog,
@@ -128,19 +154,26 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | None], catalog: Ca
             chips_per_vm=shape.chips_per_vm, vms=shape.vms, count=s.count,
             multi_host=shape.multi_host, capacity=s.capacity.type,
             reservation=s.capacity.reservation, reservation_project=s.capacity.reservation_project,
-            node_selector=_node_selector(shape, s.capacity.type, s.capacity.reservation,
+            node_selector=_node_selector(spec.orchestrator.type, shape, s.name, s.capacity.type,
+                                         s.capacity.reservation,
                                          s.capacity.reservation_project, spec.zone)))
         decisions.append(f"slice {s.name}: {slices[-1].summary()}")
 
     # --- GKE version: the highest minimum of what the recipe uses ---------------------
     diag = spec.diagnostics
-    needs = req.autopilot_needs([(shapes[i], s.count) for i, s in enumerate(spec.slices)
-                                 if shapes.get(i)], catalog)
+    orchestrator = spec.orchestrator.type
+    creates_cluster = orchestrator in ("gke-autopilot", "gke-standard")
+    needs = req.cluster_needs(orchestrator, [(shapes[i], s.count)
+                                             for i, s in enumerate(spec.slices)
+                                             if shapes.get(i)], catalog)
     managed_need = req.managed_diagnostics_need(catalog)
     wants_managed = diag.enabled and diag.agents in ("auto", "managed")
     user_version = (GkeVersion.parse(spec.orchestrator.min_version)
                     if spec.orchestrator.min_version else None)
-    if user_version is None:
+    min_version: str | None = None
+    if not creates_cluster:
+        managed = False
+    elif user_version is None:
         chosen_needs = needs + ([managed_need] if wants_managed else [])
         top = req.highest(chosen_needs)
         min_version = str(top.version)
@@ -152,7 +185,12 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | None], catalog: Ca
         managed = wants_managed and req.satisfies(user_version, managed_need) is True
         decisions.append(f"GKE minimum version {min_version} (from the recipe)")
     agents = "managed" if managed else "none"
-    if diag.enabled:
+    if diag.enabled and not creates_cluster:
+        decisions.append(
+            "ML Diagnostics agents: not managed by this stack (existing cluster); on GKE "
+            f">= {managed_need.version} turn on the add-on with `gcloud beta container clusters "
+            "update CLUSTER --enable-managed-mldiagnostics`")
+    elif diag.enabled:
         decisions.append(
             "ML Diagnostics agents: GKE-managed add-on (managed_machine_learning_diagnostics_"
             "config)" if managed else
@@ -192,6 +230,8 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | None], catalog: Ca
                             "email": f"{gsa}@{spec.project}.iam.gserviceaccount.com"},
         "kubernetes": {"namespace": diag.kubernetes.namespace,
                        "service_account": diag.kubernetes.service_account},
+        "workload_identity_binding": (orchestrator != "existing-kubernetes"
+                                      or spec.orchestrator.workload_identity),
     }
     cluster = {
         "name": spec.orchestrator.cluster_name or recipe.metadata.name,
@@ -203,8 +243,35 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | None], catalog: Ca
         "managed_ml_diagnostics": managed,
         "network": spec.orchestrator.network,
         "subnetwork": spec.orchestrator.subnetwork,
-        "workload_pool": f"{spec.project}.svc.id.goog",
+        "workload_pool": (f"{spec.project}.svc.id.goog"
+                          if diagnostics["workload_identity_binding"] else None),
     }
+    node_pools: list[dict] = []
+    if orchestrator == "gke-standard":
+        roles = catalog.fact("standard", "nodeServiceAccountRoles")["roles"]
+        cluster.update({
+            "node_service_account_id": node_service_account_id(cluster["name"]),
+            "node_service_account_roles": [str(r) for r in roles],
+            "system_pool_machine_type": spec.orchestrator.system_pool_machine_type,
+        })
+        for sp in slices:
+            # TPU7x multi-host pools are placed by a workload policy (GKE Ironwood page)
+            workload_policy = sp.multi_host and sp.tpu == "tpu7x"
+            for name in node_pool_names(sp.name, sp.count):
+                node_pools.append({
+                    "name": name, "slice": sp.name, "zone": spec.zone,
+                    "machine_type": sp.machine_type, "node_count": sp.vms,
+                    "topology": sp.topology, "multi_host": sp.multi_host,
+                    "workload_policy": workload_policy, "capacity": sp.capacity,
+                    "reservation": sp.reservation,
+                    "reservation_project": sp.reservation_project,
+                    "node_labels": {SLICE_LABEL: sp.name},
+                })
+            placement = ("HIGH_THROUGHPUT workload policy" if workload_policy else
+                         "COMPACT placement" if sp.multi_host else "no placement policy")
+            decisions.append(f"slice {sp.name}: {sp.count} node pool(s) of {sp.vms} x "
+                             f"{sp.machine_type} in {spec.zone}, {placement}, capacity "
+                             f"{sp.capacity}")
     by_name = {s.name: s for s in slices}
     workloads: list[WorkloadPlan] = []
     for w in spec.workloads:
@@ -223,7 +290,7 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | None], catalog: Ca
     backend = {"type": spec.engine.backend.type, "bucket": spec.engine.backend.bucket,
                "prefix": spec.engine.backend.prefix}
     return StackPlan(
-        tool_version=__version__, blueprint="gke-autopilot-tpu", name=recipe.metadata.name,
+        tool_version=__version__, blueprint=BLUEPRINTS[orchestrator], name=recipe.metadata.name,
         project=spec.project, region=spec.region, zone=spec.zone, labels=labels,
         backend=backend, services=services, cluster=cluster, diagnostics=diagnostics,
-        slices=slices, workloads=workloads, decisions=decisions)
+        slices=slices, workloads=workloads, node_pools=node_pools, decisions=decisions)

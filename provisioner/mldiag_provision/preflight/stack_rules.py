@@ -10,7 +10,7 @@ from mldiag_provision.catalog.gke_version import GkeVersion
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.preflight.context import Context, rule
 
-SUPPORTED_ORCHESTRATORS = ("gke-autopilot",)
+SUPPORTED_ORCHESTRATORS = ("gke-autopilot", "gke-standard", "existing-kubernetes")
 SUPPORTED_ENGINES = ("terraform",)
 
 # Google Cloud labels: keys start with a lowercase letter; keys and values at most 63
@@ -52,7 +52,28 @@ def orchestrator(ctx: Context) -> Iterator[Problem]:
         yield ctx.problem("orchestrator", ("spec", "orchestrator", "type"),
                           f"orchestrator '{orch.type}' is not supported by this version yet",
                           value=orch.type, expected=", ".join(SUPPORTED_ORCHESTRATORS),
-                          hint="gke-standard, slurm and existing-kubernetes are planned")
+                          hint="slurm (Cluster Director managed Slurm) is planned")
+        return
+    if orch.type == "gke-standard" and not ctx.recipe.spec.zone:
+        yield ctx.problem("orchestrator", ("spec", "zone"),
+                          "gke-standard needs spec.zone: a TPU slice node pool lives in one zone",
+                          expected=f"a zone of {ctx.recipe.spec.region} that offers the TPUs",
+                          hint="see `mldiag-provision catalog tpu VERSION` for zones",
+                          source="https://cloud.google.com/kubernetes-engine/docs/concepts/tpus")
+    if orch.type == "existing-kubernetes":
+        if orch.min_version is not None:
+            yield ctx.problem("orchestrator", ("spec", "orchestrator", "minVersion"),
+                              "minVersion is ignored for an existing cluster (none is created)",
+                              value=orch.min_version, severity=Severity.WARNING,
+                              hint="remove it")
+        if not orch.workload_identity and ctx.recipe.spec.diagnostics.enabled:
+            yield ctx.problem(
+                "orchestrator", ("spec", "orchestrator", "workloadIdentity"),
+                "without Workload Identity the workloads need Google credentials of their own "
+                "(for example a mounted service account key) to reach ML Diagnostics",
+                value=False, severity=Severity.WARNING,
+                hint="on GKE, keep workloadIdentity: true",
+                source="https://cloud.google.com/tpu/docs/ml-diagnostics/gke")
 
 
 def parsed_min_version(ctx: Context) -> GkeVersion | None:
@@ -64,7 +85,7 @@ def parsed_min_version(ctx: Context) -> GkeVersion | None:
 def gke_version(ctx: Context) -> Iterator[Problem]:
     """A user-given minimum GKE version meets every TPU and ML Diagnostics minimum."""
     orch = ctx.recipe.spec.orchestrator
-    if orch.type != "gke-autopilot" or orch.min_version is None:
+    if orch.type not in ("gke-autopilot", "gke-standard") or orch.min_version is None:
         return
     path = ("spec", "orchestrator", "minVersion")
     version = parsed_min_version(ctx)
@@ -74,7 +95,7 @@ def gke_version(ctx: Context) -> Iterator[Problem]:
                           expected="MAJOR.MINOR[.PATCH[-gke.BUILD]], e.g. 1.35.0-gke.3065000")
         return
     shapes = [(s, ctx.recipe.spec.slices[i].count) for i, s in ctx.shapes.items() if s]
-    for need in req.autopilot_needs(shapes, ctx.catalog):
+    for need in req.cluster_needs(orch.type, shapes, ctx.catalog):
         ok = req.satisfies(version, need)
         if ok is False:
             sev = Severity.WARNING if need.confidence == "L" else Severity.ERROR

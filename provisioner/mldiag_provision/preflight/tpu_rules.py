@@ -251,9 +251,23 @@ def _longest_pod_hostname(name: str, slice_count: int, vms: int) -> tuple[str, i
     return host, len(host)
 
 
+# GKE node pool names: at most 40 characters (google_container_node_pool name validation).
+NODE_POOL_MAX = 40
+
+
 @rule("names-length")
 def names_length(ctx: Context) -> Iterator[Problem]:
-    """Names that become labels or DNS labels stay within 63 characters."""
+    """Names that become labels or DNS labels stay within 63 characters; node pools 40."""
+    if ctx.recipe.spec.orchestrator.type == "gke-standard":
+        for i, s in enumerate(ctx.recipe.spec.slices):
+            longest = s.name if s.count == 1 else f"{s.name}-{s.count - 1}"
+            if len(longest) > NODE_POOL_MAX:
+                yield ctx.problem("names-length", ("spec", "slices", i, "name"),
+                                  f"node pool name '{longest}' would be {len(longest)} characters",
+                                  value=s.name,
+                                  expected=f"a slice name of at most "
+                                           f"{len(s.name) - (len(longest) - NODE_POOL_MAX)} "
+                                           "characters", hint="shorten the slice name")
     for i, w in enumerate(ctx.recipe.spec.workloads):
         idx = ctx.slice_index(w.slice)
         shape = ctx.shapes.get(idx) if idx is not None else None

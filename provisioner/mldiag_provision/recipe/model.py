@@ -66,12 +66,17 @@ class Orchestrator(_Model):
     deletion_protection: bool = True
     network: str = "default"
     subnetwork: str | None = None
+    system_pool_machine_type: str = Field(
+        "e2-standard-4", description="gke-standard: machine type of the non-TPU system pool.")
+    workload_identity: bool = Field(
+        True, description="existing-kubernetes: the cluster is GKE with Workload Identity; "
+                          "false for self-managed Kubernetes (no Workload Identity binding).")
 
 
 class Capacity(_Model):
     """How the TPU VMs are obtained."""
 
-    type: Literal["on-demand", "spot", "reservation"] = "on-demand"
+    type: Literal["on-demand", "spot", "reservation", "flex-start"] = "on-demand"
     reservation: str | None = Field(None, description="Reservation name (type: reservation).")
     reservation_project: str | None = Field(
         None, description="Project that owns a shared reservation; defaults to spec.project.")

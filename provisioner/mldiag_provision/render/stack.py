@@ -128,10 +128,9 @@ def render_stack(plan: StackPlan, *, root: Path | None = None) -> dict[str, byte
     manifest = yaml.safe_load((bp_dir / "blueprint.yaml").read_text(encoding="utf-8"))
     env = _env(root / "blueprints")
     files: dict[str, bytes] = {}
-    for template in manifest["templates"]:
-        tpl = env.get_template(f"{plan.blueprint}/terraform/{template}")
-        text = tpl.render(plan=plan, banner=banner("hcl", plan.name))
-        files[template.removesuffix(".j2")] = text.encode("utf-8")
+    for output, template in manifest["templates"].items():
+        text = env.get_template(template).render(plan=plan, banner=banner("hcl", plan.name))
+        files[output] = text.encode("utf-8")
     for module in manifest["modules"]:
         files.update(_module_files(root / "modules", module, plan.name))
     head = banner("yaml", plan.name)

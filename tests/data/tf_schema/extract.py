@@ -50,6 +50,11 @@ DEFAULT_RESOURCES = [
     "google_logging_project_bucket_config",
     "google_storage_bucket",
     "google_container_cluster",
+    "google_container_node_pool",
+    "google_compute_resource_policy",
+    "google_hypercomputecluster_cluster",
+    "google_compute_network",
+    "google_compute_subnetwork",
 ]
 DEFAULT_DATA_SOURCES = ["google_service_account", "google_storage_bucket"]
 

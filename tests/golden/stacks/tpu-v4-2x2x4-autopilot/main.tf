@@ -80,16 +80,17 @@ module "cluster" {
 module "workload_identity" {
   source = "./modules/iam/workload-identity"
 
-  project_id              = local.project_id
-  account_id              = "mldiag-workload"
-  create_service_account  = true
-  iam_mode                = "predefined"
-  roles                   = ["roles/hypercomputecluster.editor", "roles/logging.logWriter", "roles/storage.objectUser", "roles/storage.bucketViewer"]
-  custom_role_id          = "mlDiagnosticsWorkload"
-  custom_role_permissions = []
-  k8s_namespace           = "mldiag"
-  k8s_service_account     = "mldiag-workload"
-  workload_identity_pool  = module.cluster.workload_identity_pool
+  project_id                       = local.project_id
+  account_id                       = "mldiag-workload"
+  create_service_account           = true
+  iam_mode                         = "predefined"
+  roles                            = ["roles/hypercomputecluster.editor", "roles/logging.logWriter", "roles/storage.objectUser", "roles/storage.bucketViewer"]
+  custom_role_id                   = "mlDiagnosticsWorkload"
+  custom_role_permissions          = []
+  k8s_namespace                    = "mldiag"
+  k8s_service_account              = "mldiag-workload"
+  workload_identity_pool           = module.cluster.workload_identity_pool
+  enable_workload_identity_binding = true
 
   depends_on = [module.services]
 }

@@ -64,6 +64,9 @@ resource "google_project_iam_member" "workload" {
 }
 
 resource "google_service_account_iam_member" "workload_identity_user" {
+  # Self-managed Kubernetes has no Workload Identity pool: no binding then.
+  count = var.enable_workload_identity_binding ? 1 : 0
+
   service_account_id = local.sa_name
   role               = "roles/iam.workloadIdentityUser"
   member             = local.ksa_member
@@ -74,6 +77,10 @@ resource "google_service_account_iam_member" "workload_identity_user" {
     precondition {
       condition     = var.iam_mode != "predefined" || length(var.roles) > 0
       error_message = "iam_mode = \"predefined\" needs at least one role in roles."
+    }
+    precondition {
+      condition     = var.workload_identity_pool != null
+      error_message = "enable_workload_identity_binding = true needs workload_identity_pool."
     }
     precondition {
       condition     = var.iam_mode != "custom-role" || length(var.custom_role_permissions) > 0

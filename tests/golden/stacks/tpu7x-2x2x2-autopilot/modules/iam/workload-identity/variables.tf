@@ -123,9 +123,16 @@ variable "k8s_service_account" {
 variable "workload_identity_pool" {
   description = "Workload Identity pool of the cluster, PROJECT_ID.svc.id.goog (https://cloud.google.com/kubernetes-engine/docs/how-to/workload-identity)."
   type        = string
+  default     = null
 
   validation {
-    condition     = can(regex("^[-a-z0-9.:]+\\.svc\\.id\\.goog$", var.workload_identity_pool))
-    error_message = "workload_identity_pool must look like \"PROJECT_ID.svc.id.goog\"."
+    condition     = var.workload_identity_pool == null || can(regex("^[-a-z0-9.:]+\\.svc\\.id\\.goog$", var.workload_identity_pool))
+    error_message = "workload_identity_pool must be null or look like \"PROJECT_ID.svc.id.goog\"."
   }
+}
+
+variable "enable_workload_identity_binding" {
+  description = "Bind the Kubernetes service account through Workload Identity (GKE). False for self-managed Kubernetes, which has no Workload Identity pool."
+  type        = bool
+  default     = true
 }

@@ -1,0 +1,101 @@
+variable "project_id" {
+  description = "ID of the project in which the cluster is created."
+  type        = string
+}
+
+variable "name" {
+  description = "Cluster name: 2-40 characters, lowercase letter first, [a-z0-9-], no trailing hyphen."
+  type        = string
+
+  validation {
+    condition     = length(var.name) <= 40 && can(regex("^[a-z][-a-z0-9]*[a-z0-9]$", var.name))
+    error_message = "name must be 2-40 characters: a lowercase letter first, then lowercase letters, digits or hyphens, ending in a letter or digit."
+  }
+}
+
+variable "region" {
+  description = "Region of the regional cluster, e.g. us-central1."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z]+-[a-z]+[0-9]+$", var.region))
+    error_message = "region must be a region such as \"us-central1\", not a zone."
+  }
+}
+
+variable "release_channel" {
+  description = "GKE release channel."
+  type        = string
+
+  validation {
+    condition     = contains(["RAPID", "REGULAR", "STABLE", "EXTENDED"], var.release_channel)
+    error_message = "release_channel must be one of RAPID, REGULAR, STABLE, EXTENDED."
+  }
+}
+
+variable "min_master_version" {
+  description = "Minimum control-plane version, e.g. 1.35.0-gke.3065000; null lets the release channel pick."
+  type        = string
+  default     = null
+}
+
+variable "deletion_protection" {
+  description = "While true, terraform destroy/replace of the cluster fails."
+  type        = bool
+  default     = true
+}
+
+variable "enable_managed_ml_diagnostics" {
+  description = "Turn on the GKE-managed ML Diagnostics add-on (connection operator and injection webhook)."
+  type        = bool
+}
+
+variable "network" {
+  description = "VPC network name or self link."
+  type        = string
+  default     = "default"
+}
+
+variable "subnetwork" {
+  description = "Subnetwork name or self link; null for the network's default in the region."
+  type        = string
+  default     = null
+}
+
+variable "labels" {
+  description = "Labels applied to the cluster and node resources."
+  type        = map(string)
+  default     = {}
+}
+
+variable "node_service_account_id" {
+  description = "Account id of the node service account this module creates (6-30 characters)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^[a-z](?:[-a-z0-9]{4,28}[a-z0-9])$", var.node_service_account_id))
+    error_message = "node_service_account_id must be 6-30 characters: lowercase letter first, then lowercase letters, digits or hyphens."
+  }
+}
+
+variable "node_service_account_roles" {
+  description = "Project roles for the node service account (logging, monitoring, metadata, image pulls)."
+  type        = list(string)
+}
+
+variable "system_pool_machine_type" {
+  description = "Machine type of the non-TPU system node pool."
+  type        = string
+  default     = "e2-standard-4"
+}
+
+variable "system_pool_node_count" {
+  description = "Nodes per zone in the system node pool."
+  type        = number
+  default     = 1
+
+  validation {
+    condition     = var.system_pool_node_count >= 1
+    error_message = "A Standard cluster with TPU node pools needs at least one non-TPU node."
+  }
+}
