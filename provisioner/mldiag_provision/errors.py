@@ -20,6 +20,7 @@ class ExitCode(enum.IntEnum):
     INVALID = 1  # the input (recipe, manifest) has at least one error-level problem
     USAGE = 2  # bad command line: unknown flag, missing argument, file not found
     CONFLICT = 3  # refused to act: e.g. render would overwrite a file a person edited
+    ENGINE = 4  # an external engine (terraform) failed; the message says why, with its log
     INTERNAL = 70  # a bug in mldiag-provision (EX_SOFTWARE); please report it
 
 
@@ -112,6 +113,21 @@ class ConflictError(MldiagError):
     """The tool refused to act to protect the user's work (e.g. an edited rendered file)."""
 
     exit_code = ExitCode.CONFLICT
+
+
+class EngineError(MldiagError):
+    """An external engine run (terraform) failed; carries the command and its log."""
+
+    exit_code = ExitCode.ENGINE
+
+    def __init__(self, message: str, *, hint: str | None = None,
+                 argv: list[str] | None = None, returncode: int | None = None,
+                 log_path: str | None = None, tail: list[str] | None = None) -> None:
+        super().__init__(message, hint=hint)
+        self.argv = list(argv or [])
+        self.returncode = returncode
+        self.log_path = log_path
+        self.tail = list(tail or [])
 
 
 class CatalogError(MldiagError):

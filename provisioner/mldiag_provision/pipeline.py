@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mldiag_provision.catalog.gpu import GpuShape
 from mldiag_provision.catalog.tpu import Catalog, SliceShape, load_catalog
 from mldiag_provision.errors import Problem, Report, Severity, UsageError
 from mldiag_provision.preflight import run_preflight
@@ -20,7 +21,7 @@ class CheckResult:
 
     parsed: ParsedRecipe
     report: Report
-    shapes: dict[int, SliceShape | None] = field(default_factory=dict)
+    shapes: dict[int, SliceShape | GpuShape | None] = field(default_factory=dict)
 
 
 def read_text(path: str) -> tuple[str, str]:
@@ -51,7 +52,7 @@ def check_text(text: str, file: str, catalog: Catalog | None = None) -> CheckRes
     catalog = catalog or load_catalog()
     parsed = parse_recipe_text(text, file)
     problems: list[Problem] = list(parsed.problems)
-    shapes: dict[int, SliceShape | None] = {}
+    shapes: dict[int, SliceShape | GpuShape | None] = {}
     if parsed.recipe is not None:
         found, shapes = run_preflight(parsed.recipe, catalog, parsed.sourcemap)
         problems.extend(found)

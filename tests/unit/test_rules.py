@@ -68,7 +68,8 @@ def test_every_rule_has_a_test() -> None:
     tested = {"engine", "orchestrator", "gke-version", "diagnostics", "labels",
               "tpu-slice-shape", "tpu-slice-names", "tpu-autopilot", "tpu-multislice",
               "tpu-capacity", "tpu-zone", "workload-slice", "workload-chips",
-              "workload-resources", "workload-env", "names-length"}
+              "workload-resources", "workload-env", "names-length", "slice-accelerator",
+              "gpu-slice-shape", "workload-gpus"}
     assert {rule_id for rule_id, _ in RULES} == tested
 
 
@@ -555,3 +556,72 @@ def test_all_preflight_problems_at_once(recipe: dict) -> None:
     assert all(p.severity is ERROR and p.line > 0 for p in problems)
 
 
+
+
+# -- GPU slices ---------------------------------------------------------------------------
+
+def _gpu(recipe: dict, **slice_fields: object) -> dict:
+    recipe["spec"]["slices"] = [{"name": "g", "gpu": "h100-80gb", **slice_fields}]
+    recipe["spec"]["workloads"] = [{"name": "train", "slice": "g", "image": "python:3.12",
+                                    "gpusPerPod": 8}]
+    return recipe
+
+
+def test_gpu_slice_on_autopilot_is_clean(recipe: dict) -> None:
+    assert [p for p in check(_gpu(recipe, nodes=2)) if p.severity is ERROR] == []
+
+
+def test_tpu_and_gpu_in_one_slice(recipe: dict) -> None:
+    recipe["spec"]["slices"][0]["gpu"] = "h100-80gb"
+    p = only(check(recipe), "slice-accelerator", "spec.slices[0].gpu", ERROR)
+    assert "exactly one" in p.message
+
+
+def test_tpu_slice_without_topology(recipe: dict) -> None:
+    del recipe["spec"]["slices"][0]["topology"]
+    p = only(check(recipe), "slice-accelerator", "spec.slices[0].topology", ERROR)
+    assert "needs a topology" in p.message
+
+
+def test_gpu_slice_with_topology(recipe: dict) -> None:
+    p = only(check(_gpu(recipe, topology="2x4")), "slice-accelerator",
+             "spec.slices[0].topology", ERROR)
+    assert "TPU slices" in p.message
+
+
+def test_unknown_gpu_has_a_hint(recipe: dict) -> None:
+    p = only(check(_gpu(recipe, gpu="h100-80g")), "gpu-slice-shape", "spec.slices[0].gpu", ERROR)
+    assert p.hint and "h100-80gb" in p.hint
+
+
+def test_machine_type_of_another_gpu(recipe: dict) -> None:
+    p = only(check(_gpu(recipe, machineType="a3-ultragpu-8g")), "gpu-slice-shape",
+             "spec.slices[0].machineType", ERROR)
+    assert "H200" in (p.hint or "")
+
+
+def test_gpu_on_standard_needs_a_machine_type(recipe: dict) -> None:
+    recipe = _gpu(recipe)
+    recipe["spec"]["orchestrator"]["type"] = "gke-standard"
+    recipe["spec"]["zone"] = "us-central1-a"
+    only(check(recipe), "gpu-slice-shape", "spec.slices[0].machineType", ERROR)
+
+
+def test_eight_gpus_on_a_four_gpu_machine(recipe: dict) -> None:
+    recipe = _gpu(recipe, gpu="gb200", machineType="a4x-highgpu-4g")
+    recipe["spec"]["orchestrator"]["type"] = "gke-standard"
+    recipe["spec"]["zone"] = "us-central1-a"
+    p = only(check(recipe), "workload-gpus", "spec.workloads[0].gpusPerPod", ERROR)
+    assert p.value == 8 and p.expected == "1 to 4"
+
+
+def test_gpus_per_pod_required_without_machine_type(recipe: dict) -> None:
+    recipe = _gpu(recipe)
+    del recipe["spec"]["workloads"][0]["gpusPerPod"]
+    only(check(recipe), "workload-gpus", "spec.workloads[0].gpusPerPod", ERROR)
+
+
+def test_chips_per_pod_on_a_gpu_slice(recipe: dict) -> None:
+    recipe = _gpu(recipe)
+    recipe["spec"]["workloads"][0]["chipsPerPod"] = 4
+    only(check(recipe), "workload-gpus", "spec.workloads[0].chipsPerPod", ERROR)

@@ -76,6 +76,12 @@ def _resolution_lines(result) -> list[str]:
         if shape is None or recipe is None:
             continue
         s = recipe.spec.slices[i]
+        if not hasattr(shape, "topology"):  # a GPU slice
+            machine = (f"{shape.machine.name} ({shape.machine.gpus} GPUs per VM)"
+                       if shape.machine else "machine chosen by Autopilot")
+            lines.append(f"slice {s.name}: {shape.gpu.display_name} "
+                         f"({shape.gpu.accelerator}) -> {s.nodes or 1} x {machine}")
+            continue
         host = f"multi-host, {shape.vms} VMs" if shape.multi_host else "single-host"
         lines.append(f"slice {s.name}: {shape.version.key} {shape.topology} = {shape.chips} "
                      f"chips -> {shape.vms} x {shape.machine_type.name} "

@@ -11,6 +11,7 @@ from dataclasses import asdict, dataclass, field
 from mldiag_provision import __version__
 from mldiag_provision.catalog import requirements as req
 from mldiag_provision.catalog.gke_version import GkeVersion
+from mldiag_provision.catalog.gpu import GPU_ACCELERATOR_LABEL, GPU_RESOURCE, GpuShape
 from mldiag_provision.catalog.tpu import Catalog, SliceShape
 from mldiag_provision.recipe.model import Recipe
 
@@ -21,24 +22,33 @@ TPU_RESOURCE = "google.com/tpu"
 
 @dataclass(frozen=True)
 class SlicePlan:
+    """One resolved slice. ``kind`` tpu: a TPU slice (``topology``, chips); gpu: ``vms`` GPU VMs
+    of ``machine_type`` (None on Autopilot, which picks it), ``chips_per_vm`` GPUs each."""
+
     name: str
-    tpu: str  # catalog key, e.g. "v5e"
-    accelerator: str  # GKE label value
-    topology: str
-    machine_type: str
-    chips: int
-    chips_per_vm: int
+    kind: str  # "tpu" | "gpu"
+    accelerator_type: str  # catalog key, e.g. "v5e" or "h200-141gb"
+    accelerator: str  # GKE label value (gke-tpu-accelerator / gke-accelerator)
+    resource: str  # google.com/tpu | nvidia.com/gpu
+    topology: str | None
+    machine_type: str | None
+    chips: int | None
+    chips_per_vm: int | None
     vms: int
     count: int
     multi_host: bool
-    capacity: str  # on-demand | spot | reservation
+    capacity: str  # on-demand | spot | reservation | flex-start
     reservation: str | None
     reservation_project: str | None
     node_selector: dict[str, str]
 
     def summary(self) -> str:
+        if self.kind == "gpu":
+            machine = (f"{self.machine_type} ({self.chips_per_vm} GPUs per VM)"
+                       if self.machine_type else "a machine chosen by Autopilot")
+            return f"{self.accelerator_type} GPUs: {self.vms} x {machine}"
         host = f"multi-host, {self.vms} VMs" if self.multi_host else "single-host, 1 VM"
-        text = (f"{self.tpu} {self.topology} = {self.chips} chips: {self.vms} x "
+        text = (f"{self.accelerator_type} {self.topology} = {self.chips} chips: {self.vms} x "
                 f"{self.machine_type} ({self.chips_per_vm} chips per VM; {host})")
         if self.count > 1:
             text += f"; {self.count} slices (multislice)"
@@ -50,11 +60,12 @@ class WorkloadPlan:
     name: str
     slice: str
     kind: str  # "Job" (one slice) or "JobSet" (multislice)
+    resource: str  # google.com/tpu | nvidia.com/gpu
     image: str
     command: list[str]
     args: list[str]
     env: dict[str, str]
-    chips_per_pod: int
+    chips_per_pod: int  # accelerator units (TPU chips or GPUs) per pod
     pods_per_slice: int
     slices: int
     cpu: str | None
@@ -89,25 +100,23 @@ class StackPlan:
 
 
 SLICE_LABEL = "mldiag-provision/slice"
-BLUEPRINTS = {"gke-autopilot": "gke-autopilot-tpu", "gke-standard": "gke-standard-tpu",
+BLUEPRINTS = {"gke-autopilot": "gke-autopilot", "gke-standard": "gke-standard",
               "existing-kubernetes": "existing-kubernetes"}
 
 
-def _node_selector(orchestrator: str, shape: SliceShape, slice_name: str, cap_type: str,
-                   reservation: str | None, reservation_project: str | None,
-                   zone: str | None) -> dict[str, str]:
-    """nodeSelector of a TPU pod.
+def _capacity_selector(orchestrator: str, slice_name: str, cap_type: str,
+                       reservation: str | None, reservation_project: str | None,
+                       zone: str | None) -> dict[str, str]:
+    """The nodeSelector entries beyond the accelerator labels.
 
-    Always the accelerator and topology labels (About TPUs in GKE). On Autopilot the
-    capacity is asked for by selector too: spot, a specific reservation, flex-start
-    (Autopilot spot / reservation / flex-start docs); a recipe zone pins the pods with the
-    well-known ``topology.kubernetes.io/zone`` label. On Standard the slice's own node pools
-    carry the capacity, and pods select them by the slice label we put on those pools.
+    On Autopilot the capacity is asked for by selector: spot, flex-start, a specific
+    reservation (Autopilot spot / flex-start / reservation docs); a recipe zone pins the pods
+    with the well-known ``topology.kubernetes.io/zone`` label. On Standard the slice's own
+    node pools carry the capacity, and pods select them by the slice label on those pools.
     """
-    sel = {TPU_ACCELERATOR_LABEL: shape.version.accelerator, TPU_TOPOLOGY_LABEL: shape.topology}
     if orchestrator == "gke-standard":
-        sel[SLICE_LABEL] = slice_name
-        return sel
+        return {SLICE_LABEL: slice_name}
+    sel: dict[str, str] = {}
     if zone:
         sel["topology.kubernetes.io/zone"] = zone
     if cap_type == "spot":
@@ -132,8 +141,8 @@ def node_service_account_id(cluster: str) -> str:
     return (cluster[:24].rstrip("-") + "-nodes")[:30]
 
 
-def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | None], catalog: Catalog,
-               ) -> StackPlan:
+def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | GpuShape | None],
+               catalog: Catalog) -> StackPlan:
     """Decide the stack. Call only after preflight reported no errors.
 
     Args:
@@ -148,24 +157,44 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | None], catalog: Ca
         shape = shapes.get(i)
         if shape is None:
             raise ValueError(f"slice {s.name} is unresolved; run preflight first")
-        slices.append(SlicePlan(
-            name=s.name, tpu=shape.version.key, accelerator=shape.version.accelerator,
-            topology=shape.topology, machine_type=shape.machine_type.name, chips=shape.chips,
-            chips_per_vm=shape.chips_per_vm, vms=shape.vms, count=s.count,
-            multi_host=shape.multi_host, capacity=s.capacity.type,
-            reservation=s.capacity.reservation, reservation_project=s.capacity.reservation_project,
-            node_selector=_node_selector(spec.orchestrator.type, shape, s.name, s.capacity.type,
-                                         s.capacity.reservation,
-                                         s.capacity.reservation_project, spec.zone)))
+        if isinstance(shape, GpuShape):
+            sel = {GPU_ACCELERATOR_LABEL: shape.gpu.accelerator,
+                   **_capacity_selector(spec.orchestrator.type, s.name, s.capacity.type,
+                                        s.capacity.reservation, s.capacity.reservation_project,
+                                        spec.zone)}
+            vms = s.nodes or 1
+            slices.append(SlicePlan(
+                name=s.name, kind="gpu", accelerator_type=shape.gpu.key,
+                accelerator=shape.gpu.accelerator, resource=GPU_RESOURCE, topology=None,
+                machine_type=shape.machine.name if shape.machine else None,
+                chips=shape.gpus_per_vm * vms if shape.gpus_per_vm else None,
+                chips_per_vm=shape.gpus_per_vm, vms=vms, count=1, multi_host=vms > 1,
+                capacity=s.capacity.type, reservation=s.capacity.reservation,
+                reservation_project=s.capacity.reservation_project, node_selector=sel))
+        else:
+            sel = {TPU_ACCELERATOR_LABEL: shape.version.accelerator,
+                   TPU_TOPOLOGY_LABEL: shape.topology,
+                   **_capacity_selector(spec.orchestrator.type, s.name, s.capacity.type,
+                                        s.capacity.reservation, s.capacity.reservation_project,
+                                        spec.zone)}
+            slices.append(SlicePlan(
+                name=s.name, kind="tpu", accelerator_type=shape.version.key,
+                accelerator=shape.version.accelerator, resource=TPU_RESOURCE,
+                topology=shape.topology, machine_type=shape.machine_type.name, chips=shape.chips,
+                chips_per_vm=shape.chips_per_vm, vms=shape.vms, count=s.count,
+                multi_host=shape.multi_host, capacity=s.capacity.type,
+                reservation=s.capacity.reservation,
+                reservation_project=s.capacity.reservation_project, node_selector=sel))
         decisions.append(f"slice {s.name}: {slices[-1].summary()}")
 
     # --- GKE version: the highest minimum of what the recipe uses ---------------------
     diag = spec.diagnostics
     orchestrator = spec.orchestrator.type
     creates_cluster = orchestrator in ("gke-autopilot", "gke-standard")
-    needs = req.cluster_needs(orchestrator, [(shapes[i], s.count)
+    needs = req.cluster_needs(orchestrator, [(shape, s.count)
                                              for i, s in enumerate(spec.slices)
-                                             if shapes.get(i)], catalog)
+                                             if isinstance(shape := shapes.get(i), SliceShape)],
+                              catalog)
     managed_need = req.managed_diagnostics_need(catalog)
     wants_managed = diag.enabled and diag.agents in ("auto", "managed")
     user_version = (GkeVersion.parse(spec.orchestrator.min_version)
@@ -256,19 +285,22 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | None], catalog: Ca
         })
         for sp in slices:
             # TPU7x multi-host pools are placed by a workload policy (GKE Ironwood page)
-            workload_policy = sp.multi_host and sp.tpu == "tpu7x"
+            workload_policy = sp.kind == "tpu" and sp.multi_host and sp.accelerator_type == "tpu7x"
             for name in node_pool_names(sp.name, sp.count):
                 node_pools.append({
                     "name": name, "slice": sp.name, "zone": spec.zone,
                     "machine_type": sp.machine_type, "node_count": sp.vms,
-                    "topology": sp.topology, "multi_host": sp.multi_host,
+                    "topology": sp.topology, "multi_host": sp.kind == "tpu" and sp.multi_host,
+                    "gpu_type": sp.accelerator if sp.kind == "gpu" else None,
+                    "gpu_count": sp.chips_per_vm if sp.kind == "gpu" else None,
                     "workload_policy": workload_policy, "capacity": sp.capacity,
                     "reservation": sp.reservation,
                     "reservation_project": sp.reservation_project,
                     "node_labels": {SLICE_LABEL: sp.name},
                 })
             placement = ("HIGH_THROUGHPUT workload policy" if workload_policy else
-                         "COMPACT placement" if sp.multi_host else "no placement policy")
+                         "COMPACT placement" if sp.kind == "tpu" and sp.multi_host
+                         else "no placement policy")
             decisions.append(f"slice {sp.name}: {sp.count} node pool(s) of {sp.vms} x "
                              f"{sp.machine_type} in {spec.zone}, {placement}, capacity "
                              f"{sp.capacity}")
@@ -277,16 +309,19 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | None], catalog: Ca
     for w in spec.workloads:
         sp = by_name[w.slice]
         kind = "JobSet" if sp.count > 1 else "Job"
+        per_pod = (w.gpus_per_pod or sp.chips_per_vm) if sp.kind == "gpu" else sp.chips_per_vm
         workloads.append(WorkloadPlan(
-            name=w.name, slice=sp.name, kind=kind, image=w.image, command=list(w.command),
-            args=list(w.args), env=dict(w.env), chips_per_pod=sp.chips_per_vm,
+            name=w.name, slice=sp.name, kind=kind, resource=sp.resource, image=w.image,
+            command=list(w.command), args=list(w.args), env=dict(w.env),
+            chips_per_pod=per_pod,  # type: ignore[arg-type]  # preflight guarantees a value
             pods_per_slice=sp.vms, slices=sp.count,
             cpu=w.resources.cpu, memory=w.resources.memory,
             ml_diagnostics_label=diag.enabled and w.ml_diagnostics,
             backoff_limit=w.backoff_limit,
             headless_service=f"{w.name}-workers" if (sp.multi_host and kind == "Job") else None))
+        unit = "GPUs" if sp.kind == "gpu" else "chips"
         decisions.append(f"workload {w.name}: {kind}, {sp.vms} pod(s) per slice x "
-                         f"{sp.count} slice(s), {sp.chips_per_vm} chips per pod")
+                         f"{sp.count} slice(s), {per_pod} {unit} per pod")
     backend = {"type": spec.engine.backend.type, "bucket": spec.engine.backend.bucket,
                "prefix": spec.engine.backend.prefix}
     return StackPlan(

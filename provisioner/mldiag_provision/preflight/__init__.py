@@ -5,6 +5,7 @@ Importing this package registers the rules of :mod:`.tpu_rules` and :mod:`.stack
 
 from __future__ import annotations
 
+from mldiag_provision.catalog.gpu import GpuShape
 from mldiag_provision.catalog.tpu import Catalog, SliceShape
 from mldiag_provision.errors import Problem
 from mldiag_provision.preflight import stack_rules, tpu_rules  # noqa: F401  (registers rules)
@@ -14,13 +15,14 @@ from mldiag_provision.recipe.sourcemap import SourceMap
 
 
 def run_preflight(recipe: Recipe, catalog: Catalog, sourcemap: SourceMap,
-                  ) -> tuple[list[Problem], dict[int, SliceShape | None]]:
-    """Run every rule. Returns (problems sorted by position, resolved slice shapes)."""
+                  ) -> tuple[list[Problem], dict[int, SliceShape | GpuShape | None]]:
+    """Run every rule. Returns (problems sorted by position, resolved slice shapes by slice
+    index: a TPU :class:`SliceShape` or a :class:`GpuShape`; None where it did not resolve)."""
     ctx = Context(recipe=recipe, catalog=catalog, sourcemap=sourcemap)
     problems: list[Problem] = []
-    # tpu-slice-shape fills ctx.shapes, which later rules (gke-version among them) read:
-    # run it first, whatever order the rule modules were imported in (stable sort).
-    for _rule_id, fn in sorted(RULES, key=lambda r: r[0] != "tpu-slice-shape"):
+    # the *-slice-shape rules fill ctx.shapes / ctx.gpu_shapes, which later rules (gke-version
+    # among them) read: run them first, whatever order the modules were imported in.
+    for _rule_id, fn in sorted(RULES, key=lambda r: not r[0].endswith("slice-shape")):
         problems.extend(fn(ctx))
     problems.sort(key=lambda p: (p.line, p.column, p.rule))
-    return problems, ctx.shapes
+    return problems, {**ctx.shapes, **ctx.gpu_shapes}

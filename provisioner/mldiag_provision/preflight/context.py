@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
+from mldiag_provision.catalog.gpu import GpuShape
 from mldiag_provision.catalog.tpu import Catalog, SliceShape
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.recipe.model import Recipe
@@ -13,12 +14,14 @@ from mldiag_provision.recipe.sourcemap import Path, SourceMap, format_path
 
 @dataclass
 class Context:
-    """Inputs of the rules; ``shapes`` maps slice index -> resolved shape (None if invalid)."""
+    """Inputs of the rules; ``shapes`` / ``gpu_shapes`` map slice index -> resolved TPU / GPU
+    shape (None if invalid); a slice appears in at most one of them."""
 
     recipe: Recipe
     catalog: Catalog
     sourcemap: SourceMap
     shapes: dict[int, SliceShape | None] = field(default_factory=dict)
+    gpu_shapes: dict[int, GpuShape | None] = field(default_factory=dict)
 
     def problem(self, rule: str, path: Path, message: str, *, value: object = None,
                 expected: str | None = None, hint: str | None = None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from mldiag_provision.catalog.gpu import GpuShape
 from mldiag_provision.catalog.tpu import ShapeError
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.preflight.context import Context, rule
@@ -21,10 +22,85 @@ _FIELD = {"tpu": "tpu", "topology": "topology", "chipsPerVm": "chipsPerVm"}
 LABEL_MAX = 63
 
 
+@rule("slice-accelerator")
+def slice_accelerator(ctx: Context) -> Iterator[Problem]:
+    """A slice is either TPU (tpu + topology) or GPU (gpu [+ machineType, nodes])."""
+    for i, s in enumerate(ctx.recipe.spec.slices):
+        base = ("spec", "slices", i)
+        if (s.tpu is None) == (s.gpu is None):
+            yield ctx.problem("slice-accelerator", base if s.tpu is None else (*base, "gpu"),
+                              "a slice names exactly one of 'tpu' and 'gpu'",
+                              value=s.gpu if s.tpu is not None else None,
+                              expected="tpu: VERSION with topology: AxB[xC], or gpu: TYPE",
+                              hint="split it into two slices")
+            continue
+        if s.tpu is not None:
+            if s.topology is None:
+                yield ctx.problem("slice-accelerator", (*base, "topology"),
+                                  f"TPU slice '{s.name}' needs a topology",
+                                  expected=ctx.catalog.describe_allowed(v)
+                                  if (v := ctx.catalog.version(s.tpu)) else "AxB or AxBxC",
+                                  hint="`mldiag-provision catalog tpu VERSION` lists them")
+            for key, val in (("machineType", s.machine_type), ("nodes", s.nodes)):
+                if val is not None:
+                    yield ctx.problem("slice-accelerator", (*base, key),
+                                      f"'{key}' is for GPU slices; a TPU slice derives it from "
+                                      "its topology", value=val, hint=f"remove '{key}'")
+        else:
+            for key, val in (("topology", s.topology), ("chipsPerVm", s.chips_per_vm)):
+                if val is not None:
+                    yield ctx.problem("slice-accelerator", (*base, key),
+                                      f"'{key}' is for TPU slices", value=val,
+                                      hint=f"remove '{key}'; GPU slices use machineType and nodes")
+            if s.count > 1:
+                yield ctx.problem("slice-accelerator", (*base, "count"),
+                                  "count (multislice) is for TPU slices", value=s.count,
+                                  expected="1", hint="use 'nodes' for more GPU VMs")
+
+
+@rule("gpu-slice-shape")
+def gpu_slice_shapes(ctx: Context) -> Iterator[Problem]:
+    """A GPU slice's type exists, its machine type carries it, and the orchestrator offers it."""
+    orch = ctx.recipe.spec.orchestrator.type
+    for i, s in enumerate(ctx.recipe.spec.slices):
+        if s.gpu is None or s.tpu is not None:
+            continue
+        from mldiag_provision.catalog.gpu import load_gpu_catalog
+
+        gpus = load_gpu_catalog()
+        base = ("spec", "slices", i)
+        try:
+            shape = gpus.resolve(s.gpu, s.machine_type)
+        except ShapeError as exc:
+            ctx.gpu_shapes[i] = None
+            field = {"gpu": "gpu", "machineType": "machineType"}[exc.field]
+            yield ctx.problem("gpu-slice-shape", (*base, field), exc.message,
+                              value=s.gpu if field == "gpu" else s.machine_type,
+                              expected=exc.expected, hint=exc.hint, source=exc.source)
+            continue
+        ctx.gpu_shapes[i] = shape
+        if orch == "gke-standard" and s.machine_type is None:
+            yield ctx.problem("gpu-slice-shape", (*base, "machineType"),
+                              f"a GKE Standard GPU node pool needs a machine type for "
+                              f"{shape.gpu.display_name}", expected=", ".join(shape.gpu.machines),
+                              hint="add machineType")
+        if orch == "gke-autopilot" and shape.gpu.autopilot is not True:
+            known = shape.gpu.autopilot is False
+            yield ctx.problem(
+                "gpu-slice-shape", (*base, "gpu"),
+                f"{shape.gpu.display_name} is {'not offered' if known else 'not confirmed'} on "
+                "GKE Autopilot", value=s.gpu,
+                severity=Severity.ERROR if known else Severity.WARNING,
+                hint="use orchestrator type gke-standard",
+                source=gpus.source_url(shape.gpu.source))
+
+
 @rule("tpu-slice-shape")
 def slice_shapes(ctx: Context) -> Iterator[Problem]:
     """Each slice's (TPU version, topology, chips per VM) exists in the catalog."""
     for i, s in enumerate(ctx.recipe.spec.slices):
+        if s.tpu is None or s.topology is None:
+            continue
         try:
             ctx.shapes[i] = ctx.catalog.resolve(s.tpu, s.topology, s.chips_per_vm)
         except ShapeError as exc:
@@ -187,12 +263,56 @@ def workload_chips(ctx: Context) -> Iterator[Problem]:
                 source=ctx.catalog.source_url("GKE-ABOUT"))
 
 
+@rule("workload-gpus")
+def workload_gpus(ctx: Context) -> Iterator[Problem]:
+    """nvidia.com/gpu per pod fits one VM of the slice; TPU and GPU request fields match the
+    slice kind."""
+    for i, w in enumerate(ctx.recipe.spec.workloads):
+        idx = ctx.slice_index(w.slice)
+        if idx is None:
+            continue
+        s = ctx.recipe.spec.slices[idx]
+        base = ("spec", "workloads", i)
+        if s.gpu is None and w.gpus_per_pod is not None:
+            yield ctx.problem("workload-gpus", (*base, "gpusPerPod"),
+                              f"slice '{s.name}' is a TPU slice; gpusPerPod is for GPU slices",
+                              value=w.gpus_per_pod, hint="use chipsPerPod, or remove it")
+        if s.gpu is not None and w.chips_per_pod is not None:
+            yield ctx.problem("workload-gpus", (*base, "chipsPerPod"),
+                              f"slice '{s.name}' is a GPU slice; chipsPerPod is for TPU slices",
+                              value=w.chips_per_pod, hint="use gpusPerPod")
+        shape = ctx.gpu_shapes.get(idx)
+        if shape is None:
+            continue
+        if shape.gpus_per_vm is None and w.gpus_per_pod is None:
+            yield ctx.problem("workload-gpus", (*base, "gpusPerPod"),
+                              f"slice '{s.name}' names no machine type, so the GPUs per pod "
+                              "must be stated", expected="an integer >= 1",
+                              hint="add gpusPerPod (Autopilot picks the machine from it)")
+        elif shape.gpus_per_vm is not None and (w.gpus_per_pod or 0) > shape.gpus_per_vm:
+            yield ctx.problem(
+                "workload-gpus", (*base, "gpusPerPod"),
+                f"{w.gpus_per_pod} GPUs per pod, but {shape.machine.name} has "  # type: ignore[union-attr]
+                f"{shape.gpus_per_vm}; the pod can never schedule",
+                value=w.gpus_per_pod, expected=f"1 to {shape.gpus_per_vm}",
+                source=_gpu_source(shape))
+
+
+def _gpu_source(shape: GpuShape) -> str:
+    from mldiag_provision.catalog.gpu import load_gpu_catalog
+
+    return load_gpu_catalog().source_url(shape.machine.source if shape.machine else
+                                         shape.gpu.source)
+
+
 @rule("workload-resources")
 def workload_resources(ctx: Context) -> Iterator[Problem]:
     """CPU and memory requests fit the TPU VM (a request above the machine never schedules)."""
     for i, w in enumerate(ctx.recipe.spec.workloads):
         idx = ctx.slice_index(w.slice)
         shape = ctx.shapes.get(idx) if idx is not None else None
+        gpu = ctx.gpu_shapes.get(idx) if idx is not None else None
+        machine = shape.machine_type if shape else (gpu.machine if gpu else None)
         for key, attr, unit, scale in (("cpu", "vcpu", "vCPU", 1), ("memory", "memory_gb", "GB",
                                                                       10**9)):
             raw = getattr(w.resources, key)
@@ -205,20 +325,20 @@ def workload_resources(ctx: Context) -> Iterator[Problem]:
                                   f"'{raw}' is not a Kubernetes quantity", value=raw,
                                   expected="e.g. 10, 500m, 500Gi")
                 continue
-            cap = getattr(shape.machine_type, attr) if shape else None
+            cap = getattr(machine, attr) if machine else None
             if cap and qty > cap * scale:
-                unverified = shape.machine_type.confidence == "L"
+                unverified = machine.confidence == "L"
                 yield ctx.problem(
                     "workload-resources", path,
-                    f"{key} request {raw} is more than the whole {shape.machine_type.name} VM "
+                    f"{key} request {raw} is more than the whole {machine.name} VM "
                     f"({cap} {unit}" + (", an unverified catalog figure); the pod may not "
                                         "schedule" if unverified else "); the pod can never "
                                                                        "schedule"),
                     value=raw, expected=f"below {cap} {unit} (allocatable is lower still)",
-                    source=ctx.catalog.source_url(shape.machine_type.source),
+                    source=(ctx.catalog.source_url(machine.source) if shape
+                            else _gpu_source(gpu)),
                     # an unverified machine size must not block a recipe
-                    severity=Severity.WARNING if shape.machine_type.confidence == "L"
-                    else Severity.ERROR)
+                    severity=Severity.WARNING if unverified else Severity.ERROR)
 
 
 @rule("workload-env")

@@ -83,12 +83,20 @@ class Capacity(_Model):
 
 
 class Slice(_Model):
-    """One TPU slice shape, and how many of them (multislice when ``count`` > 1)."""
+    """One accelerator slice: a TPU slice shape (and how many: multislice when ``count`` > 1),
+    or a group of GPU VMs. Exactly one of ``tpu`` and ``gpu``."""
 
     name: DnsName
-    tpu: str = Field(description="TPU version (v4, v5e, v5p, v6e, tpu7x) or GKE accelerator "
-                                 "label (tpu-v4-podslice, ...). See `mldiag-provision catalog`.")
-    topology: str = Field(description="Chip topology, e.g. 2x4 or 2x2x4.")
+    tpu: str | None = Field(None, description="TPU version (v4, v5e, v5p, v6e, tpu7x) or GKE "
+                                              "accelerator label (tpu-v4-podslice, ...). See "
+                                              "`mldiag-provision catalog`.")
+    topology: str | None = Field(None, description="TPU chip topology, e.g. 2x4 or 2x2x4.")
+    gpu: str | None = Field(None, description="GPU type (h100-80gb, h200-141gb, b200, ...) or GKE "
+                                              "accelerator label (nvidia-h200-141gb, ...).")
+    machine_type: str | None = Field(
+        None, description="GPU machine type, e.g. a3-ultragpu-8g; required on gke-standard.")
+    nodes: Annotated[int, Field(ge=1, le=1000)] | None = Field(
+        None, description="GPU VMs in the slice (default 1); TPU slices derive it.")
     chips_per_vm: int | None = Field(
         None, description="Chips per VM (google.com/tpu per pod). Required where a topology has "
                           "two machine types, e.g. v5e/v6e 2x4 = one 8-chip VM or two 4-chip VMs.")
@@ -167,6 +175,9 @@ class Workload(_Model):
     env: dict[str, str] = Field(default_factory=dict)
     chips_per_pod: int | None = Field(
         None, description="google.com/tpu per pod; must equal the slice's chips per VM.")
+    gpus_per_pod: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="nvidia.com/gpu per pod (GPU slices); at most the GPUs of one VM; "
+                          "defaults to all of them.")
     resources: Resources = Field(default_factory=Resources)
     ml_diagnostics: bool = Field(True, description="Label the workload for ML Diagnostics.")
     backoff_limit: Annotated[int, Field(ge=0)] = 0

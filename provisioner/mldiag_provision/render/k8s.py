@@ -48,7 +48,7 @@ def _container(plan: StackPlan, w: WorkloadPlan, multi_host: bool) -> dict:
         limits["cpu"] = w.cpu
     if w.memory is not None:
         limits["memory"] = w.memory
-    limits[TPU_RESOURCE] = w.chips_per_pod
+    limits[w.resource] = w.chips_per_pod
     env = [{"name": k, "value": v} for k, v in w.env.items()]
     if plan.diagnostics["enabled"]:
         # Our convention, not read by the SDK: pass them on in the training code, e.g.
@@ -61,9 +61,11 @@ def _container(plan: StackPlan, w: WorkloadPlan, multi_host: bool) -> dict:
                 env.append({"name": name, "value": value})
     if w.kind == "JobSet":
         env.extend(_megascale_env(w))
-    ports = [{"containerPort": TPU_METRICS_PORT, "name": "tpu-metrics"}]
-    if multi_host:
-        ports.insert(0, {"containerPort": TPU_WORKER_PORT, "name": "tpu-worker"})
+    ports = []
+    if w.resource == TPU_RESOURCE:
+        ports.append({"containerPort": TPU_METRICS_PORT, "name": "tpu-metrics"})
+        if multi_host:
+            ports.insert(0, {"containerPort": TPU_WORKER_PORT, "name": "tpu-worker"})
     if w.kind == "JobSet":
         ports.append({"containerPort": MEGASCALE_PORT, "name": "megascale"})
     c: dict[str, object] = {"name": w.name, "image": w.image}
@@ -73,7 +75,8 @@ def _container(plan: StackPlan, w: WorkloadPlan, multi_host: bool) -> dict:
         c["args"] = list(w.args)
     if env:
         c["env"] = env
-    c["ports"] = ports
+    if ports:
+        c["ports"] = ports
     c["resources"] = {"requests": dict(limits), "limits": dict(limits)}
     return c
 

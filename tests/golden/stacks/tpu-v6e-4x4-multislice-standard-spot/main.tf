@@ -79,9 +79,9 @@ module "cluster" {
   depends_on = [module.services]
 }
 
-# One node pool per TPU slice (a multislice of N slices is N pools of one shape).
+# One node pool per slice (a TPU multislice of N slices is N pools of one shape).
 locals {
-  tpu_node_pools = {
+  node_pools = {
     "trillium-0" = {
       zone                = "us-east5-b"
       machine_type        = "ct6e-standard-4t"
@@ -92,6 +92,8 @@ locals {
       capacity            = "spot"
       reservation         = null
       reservation_project = null
+      gpu_type            = null
+      gpu_count           = null
       node_labels         = { "mldiag-provision/slice" = "trillium" }
     }
     "trillium-1" = {
@@ -104,14 +106,16 @@ locals {
       capacity            = "spot"
       reservation         = null
       reservation_project = null
+      gpu_type            = null
+      gpu_count           = null
       node_labels         = { "mldiag-provision/slice" = "trillium" }
     }
   }
 }
 
-module "tpu_node_pool" {
-  source   = "./modules/gke/tpu-node-pool"
-  for_each = local.tpu_node_pools
+module "node_pool" {
+  source   = "./modules/gke/accelerator-node-pool"
+  for_each = local.node_pools
 
   project_id          = local.project_id
   cluster             = module.cluster.name
@@ -126,6 +130,8 @@ module "tpu_node_pool" {
   capacity            = each.value.capacity
   reservation         = each.value.reservation
   reservation_project = each.value.reservation_project
+  gpu_type            = each.value.gpu_type
+  gpu_count           = each.value.gpu_count
   service_account     = module.cluster.node_service_account
   node_labels         = each.value.node_labels
   labels              = local.labels

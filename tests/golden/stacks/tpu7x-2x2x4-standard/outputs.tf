@@ -39,7 +39,7 @@ output "node_service_account" {
   value       = module.cluster.node_service_account
 }
 
-output "tpu_node_pools" {
-  description = "TPU slice node pools by name."
-  value       = [for pool in module.tpu_node_pool : pool.name]
+output "node_pools" {
+  description = "Accelerator node pools by name."
+  value       = [for pool in module.node_pool : pool.name]
 }

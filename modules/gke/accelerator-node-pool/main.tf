@@ -1,0 +1,123 @@
+# One accelerator slice as a GKE Standard node pool: a TPU slice (machine type and node count
+# from the catalog, the slice's topology) or a group of GPU VMs (guest accelerators with the
+# GKE-installed driver), on the capacity it runs on (on-demand, spot, a named reservation, or
+# flex-start).
+#
+# Sources:
+# - TPU slice node pools, placement_policy.tpu_topology for multi-host slices:
+#   https://cloud.google.com/kubernetes-engine/docs/concepts/tpus
+# - TPU7x: a HIGH_THROUGHPUT workload policy (google_compute_resource_policy.workload_policy)
+#   named in placement_policy.policy_name replaces COMPACT + --tpu-topology:
+#   https://cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood
+# - GKE stores no placement type for TPU7x pools; the provider requires `type` and the block is
+#   ForceNew, so a non-empty type would replace the pool on every apply. An empty type matches
+#   what GKE stores (vllm-project/ci-infra PR #547).
+# - Reservation affinity: https://registry.terraform.io/providers/hashicorp/google/latest/docs/resources/container_node_pool#reservation_affinity
+# - Flex-start: https://cloud.google.com/kubernetes-engine/docs/concepts/flex-start-vms
+# - GPUs: guest_accelerator with gpu_driver_installation_config lets GKE install the NVIDIA
+#   driver: https://cloud.google.com/kubernetes-engine/docs/how-to/gpus
+
+locals {
+  flex_start  = var.capacity == "flex-start"
+  reservation = var.capacity == "reservation"
+  reservation_value = local.reservation ? (
+    var.reservation_project == null ? var.reservation : "projects/${var.reservation_project}/reservations/${var.reservation}"
+  ) : null
+}
+
+resource "google_compute_resource_policy" "workload" {
+  count = var.workload_policy ? 1 : 0
+
+  project = var.project_id
+  name    = "${var.name}-workload"
+  region  = var.region
+
+  workload_policy {
+    type                 = "HIGH_THROUGHPUT"
+    accelerator_topology = var.tpu_topology
+  }
+}
+
+resource "google_container_node_pool" "this" {
+  project        = var.project_id
+  name           = var.name
+  cluster        = var.cluster
+  location       = var.region
+  node_locations = [var.zone]
+
+  # Fixed size = VMs of the slice; flex-start pools scale from 0 to the slice instead.
+  node_count = local.flex_start ? null : var.node_count
+
+  dynamic "autoscaling" {
+    for_each = local.flex_start ? [true] : []
+    content {
+      total_min_node_count = 0
+      total_max_node_count = var.node_count
+      location_policy      = "ANY"
+    }
+  }
+
+  dynamic "placement_policy" {
+    for_each = var.multi_host ? [true] : []
+    content {
+      type         = var.workload_policy ? "" : "COMPACT"
+      tpu_topology = var.tpu_topology
+      policy_name  = var.workload_policy ? google_compute_resource_policy.workload[0].name : null
+    }
+  }
+
+  node_config {
+    machine_type    = var.machine_type
+    spot            = var.capacity == "spot"
+    flex_start      = local.flex_start ? true : null
+    service_account = var.service_account
+    oauth_scopes    = ["https://www.googleapis.com/auth/cloud-platform"]
+    labels          = var.node_labels
+    resource_labels = var.labels
+
+    workload_metadata_config {
+      mode = "GKE_METADATA"
+    }
+
+    dynamic "guest_accelerator" {
+      for_each = var.gpu_type == null ? [] : [true]
+      content {
+        type  = var.gpu_type
+        count = var.gpu_count
+
+        gpu_driver_installation_config {
+          gpu_driver_version = "DEFAULT"
+        }
+      }
+    }
+
+    dynamic "reservation_affinity" {
+      for_each = local.reservation || local.flex_start ? [true] : []
+      content {
+        consume_reservation_type = local.reservation ? "SPECIFIC_RESERVATION" : "NO_RESERVATION"
+        key                      = local.reservation ? "compute.googleapis.com/reservation-name" : null
+        values                   = local.reservation ? [local.reservation_value] : null
+      }
+    }
+  }
+
+  management {
+    auto_repair  = !local.flex_start
+    auto_upgrade = true
+  }
+
+  lifecycle {
+    precondition {
+      condition     = !var.multi_host || var.tpu_topology != null
+      error_message = "A multi-host TPU slice node pool needs tpu_topology."
+    }
+    precondition {
+      condition     = var.gpu_type == null || (var.gpu_count != null && !var.multi_host)
+      error_message = "A GPU node pool needs gpu_count and takes no TPU placement (multi_host = false)."
+    }
+    precondition {
+      condition     = !local.reservation || var.reservation != null
+      error_message = "capacity = \"reservation\" needs the reservation name."
+    }
+  }
+}

@@ -1,0 +1,112 @@
+variable "project_id" {
+  description = "Project of the cluster."
+  type        = string
+}
+
+variable "cluster" {
+  description = "Name of the GKE Standard cluster."
+  type        = string
+}
+
+variable "region" {
+  description = "Region of the cluster (and of the TPU7x workload policy)."
+  type        = string
+}
+
+variable "zone" {
+  description = "Zone of the TPU VMs; a slice lives in one zone."
+  type        = string
+}
+
+variable "name" {
+  description = "Node pool name: at most 40 characters, lowercase letter first, [a-z0-9-]."
+  type        = string
+
+  validation {
+    condition     = length(var.name) <= 40 && can(regex("^[a-z][-a-z0-9]*[a-z0-9]$", var.name))
+    error_message = "name must be at most 40 characters: a lowercase letter first, then lowercase letters, digits or hyphens."
+  }
+}
+
+variable "machine_type" {
+  description = "TPU or GPU machine type, e.g. ct5p-hightpu-4t or a3-ultragpu-8g (from the mldiag-provision catalog)."
+  type        = string
+}
+
+variable "node_count" {
+  description = "VMs of the slice (TPU: chips / chips per VM; GPU: nodes); never 0."
+  type        = number
+
+  validation {
+    condition     = var.node_count >= 1
+    error_message = "node_count is the number of VMs of the slice and must be at least 1."
+  }
+}
+
+variable "tpu_topology" {
+  description = "Slice topology, e.g. 2x2x4; required for multi-host slices."
+  type        = string
+  default     = null
+}
+
+variable "multi_host" {
+  description = "Whether the slice spans more than one VM (placement policy needed)."
+  type        = bool
+}
+
+variable "workload_policy" {
+  description = "Place the slice with a HIGH_THROUGHPUT workload policy (TPU7x multi-host) instead of COMPACT."
+  type        = bool
+  default     = false
+}
+
+variable "capacity" {
+  description = "on-demand, spot, reservation or flex-start."
+  type        = string
+
+  validation {
+    condition     = contains(["on-demand", "spot", "reservation", "flex-start"], var.capacity)
+    error_message = "capacity must be on-demand, spot, reservation or flex-start."
+  }
+}
+
+variable "reservation" {
+  description = "Reservation name (capacity = reservation)."
+  type        = string
+  default     = null
+}
+
+variable "reservation_project" {
+  description = "Project owning a shared reservation; null for the cluster's project."
+  type        = string
+  default     = null
+}
+
+variable "service_account" {
+  description = "Node service account email."
+  type        = string
+}
+
+variable "node_labels" {
+  description = "Kubernetes labels on the nodes."
+  type        = map(string)
+  default     = {}
+}
+
+variable "labels" {
+  description = "Google Cloud labels on the node VMs."
+  type        = map(string)
+  default     = {}
+}
+
+variable "gpu_type" {
+  description = "GPU accelerator type (GKE label value, e.g. nvidia-h200-141gb) for a GPU pool; null for TPU."
+  type        = string
+  default     = null
+}
+
+variable "gpu_count" {
+  description = "GPUs per VM of the machine type (GPU pools)."
+  type        = number
+  default     = null
+}
