@@ -13,13 +13,15 @@ from typing import TextIO
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.recipe.sourcemap import SourceMap
 
+_SNIPPET = 160  # characters of a source line shown under a problem
+
 _CODES = {"red": "31", "yellow": "33", "green": "32", "cyan": "36", "bold": "1", "dim": "2"}
 
 
 def use_color(stream: TextIO) -> bool:
     if os.environ.get("NO_COLOR"):
         return False
-    if os.environ.get("FORCE_COLOR"):
+    if os.environ.get("FORCE_COLOR", "0") not in ("", "0", "false"):
         return True
     return hasattr(stream, "isatty") and stream.isatty()
 
@@ -49,14 +51,19 @@ class Console:
         self.print(head)
         src = sourcemap.source_line(p.line) if sourcemap and p.line else None
         if src is not None:
+            col = max(p.column - 1, 0)
+            if len(src) > _SNIPPET:  # show a window around the column of a very long line
+                start = max(0, min(col - _SNIPPET // 2, len(src) - _SNIPPET))
+                src, col = src[start:start + _SNIPPET], col - start
             gutter = f"{p.line:>5} | "
             self.print(self.style(gutter, "dim") + src)
-            self.print(" " * (len(gutter) + max(p.column - 1, 0)) + self.style("^", colour))
+            self.print(" " * (len(gutter) + col) + self.style("^", colour))
         details = []
         if p.path:
             details.append(("field", p.path))
         if p.value is not None and not isinstance(p.value, (dict, list)):
-            details.append(("value", repr(p.value) if isinstance(p.value, str) else str(p.value)))
+            text = repr(p.value) if isinstance(p.value, str) else str(p.value)
+            details.append(("value", text if len(text) <= _SNIPPET else text[:_SNIPPET] + "..."))
         if p.expected:
             details.append(("expected", p.expected))
         if p.hint:

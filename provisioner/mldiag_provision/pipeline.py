@@ -6,11 +6,10 @@ Each step returns data; the CLI decides what to print and which exit code to use
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from mldiag_provision.catalog.gpu import GpuShape
 from mldiag_provision.catalog.tpu import Catalog, SliceShape, load_catalog
-from mldiag_provision.errors import Problem, Report, Severity, UsageError
+from mldiag_provision.errors import InputError, Problem, Report, Severity, UsageError
 from mldiag_provision.preflight import run_preflight
 from mldiag_provision.recipe.parse import ParsedRecipe, parse_recipe_text
 
@@ -24,27 +23,40 @@ class CheckResult:
     shapes: dict[int, SliceShape | GpuShape | None] = field(default_factory=dict)
 
 
+# A recipe is a few kilobytes; refuse to parse anything this large (and /dev/zero).
+MAX_RECIPE_BYTES = 1 << 20
+
+
 def read_text(path: str) -> tuple[str, str]:
     """Read a file (or stdin for ``-``). Returns (display name, text).
 
     Raises:
-      UsageError: the file is missing, a directory, unreadable or not UTF-8.
+      UsageError: the file is missing, a directory or unreadable.
+      InputError: the file is not UTF-8 text, or larger than 1 MiB.
     """
-    if path == "-":
-        import sys
+    import sys
 
-        return "<stdin>", sys.stdin.read()
-    p = Path(path)
+    name = "<stdin>" if path == "-" else path
     try:
-        return path, p.read_text(encoding="utf-8")
+        if path == "-":
+            raw = sys.stdin.buffer.read(MAX_RECIPE_BYTES + 1)
+        else:
+            with open(path, "rb") as f:
+                raw = f.read(MAX_RECIPE_BYTES + 1)
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file", hint="check the path") from None
     except IsADirectoryError:
         raise UsageError(f"{path}: is a directory, not a recipe file") from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot be read ({exc.strerror})") from None
+    if len(raw) > MAX_RECIPE_BYTES:
+        raise InputError(f"{name}: larger than {MAX_RECIPE_BYTES // 1024} KiB; a recipe is a "
+                         "few kilobytes of YAML", hint="is this the right file?")
+    try:
+        return name, raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})",
+                         hint="a recipe is a YAML text file") from None
 
 
 def check_text(text: str, file: str, catalog: Catalog | None = None) -> CheckResult:

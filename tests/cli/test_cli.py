@@ -67,14 +67,14 @@ def test_missing_file_is_a_usage_error(cli, tmp_path: Path) -> None:
     missing = tmp_path / "nope.yaml"
     code, out, err = cli("validate", str(missing))
     assert code == 2
-    assert f"{missing}: no such file" in err
+    assert f"{missing}: no such file" in out + err
     clean(out, err)
 
 
 def test_directory_is_a_usage_error(cli, tmp_path: Path) -> None:
     code, out, err = cli("validate", str(tmp_path))
     assert code == 2
-    assert "is a directory" in err
+    assert "is a directory" in out + err
     clean(out, err)
 
 

@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from stack_support import read_tree
 
 REPO_ROOT = Path(__file__).resolve().parents[2]

@@ -195,7 +195,8 @@ def test_odd_values_never_raise(text: str) -> None:
 
 def test_bad_timestamp_is_a_value_problem() -> None:
     [doc] = load_documents("a: 2020-13-45\n", "f.yaml")
-    assert doc.data is None
+    assert doc.data == {"a": None}  # the rest of the document is still checked
     [p] = doc.problems
     assert p.rule == "yaml-value"
+    assert (p.line, p.column, p.path) == (1, 4, "a")
     assert "quote" in (p.hint or "")

@@ -625,3 +625,58 @@ def test_chips_per_pod_on_a_gpu_slice(recipe: dict) -> None:
     recipe = _gpu(recipe)
     recipe["spec"]["workloads"][0]["chipsPerPod"] = 4
     only(check(recipe), "workload-gpus", "spec.workloads[0].chipsPerPod", ERROR)
+
+
+def test_headless_service_name_within_63(recipe: dict) -> None:
+    # v4 2x2x4: four pods; "<name>-3" fits, but the Service "<name>-workers" would not
+    recipe["spec"]["region"] = "us-central2"
+    recipe["spec"]["slices"] = [{"name": "s", "tpu": "v4", "topology": "2x2x4"}]
+    name = "w" * 57
+    recipe["spec"]["workloads"] = [{"name": name, "slice": "s", "image": "python:3.12"}]
+    p = only(check(recipe), "names-length", "spec.workloads[0].name", ERROR)
+    assert "headless Service" in p.message and f"{name}-workers" in p.message
+
+
+# -- inputs a fresh-clone review found getting through ------------------------------------
+
+@pytest.mark.parametrize(("field", "value"), [("count", True), ("chipsPerVm", 8.0)])
+def test_strict_types(recipe: dict, field: str, value: object) -> None:
+    recipe["spec"]["slices"][0][field] = value
+    assert any(p.rule == "recipe-type" and p.path == f"spec.slices[0].{field}"
+               for p in check(recipe))
+
+
+def test_env_var_name_is_checked(recipe: dict) -> None:
+    recipe["spec"]["workloads"][0]["env"] = {"A=B": "x"}
+    p = only(check(recipe), "recipe-format", "spec.workloads[0].env.A=B", ERROR)
+    assert "environment variable" in (p.expected or "")
+
+
+def test_image_reference_is_checked(recipe: dict) -> None:
+    recipe["spec"]["workloads"][0]["image"] = "UPPER CASE not an image"
+    only(check(recipe), "recipe-format", "spec.workloads[0].image", ERROR)
+
+
+def test_reservation_name_is_checked(recipe: dict) -> None:
+    recipe["spec"]["slices"][0]["capacity"] = {"type": "reservation",
+                                               "reservation": "res: {a: b}"}
+    only(check(recipe), "recipe-format", "spec.slices[0].capacity.reservation", ERROR)
+
+
+def test_reserved_label_key(recipe: dict) -> None:
+    recipe["metadata"]["labels"] = {"managed-by": "me"}
+    p = only(check(recipe), "labels", "metadata.labels.managed-by", ERROR)
+    assert "mldiag-provision itself" in p.message
+
+
+def test_too_many_labels(recipe: dict) -> None:
+    recipe["metadata"]["labels"] = {f"k{i}": "v" for i in range(63)}
+    only(check(recipe), "labels", "metadata.labels", ERROR)
+
+
+@pytest.mark.parametrize(("bucket", "ok"), [("goog-bucket", False), ("my-google-data", False),
+                                            ("my.bucket.with.dots.example.com", True)])
+def test_bucket_names(recipe: dict, bucket: str, ok: bool) -> None:
+    recipe["spec"]["diagnostics"]["profilesBucket"] = {"name": bucket}
+    found = [p for p in check(recipe) if p.path == "spec.diagnostics.profilesBucket.name"]
+    assert (found == []) is ok, found

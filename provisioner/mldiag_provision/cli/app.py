@@ -7,14 +7,26 @@ Tracebacks are shown only with ``--debug``. Heavy imports (Jinja) stay off the v
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-from collections.abc import Sequence
 
-from mldiag_provision import __version__
-from mldiag_provision.console import Console, severity_counts
-from mldiag_provision.errors import ExitCode, MldiagError, UsageError
+
+def _quiet_interrupt(exc_type: type[BaseException], exc: BaseException, tb: object) -> None:
+    """Ctrl-C before main() is running (while importing): no traceback, exit 130."""
+    if issubclass(exc_type, KeyboardInterrupt):
+        sys.stderr.write("interrupted\n")
+        raise SystemExit(130)
+    sys.__excepthook__(exc_type, exc, tb)
+
+
+sys.excepthook = _quiet_interrupt
+
+import argparse  # noqa: E402
+import json  # noqa: E402
+from collections.abc import Sequence  # noqa: E402
+
+from mldiag_provision import __version__  # noqa: E402
+from mldiag_provision.console import Console, severity_counts  # noqa: E402
+from mldiag_provision.errors import ExitCode, MldiagError, Problem, UsageError  # noqa: E402
 
 EPILOG = """exit codes: 0 ok, 1 invalid input, 2 usage error, 3 refused (e.g. edited files),
 70 internal error. Docs: README.md; recipe schema: mldiag-provision schema."""
@@ -34,7 +46,19 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--version", action="version", version=f"mldiag-provision {__version__}")
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     p.add_argument("--no-color", action="store_true", help="never colour the output")
+    # the same flags are accepted after the command name too
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                        help=argparse.SUPPRESS)
+    common.add_argument("--no-color", action="store_true", default=argparse.SUPPRESS,
+                        help=argparse.SUPPRESS)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    _add = sub.add_parser
+
+    def add_parser(name: str, **kw: object) -> argparse.ArgumentParser:
+        return _add(name, parents=[common, *kw.pop("parents", [])], **kw)  # type: ignore[arg-type]
+
+    sub.add_parser = add_parser  # type: ignore[method-assign]
 
     v = sub.add_parser("validate", help="preflight one or more recipes (nothing is created)")
     v.add_argument("recipes", nargs="+", metavar="RECIPE", help="recipe file(s); - for stdin")
@@ -96,19 +120,26 @@ def cmd_validate(args: argparse.Namespace, out: Console) -> int:
 
     catalog = load_catalog()
     results = []
+    unreadable: list[tuple[str, MldiagError]] = []  # every file is still checked
     for path in args.recipes:
-        results.append(check_file(path, catalog))
-    total_e = total_w = 0
+        try:
+            results.append(check_file(path, catalog))
+        except MldiagError as exc:
+            unreadable.append((path, exc))
+    total_e = len(unreadable)
+    total_w = 0
     for res in results:
         e, w = severity_counts(res.report.problems)
         total_e, total_w = total_e + e, total_w + w
     failed = total_e > 0 or (args.strict and total_w > 0)
     if args.output == "json":
-        doc = {"ok": not failed, "errors": total_e, "warnings": total_w, "files": [
-            {"file": r.report.file, "ok": r.report.ok,
-             "slices": _resolution_lines(r),
-             "problems": [p.to_dict() for p in r.report.problems]} for r in results]}
-        out.print(json.dumps(doc, indent=2))
+        files = [{"file": r.report.file, "ok": r.report.ok, "slices": _resolution_lines(r),
+                  "problems": [p.to_dict() for p in r.report.problems]} for r in results]
+        files += [{"file": path, "ok": False, "slices": [], "problems": [Problem(
+            rule="file-unreadable", message=exc.message, hint=exc.hint, file=path).to_dict()]}
+            for path, exc in unreadable]
+        out.print(json.dumps({"ok": not failed, "errors": total_e, "warnings": total_w,
+                              "files": files}, indent=2))
     else:
         for res in results:
             for p in res.report.problems:
@@ -116,7 +147,12 @@ def cmd_validate(args: argparse.Namespace, out: Console) -> int:
             if res.report.ok:
                 for line in _resolution_lines(res):
                     out.print(f"{res.report.file}: {line}")
-        out.summary(total_e, total_w, len(results))
+        for path, exc in unreadable:
+            out.problem(Problem(rule="file-unreadable", message=exc.message, hint=exc.hint,
+                                file=path))
+        out.summary(total_e, total_w, len(results) + len(unreadable))
+    if any(exc.exit_code is ExitCode.USAGE for _, exc in unreadable):
+        return int(ExitCode.USAGE)
     return int(ExitCode.INVALID if failed else ExitCode.OK)
 
 
@@ -143,7 +179,10 @@ def cmd_render(args: argparse.Namespace, out: Console) -> int:
         return int(ExitCode.INVALID)
     plan = build_plan(res.parsed.recipe, res.shapes, catalog)
     files = render_stack(plan)
-    written = write_tree(Path(args.out), files, generator=GENERATOR, force=args.force)
+    if not args.out.strip():
+        raise UsageError("-o/--out is empty", hint="give the stack directory, e.g. -o out/stack")
+    written = write_tree(Path(args.out), files, generator=GENERATOR, stack=plan.name,
+                         force=args.force)
     if args.output == "json":
         out.print(json.dumps({"ok": True, "out": str(written.out), "written": written.written,
                               "unchanged": written.unchanged, "removed": written.removed,
@@ -250,6 +289,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return commands[args.command](args, out)
     except MldiagError as exc:
+        if getattr(args, "output", "text") in ("json", "sarif"):
+            out.print(json.dumps({"ok": False, "error": {
+                "message": exc.message, "hint": exc.hint, "exitCode": int(exc.exit_code),
+                "problems": [p.to_dict() for p in exc.problems]}}, indent=2))
         err.print(f"{err.style('error', 'red', 'bold')}: {exc.message}")
         if exc.hint:
             err.print(f"  hint: {exc.hint}")
@@ -258,7 +301,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         err.print("interrupted")
         return 130
     except BrokenPipeError:
-        return int(ExitCode.OK)
+        # the reader went away (| head): say nothing more, exit like a SIGPIPE'd program
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141
     except Exception as exc:  # a bug: say so, hide the traceback unless --debug
         if args.debug:
             raise

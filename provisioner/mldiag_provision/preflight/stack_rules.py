@@ -18,8 +18,25 @@ SUPPORTED_ENGINES = ("terraform",)
 # (https://cloud.google.com/resource-manager/docs/labels-overview#requirements).
 _GCP_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 _GCP_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
-# Bucket names: https://cloud.google.com/storage/docs/buckets#naming (dotless form).
-_BUCKET = re.compile(r"^[a-z0-9][a-z0-9_-]{1,61}[a-z0-9]$")
+# Bucket names: https://cloud.google.com/storage/docs/buckets#naming : 3-63 characters, or up
+# to 222 with dots (each dot-separated part at most 63); no "goog" prefix, no "google".
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,220}[a-z0-9]$")
+# At most 64 labels per resource (https://cloud.google.com/resource-manager/docs/labels-overview).
+MAX_LABELS = 64
+RESERVED_LABELS = ("managed-by", "mldiag-stack")  # the tool sets these on every resource
+
+
+def bucket_name_problem(name: str) -> str | None:
+    """Why ``name`` is not a valid Cloud Storage bucket name, or None."""
+    if not _BUCKET.match(name):
+        return "3-63 lowercase letters, digits, '-', '_' or '.' (up to 222 with dots)"
+    if "." not in name and len(name) > 63:
+        return "at most 63 characters without dots"
+    if any(len(part) > 63 or not part for part in name.split(".")):
+        return "dot-separated parts of 1-63 characters"
+    if name.startswith("goog") or "google" in name:
+        return "no 'goog' prefix and no 'google' in the name"
+    return None
 
 
 @rule("engine")
@@ -40,9 +57,11 @@ def engine(ctx: Context) -> Iterator[Problem]:
         yield ctx.problem("engine", (*base, "bucket" if b.bucket else "prefix"),
                           "bucket/prefix are only used by the gcs backend",
                           value=b.bucket or b.prefix, hint="set 'type: gcs' or remove them")
-    if b.bucket and not _BUCKET.match(b.bucket):
+    why = bucket_name_problem(b.bucket) if b.bucket else None
+    if why:
         yield ctx.problem("engine", (*base, "bucket"), f"'{b.bucket}' is not a bucket name",
-                          value=b.bucket, expected="3-63 lowercase letters, digits, '-', '_'")
+                          value=b.bucket, expected=why,
+                          source="https://cloud.google.com/storage/docs/buckets#naming")
 
 
 @rule("orchestrator")
@@ -162,11 +181,10 @@ def diagnostics(ctx: Context) -> Iterator[Problem]:
             source="https://registry.terraform.io/providers/hashicorp/google/latest/docs/"
                    "resources/logging_project_bucket_config")
     bucket = diag.profiles_bucket.name
-    if bucket is not None and not _BUCKET.match(bucket):
+    why = bucket_name_problem(bucket) if bucket is not None else None
+    if why:
         yield ctx.problem("diagnostics", (*base, "profilesBucket", "name"),
-                          f"'{bucket}' is not a valid bucket name", value=bucket,
-                          expected="3-63 lowercase letters, digits, '-' or '_', starting and "
-                                   "ending with a letter or digit",
+                          f"'{bucket}' is not a valid bucket name", value=bucket, expected=why,
                           source="https://cloud.google.com/storage/docs/buckets#naming")
     regions_fact = ctx.catalog.fact("mlDiagnostics", "workloadMonitoringRegions")
     regions = list(regions_fact["regions"])
@@ -184,8 +202,19 @@ def diagnostics(ctx: Context) -> Iterator[Problem]:
 
 @rule("labels")
 def labels(ctx: Context) -> Iterator[Problem]:
-    for key, value in ctx.recipe.metadata.labels.items():
+    user = ctx.recipe.metadata.labels
+    if len(user) + len(RESERVED_LABELS) > MAX_LABELS:
+        yield ctx.problem("labels", ("metadata", "labels"),
+                          f"{len(user)} labels; with the tool's own {len(RESERVED_LABELS)} that is "
+                          f"more than the {MAX_LABELS} a resource may have",
+                          expected=f"at most {MAX_LABELS - len(RESERVED_LABELS)} labels",
+                          source="https://cloud.google.com/resource-manager/docs/labels-overview")
+    for key, value in user.items():
         path = ("metadata", "labels", key)
+        if key in RESERVED_LABELS:
+            yield ctx.problem("labels", path, f"label '{key}' is set by mldiag-provision itself",
+                              value=key, prefer_value=False,
+                              hint="choose another key; the tool uses it to find its resources")
         if not _GCP_LABEL_KEY.match(key):
             yield ctx.problem("labels", path, f"label key '{key}' is not a Google Cloud label",
                               value=key, prefer_value=False,

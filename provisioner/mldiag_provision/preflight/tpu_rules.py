@@ -358,17 +358,28 @@ def workload_env(ctx: Context) -> Iterator[Problem]:
                     severity=Severity.WARNING, hint=f"remove {key}")
 
 
-def _longest_pod_hostname(name: str, slice_count: int, vms: int) -> tuple[str, int]:
-    """The longest DNS label a workload's pods get, and its length.
+def _longest_generated_name(name: str, slice_count: int, vms: int) -> tuple[str, int]:
+    """The longest DNS label generated from a workload name, and its length.
 
-    Indexed Job pods get hostname ``<job>-<index>``; JobSet pods ``<jobset>-<rjob>-<job>-<index>``
-    (our replicated job is called ``slice``).
+    Indexed Job pods get hostname ``<job>-<index>`` and a multi-host Job gets the headless
+    Service ``<job>-workers``; JobSet pods ``<jobset>-<rjob>-<job>-<index>`` (our replicated
+    job is called ``slice``).
     """
     if slice_count > 1:
-        host = f"{name}-slice-{slice_count - 1}-{vms - 1}"
+        names = [f"{name}-slice-{slice_count - 1}-{vms - 1}"]
     else:
-        host = f"{name}-{max(vms - 1, 0)}"
-    return host, len(host)
+        names = [f"{name}-{max(vms - 1, 0)}"]
+        if vms > 1:
+            names.append(f"{name}-workers")
+    longest = max(names, key=len)
+    return longest, len(longest)
+
+
+class _GpuVms:
+    """The one thing names-length needs of a GPU slice: its VM count."""
+
+    def __init__(self, vms: int) -> None:
+        self.vms = vms
 
 
 # GKE node pool names: at most 40 characters (google_container_node_pool name validation).
@@ -391,14 +402,17 @@ def names_length(ctx: Context) -> Iterator[Problem]:
     for i, w in enumerate(ctx.recipe.spec.workloads):
         idx = ctx.slice_index(w.slice)
         shape = ctx.shapes.get(idx) if idx is not None else None
+        if shape is None and idx is not None and ctx.gpu_shapes.get(idx) is not None:
+            shape = _GpuVms(ctx.recipe.spec.slices[idx].nodes or 1)
         if shape is None:
             continue
         count = ctx.recipe.spec.slices[idx].count  # type: ignore[index]
-        host, n = _longest_pod_hostname(w.name, count, shape.vms)
+        host, n = _longest_generated_name(w.name, count, shape.vms)
         if n > LABEL_MAX:
             room = len(w.name) - (n - LABEL_MAX)
+            what = "headless Service" if host.endswith("-workers") else "pod hostname"
             yield ctx.problem("names-length", ("spec", "workloads", i, "name"),
-                              f"pod hostname '{host}' would be {n} characters", value=w.name,
+                              f"{what} name '{host}' would be {n} characters", value=w.name,
                               expected=f"a workload name of at most {room} characters",
                               hint="shorten the workload name",
                               source="https://kubernetes.io/docs/concepts/overview/"

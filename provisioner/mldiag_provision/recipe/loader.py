@@ -47,6 +47,18 @@ def _yaml_error_problem(exc: yaml.YAMLError, file: str) -> Problem:
     )
 
 
+# Aliases can make a small file expand exponentially ("billion laughs"); a recipe or a
+# manifest never needs more than this many values once aliases are expanded.
+MAX_NODES = 100_000
+
+
+class _TooLarge(Exception):
+    def __init__(self, node: yaml.Node, message: str) -> None:
+        super().__init__(message)
+        self.node = node
+        self.message = message
+
+
 class _Builder:
     """Turns a composed node tree into Python data while recording positions."""
 
@@ -55,19 +67,51 @@ class _Builder:
         self.sm = sourcemap
         self.problems: list[Problem] = []
         self._own: dict[int, set[int]] = {}
+        self.count = 0
+        self.active: set[int] = set()  # ids of the collections being built (recursion check)
 
     def build(self, node: yaml.Node, path: Path) -> object:
+        self.count += 1
+        if self.count > MAX_NODES:
+            raise _TooLarge(node, f"the document expands to more than {MAX_NODES} values "
+                                  "(aliases repeated too often?)")
         self.sm.values.setdefault(path, (node.start_mark.line + 1, node.start_mark.column + 1))
-        if isinstance(node, yaml.MappingNode):
-            return self._mapping(node, path)
-        if isinstance(node, yaml.SequenceNode):
+        if not isinstance(node, (yaml.MappingNode, yaml.SequenceNode)):
+            return self._scalar(node, path)
+        if id(node) in self.active:
+            raise _TooLarge(node, "an alias refers to a collection that contains it "
+                                  "(a recursive YAML alias)")
+        self.active.add(id(node))
+        try:
+            if isinstance(node, yaml.MappingNode):
+                return self._mapping(node, path)
             out = []
             for i, item in enumerate(node.value):
                 self.sm.keys.setdefault((*path, i), (item.start_mark.line + 1,
                                                      item.start_mark.column + 1))
                 out.append(self.build(item, (*path, i)))
             return out
-        return self.loader.construct_object(node, deep=True)
+        finally:
+            self.active.discard(id(node))
+
+    def _scalar(self, node: yaml.Node, path: Path) -> object:
+        """A scalar's value; an unreadable one becomes a problem at its own position."""
+        where = {"path": _fmt(path), "file": self.sm.file, "line": node.start_mark.line + 1,
+                 "column": node.start_mark.column + 1}
+        try:
+            return self.loader.construct_object(node, deep=True)
+        except yaml.constructor.ConstructorError as exc:
+            what = exc.problem or "it cannot be read"
+            tagged = "tag" in what
+            self.problems.append(Problem(
+                rule="yaml-value", message=f"YAML value cannot be read: {what}",
+                hint="remove the '!' tag, or quote the value" if tagged
+                else "quote the value to keep it a string", **where))
+        except (ValueError, TypeError, OverflowError) as exc:
+            self.problems.append(Problem(
+                rule="yaml-value", message=f"YAML value {node.value!r} cannot be read ({exc})",
+                hint="quote the value to keep it a string", **where))
+        return None
 
     def _mapping(self, node: yaml.MappingNode, path: Path) -> dict:
         # the node's own keys, remembered across visits: flatten_mapping changes the node in
@@ -127,7 +171,15 @@ def load_documents(text: str, file: str) -> list[Document]:
             node = loader.get_node()
             sm = SourceMap(file=file, lines=lines)
             builder = _Builder(loader, sm)
-            data = builder.build(node, ()) if node is not None else None
+            try:
+                data = builder.build(node, ()) if node is not None else None
+            except _TooLarge as exc:
+                mark = exc.node.start_mark
+                docs.append(Document(data=None, sourcemap=sm, problems=[Problem(
+                    rule="yaml-too-large", message=exc.message, file=file,
+                    line=mark.line + 1, column=mark.column + 1,
+                    hint="write the values out instead of nesting aliases")], index=index))
+                break
             docs.append(Document(data=data, sourcemap=sm, problems=builder.problems, index=index))
             index += 1
     except yaml.YAMLError as exc:

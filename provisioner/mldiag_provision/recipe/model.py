@@ -21,11 +21,23 @@ DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
 
 DnsName = Annotated[str, Field(pattern=DNS_LABEL, min_length=1, max_length=63)]
 
+# Compute Engine resource names (reservations): RFC 1035, at most 63 characters.
+GCE_NAME = r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"
+# Environment variable names as Kubernetes validated them before 1.30 (C identifiers plus
+# '-' and '.'): k8s.io/apimachinery validation.IsEnvVarName.
+ENV_NAME = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
+# Container image references, after the distribution reference grammar
+# (github.com/distribution/reference, reference.go): lowercase repository path, optional
+# registry port, tag and digest.
+IMAGE_REF = (r"^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
+             r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$")
+
 
 class _Model(BaseModel):
+    # strict: YAML already gives typed values; `count: true` or `chipsPerVm: 4.0` are mistakes
     model_config = ConfigDict(
         extra="forbid", frozen=True, alias_generator=to_camel, populate_by_name=True,
-        validate_default=True,
+        validate_default=True, strict=True,
     )
 
 
@@ -77,7 +89,8 @@ class Capacity(_Model):
     """How the TPU VMs are obtained."""
 
     type: Literal["on-demand", "spot", "reservation", "flex-start"] = "on-demand"
-    reservation: str | None = Field(None, description="Reservation name (type: reservation).")
+    reservation: Annotated[str, Field(pattern=GCE_NAME)] | None = Field(
+        None, description="Reservation name (type: reservation).")
     reservation_project: str | None = Field(
         None, description="Project that owns a shared reservation; defaults to spec.project.")
 
@@ -157,7 +170,7 @@ _QUANTITY_SCHEMA = WithJsonSchema(
 class Resources(_Model):
     """CPU and memory requests (= limits) of the TPU container, Kubernetes quantities."""
 
-    model_config = ConfigDict(coerce_numbers_to_str=True)
+    model_config = ConfigDict(coerce_numbers_to_str=True, strict=False)
 
     # numbers are accepted (coerced to str), so the JSON Schema must allow them too
     cpu: Annotated[str | None, _QUANTITY_SCHEMA] = Field(None, description="e.g. '10' or '500m'.")
@@ -169,10 +182,10 @@ class Workload(_Model):
 
     name: DnsName
     slice: str = Field(description="Name of a slice in spec.slices.")
-    image: Annotated[str, Field(min_length=1)]
+    image: Annotated[str, Field(pattern=IMAGE_REF, max_length=512)]
     command: list[str] = Field(default_factory=list)
     args: list[str] = Field(default_factory=list)
-    env: dict[str, str] = Field(default_factory=dict)
+    env: dict[Annotated[str, Field(pattern=ENV_NAME)], str] = Field(default_factory=dict)
     chips_per_pod: int | None = Field(
         None, description="google.com/tpu per pod; must equal the slice's chips per VM.")
     gpus_per_pod: Annotated[int, Field(ge=1)] | None = Field(

@@ -28,6 +28,12 @@ _PATTERN_WORDS = {
     r"^[a-z](?:[-a-z0-9]{4,28}[a-z0-9])$": "a service account id: 6-30 lowercase letters, "
                                            "digits or '-', starting with a letter",
     r"^[a-zA-Z0-9_.]{3,64}$": "a custom role id: 3-64 letters, digits, '_' or '.'",
+    model.GCE_NAME: "a Compute Engine name: lowercase letter first, then lowercase letters, "
+                    "digits or '-', at most 63 characters",
+    model.ENV_NAME: "an environment variable name: letters, digits, '_', '-' or '.', not "
+                    "starting with a digit",
+    model.IMAGE_REF: "a container image reference such as "
+                     "us-docker.pkg.dev/PROJECT/REPO/IMAGE:TAG (lowercase repository path)",
 }
 
 _TYPE_WORDS = {
@@ -124,6 +130,9 @@ def _describe(value: object) -> str:
 
 def _problem_from_error(err: dict, sm: SourceMap) -> Problem:
     loc: Path = tuple(err["loc"])
+    if loc and loc[-1] == "[key]":  # a mapping key (e.g. an env var name) failed its pattern
+        loc = loc[:-1]
+        err = {**err, "input": loc[-1] if loc else err.get("input")}
     etype = err["type"]
     value = err.get("input")
     ctx = err.get("ctx") or {}
@@ -141,7 +150,8 @@ def _problem_from_error(err: dict, sm: SourceMap) -> Problem:
         key = loc[-1]
         return Problem(rule="recipe-missing-key", message=f"required key '{key}' is missing",
                        expected=f"a value for '{key}'",
-                       hint=f"add '{key}:' under '{format_path(loc[:-1]) or 'the top level'}'",
+                       hint=(f"add '{key}:' under '{format_path(loc[:-1])}'" if loc[:-1]
+                             else f"add '{key}:' at the top level"),
                        **kw)
     if etype in ("literal_error", "enum"):
         options = [o.strip().strip("'") for o in
@@ -199,7 +209,10 @@ def parse_recipe_text(text: str, file: str) -> ParsedRecipe:
     try:
         parsed.recipe = model.Recipe.model_validate(doc.data)
     except ValidationError as exc:
-        parsed.problems.extend(_problem_from_error(e, doc.sourcemap) for e in exc.errors())
+        # a value YAML itself could not read is already reported at its path
+        unreadable = {p.path for p in doc.problems if p.rule == "yaml-value"}
+        parsed.problems.extend(p for p in (_problem_from_error(e, doc.sourcemap)
+                                           for e in exc.errors()) if p.path not in unreadable)
     if any(p.severity.value == "error" for p in parsed.problems):
         parsed.recipe = None
     return parsed

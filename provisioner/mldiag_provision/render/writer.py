@@ -1,9 +1,15 @@
 """Write a rendered tree atomically, and never overwrite what a person edited.
 
-The tree's ``.mldiag/manifest.json`` records the sha256 of every file the tool wrote. On the
-next render a file whose content no longer matches was edited by a person: the render is
-refused (:class:`~mldiag_provision.errors.ConflictError`) unless ``force`` is set. Files the
-tool did not write (``.terraform/``, state, lock files) are never touched.
+The tree's ``.mldiag/manifest.json`` records the stack name and the sha256 of every file the
+tool wrote. On the next render a file whose content no longer matches was edited by a person:
+the render is refused (:class:`~mldiag_provision.errors.ConflictError`) unless ``force`` is
+set; so is rendering a *different* stack into the directory. Files the tool did not write
+(``.terraform/``, state, lock files) are never touched, and manifest entries that point
+outside the directory are refused, never followed.
+
+All or nothing: a new directory is built beside the target and renamed into place; an
+existing one is updated by staging every file first, replacing them with backups kept, and
+restoring the backups if any replacement fails. The manifest is written last.
 """
 
 from __future__ import annotations
@@ -15,15 +21,21 @@ import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from mldiag_provision.errors import ConflictError
+from mldiag_provision.errors import ConflictError, UsageError
 
 MANIFEST = ".mldiag/manifest.json"
 
 
 def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 @dataclass
@@ -34,7 +46,24 @@ class WriteResult:
     unchanged: list[str] = field(default_factory=list)
 
 
-def _read_manifest(out: Path) -> dict[str, str] | None:
+@dataclass
+class _Manifest:
+    stack: str | None
+    files: dict[str, str]
+
+
+def _safe_rel(rel: str, manifest: Path) -> str:
+    """A manifest path must stay inside the stack directory."""
+    p = PurePosixPath(rel)
+    if p.is_absolute() or not p.parts or any(part in ("..", "") for part in p.parts) \
+            or "\\" in rel:
+        raise ConflictError(f"{manifest} lists '{rel}', a path outside the stack directory",
+                            hint="the manifest was edited or corrupted; render into a new "
+                                 "directory")
+    return p.as_posix()
+
+
+def _read_manifest(out: Path) -> _Manifest | None:
     path = out / MANIFEST
     if not path.is_file():
         return None
@@ -43,41 +72,61 @@ def _read_manifest(out: Path) -> dict[str, str] | None:
         files = data["files"]
         if not isinstance(files, dict):
             raise TypeError("files is not a mapping")
-        return {str(k): str(v) for k, v in files.items()}
+        stack = data.get("stack")
+        return _Manifest(stack=str(stack) if stack is not None else None,
+                         files={_safe_rel(str(k), path): str(v) for k, v in files.items()})
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ConflictError(f"{path} is unreadable ({exc})",
                             hint="re-render into an empty directory, or use --force") from exc
 
 
-def manifest_bytes(files: dict[str, bytes], generator: str) -> bytes:
-    body = {"generator": generator,
-            "files": {rel: sha256(data) for rel, data in sorted(files.items())}}
+def manifest_bytes(files: dict[str, bytes], generator: str, stack: str | None = None) -> bytes:
+    body: dict[str, object] = {"generator": generator,
+                               "files": {rel: sha256(data) for rel, data in sorted(files.items())}}
+    if stack is not None:
+        body["stack"] = stack
     return (json.dumps(body, indent=2, sort_keys=True) + "\n").encode()
 
 
 def edited_files(out: Path) -> list[str]:
     """Managed files in ``out`` whose content differs from what the tool wrote."""
-    old = _read_manifest(out) or {}
+    old = _read_manifest(out)
     edited = []
-    for rel, digest in sorted(old.items()):
+    for rel, digest in sorted((old.files if old else {}).items()):
         p = out / rel
         if p.is_file() and sha256(p.read_bytes()) != digest:
             edited.append(rel)
     return edited
 
 
-def write_tree(out: Path, files: dict[str, bytes], *, generator: str,
+def _io_error(out: Path, exc: OSError) -> UsageError:
+    return UsageError(f"cannot write the stack to {out}: {exc.strerror or exc}",
+                      hint="choose a directory you can write to (-o DIR)")
+
+
+def write_tree(out: Path, files: dict[str, bytes], *, generator: str, stack: str | None = None,
                force: bool = False) -> WriteResult:
     """Write ``files`` (relative path -> content) under ``out``, all or nothing.
 
     Raises:
       ConflictError: ``out`` is a file, is a non-empty directory this tool did not render,
-        or holds files a person edited (unless ``force``).
+        holds another stack, or holds files a person edited (unless ``force``).
+      UsageError: the directory cannot be written (permissions, read-only disk, ...).
     """
     out = out.resolve()
-    all_files = dict(files)
-    all_files[MANIFEST] = manifest_bytes(files, generator)
+    try:
+        return _write(out, files, generator=generator, stack=stack, force=force)
+    except OSError as exc:
+        raise _io_error(out, exc) from exc
+
+
+def _write(out: Path, files: dict[str, bytes], *, generator: str, stack: str | None,
+           force: bool) -> WriteResult:
+    for rel in files:
+        _safe_rel(rel, Path("<render>"))
+    manifest = manifest_bytes(files, generator, stack)
     result = WriteResult(out=out)
+    file_mode, dir_mode = 0o666 & ~_umask(), 0o777 & ~_umask()
     if out.exists() and not out.is_dir():
         raise ConflictError(f"{out} exists and is not a directory",
                             hint="choose another output directory with -o")
@@ -85,10 +134,13 @@ def write_tree(out: Path, files: dict[str, bytes], *, generator: str,
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
         try:
-            for rel, data in sorted(all_files.items()):
+            for rel, data in sorted({**files, MANIFEST: manifest}.items()):
                 target = tmp / rel
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(data)
+                target.chmod(file_mode)
+            for d in [tmp, *(p for p in tmp.rglob("*") if p.is_dir())]:
+                d.chmod(dir_mode)
             os.rename(tmp, out)  # atomic on one filesystem
         except BaseException:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -101,41 +153,86 @@ def write_tree(out: Path, files: dict[str, bytes], *, generator: str,
         raise ConflictError(
             f"{out} is not empty and was not rendered by mldiag-provision",
             hint="render into a new or empty directory, or pass --force to write into it")
+    if old and stack and old.stack and old.stack != stack and not force:
+        raise ConflictError(
+            f"{out} holds stack '{old.stack}', not '{stack}'; rendering would replace it (and a "
+            "Terraform state there would then plan to destroy the old stack)",
+            hint="render into another directory, or pass --force if you mean to replace it")
     edited = edited_files(out) if old else []
     if edited and not force:
         raise ConflictError(
             f"{len(edited)} rendered file(s) in {out} were edited by hand: " + ", ".join(edited),
             hint="move your changes into the recipe (or a blueprint), or pass --force to "
                  "overwrite them")
-    staged: list[tuple[Path, Path]] = []
+
+    # 1. stage every changed file beside its target
+    staged: list[tuple[Path, Path, str]] = []  # (tmp, target, rel)
     try:
-        for rel, data in sorted(all_files.items()):
+        for rel, data in sorted(files.items()):
             target = out / rel
             if target.is_file() and target.read_bytes() == data:
-                if rel != MANIFEST:
-                    result.unchanged.append(rel)
+                result.unchanged.append(rel)
                 continue
             target.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
                                             dir=target.parent)
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
-            staged.append((Path(tmp_name), target))
+            os.chmod(tmp_name, file_mode)
+            staged.append((Path(tmp_name), target, rel))
     except BaseException:
-        for tmp_path, _ in staged:
+        for tmp_path, _, _ in staged:
             with contextlib.suppress(OSError):
                 tmp_path.unlink()
         raise
-    for tmp_path, target in staged:
-        os.replace(tmp_path, target)
-        rel = target.relative_to(out).as_posix()
-        if rel != MANIFEST:
+
+    # 2. replace, keeping backups; on any failure put every original back
+    done: list[tuple[Path, Path | None]] = []  # (target, backup or None if it was new)
+    try:
+        for i, (tmp_path, target, rel) in enumerate(staged):
+            backup = None
+            if target.exists():
+                backup = target.with_name(f".{target.name}.mldiag-backup")
+                os.replace(target, backup)
+            try:
+                os.replace(tmp_path, target)
+            except BaseException:
+                if backup is not None:
+                    os.replace(backup, target)
+                raise
+            done.append((target, backup))
             result.written.append(rel)
-    for rel in sorted(set(old or {}) - set(all_files)):
+            staged[i] = (tmp_path, target, "")
+    except BaseException:
+        for target, backup in reversed(done):
+            with contextlib.suppress(OSError):
+                if backup is not None:
+                    os.replace(backup, target)
+                else:
+                    target.unlink()
+        for tmp_path, _, rel in staged:
+            if rel:
+                with contextlib.suppress(OSError):
+                    tmp_path.unlink()
+        raise
+    for _, backup in done:
+        if backup is not None:
+            with contextlib.suppress(OSError):
+                backup.unlink()
+
+    # 3. drop files this stack no longer has, then write the manifest last
+    for rel in sorted(set(old.files if old else {}) - set(files) - {MANIFEST}):
         p = out / rel
         if p.is_file():
             p.unlink()
             result.removed.append(rel)
             with contextlib.suppress(OSError):  # drop directories left empty
                 p.parent.rmdir()
+    mpath = out / MANIFEST
+    mpath.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=".manifest.", suffix=".tmp", dir=mpath.parent)
+    with os.fdopen(fd, "wb") as f:
+        f.write(manifest)
+    os.chmod(tmp_name, file_mode)
+    os.replace(tmp_name, mpath)
     return result
