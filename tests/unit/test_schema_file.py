@@ -12,8 +12,15 @@ SCHEMA = (Path(__file__).resolve().parents[2] / "provisioner" / "mldiag_provisio
 def test_committed_schema_matches_model():
     committed = json.loads(SCHEMA.read_text(encoding="utf-8"))
     assert committed == json_schema(), (
-        "recipe.schema.json is stale: run `mldiag-provision schema > "
-        "provisioner/mldiag_provision/schemas/recipe.schema.json`")
+        "recipe.schema.json is stale: run `python -m mldiag_provision.recipe.generate`")
+
+
+def test_committed_validator_schema_matches_model():
+    from mldiag_provision.recipe.generate import render_files
+
+    for path, text in render_files().items():
+        assert Path(path).read_text(encoding="utf-8") == text, (
+            f"{path} is stale: run `python -m mldiag_provision.recipe.generate`")
 
 
 def test_every_example_recipe_points_editors_at_the_schema():

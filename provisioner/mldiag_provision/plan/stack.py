@@ -7,13 +7,16 @@ Templates format; they never compute. The plan is written beside the rendered st
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from typing import TYPE_CHECKING
 
 from mldiag_provision import __version__
 from mldiag_provision.catalog import requirements as req
 from mldiag_provision.catalog.gke_version import GkeVersion
 from mldiag_provision.catalog.gpu import GPU_ACCELERATOR_LABEL, GPU_RESOURCE, GpuShape
 from mldiag_provision.catalog.tpu import Catalog, SliceShape
-from mldiag_provision.recipe.model import Recipe
+
+if TYPE_CHECKING:
+    from mldiag_provision.recipe.model import Recipe
 
 TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
 TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"

@@ -5,13 +5,17 @@ Importing this package registers the rules of :mod:`.tpu_rules` and :mod:`.stack
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from mldiag_provision.catalog.gpu import GpuShape
 from mldiag_provision.catalog.tpu import Catalog, SliceShape
 from mldiag_provision.errors import Problem
 from mldiag_provision.preflight import stack_rules, tpu_rules  # noqa: F401  (registers rules)
 from mldiag_provision.preflight.context import RULES, Context
-from mldiag_provision.recipe.model import Recipe
 from mldiag_provision.recipe.sourcemap import SourceMap
+
+if TYPE_CHECKING:
+    from mldiag_provision.recipe.model import Recipe
 
 
 def run_preflight(recipe: Recipe, catalog: Catalog, sourcemap: SourceMap,

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from mldiag_provision.catalog.gpu import GpuShape
 from mldiag_provision.catalog.tpu import Catalog, SliceShape
 from mldiag_provision.errors import Problem, Severity
-from mldiag_provision.recipe.model import Recipe
 from mldiag_provision.recipe.sourcemap import Path, SourceMap, format_path
+
+if TYPE_CHECKING:
+    from mldiag_provision.recipe.model import Recipe
 
 
 @dataclass

@@ -14,23 +14,13 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
-API_VERSION = "mldiag-provision/v1alpha1"
+from mldiag_provision.recipe.patterns import DNS_LABEL, ENV_NAME, GCE_NAME, IMAGE_REF
 
-# DNS-1123 label: what Kubernetes names, GKE cluster names and GCP ids have in common.
-DNS_LABEL = r"^[a-z]([-a-z0-9]*[a-z0-9])?$"
+API_VERSION = "mldiag-provision/v1alpha1"
 
 DnsName = Annotated[str, Field(pattern=DNS_LABEL, min_length=1, max_length=63)]
 
-# Compute Engine resource names (reservations): RFC 1035, at most 63 characters.
-GCE_NAME = r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$"
-# Environment variable names as Kubernetes validated them before 1.30 (C identifiers plus
-# '-' and '.'): k8s.io/apimachinery validation.IsEnvVarName.
-ENV_NAME = r"^[-._a-zA-Z][-._a-zA-Z0-9]*$"
-# Container image references, after the distribution reference grammar
-# (github.com/distribution/reference, reference.go): lowercase repository path, optional
-# registry port, tag and digest.
-IMAGE_REF = (r"^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::[0-9]+)?(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
-             r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$")
+
 
 
 class _Model(BaseModel):
@@ -226,3 +216,44 @@ def json_schema() -> dict:
         "title": "mldiag-provision Recipe",
         **schema,
     }
+
+
+def validator_schema() -> dict:
+    """The recipe's pydantic-core schema in a JSON-serialisable form, for
+    :mod:`mldiag_provision.recipe.validator`.
+
+    pydantic's own core schema holds Python objects; here each model class becomes
+    ``{"$model": NAME}``, each ``default_factory`` the default it produces (``{}`` for a model,
+    validated again because the models set ``validate_default``), and schema ``metadata``
+    (JSON-Schema hooks) is dropped. Validating with it gives exactly the models' errors without
+    importing pydantic, which is most of the CLI's start-up time.
+
+    Raises:
+      TypeError: a field uses a default factory this conversion does not know.
+    """
+
+    def convert(node: object) -> object:
+        if isinstance(node, dict):
+            out: dict = {}
+            for key, value in node.items():
+                if key == "metadata" and "type" in node:
+                    continue
+                if key == "cls":
+                    out[key] = {"$model": value.__name__}
+                elif key in ("ref", "schema_ref") and isinstance(value, str):
+                    out[key] = value.split(":")[0]  # pydantic appends id(cls): not stable
+                elif key == "default_factory":
+                    if isinstance(value, type) and issubclass(value, BaseModel):
+                        out["default"] = {}
+                    elif value in (dict, list):
+                        out["default"] = value()
+                    else:
+                        raise TypeError(f"unsupported default_factory {value!r}")
+                else:
+                    out[key] = convert(value)
+            return out
+        if isinstance(node, (list, tuple)):
+            return [convert(v) for v in node]
+        return node
+
+    return convert(Recipe.__pydantic_core_schema__)  # type: ignore[return-value]

@@ -7,19 +7,21 @@ hint. All problems are reported at once; nothing here raises for bad input.
 
 from __future__ import annotations
 
-import types
 import typing
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel, ValidationError
-
 from mldiag_provision.errors import Problem
-from mldiag_provision.recipe import model
+from mldiag_provision.recipe import patterns
 from mldiag_provision.recipe.loader import load_single
 from mldiag_provision.recipe.sourcemap import Path, SourceMap, format_path
+from mldiag_provision.recipe.validator import ValidationError, validate
+from mldiag_provision.recipe.validator import allowed_keys as allowed_keys
+
+if typing.TYPE_CHECKING:
+    from mldiag_provision.recipe.model import Recipe
 
 _PATTERN_WORDS = {
-    model.DNS_LABEL: "lowercase letters, digits and '-', starting with a letter and not "
+    patterns.DNS_LABEL: "lowercase letters, digits and '-', starting with a letter and not "
                      "ending with '-'",
     r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$": "a Google Cloud project id: 6-30 lowercase letters, "
                                         "digits or '-', starting with a letter",
@@ -28,11 +30,11 @@ _PATTERN_WORDS = {
     r"^[a-z](?:[-a-z0-9]{4,28}[a-z0-9])$": "a service account id: 6-30 lowercase letters, "
                                            "digits or '-', starting with a letter",
     r"^[a-zA-Z0-9_.]{3,64}$": "a custom role id: 3-64 letters, digits, '_' or '.'",
-    model.GCE_NAME: "a Compute Engine name: lowercase letter first, then lowercase letters, "
+    patterns.GCE_NAME: "a Compute Engine name: lowercase letter first, then lowercase letters, "
                     "digits or '-', at most 63 characters",
-    model.ENV_NAME: "an environment variable name: letters, digits, '_', '-' or '.', not "
+    patterns.ENV_NAME: "an environment variable name: letters, digits, '_', '-' or '.', not "
                     "starting with a digit",
-    model.IMAGE_REF: "a container image reference such as "
+    patterns.IMAGE_REF: "a container image reference such as "
                      "us-docker.pkg.dev/PROJECT/REPO/IMAGE:TAG (lowercase repository path)",
 }
 
@@ -55,7 +57,7 @@ class ParsedRecipe:
     """Outcome of parsing one recipe file; ``recipe`` is ``None`` when it did not validate."""
 
     file: str
-    recipe: model.Recipe | None
+    recipe: Recipe | None
     sourcemap: SourceMap
     problems: list[Problem] = field(default_factory=list)
 
@@ -72,48 +74,6 @@ def suggest(value: object, options: typing.Iterable[str]) -> str | None:
         return f"did you mean '{lowered[value.lower()]}'? (values are case-sensitive)"
     close = difflib.get_close_matches(value, options, n=1, cutoff=0.6)
     return f"did you mean '{close[0]}'?" if close else None
-
-
-def _unwrap(annotation: object) -> object:
-    """Strip Annotated/Optional/list/dict down to the model class inside, if any."""
-    while True:
-        origin = typing.get_origin(annotation)
-        if origin is typing.Annotated:
-            annotation = typing.get_args(annotation)[0]
-        elif origin in (typing.Union, types.UnionType):
-            members = [a for a in typing.get_args(annotation) if a is not type(None)]
-            annotation = members[0] if len(members) == 1 else annotation
-            if len(members) != 1:
-                return annotation
-        elif origin in (list, tuple):
-            annotation = typing.get_args(annotation)[0]
-        elif origin is dict:
-            annotation = typing.get_args(annotation)[1]
-        else:
-            return annotation
-
-
-def _model_at(loc: Path) -> type[BaseModel] | None:
-    """The model class whose mapping sits at ``loc`` (``()`` = the whole recipe)."""
-    current: object = model.Recipe
-    for part in loc:
-        if isinstance(part, int):
-            continue
-        if not (isinstance(current, type) and issubclass(current, BaseModel)):
-            return None
-        by_alias = {(f.alias or name): f for name, f in current.model_fields.items()}
-        if part not in by_alias:
-            return None
-        current = _unwrap(by_alias[part].annotation)
-    return current if isinstance(current, type) and issubclass(current, BaseModel) else None
-
-
-def allowed_keys(loc: Path) -> list[str]:
-    """camelCase keys accepted by the mapping at ``loc``."""
-    cls = _model_at(loc)
-    if cls is None:
-        return []
-    return [f.alias or name for name, f in cls.model_fields.items()]
 
 
 def _describe(value: object) -> str:
@@ -207,7 +167,7 @@ def parse_recipe_text(text: str, file: str) -> ParsedRecipe:
             file=file, line=1, column=1, expected="apiVersion, kind, metadata, spec"))
         return parsed
     try:
-        parsed.recipe = model.Recipe.model_validate(doc.data)
+        parsed.recipe = validate(doc.data)
     except ValidationError as exc:
         # a value YAML itself could not read is already reported at its path
         unreadable = {p.path for p in doc.problems if p.rule == "yaml-value"}
