@@ -35,7 +35,7 @@ def _plain(obj: object) -> object:
     return obj
 
 
-def _outcome(fn, data: object) -> tuple[str, object]:  # noqa: ANN001
+def _outcome(fn, data: object) -> tuple[str, object]:
     try:
         return "ok", _plain(fn(copy.deepcopy(data)))
     except (ModelError, validator.ValidationError) as exc:
