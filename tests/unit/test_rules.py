@@ -29,7 +29,7 @@ BASE: dict = {
         "slices": [{"name": "s8", "tpu": "v5e", "topology": "2x4", "chipsPerVm": 8}],
         "diagnostics": {"logAnalytics": {"retentionDays": 30}},
         "workloads": [{"name": "train", "slice": "s8", "image": "python:3.12",
-                       "chipsPerPod": 8}],
+                       "chipsPerPod": 8, "kind": "JobSet"}],
     },
 }
 
@@ -69,7 +69,8 @@ def test_every_rule_has_a_test() -> None:
               "tpu-slice-shape", "tpu-slice-names", "tpu-autopilot", "tpu-multislice",
               "tpu-capacity", "tpu-zone", "workload-slice", "workload-chips",
               "workload-resources", "workload-env", "names-length", "slice-accelerator",
-              "gpu-slice-shape", "workload-gpus"}
+              "gpu-slice-shape", "workload-gpus", "diagnostics-strategy", "workload-kind",
+              "workload-host-network"}
     assert {rule_id for rule_id, _ in RULES} == tested
 
 
@@ -410,17 +411,23 @@ def test_managed_agents_below_minimum(recipe: dict) -> None:
     assert "managed ML Diagnostics" in p.message
 
 
-def test_auto_agents_below_minimum_warns(recipe: dict) -> None:
-    [p] = _versions(recipe, "1.34.5-gke.1")
-    assert p.severity is WARNING and p.path == MIN and p.line > 0
-    assert "1.35.0-gke.3065000" in p.message
+def test_auto_agents_below_minimum_fall_back_to_manual(recipe: dict) -> None:
+    assert _versions(recipe, "1.34.5-gke.1") == []
+    from mldiag_provision.catalog.tpu import load_catalog as _lc
+    from mldiag_provision.plan.stack import build_plan
+
+    res = pipeline.check_text(yaml.safe_dump(recipe, sort_keys=False), "r.yaml")
+    plan = build_plan(res.parsed.recipe, res.shapes, _lc())
+    assert plan.agents["strategy"] == "manual"
+    assert plan.cluster["managed_ml_diagnostics"] is False
+    assert plan.agents["charts"]["injection_webhook"]["version"] == "0.25.0"
 
 
-def test_prefix_warns(recipe: dict) -> None:
-    problems = _versions(recipe, "1.35")
-    assert problems
-    assert {p.severity for p in problems} == {WARNING}
-    assert all(p.path == MIN and p.line > 0 for p in problems)
+def test_prefix_with_managed_agents_is_an_error(recipe: dict) -> None:
+    recipe["spec"]["diagnostics"]["agents"] = "managed"
+    [p] = _versions(recipe, "1.35")
+    assert p.severity is ERROR and p.path == MIN and p.line > 0
+    assert "may resolve" in p.message
 
 
 def test_prefix_of_tpu7x_may_resolve_below(recipe: dict) -> None:
@@ -470,9 +477,9 @@ def test_retention_days_not_needed_without_log_analytics(recipe: dict) -> None:
     assert check(recipe) == []
 
 
-def test_manual_agents(recipe: dict) -> None:
+def test_manual_agents_are_supported(recipe: dict) -> None:
     recipe["spec"]["diagnostics"]["agents"] = "manual"
-    only(check(recipe), "diagnostics", "spec.diagnostics.agents", ERROR)
+    assert check(recipe) == []
 
 
 def test_profiles_bucket_name(recipe: dict) -> None:
@@ -680,3 +687,51 @@ def test_bucket_names(recipe: dict, bucket: str, ok: bool) -> None:
     recipe["spec"]["diagnostics"]["profilesBucket"] = {"name": bucket}
     found = [p for p in check(recipe) if p.path == "spec.diagnostics.profilesBucket.name"]
     assert (found == []) is ok, found
+
+
+# -- diagnostics strategy (issue 6) -------------------------------------------------------
+
+def test_managed_and_manual_together(recipe: dict) -> None:
+    recipe["spec"]["diagnostics"]["agents"] = "managed"
+    recipe["spec"]["diagnostics"]["manual"] = {"installCertManager": False}
+    p = only(check(recipe), "diagnostics-strategy", "spec.diagnostics.manual", ERROR)
+    assert "both" in p.message
+
+
+def test_managed_on_self_managed_kubernetes(recipe: dict) -> None:
+    recipe["spec"]["orchestrator"] = {"type": "existing-kubernetes", "workloadIdentity": False}
+    recipe["spec"]["diagnostics"]["agents"] = "managed"
+    only(check(recipe), "diagnostics-strategy", "spec.diagnostics.agents", ERROR)
+
+
+def test_bad_jax_version(recipe: dict) -> None:
+    recipe["spec"]["diagnostics"]["jaxVersion"] = "latest"
+    only(check(recipe), "diagnostics-strategy", "spec.diagnostics.jaxVersion", ERROR)
+
+
+def test_job_kind_warns_about_the_webhook(recipe: dict) -> None:
+    recipe["spec"]["workloads"][0]["kind"] = "Job"
+    p = only(check(recipe), "workload-kind", "spec.workloads[0].kind", WARNING)
+    assert "JobSet" in p.message
+
+
+def test_multislice_cannot_be_a_job(recipe: dict) -> None:
+    recipe["spec"]["slices"] = [{"name": "s8", "tpu": "v5e", "topology": "4x4", "count": 2}]
+    recipe["spec"]["workloads"][0].update(kind="Job", chipsPerPod=4)
+    only(check(recipe), "workload-kind", "spec.workloads[0].kind", ERROR)
+
+
+def test_host_network_refused_on_autopilot(recipe: dict) -> None:
+    recipe["spec"]["workloads"][0]["hostNetwork"] = True
+    only(check(recipe), "workload-host-network", "spec.workloads[0].hostNetwork", ERROR)
+
+
+def test_host_network_gpu_pods_sharing_a_node(recipe: dict) -> None:
+    recipe["spec"]["orchestrator"]["type"] = "gke-standard"
+    recipe["spec"]["zone"] = "us-central1-a"
+    recipe["spec"]["slices"] = [{"name": "g", "gpu": "h100-80gb", "machineType": "a3-highgpu-8g"}]
+    recipe["spec"]["workloads"] = [{"name": "w", "slice": "g", "image": "python:3.12",
+                                    "kind": "JobSet", "gpusPerPod": 4, "hostNetwork": True}]
+    problems = [p for p in check(recipe) if p.rule == "workload-host-network"]
+    assert {p.severity for p in problems} == {ERROR, Severity.INFO}
+    assert any("9999" in p.message for p in problems)

@@ -14,6 +14,7 @@ from mldiag_provision.catalog import requirements as req
 from mldiag_provision.catalog.gke_version import GkeVersion
 from mldiag_provision.catalog.gpu import GPU_ACCELERATOR_LABEL, GPU_RESOURCE, GpuShape
 from mldiag_provision.catalog.tpu import Catalog, SliceShape
+from mldiag_provision.plan.agents import plan_agents
 
 if TYPE_CHECKING:
     from mldiag_provision.recipe.model import Recipe
@@ -76,6 +77,7 @@ class WorkloadPlan:
     ml_diagnostics_label: bool
     backoff_limit: int
     headless_service: str | None  # Job on a multi-host slice: Service name == pod subdomain
+    host_network: bool = False
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,7 @@ class StackPlan:
     slices: list[SlicePlan]
     workloads: list[WorkloadPlan]
     node_pools: list[dict] = field(default_factory=list)  # gke-standard: one per slice x count
+    agents: dict | None = None  # the agents/ stage (plan.agents.plan_agents); None: no stage
     decisions: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -216,18 +219,15 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | GpuShape | None],
         min_version = str(user_version)
         managed = wants_managed and req.satisfies(user_version, managed_need) is True
         decisions.append(f"GKE minimum version {min_version} (from the recipe)")
-    agents = "managed" if managed else "none"
-    if diag.enabled and not creates_cluster:
-        decisions.append(
-            "ML Diagnostics agents: not managed by this stack (existing cluster); on GKE "
-            f">= {managed_need.version} turn on the add-on with `gcloud beta container clusters "
-            "update CLUSTER --enable-managed-mldiagnostics`")
-    elif diag.enabled:
-        decisions.append(
-            "ML Diagnostics agents: GKE-managed add-on (managed_machine_learning_diagnostics_"
-            "config)" if managed else
-            "ML Diagnostics agents: not installed (add-on needs GKE "
-            f"{managed_need.version}; diagnostics.agents={diag.agents})")
+    agents_plan = plan_agents(
+        recipe, catalog, creates_cluster=creates_cluster, managed_ok=managed,
+        cluster_name=spec.orchestrator.cluster_name or recipe.metadata.name,
+        gsa_email=(f"{diag.service_account.name}@{spec.project}.iam.gserviceaccount.com"
+                   if (orchestrator != "existing-kubernetes"
+                       or spec.orchestrator.workload_identity) else None))
+    agents = agents_plan["strategy"]
+    managed = managed and agents == "managed"
+    decisions.append(f"ML Diagnostics agents: {agents} ({agents_plan['reasons'][0]})")
 
     labels = {"managed-by": "mldiag-provision", "mldiag-stack": recipe.metadata.name,
               **recipe.metadata.labels}
@@ -280,10 +280,16 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | GpuShape | None],
     }
     node_pools: list[dict] = []
     if orchestrator == "gke-standard":
-        roles = catalog.fact("standard", "nodeServiceAccountRoles")["roles"]
+        roles = [str(r) for r in catalog.fact("standard", "nodeServiceAccountRoles")["roles"]]
+        if diag.enabled and any(w.host_network for w in spec.workloads):
+            # hostNetwork pods skip Workload Identity and act as the node's service account
+            ml_roles = [str(r["role"]) for r in catalog.fact("mlDiagnostics", "predefinedRoles")]
+            roles += [r for r in ml_roles if r not in roles]
+            decisions.append("hostNetwork workloads run as the node service account: it gets "
+                             "the ML Diagnostics roles too")
         cluster.update({
             "node_service_account_id": node_service_account_id(cluster["name"]),
-            "node_service_account_roles": [str(r) for r in roles],
+            "node_service_account_roles": roles,
             "system_pool_machine_type": spec.orchestrator.system_pool_machine_type,
         })
         for sp in slices:
@@ -311,7 +317,7 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | GpuShape | None],
     workloads: list[WorkloadPlan] = []
     for w in spec.workloads:
         sp = by_name[w.slice]
-        kind = "JobSet" if sp.count > 1 else "Job"
+        kind = w.kind if w.kind != "auto" else ("JobSet" if sp.count > 1 else "Job")
         per_pod = (w.gpus_per_pod or sp.chips_per_vm) if sp.kind == "gpu" else sp.chips_per_vm
         workloads.append(WorkloadPlan(
             name=w.name, slice=sp.name, kind=kind, resource=sp.resource, image=w.image,
@@ -321,7 +327,8 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | GpuShape | None],
             cpu=w.resources.cpu, memory=w.resources.memory,
             ml_diagnostics_label=diag.enabled and w.ml_diagnostics,
             backoff_limit=w.backoff_limit,
-            headless_service=f"{w.name}-workers" if (sp.multi_host and kind == "Job") else None))
+            headless_service=f"{w.name}-workers" if (sp.multi_host and kind == "Job") else None,
+            host_network=w.host_network))
         unit = "GPUs" if sp.kind == "gpu" else "chips"
         decisions.append(f"workload {w.name}: {kind}, {sp.vms} pod(s) per slice x "
                          f"{sp.count} slice(s), {per_pod} {unit} per pod")
@@ -331,4 +338,5 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | GpuShape | None],
         tool_version=__version__, blueprint=BLUEPRINTS[orchestrator], name=recipe.metadata.name,
         project=spec.project, region=spec.region, zone=spec.zone, labels=labels,
         backend=backend, services=services, cluster=cluster, diagnostics=diagnostics,
-        slices=slices, workloads=workloads, node_pools=node_pools, decisions=decisions)
+        slices=slices, workloads=workloads, node_pools=node_pools, decisions=decisions,
+        agents=agents_plan)

@@ -10,7 +10,11 @@ from typing import TYPE_CHECKING
 from mldiag_provision.catalog.gpu import GpuShape
 from mldiag_provision.catalog.tpu import Catalog, SliceShape
 from mldiag_provision.errors import Problem
-from mldiag_provision.preflight import stack_rules, tpu_rules  # noqa: F401  (registers rules)
+from mldiag_provision.preflight import (  # noqa: F401  (importing registers the rules)
+    diagnostics_rules,
+    stack_rules,
+    tpu_rules,
+)
 from mldiag_provision.preflight.context import RULES, Context
 from mldiag_provision.recipe.sourcemap import SourceMap
 

@@ -146,14 +146,7 @@ def gke_version(ctx: Context) -> Iterator[Problem]:
                 expected=f">= {need.version}", source=need.source,
                 hint=f"set minVersion to {need.version} or later (the full version), or set "
                      "diagnostics.agents")
-        else:
-            yield ctx.problem(
-                "gke-version", path,
-                f"GKE {version} {relation} {need.version}: the managed ML Diagnostics add-on "
-                "will not be turned on, and this version does not yet render the manual "
-                "install (cert-manager, injection webhook, connection operator)",
-                value=orch.min_version, severity=Severity.WARNING, source=need.source,
-                hint=f"set minVersion to {need.version} or later for the managed add-on")
+        # agents: auto below the managed minimum -> the manual install (decided in plan/)
 
 
 @rule("diagnostics")
@@ -163,11 +156,6 @@ def diagnostics(ctx: Context) -> Iterator[Problem]:
     if not diag.enabled:
         return
     base = ("spec", "diagnostics")
-    if diag.agents == "manual":
-        yield ctx.problem("diagnostics", (*base, "agents"),
-                          "the manual agent install is not rendered by this version yet",
-                          value=diag.agents, expected="auto, managed or none",
-                          hint="use 'auto' (managed add-on on GKE >= the managed minimum)")
     la = diag.log_analytics
     if la.enabled and la.retention_days is None:
         yield ctx.problem(

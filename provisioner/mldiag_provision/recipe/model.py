@@ -73,6 +73,12 @@ class Orchestrator(_Model):
     workload_identity: bool = Field(
         True, description="existing-kubernetes: the cluster is GKE with Workload Identity; "
                           "false for self-managed Kubernetes (no Workload Identity binding).")
+    cluster_location: str | None = Field(
+        None, description="existing-kubernetes on GKE: the cluster's region or zone "
+                          "(default: spec.region).")
+    kubeconfig_context: str | None = Field(
+        None, description="existing-kubernetes without GKE: kubeconfig context the agents "
+                          "stage uses.")
 
 
 class Capacity(_Model):
@@ -139,12 +145,43 @@ class KubernetesIdentity(_Model):
     service_account: DnsName = "mldiag-workload"
 
 
+class ManualInstall(_Model):
+    """Overrides for the manual agent install (cert-manager + webhook + operator charts)."""
+
+    install_cert_manager: bool = Field(
+        True, description="false when the cluster already runs cert-manager.")
+    cert_manager_version: str | None = Field(None, description="Default: the catalog's pin.")
+    webhook_version: str | None = Field(None, description="Default: the catalog's pin.")
+    operator_version: str | None = Field(None, description="Default: the catalog's pin.")
+
+
+class DiagonChart(_Model):
+    """A Diagon DaemonSet you supply as a Helm chart (no public chart or image exists)."""
+
+    chart: Annotated[str, Field(min_length=1)]
+    repository: str | None = None
+    version: str | None = None
+    values: dict[str, str] = Field(default_factory=dict)
+
+
 class Diagnostics(_Model):
     """ML Diagnostics settings."""
 
     enabled: bool = True
     agents: Literal["auto", "managed", "manual", "none"] = Field(
-        "auto", description="auto: the GKE-managed add-on where the GKE version allows it.")
+        "auto", description="auto: the GKE-managed add-on where the GKE version allows it, "
+                            "else the manual install (cert-manager, webhook, operator).")
+    jax_version: str | None = Field(
+        None, description="JAX version of the workloads (e.g. '0.8.1'); picks the connection "
+                          "operator arguments (manual install).")
+    manual: ManualInstall | None = Field(
+        None, description="Settings of the manual install; only with agents manual or auto.")
+    diagon: DiagonChart | None = Field(
+        None, description="Your own Diagon DaemonSet chart, installed in the second stage.")
+    profiler_network_policy: bool = Field(
+        False, description="Add a NetworkPolicy that lets the agents reach the profiler port "
+                           "(for namespaces with a default-deny ingress policy; it also keeps "
+                           "traffic inside the namespace open).")
     mlrun_region: str | None = Field(None, description="MLRun location; defaults to the region.")
     profiles_bucket: ProfilesBucket = Field(default_factory=ProfilesBucket)
     log_analytics: LogAnalytics = Field(default_factory=LogAnalytics)
@@ -184,6 +221,12 @@ class Workload(_Model):
     resources: Resources = Field(default_factory=Resources)
     ml_diagnostics: bool = Field(True, description="Label the workload for ML Diagnostics.")
     backoff_limit: Annotated[int, Field(ge=0)] = 0
+    kind: Literal["auto", "Job", "JobSet"] = Field(
+        "auto", description="auto: JobSet for multislice, else Job. The injection webhook "
+                            "supports JobSet (not Job); workload monitoring sees both.")
+    host_network: bool = Field(
+        False, description="Run in the node's network namespace (port 9999 then binds on "
+                           "the node; the pods act as the node's service account).")
 
 
 class Spec(_Model):

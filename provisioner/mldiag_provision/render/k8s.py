@@ -20,28 +20,6 @@ MEGASCALE_PORT = 8080
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 
 
-def namespace(plan: StackPlan) -> dict:
-    ns = plan.diagnostics["kubernetes"]["namespace"]
-    labels = {"app.kubernetes.io/managed-by": "mldiag-provision"}
-    if plan.diagnostics["enabled"]:
-        labels.update(plan.diagnostics["namespace_label"])
-    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns, "labels": labels}}
-
-
-def service_account(plan: StackPlan) -> dict:
-    k8s = plan.diagnostics["kubernetes"]
-    return {
-        "apiVersion": "v1", "kind": "ServiceAccount",
-        "metadata": {
-            "name": k8s["service_account"], "namespace": k8s["namespace"],
-            "labels": {"app.kubernetes.io/managed-by": "mldiag-provision"},
-            # Workload Identity: the KSA acts as this Google service account
-            "annotations": {"iam.gke.io/gcp-service-account":
-                            plan.diagnostics["service_account"]["email"]},
-        },
-    }
-
-
 def _container(plan: StackPlan, w: WorkloadPlan, multi_host: bool) -> dict:
     limits: dict[str, object] = {}
     if w.cpu is not None:
@@ -59,14 +37,14 @@ def _container(plan: StackPlan, w: WorkloadPlan, multi_host: bool) -> dict:
                              f"gs://{plan.diagnostics['profiles_bucket']['name']}")):
             if name not in w.env:
                 env.append({"name": name, "value": value})
-    if w.kind == "JobSet":
+    if w.kind == "JobSet" and w.slices > 1:
         env.extend(_megascale_env(w))
     ports = []
     if w.resource == TPU_RESOURCE:
         ports.append({"containerPort": TPU_METRICS_PORT, "name": "tpu-metrics"})
         if multi_host:
             ports.insert(0, {"containerPort": TPU_WORKER_PORT, "name": "tpu-worker"})
-    if w.kind == "JobSet":
+    if w.kind == "JobSet" and w.slices > 1:
         ports.append({"containerPort": MEGASCALE_PORT, "name": "megascale"})
     c: dict[str, object] = {"name": w.name, "image": w.image}
     if w.command:
@@ -99,6 +77,10 @@ def _pod_template(plan: StackPlan, w: WorkloadPlan, labels: dict[str, str]) -> d
         "serviceAccountName": plan.diagnostics["kubernetes"]["service_account"],
         "nodeSelector": dict(sp.node_selector),
     }
+    if w.host_network:
+        # keep cluster DNS (headless Service names) working in the node's network namespace
+        spec["hostNetwork"] = True
+        spec["dnsPolicy"] = "ClusterFirstWithHostNet"
     if w.headless_service:
         spec["subdomain"] = w.headless_service
     spec["containers"] = [_container(plan, w, sp.multi_host)]

@@ -105,10 +105,20 @@ def _readme(plan: StackPlan) -> str:
              f"Blueprint `{plan.blueprint}`, project `{plan.project}`, region `{plan.region}`.",
              "", "## Decisions", ""]
     lines += [f"- {d}" for d in plan.decisions]
-    lines += ["", "## Apply", "", "```sh", "terraform init", "terraform plan -out tfplan",
-              "terraform apply tfplan",
-              "$(terraform output -raw get_credentials)"]
-    lines += ["kubectl apply -f k8s/00-namespace.yaml -f k8s/01-serviceaccount.yaml"]
+    if plan.agents is not None:
+        lines += ["", f"## ML Diagnostics agents: {plan.agents['strategy']}", ""]
+        lines += [f"- {r}" for r in plan.agents["reasons"]]
+    lines += ["", "## Apply", "", "```sh", "# 1. project pieces and the cluster",
+              "terraform init", "terraform plan -out tfplan", "terraform apply tfplan"]
+    if plan.agents is not None:
+        lines += ["# 2. inside the cluster: namespace label, KSA"
+                  + (", agents" if plan.agents["strategy"] == "manual" else ""),
+                  "terraform -chdir=agents init", "terraform -chdir=agents apply"]
+    lines += ["# 3. the workloads"]
+    if plan.blueprint in ("gke-autopilot", "gke-standard"):
+        lines += ["$(terraform output -raw get_credentials)"]
+    else:
+        lines += ["# (kubectl pointed at your cluster)"]
     if any(w.kind == "JobSet" for w in plan.workloads):
         lines += ["# JobSet workloads need the JobSet controller "
                   "(https://github.com/kubernetes-sigs/jobset) installed first"]
@@ -133,9 +143,15 @@ def render_stack(plan: StackPlan, *, root: Path | None = None) -> dict[str, byte
         files[output] = text.encode("utf-8")
     for module in manifest["modules"]:
         files.update(_module_files(root / "modules", module, plan.name))
+    stage = manifest.get("agents")
+    if stage and plan.agents is not None:
+        for output, template in stage["templates"].items():
+            text = env.get_template(template).render(plan=plan, banner=banner("hcl", plan.name))
+            files[f"agents/{output}"] = text.encode("utf-8")
+        for module in stage["modules"]:
+            files.update({f"agents/{rel}": data for rel, data in
+                          _module_files(root / "modules", module, plan.name).items()})
     head = banner("yaml", plan.name)
-    files["k8s/00-namespace.yaml"] = _dump_yaml([k8s.namespace(plan)], head)
-    files["k8s/01-serviceaccount.yaml"] = _dump_yaml([k8s.service_account(plan)], head)
     for w in plan.workloads:
         files[f"k8s/workloads/{w.name}.yaml"] = _dump_yaml(k8s.workload(plan, w), head)
     files["README.md"] = _readme(plan).encode("utf-8")

@@ -56,7 +56,8 @@ DEFAULT_RESOURCES = [
     "google_compute_network",
     "google_compute_subnetwork",
 ]
-DEFAULT_DATA_SOURCES = ["google_service_account", "google_storage_bucket"]
+DEFAULT_DATA_SOURCES = ["google_service_account", "google_storage_bucket",
+                        "google_container_cluster", "google_client_config"]
 
 FLAG_RE = re.compile(
     r"^    // ([a-z0-9_]+) - computed: (true|false), optional: (true|false), "
@@ -205,7 +206,7 @@ def extract(wheel: str, resources: list[str], data_sources: list[str]) -> dict:
         tgz = zf.read(tgz_name)
     wanted: dict[str, tuple[str, str]] = {}  # lib dir -> (kind, tf name)
     for r in resources:
-        short = r.removeprefix("google_").replace("_", "-")
+        short = r.split("_", 1)[1].replace("_", "-")  # lib dirs drop the provider prefix
         wanted[short] = ("resources", r)
         wanted[r.replace("_", "-")] = ("resources", r)
     for d in data_sources:

@@ -2,7 +2,7 @@
 # Stack "gpu-a3-ultra-standard": ML Diagnostics on GKE Standard with TPU slice node pools.
 #   - slice a3u: h200-141gb GPUs: 2 x a3-ultragpu-8g (8 GPUs per VM)
 #   - GKE minimum version 1.35.0-gke.3065000 (GKE-managed ML Diagnostics; highest of: GKE-managed ML Diagnostics 1.35.0-gke.3065000)
-#   - ML Diagnostics agents: GKE-managed add-on (managed_machine_learning_diagnostics_config)
+#   - ML Diagnostics agents: managed (the cluster's GKE version allows the GKE-managed add-on)
 #   - slice a3u: 1 node pool(s) of 2 x a3-ultragpu-8g in us-east5-a, no placement policy, capacity reservation
 #   - workload pretrain: Job, 2 pod(s) per slice x 1 slice(s), 8 GPUs per pod
 

@@ -2,7 +2,7 @@
 # Stack "gpu-h100-autopilot": ML Diagnostics on GKE Autopilot with TPU slices.
 #   - slice h100: h100-80gb GPUs: 2 x a machine chosen by Autopilot
 #   - GKE minimum version 1.35.0-gke.3065000 (GKE-managed ML Diagnostics; highest of: TPUs on GKE Autopilot 1.29.2-gke.1521000, GKE-managed ML Diagnostics 1.35.0-gke.3065000)
-#   - ML Diagnostics agents: GKE-managed add-on (managed_machine_learning_diagnostics_config)
+#   - ML Diagnostics agents: managed (the cluster's GKE version allows the GKE-managed add-on)
 #   - workload llm-finetune: Job, 2 pod(s) per slice x 1 slice(s), 8 GPUs per pod
 
 locals {

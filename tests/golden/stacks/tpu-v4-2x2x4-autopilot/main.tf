@@ -2,7 +2,7 @@
 # Stack "tpu-v4-multihost": ML Diagnostics on GKE Autopilot with TPU slices.
 #   - slice v4-16: v4 2x2x4 = 16 chips: 4 x ct4p-hightpu-4t (4 chips per VM; multi-host, 4 VMs)
 #   - GKE minimum version 1.35.0-gke.3065000 (GKE-managed ML Diagnostics; highest of: TPUs on GKE Autopilot 1.29.2-gke.1521000, TPU v4 on Autopilot 1.29.2-gke.1521000, GKE-managed ML Diagnostics 1.35.0-gke.3065000)
-#   - ML Diagnostics agents: GKE-managed add-on (managed_machine_learning_diagnostics_config)
+#   - ML Diagnostics agents: managed (the cluster's GKE version allows the GKE-managed add-on)
 #   - workload tpu-available-chips: Job, 4 pod(s) per slice x 1 slice(s), 4 chips per pod
 
 locals {

@@ -2,7 +2,7 @@
 # Stack "tpu-v5e-single-host": ML Diagnostics on GKE Autopilot with TPU slices.
 #   - slice v5e-8: v5e 2x4 = 8 chips: 1 x ct5lp-hightpu-8t (8 chips per VM; single-host, 1 VM)
 #   - GKE minimum version 1.35.0-gke.3065000 (GKE-managed ML Diagnostics; highest of: TPUs on GKE Autopilot 1.29.2-gke.1521000, TPU v5e on Autopilot 1.29.2-gke.1521000, GKE-managed ML Diagnostics 1.35.0-gke.3065000)
-#   - ML Diagnostics agents: GKE-managed add-on (managed_machine_learning_diagnostics_config)
+#   - ML Diagnostics agents: managed (the cluster's GKE version allows the GKE-managed add-on)
 #   - workload tpu-job-jax-v5: Job, 1 pod(s) per slice x 1 slice(s), 8 chips per pod
 
 locals {

@@ -2,7 +2,7 @@
 # Stack "tpu-v5p-standard": ML Diagnostics on GKE Standard with TPU slice node pools.
 #   - slice v5p-16: v5p 2x2x4 = 16 chips: 4 x ct5p-hightpu-4t (4 chips per VM; multi-host, 4 VMs)
 #   - GKE minimum version 1.35.0-gke.3065000 (GKE-managed ML Diagnostics; highest of: TPU v5p on GKE Standard 1.28.3-gke.1024000, GKE-managed ML Diagnostics 1.35.0-gke.3065000)
-#   - ML Diagnostics agents: GKE-managed add-on (managed_machine_learning_diagnostics_config)
+#   - ML Diagnostics agents: managed (the cluster's GKE version allows the GKE-managed add-on)
 #   - slice v5p-16: 1 node pool(s) of 4 x ct5p-hightpu-4t in us-east5-a, COMPACT placement, capacity reservation
 #   - workload llama-pretrain: Job, 4 pod(s) per slice x 1 slice(s), 4 chips per pod
 

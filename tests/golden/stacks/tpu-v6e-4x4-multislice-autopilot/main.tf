@@ -2,7 +2,7 @@
 # Stack "tpu-v6e-multislice": ML Diagnostics on GKE Autopilot with TPU slices.
 #   - slice trillium: v6e 4x4 = 16 chips: 4 x ct6e-standard-4t (4 chips per VM; multi-host, 4 VMs); 2 slices (multislice)
 #   - GKE minimum version 1.35.0-gke.3065000 (GKE-managed ML Diagnostics; highest of: TPUs on GKE Autopilot 1.29.2-gke.1521000, TPU v6e on Autopilot 1.31.2-gke.1384000, multislice on Autopilot 1.29.2-gke.1521000, GKE-managed ML Diagnostics 1.35.0-gke.3065000)
-#   - ML Diagnostics agents: GKE-managed add-on (managed_machine_learning_diagnostics_config)
+#   - ML Diagnostics agents: managed (the cluster's GKE version allows the GKE-managed add-on)
 #   - workload maxtext-train: JobSet, 4 pod(s) per slice x 2 slice(s), 4 chips per pod
 
 locals {

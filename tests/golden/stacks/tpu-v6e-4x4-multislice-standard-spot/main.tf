@@ -2,7 +2,7 @@
 # Stack "tpu-v6e-multislice-spot": ML Diagnostics on GKE Standard with TPU slice node pools.
 #   - slice trillium: v6e 4x4 = 16 chips: 4 x ct6e-standard-4t (4 chips per VM; multi-host, 4 VMs); 2 slices (multislice)
 #   - GKE minimum version 1.35.0-gke.3065000 (GKE-managed ML Diagnostics; highest of: TPU v6e on GKE Standard 1.31.2-gke.1115000, multislice on GKE Standard 1.27.4-gke.900, GKE-managed ML Diagnostics 1.35.0-gke.3065000)
-#   - ML Diagnostics agents: GKE-managed add-on (managed_machine_learning_diagnostics_config)
+#   - ML Diagnostics agents: managed (the cluster's GKE version allows the GKE-managed add-on)
 #   - slice trillium: 2 node pool(s) of 4 x ct6e-standard-4t in us-east5-b, COMPACT placement, capacity spot
 #   - workload multislice-train: JobSet, 4 pod(s) per slice x 2 slice(s), 4 chips per pod
 

@@ -2,7 +2,7 @@
 # Stack "tpu7x-ironwood": ML Diagnostics on GKE Autopilot with TPU slices.
 #   - slice ironwood-8: tpu7x 2x2x2 = 8 chips: 2 x tpu7x-standard-4t (4 chips per VM; multi-host, 2 VMs)
 #   - GKE minimum version 1.35.0-gke.3065000 (GKE-managed ML Diagnostics; highest of: TPUs on GKE Autopilot 1.29.2-gke.1521000, TPU tpu7x on Autopilot 1.34.1-gke.3084001, GKE-managed ML Diagnostics 1.35.0-gke.3065000)
-#   - ML Diagnostics agents: GKE-managed add-on (managed_machine_learning_diagnostics_config)
+#   - ML Diagnostics agents: managed (the cluster's GKE version allows the GKE-managed add-on)
 #   - workload jax-smoke: Job, 2 pod(s) per slice x 1 slice(s), 4 chips per pod
 
 locals {

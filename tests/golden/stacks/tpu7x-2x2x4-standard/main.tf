@@ -2,7 +2,7 @@
 # Stack "tpu7x-standard": ML Diagnostics on GKE Standard with TPU slice node pools.
 #   - slice ironwood-16: tpu7x 2x2x4 = 16 chips: 4 x tpu7x-standard-4t (4 chips per VM; multi-host, 4 VMs)
 #   - GKE minimum version 1.35.0-gke.3065000 (GKE-managed ML Diagnostics; highest of: TPU tpu7x on GKE Standard 1.34.0-gke.2201000, GKE-managed ML Diagnostics 1.35.0-gke.3065000)
-#   - ML Diagnostics agents: GKE-managed add-on (managed_machine_learning_diagnostics_config)
+#   - ML Diagnostics agents: managed (the cluster's GKE version allows the GKE-managed add-on)
 #   - slice ironwood-16: 1 node pool(s) of 4 x tpu7x-standard-4t in us-central1-c, HIGH_THROUGHPUT workload policy, capacity on-demand
 #   - workload ironwood-train: Job, 4 pod(s) per slice x 1 slice(s), 4 chips per pod
 
