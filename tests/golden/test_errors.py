@@ -26,6 +26,8 @@ EXPECTED: dict[str, tuple[str, str, str]] = {
                                   "below 1.34.1-gke.3084001, the minimum for TPU tpu7x"),
     "duplicate-key": ("18:7", "yaml-duplicate-key", "duplicate key 'topology'"),
     "wrong-type-count": ("18:14", "recipe-type", "'two' is the wrong type"),
+    "slurm-tpu-and-partitions": ("16:12", "slurm-tpu",
+                                 "runs on Compute Engine GPU and CPU machines"),
 }
 CASES = sorted(p.stem for p in ERRORS.glob("*.yaml"))
 

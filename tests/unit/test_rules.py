@@ -70,7 +70,11 @@ def test_every_rule_has_a_test() -> None:
               "tpu-capacity", "tpu-zone", "workload-slice", "workload-chips",
               "workload-resources", "workload-env", "names-length", "slice-accelerator",
               "gpu-slice-shape", "workload-gpus", "diagnostics-strategy", "workload-kind",
-              "workload-host-network"}
+              "workload-host-network",
+              # tests/unit/test_slurm_rules.py
+              "slurm-orchestrator", "slurm-tpu", "slurm-machine-type", "slurm-node-count",
+              "slurm-ids", "slurm-partitions", "slurm-storage", "slurm-network",
+              "slurm-capacity", "slurm-startup-script", "slurm-workload"}
     assert {rule_id for rule_id, _ in RULES} == tested
 
 
@@ -324,11 +328,14 @@ def test_backend_bucket_name(recipe: dict) -> None:
 
 # -- orchestrator -------------------------------------------------------------------------
 
-def test_orchestrator_not_supported(recipe: dict) -> None:
-    recipe["spec"]["orchestrator"]["type"] = "slurm"
+def test_orchestrator_not_supported(recipe: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    # every orchestrator the model accepts is supported now; the rule still guards new ones
+    from mldiag_provision.preflight import stack_rules
+
+    monkeypatch.setattr(stack_rules, "SUPPORTED_ORCHESTRATORS", ("gke-standard",))
     p = only(check(recipe), "orchestrator", "spec.orchestrator.type", ERROR)
     assert "not supported" in p.message
-    assert p.value == "slurm"
+    assert p.value == "gke-autopilot"
 
 
 def test_gke_standard_needs_a_zone(recipe: dict) -> None:

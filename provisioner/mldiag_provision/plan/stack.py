@@ -14,6 +14,7 @@ from mldiag_provision.catalog import requirements as req
 from mldiag_provision.catalog.gke_version import GkeVersion
 from mldiag_provision.catalog.gpu import GPU_ACCELERATOR_LABEL, GPU_RESOURCE, GpuShape
 from mldiag_provision.catalog.tpu import Catalog, SliceShape
+from mldiag_provision.plan import slurm as slurm_plan
 from mldiag_provision.plan.agents import plan_agents
 
 if TYPE_CHECKING:
@@ -99,6 +100,7 @@ class StackPlan:
     workloads: list[WorkloadPlan]
     node_pools: list[dict] = field(default_factory=list)  # gke-standard: one per slice x count
     agents: dict | None = None  # the agents/ stage (plan.agents.plan_agents); None: no stage
+    slurm: dict | None = None  # orchestrator slurm: the managed Slurm cluster (plan.slurm)
     decisions: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict:
@@ -107,7 +109,7 @@ class StackPlan:
 
 SLICE_LABEL = "mldiag-provision/slice"
 BLUEPRINTS = {"gke-autopilot": "gke-autopilot", "gke-standard": "gke-standard",
-              "existing-kubernetes": "existing-kubernetes"}
+              "existing-kubernetes": "existing-kubernetes", "slurm": "slurm"}
 
 
 def _capacity_selector(orchestrator: str, slice_name: str, cap_type: str,
@@ -334,9 +336,10 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | GpuShape | None],
                          f"{sp.count} slice(s), {per_pod} {unit} per pod")
     backend = {"type": spec.engine.backend.type, "bucket": spec.engine.backend.bucket,
                "prefix": spec.engine.backend.prefix}
-    return StackPlan(
+    plan = StackPlan(
         tool_version=__version__, blueprint=BLUEPRINTS[orchestrator], name=recipe.metadata.name,
         project=spec.project, region=spec.region, zone=spec.zone, labels=labels,
         backend=backend, services=services, cluster=cluster, diagnostics=diagnostics,
         slices=slices, workloads=workloads, node_pools=node_pools, decisions=decisions,
         agents=agents_plan)
+    return slurm_plan.extend(plan, recipe, catalog) if orchestrator == "slurm" else plan

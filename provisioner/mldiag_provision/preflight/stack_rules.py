@@ -10,7 +10,7 @@ from mldiag_provision.catalog.gke_version import GkeVersion
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.preflight.context import Context, rule
 
-SUPPORTED_ORCHESTRATORS = ("gke-autopilot", "gke-standard", "existing-kubernetes")
+SUPPORTED_ORCHESTRATORS = ("gke-autopilot", "gke-standard", "existing-kubernetes", "slurm")
 SUPPORTED_ENGINES = ("terraform",)
 
 # Google Cloud labels: keys start with a lowercase letter; keys and values at most 63
@@ -71,7 +71,7 @@ def orchestrator(ctx: Context) -> Iterator[Problem]:
         yield ctx.problem("orchestrator", ("spec", "orchestrator", "type"),
                           f"orchestrator '{orch.type}' is not supported by this version yet",
                           value=orch.type, expected=", ".join(SUPPORTED_ORCHESTRATORS),
-                          hint="slurm (Cluster Director managed Slurm) is planned")
+                          hint="use one of the supported orchestrators")
         return
     if orch.type == "gke-standard" and not ctx.recipe.spec.zone:
         yield ctx.problem("orchestrator", ("spec", "zone"),

@@ -89,6 +89,8 @@ class Capacity(_Model):
         None, description="Reservation name (type: reservation).")
     reservation_project: str | None = Field(
         None, description="Project that owns a shared reservation; defaults to spec.project.")
+    max_run_duration: Annotated[str, Field(pattern=r"^[1-9][0-9]{0,6}[smhd]$")] | None = Field(
+        None, description="slurm flex-start: how long the VMs may run, e.g. 72h (at most 7d).")
 
 
 class Slice(_Model):
@@ -229,6 +231,145 @@ class Workload(_Model):
                            "the node; the pods act as the node's service account).")
 
 
+# --- Cluster Director managed Slurm (orchestrator.type: slurm) -------------------------
+# Field docs: the Cluster Director v1 API (google-cloud-hypercomputecluster); rules that need
+# the catalog or two fields at once are in preflight/slurm_rules.py.
+
+class SlurmNetwork(_Model):
+    """The cluster's VPC network: a new one (default) or an existing network + subnetwork."""
+
+    create: bool = Field(True, description="true: Cluster Director creates the network.")
+    name: str | None = Field(
+        None, description="Network name or projects/P/global/networks/N. Default for a new "
+                          "network: '<cluster>-net'; required for an existing one.")
+    subnetwork: str | None = Field(
+        None, description="Existing network only: subnetwork name (in spec.region) or "
+                          "projects/P/regions/R/subnetworks/S.")
+
+
+class SlurmFilestore(_Model):
+    """A Filestore instance (the shared /home of the cluster)."""
+
+    create: bool = True
+    name: str | None = Field(
+        None, description="Instance name, or projects/P/locations/L/instances/I for an "
+                          "existing one. Default for a new one: '<cluster>-<storage id>'.")
+    tier: Literal["ZONAL", "REGIONAL"] = "ZONAL"
+    capacity_gb: Annotated[int, Field(ge=1)] = Field(
+        1024, description="1024 to 102400 GB (Cluster Director FileShareConfig).")
+    file_share: str = Field("nfsshare", description="File share name ([a-z0-9_], letter first).")
+    protocol: Literal["NFSV3", "NFSV41"] | None = Field(None, description="Default NFSV3.")
+
+
+class SlurmLustre(_Model):
+    """A Managed Lustre instance."""
+
+    create: bool = True
+    name: str | None = Field(
+        None, description="Instance name, or projects/P/locations/L/instances/I for an "
+                          "existing one. Default for a new one: '<cluster>-<storage id>'.")
+    capacity_gb: Annotated[int, Field(ge=1)] | None = Field(
+        None, description="New instance: 18000 to 7632000 GiB.")
+    filesystem: str = Field("lustrefs", description="At most 8 letters and digits.")
+    throughput: int | None = Field(
+        None, description="Per-unit storage throughput, MBps per TiB: 125, 250, 500 or 1000.")
+
+
+class SlurmBucket(_Model):
+    """A Cloud Storage bucket (mounted with Cloud Storage FUSE)."""
+
+    create: bool = True
+    name: str = Field(description="Bucket name.")
+    storage_class: Literal["STANDARD", "NEARLINE", "COLDLINE", "ARCHIVE"] | None = None
+
+
+class SlurmStorage(_Model):
+    """One storage resource of the cluster: exactly one of filestore, lustre and bucket."""
+
+    id: DnsName
+    mount: str = Field(description="Where nodes mount it, e.g. /home.")
+    filestore: SlurmFilestore | None = None
+    lustre: SlurmLustre | None = None
+    bucket: SlurmBucket | None = None
+
+
+class SlurmBootDisk(_Model):
+    type: Annotated[str, Field(pattern=r"^[a-z][-a-z0-9]{0,62}$")] = Field(
+        description="Disk type, e.g. pd-balanced or hyperdisk-balanced.")
+    size_gb: Annotated[int, Field(ge=10, le=65536)]
+
+
+class SlurmLoginNodes(_Model):
+    """Login nodes: where users ssh in and run sbatch."""
+
+    count: Annotated[int, Field(ge=1, le=100)] = 1
+    machine_type: str = Field(
+        "n2-standard-4", description="N2 standard, at most 32 vCPUs (Cluster Director).")
+    zone: str | None = Field(None, description="Defaults to spec.zone (and must equal it).")
+    enable_os_login: bool = True
+    enable_public_ips: bool = True
+    storage: list[str] | None = Field(
+        None, description="Storage ids to mount (default: all of slurm.storage).")
+    startup_script: Annotated[str, Field(max_length=262144)] | None = None
+    boot_disk: SlurmBootDisk | None = None
+
+
+class SlurmNodeSet(_Model):
+    """A Slurm node set: the VMs of a GPU slice (``slice``), or CPU VMs (``machineType``)."""
+
+    id: DnsName
+    slice: str | None = Field(
+        None, description="A GPU slice of spec.slices: its machine type, nodes and capacity.")
+    machine_type: str | None = Field(
+        None, description="Without slice: the machine type (n2-* for CPU node sets).")
+    capacity: Capacity = Field(
+        default_factory=Capacity,
+        description="Without slice: how the VMs are obtained (a slice brings its own).")
+    static_node_count: Annotated[int, Field(ge=0, le=10000)] | None = Field(
+        None, description="Nodes kept running (default: the slice's nodes, or 1).")
+    max_dynamic_node_count: Annotated[int, Field(ge=0, le=10000)] | None = Field(
+        None, description="Extra nodes Slurm may create on demand (default: none).")
+    storage: list[str] | None = Field(
+        None, description="Storage ids to mount (default: all of slurm.storage).")
+    startup_script: Annotated[str, Field(max_length=262144)] | None = Field(
+        None, description="Your own script, run after the ML Diagnostics SDK install.")
+    boot_disk: SlurmBootDisk | None = None
+
+
+class SlurmPartition(_Model):
+    id: DnsName
+    node_sets: Annotated[list[str], Field(min_length=1)] = Field(
+        description="Ids of node sets in this partition.")
+
+
+class SlurmSpec(_Model):
+    """Cluster Director managed Slurm (Vertex AI Training clusters): network, storage,
+    login nodes, node sets and partitions."""
+
+    network: SlurmNetwork = Field(default_factory=SlurmNetwork)
+    storage: list[SlurmStorage] = Field(default_factory=list)
+    login_nodes: SlurmLoginNodes = Field(default_factory=SlurmLoginNodes)
+    node_sets: list[SlurmNodeSet] = Field(
+        default_factory=list, description="GPU slices not named here get a node set each, "
+                                          "with the slice's name as id.")
+    partitions: list[SlurmPartition] = Field(
+        default_factory=list, description="Default: one partition per node set.")
+    default_partition: str | None = Field(
+        None, description="Required when there is more than one partition.")
+    node_service_account: str | None = Field(
+        None, description="Email of the service account the nodes run as, for the ML "
+                          "Diagnostics grants; default: the Compute Engine default one.")
+    sdk_package: Annotated[str, Field(min_length=1, max_length=200)] = Field(
+        "google-cloud-mldiagnostics", description="pip requirement the node startup script "
+                                                  "installs, e.g. 'google-cloud-mldiagnostics"
+                                                  "==1.0.10'.")
+    pip_index_url: str | None = Field(
+        None, description="A PyPI mirror for nodes without internet egress.")
+    container_runtime: Literal["pyxis", "none"] = Field(
+        "pyxis", description="pyxis: sbatch scripts run the workload image with srun "
+                             "--container-image; none: the command runs on the node itself.")
+
+
 class Spec(_Model):
     project: Annotated[str, Field(pattern=r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$",
                                   description="Google Cloud project id.")]
@@ -239,6 +380,10 @@ class Spec(_Model):
     slices: Annotated[list[Slice], Field(min_length=1)]
     diagnostics: Diagnostics = Field(default_factory=Diagnostics)
     workloads: list[Workload] = Field(default_factory=list)
+    slurm: SlurmSpec = Field(
+        default_factory=SlurmSpec,
+        description="orchestrator.type slurm: the managed Slurm cluster (defaults apply when "
+                    "left out).")
 
 
 class Recipe(_Model):

@@ -24,7 +24,7 @@ import yaml
 
 from mldiag_provision import __version__
 from mldiag_provision.plan.stack import StackPlan
-from mldiag_provision.render import k8s
+from mldiag_provision.render import k8s, slurm
 from mldiag_provision.render.hcl import hcl_value
 from mldiag_provision.resources import data_root
 
@@ -96,6 +96,9 @@ def _module_files(modules_root: Path, module: str, name: str) -> dict[str, bytes
             data = (banner("hcl", name) + "\n").encode() + data
         elif suffix == ".md":
             data = (banner("md", name) + "\n").encode() + data
+        elif data.startswith(b"#!"):  # a script (e.g. a .tftpl): the shebang stays first
+            first, _, rest = data.partition(b"\n")
+            data = first + b"\n" + (banner("hcl", name) + "\n").encode() + rest
         out[f"modules/{rel}"] = data
     return out
 
@@ -154,7 +157,10 @@ def render_stack(plan: StackPlan, *, root: Path | None = None) -> dict[str, byte
     head = banner("yaml", plan.name)
     for w in plan.workloads:
         files[f"k8s/workloads/{w.name}.yaml"] = _dump_yaml(k8s.workload(plan, w), head)
-    files["README.md"] = _readme(plan).encode("utf-8")
+    if plan.slurm is not None:  # Slurm: sbatch scripts, no Kubernetes manifests
+        files.update(slurm.files(plan, banner("hcl", plan.name)))
+    files["README.md"] = (slurm.readme(plan, banner("md", plan.name)) if plan.slurm is not None
+                          else _readme(plan)).encode("utf-8")
     files[".mldiag/plan.json"] = (json.dumps(plan.to_dict(), indent=2, sort_keys=True)
                                   + "\n").encode("utf-8")
     return files

@@ -57,7 +57,8 @@ DEFAULT_RESOURCES = [
     "google_compute_subnetwork",
 ]
 DEFAULT_DATA_SOURCES = ["google_service_account", "google_storage_bucket",
-                        "google_container_cluster", "google_client_config"]
+                        "google_container_cluster", "google_client_config",
+                        "google_compute_default_service_account"]
 
 FLAG_RE = re.compile(
     r"^    // ([a-z0-9_]+) - computed: (true|false), optional: (true|false), "

@@ -1,0 +1,92 @@
+"""Cluster Director managed Slurm facts: a typed reader over ``catalog/data/slurm.yaml``
+and the ``clusterDirectorSlurm`` section of ``gpu.yaml``.
+
+Facts and their sources live in the YAML; this module only answers questions. Loaded only
+for recipes with ``orchestrator.type: slurm`` (validate of a GKE recipe never reads it).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+from pathlib import Path
+
+import yaml
+
+from mldiag_provision.catalog.gpu import load_gpu_catalog
+from mldiag_provision.catalog.tpu import DATA_DIR
+from mldiag_provision.errors import CatalogError
+
+try:
+    _Loader: type = yaml.CSafeLoader
+except AttributeError:  # pragma: no cover
+    _Loader = yaml.SafeLoader
+
+
+class SlurmFacts:
+    """slurm.yaml plus gpu.yaml's ``clusterDirectorSlurm``."""
+
+    def __init__(self, data: dict, managed: dict, gpu_sources: dict) -> None:
+        self.raw = data
+        self.sources: dict[str, dict] = {**gpu_sources, **data.get("sources", {})}
+        self.managed = managed
+
+    def fact(self, *keys: str) -> dict:
+        """``fact("storage", "filestore")`` -> that mapping of slurm.yaml.
+
+        Raises:
+          CatalogError: no such fact.
+        """
+        node: object = self.raw
+        for k in keys:
+            if not isinstance(node, dict) or k not in node:
+                raise CatalogError(f"slurm.yaml has no fact {'.'.join(keys)}")
+            node = node[k]
+        if not isinstance(node, dict):
+            raise CatalogError(f"slurm.yaml fact {'.'.join(keys)} is not a mapping")
+        return node
+
+    def source_url(self, tag: str) -> str:
+        src = self.sources.get(tag) or {}
+        return str(src.get("url") or src.get("path") or tag)
+
+    def cite(self, fact: dict) -> str:
+        return self.source_url(str(fact.get("source", "")))
+
+    def node_machine_types(self) -> list[str]:
+        """Node-set machine types managed Slurm accepts (patterns like ``n2-*`` included)."""
+        return [str(v) for v in self.managed["supportedMachineTypes"]["values"]]
+
+    def node_machine_ok(self, machine_type: str) -> bool:
+        return any(fnmatch.fnmatchcase(machine_type, p) for p in self.node_machine_types())
+
+    def login_machine_types(self) -> list[str]:
+        return [str(v) for v in self.managed["loginNodeMachineTypes"]["values"]]
+
+    def a4x_multiple(self) -> tuple[int, str]:
+        fact = self.managed["a4xNodeCountMultipleOf"]
+        return int(fact["value"]), str(fact["source"])
+
+    def services(self, kinds: set[str]) -> list[dict]:
+        """APIs the stack enables; entries with ``when`` only if that storage kind is used."""
+        return [s for s in self.raw["services"] if s.get("when") in (None, *kinds)]
+
+
+@functools.lru_cache(maxsize=1)
+def load_slurm_facts(data_dir: Path = DATA_DIR) -> SlurmFacts:
+    """Read slurm.yaml (and the GPU catalog's managed-Slurm section).
+
+    Raises:
+      CatalogError: a file is missing or malformed.
+    """
+    gpus = load_gpu_catalog(data_dir)
+    try:
+        with open(data_dir / "slurm.yaml", encoding="utf-8") as f:
+            data = yaml.load(f, Loader=_Loader)
+        managed = gpus.raw["clusterDirectorSlurm"]
+        for key in ("supportedMachineTypes", "loginNodeMachineTypes"):
+            if not isinstance(managed[key]["values"], list):
+                raise TypeError(f"clusterDirectorSlurm.{key}.values is not a list")
+    except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
+        raise CatalogError(f"cannot read the managed Slurm facts in {data_dir}: {exc!r}") from exc
+    return SlurmFacts(data, managed, gpus.sources)

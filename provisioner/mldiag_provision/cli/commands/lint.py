@@ -1,0 +1,85 @@
+"""``mldiag-provision lint PATH...``: check hand-written Kubernetes manifests of TPU workloads
+before ``kubectl apply``: Kubernetes schema of a chosen version, TPU slice shape and chips,
+multi-host wiring, Autopilot refusals (``--autopilot``) and ML Diagnostics readiness.
+
+Exit codes as every command: 0 ok, 1 an error (with ``--strict`` also a warning), 2 usage,
+70 internal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from mldiag_provision.console import Console
+
+NAME = "lint"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        NAME, help="check TPU workload manifests (Job, JobSet, Pod, LeaderWorkerSet, ...) "
+                   "before kubectl apply",
+        description="Lint Kubernetes manifests of TPU workloads: files, directories (every "
+                    "*.yaml/*.yml below them) or - for stdin; multi-document YAML. All PATHs "
+                    "are one input set: a Job's headless Service may be in another file.")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="manifest file, directory or -")
+    p.add_argument("--kubernetes-version", "-k", metavar="X.Y",
+                   help="validate against this Kubernetes minor version (default: the GKE "
+                        "minor that managed ML Diagnostics needs); GKE versions such as "
+                        "1.35.0-gke.3065000 are accepted")
+    p.add_argument("--autopilot", action="store_true",
+                   help="also apply GKE Autopilot's admission rules")
+    p.add_argument("--recipe", metavar="RECIPE",
+                   help="take --autopilot and the Kubernetes version from a recipe "
+                        "(orchestrator type and minVersion)")
+    p.add_argument("--no-diagnostics", action="store_true",
+                   help="skip the ML Diagnostics readiness rules")
+    p.add_argument("--output", "-O", choices=("text", "json", "sarif"), default="text")
+    p.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
+
+
+def _from_recipe(path: str) -> tuple[bool, str | None]:
+    """(autopilot, GKE minimum version or None) of a valid recipe."""
+    from mldiag_provision.errors import UsageError
+    from mldiag_provision.pipeline import check_file
+
+    res = check_file(path)
+    recipe = res.parsed.recipe
+    if recipe is None or not res.report.ok:
+        raise UsageError(f"{path}: the recipe has errors, so lint cannot take settings from it",
+                         hint=f"run mldiag-provision validate {path}")
+    orch = recipe.spec.orchestrator
+    return orch.type == "gke-autopilot", orch.min_version
+
+
+def run(args: argparse.Namespace, out: Console) -> int:
+    from mldiag_provision.catalog.tpu import load_catalog
+    from mldiag_provision.errors import ExitCode
+    from mldiag_provision.lint.context import LintOptions
+    from mldiag_provision.lint.linter import lint_sources
+    from mldiag_provision.lint.loading import read_sources
+    from mldiag_provision.lint.schema import default_version, resolve_version
+
+    catalog = load_catalog()
+    autopilot, version = args.autopilot, args.kubernetes_version
+    if args.recipe:
+        from_recipe, min_version = _from_recipe(args.recipe)
+        autopilot = autopilot or from_recipe
+        version = version or min_version
+    options = LintOptions(
+        kubernetes_version=resolve_version(version) if version else default_version(catalog),
+        autopilot=autopilot, diagnostics=not args.no_diagnostics)
+    result = lint_sources(read_sources(args.paths), options, catalog)
+    if args.output == "json":
+        from mldiag_provision.lint.output import to_json
+
+        out.print(to_json(result, strict=args.strict))
+    elif args.output == "sarif":
+        from mldiag_provision.lint.sarif import to_sarif
+
+        out.print(to_sarif(result))
+    else:
+        from mldiag_provision.lint.output import write_text
+
+        write_text(result, out, strict=args.strict)
+    return int(ExitCode.INVALID if result.failed(args.strict) else ExitCode.OK)

@@ -1,0 +1,48 @@
+"""``mldiag-provision output RECIPE -o DIR [--name NAME]``: the applied stack's outputs
+(``terraform output -json``); sensitive values are hidden in text output."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from mldiag_provision.console import Console
+
+NAME = "output"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(NAME, help="show the applied stack's outputs (cluster, bucket, ...)")
+    from mldiag_provision.cli.commands._stack import add_common
+
+    add_common(p, render=False)
+    p.add_argument("--name", metavar="NAME", help="print one output only (its raw value)")
+
+
+def run(args: argparse.Namespace, out: Console) -> int:
+    from mldiag_provision.cli.commands._stack import existing_workdir, make_engine, print_outputs
+    from mldiag_provision.errors import UsageError
+
+    workdir = existing_workdir(args)
+    engine = make_engine(workdir, NAME, None)
+    try:
+        engine.init()
+        outputs = engine.outputs()
+    finally:
+        engine.runner.close()
+    if args.name is not None:
+        if args.name not in outputs:
+            raise UsageError(f"no output named '{args.name}'",
+                             hint="known: " + (", ".join(sorted(outputs)) or "none (apply "
+                                                                               "first)"))
+        value = outputs[args.name].get("value")
+        out.print(value if isinstance(value, str) else json.dumps(value))
+        return 0
+    if args.output == "json":
+        out.print(json.dumps({k: v.get("value") for k, v in sorted(outputs.items())},
+                             indent=2))
+    elif outputs:
+        print_outputs(out, outputs)
+    else:
+        out.print("no outputs yet: run `mldiag-provision apply` first")
+    return 0

@@ -1,0 +1,76 @@
+"""``mldiag-provision verify RECIPE``: check a live cluster against the recipe's stack.
+
+Read-only checks (namespace label, KSA annotation, agents, CRD, webhook CA bundle,
+accelerator nodes); ``--smoke`` also runs a tiny JobSet on the first slice. Exit code 1 when
+any check FAILs, so a pipeline can gate on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from mldiag_provision.console import Console
+from mldiag_provision.errors import ExitCode, InputError, UsageError
+
+NAME = "verify"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(NAME, help="check a live cluster against the recipe (Kubernetes API)")
+    p.add_argument("recipe", metavar="RECIPE")
+    p.add_argument("--kubeconfig", metavar="PATH", help="default: $KUBECONFIG or ~/.kube/config")
+    p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: current)")
+    p.add_argument("--smoke", action="store_true",
+                   help="also run a tiny JobSet on the first slice (creates and deletes it)")
+    p.add_argument("--smoke-image", default="python:3.12", metavar="IMAGE")
+    p.add_argument("--smoke-timeout", type=float, default=900, metavar="SECONDS")
+    p.add_argument("--output", "-O", choices=("text", "json"), default="text")
+
+
+def run(args: argparse.Namespace, out: Console) -> int:
+    from mldiag_provision.catalog.tpu import load_catalog
+    from mldiag_provision.pipeline import check_file
+    from mldiag_provision.plan.stack import build_plan
+
+    catalog = load_catalog()
+    res = check_file(args.recipe, catalog)
+    if res.parsed.recipe is None or res.report.errors:
+        raise InputError(f"{res.report.file} has {len(res.report.errors)} error(s)",
+                         hint=f"run: mldiag-provision validate {args.recipe}",
+                         problems=res.report.errors)
+    plan = build_plan(res.parsed.recipe, res.shapes, catalog)
+    if plan.agents is None:
+        raise UsageError(f"{plan.blueprint} stacks have no Kubernetes cluster to verify")
+
+    from kubernetes import config
+    from kubernetes.config.config_exception import ConfigException
+
+    from mldiag_provision.verify.checks import FAIL, Cluster, run_checks, run_smoke
+
+    try:
+        api = config.new_client_from_config(config_file=args.kubeconfig, context=args.context)
+    except (ConfigException, OSError, ValueError) as exc:
+        raise UsageError(f"cannot load the kubeconfig: {exc}",
+                         hint="pass --kubeconfig/--context, or run the get_credentials "
+                              "output of the stack") from None
+    cluster = Cluster(api)
+    results = run_checks(cluster, plan, catalog)
+    if args.smoke:
+        results.append(run_smoke(cluster, plan, image=args.smoke_image,
+                                 timeout_s=args.smoke_timeout))
+    failed = any(r.status == FAIL for r in results)
+    if args.output == "json":
+        out.print(json.dumps({"ok": not failed, "stack": plan.name,
+                              "strategy": plan.agents["strategy"],
+                              "checks": [r.to_dict() for r in results]}, indent=2))
+    else:
+        colour = {"PASS": "green", "FAIL": "red", "SKIP": "yellow"}
+        for r in results:
+            out.print(f"{out.style(r.status, colour[r.status], 'bold'):<4} {r.check:<20} "
+                      f"{r.message}  [{r.evidence}]")
+            if r.hint and r.status == FAIL:
+                out.print(f"     hint: {r.hint}")
+        out.print(f"strategy {plan.agents['strategy']}; "
+                  f"{sum(r.status == FAIL for r in results)} failed of {len(results)} checks")
+    return int(ExitCode.INVALID if failed else ExitCode.OK)

@@ -1,0 +1,464 @@
+"""Terraform engine: ``init`` / ``validate`` / ``plan`` / ``apply`` / ``output`` in one
+rendered directory, through Terraform's machine-readable interfaces only.
+
+  * ``plan -json -detailed-exitcode -out=.mldiag/tfplan``: the event stream (diagnostics,
+    drift) plus the exit code that says "changes" (2) or "no changes" (0);
+  * ``show -json .mldiag/tfplan``: the saved plan as data, for the summary counts and the
+    dangerous-change checks; ``apply -json .mldiag/tfplan`` executes exactly that plan and
+    streams per-resource progress; ``output -json``; ``validate -json``.
+
+Why not python-terraform: its last release is from 2019 (Terraform 0.12 era); it builds
+command lines from keyword arguments, returns the text output after the process ends, knows
+nothing of ``-json`` event streams, saved-plan JSON or ``-detailed-exitcode``, and runs
+processes itself, outside our one recorded seam. What we need from it is about 40 lines of
+argv building, so we own them.
+
+Errors: Terraform's diagnostics and Google API errors are translated into one actionable
+line (:func:`translate`), and the message names the log file of the run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from mldiag_provision.engines import (
+    ApplyResult,
+    EngineCapability,
+    PlanResult,
+    PlanSummary,
+    ProgressEvent,
+    ProgressHandler,
+    ResourceChange,
+)
+from mldiag_provision.errors import EngineError
+from mldiag_provision.runner import CommandRunner, RunResult
+
+PLAN_FILE = ".mldiag/tfplan"
+PLAN_SUMMARY = ".mldiag/plan-summary.json"
+INIT_STAMP = ".mldiag/terraform-init.json"
+MIN_VERSION_HINT = "install Terraform >= 1.5 (https://developer.hashicorp.com/terraform/install)"
+
+
+def find_terraform() -> str:
+    """The terraform binary: ``$MLDIAG_TERRAFORM`` or ``terraform`` on PATH.
+
+    Raises:
+      EngineError: there is none.
+    """
+    explicit = os.environ.get("MLDIAG_TERRAFORM")
+    found = shutil.which(explicit or "terraform")
+    if found is None:
+        where = f"MLDIAG_TERRAFORM={explicit}" if explicit else "not on PATH"
+        raise EngineError(f"terraform not found ({where})",
+                          hint=MIN_VERSION_HINT + ", or point MLDIAG_TERRAFORM at it")
+    return found
+
+
+# --- error translation ------------------------------------------------------------------------
+
+_RULES: list[tuple[re.Pattern[str], str, str]] = [
+    (re.compile(r"could not find default credentials|default credentials.*not found|"
+                r"application default credentials", re.I),
+     "no Google Cloud credentials (application default credentials) were found",
+     "run `gcloud auth application-default login`, or set GOOGLE_APPLICATION_CREDENTIALS "
+     "to a service account key file"),
+    (re.compile(r"SERVICE_DISABLED|has not been used in project|it is disabled|"
+                r"API (?:has not been|is not) enabled", re.I),
+     "a Google Cloud API is disabled in the project",
+     "the stack enables the APIs it needs: wait a minute and re-run `apply`; or enable it "
+     "by hand with `gcloud services enable SERVICE --project PROJECT`"),
+    (re.compile(r"reservation.*(not found|does not exist|unavailable|insufficient|exhausted)|"
+                r"(specific|specified) reservation", re.I),
+     "the TPU reservation named in the recipe is not usable",
+     "check spec.slices[].capacity.reservation (and reservationProject) with `gcloud "
+     "compute reservations describe`, or use capacity type on-demand or spot"),
+    (re.compile(r"quota|QUOTA_EXCEEDED|RESOURCE_EXHAUSTED|Error 429|rateLimitExceeded", re.I),
+     "a Google Cloud quota was exceeded",
+     "request more quota (Console > IAM & Admin > Quotas) for the region in the message, "
+     "or pick another region/zone or capacity type in the recipe"),
+    (re.compile(r"Error 403|PERMISSION_DENIED|permission denied|does not have .*permission|"
+                r"forbidden", re.I),
+     "permission denied by Google Cloud",
+     "grant your account (or the credentials in GOOGLE_APPLICATION_CREDENTIALS) the roles "
+     "the message names on the project, e.g. roles/container.admin, roles/iam.securityAdmin"),
+    (re.compile(r"deletion_protection", re.I),
+     "the cluster has deletion protection on",
+     "set spec.orchestrator.deletionProtection: false in the recipe, run `apply`, then "
+     "`destroy` again"),
+    (re.compile(r"Error 409|alreadyExists|already exists", re.I),
+     "a resource already exists in Google Cloud but not in the Terraform state (an earlier "
+     "apply was interrupted, or it was created by hand)",
+     "import it (`terraform import ADDRESS ID` in the work directory) or delete it, then "
+     "re-run `apply`"),
+    (re.compile(r"Error acquiring the state lock|state lock", re.I),
+     "another Terraform run holds the state lock",
+     "wait for it to finish; if none is running, see `terraform force-unlock` in the log"),
+    (re.compile(r"Saved plan is stale", re.I),
+     "the saved plan is stale: the state changed since it was made",
+     "re-run the command: it plans again"),
+    (re.compile(r"Failed to query available provider packages|could not connect to "
+                r"registry|Failed to install provider", re.I),
+     "terraform init could not install the Google providers",
+     "check network access to registry.terraform.io, or configure a provider mirror "
+     "(TF_CLI_CONFIG_FILE)"),
+    (re.compile(r"Failed to get existing workspaces|storage: bucket doesn't exist|"
+                r"Error loading state|Failed to load state", re.I),
+     "the Terraform state backend is not reachable",
+     "check spec.engine.backend (the GCS bucket must exist and be readable by you)"),
+]
+
+
+def translate(text: str) -> tuple[str, str] | None:
+    """(what went wrong, what to do) for a known failure in ``text``, else None."""
+    for pattern, what, hint in _RULES:
+        if pattern.search(text):
+            return what, hint
+    return None
+
+
+def _diag_text(d: dict[str, Any]) -> str:
+    return " ".join(str(d.get(k) or "") for k in ("summary", "detail"))
+
+
+def _block_path(path: Path, line: int) -> list[str]:
+    """Enclosing blocks of ``line`` in a canonically formatted .tf file, outermost first,
+    e.g. ``['resource "google_container_cluster" "this"', 'release_channel']``."""
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    stack: list[str] = []
+    dynamic: list[bool] = []
+    for text in lines[:max(line - 1, 0)]:
+        s = text.strip()
+        if s.startswith("#") or s.startswith("//"):
+            continue
+        if s.endswith("{") and "=" not in s.split("{", 1)[0]:
+            head = s[:-1].strip()
+            m = re.fullmatch(r'dynamic\s+"([^"]+)"', head)
+            in_dynamic = bool(dynamic and dynamic[-1])
+            stack.append("" if head == "content" and in_dynamic else (m.group(1) if m else head))
+            dynamic.append(bool(m))
+        elif s.endswith("{"):
+            stack.append("")  # an object value: `x = {`
+            dynamic.append(False)
+        elif s.startswith("}") and stack:
+            stack.pop()
+            dynamic.pop()
+    return stack
+
+
+class TerraformEngine:
+    """Terraform in one rendered directory. See the module docstring.
+
+    Args:
+      workdir: the rendered stack (root module) directory.
+      runner: the seam every command goes through.
+      binary: the terraform executable (default: :func:`find_terraform`).
+      keep_fds: file descriptors each terraform child inherits (our work-dir lock).
+      lock_timeout: Terraform's own state-lock wait (``-lock-timeout``).
+    """
+
+    name = "terraform"
+    capabilities = frozenset({EngineCapability.PLAN_FILE, EngineCapability.PLAN_JSON,
+                              EngineCapability.DETAILED_EXITCODE,
+                              EngineCapability.PROGRESS_EVENTS,
+                              EngineCapability.STATE_LOCKING})
+
+    def __init__(self, workdir: Path, runner: CommandRunner, *, binary: str | None = None,
+                 keep_fds: Iterable[int] = (), lock_timeout: str = "60s") -> None:
+        self.workdir = workdir.resolve()
+        self.runner = runner
+        self.binary = binary or find_terraform()
+        self.keep_fds = tuple(keep_fds)
+        self.lock_timeout = lock_timeout
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _run(self, args: list[str], task: str, **kw: Any) -> RunResult:
+        try:
+            return self.runner.run([self.binary, *args], cwd=self.workdir, task=task,
+                                   env={"TF_IN_AUTOMATION": "1", "TF_INPUT": "0"},
+                                   keep_fds=self.keep_fds, **kw)
+        except FileNotFoundError:
+            raise EngineError(f"cannot run {self.binary}", hint=MIN_VERSION_HINT) from None
+
+    def _fail(self, what: str, result: RunResult, diags: list[dict[str, Any]],
+              events: list[dict[str, Any]] = ()) -> EngineError:  # type: ignore[assignment]
+        errors = [d for d in diags if d.get("severity") == "error"]
+        failed = [e.get("hook", {}).get("resource", {}).get("addr") for e in events
+                  if e.get("type") == "apply_errored"]
+        text = "\n".join([_diag_text(d) for d in errors] + list(result.stderr_tail)
+                         + list(result.stdout_tail))
+        known = translate(text)
+        first = errors[0] if errors else None
+        address = (first.get("address") if first else None) or next(filter(None, failed), None)
+        where = f" ({address})" if address else ""
+        log = f"full log: {self.runner.log_path}" if self.runner.log_path else ""
+        if known:
+            message = f"{what} failed{where}: {known[0]}"
+            hint = known[1]
+        elif result.returncode < 0:
+            message = (f"{what} was killed (signal {-result.returncode}){where}: what it "
+                       "finished is in the state")
+            hint = "re-run the same command: it plans from the state and converges"
+        else:
+            detail = (first.get("summary") if first else None) or next(
+                (line for line in reversed(result.stderr_tail) if line.strip()),
+                f"exit code {result.returncode}")
+            message = f"{what} failed{where}: {detail}"
+            hint = "read the error above and the log; fix the recipe or the environment"
+        if first and first.get("detail"):
+            message += f"\n  terraform: {first['summary']}: {' '.join(first['detail'].split())}"
+        return EngineError(message, hint=f"{hint}; {log}" if log else hint,
+                           argv=list(result.argv), returncode=result.returncode,
+                           log_path=str(self.runner.log_path) if self.runner.log_path else None,
+                           tail=list(result.stderr_tail))
+
+    def _stream(self, events: list[dict[str, Any]],
+                progress: ProgressHandler | None) -> Any:
+        def on_line(line: str) -> None:
+            if not line.startswith("{"):
+                return
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                return
+            events.append(ev)
+            if progress is not None:
+                pe = _progress_event(ev)
+                if pe is not None:
+                    progress(pe)
+        return on_line
+
+    # -- init ----------------------------------------------------------------------------------
+    def _init_fingerprint(self) -> str:
+        h = hashlib.sha256()
+        h.update(f"{self.binary}\n{os.environ.get('TF_CLI_CONFIG_FILE', '')}\n".encode())
+        for p in sorted(self.workdir.glob("*.tf")) + sorted(self.workdir.glob("modules/**/*.tf")):
+            h.update(p.relative_to(self.workdir).as_posix().encode())
+            h.update(p.read_bytes())
+        return h.hexdigest()
+
+    def init(self, *, backend: bool = True) -> None:
+        """``terraform init``, skipped while nothing it depends on changed; ``backend=False``
+        (``-backend=false``) prepares only providers and modules, e.g. for ``validate``."""
+        stamp = self.workdir / INIT_STAMP
+        fingerprint = self._init_fingerprint() + ("" if backend else "-no-backend")
+        if ((self.workdir / ".terraform").is_dir() and stamp.is_file()
+                and (self.workdir / ".terraform.lock.hcl").is_file()):
+            try:
+                if json.loads(stamp.read_text())["fingerprint"] == fingerprint:
+                    self.runner.log("[mldiag] terraform init skipped: configuration, modules "
+                                    f"and provider settings unchanged ({INIT_STAMP})")
+                    return
+            except (ValueError, KeyError, OSError):
+                pass
+        args = ["init", "-input=false", "-no-color", f"-lock-timeout={self.lock_timeout}"]
+        if not backend:
+            args.append("-backend=false")
+        result = self._run(args, "terraform init")
+        if result.returncode != 0:
+            raise self._fail("terraform init", result, [])
+        stamp.parent.mkdir(parents=True, exist_ok=True)
+        stamp.write_text(json.dumps({"fingerprint": fingerprint}) + "\n")
+
+    # -- validate ------------------------------------------------------------------------------
+    def validate(self) -> None:
+        result = self._run(["validate", "-json", "-no-color"], "terraform validate",
+                           capture=True)
+        try:
+            doc = json.loads(result.stdout or "")
+        except ValueError:
+            raise self._fail("terraform validate", result, []) from None
+        problems = [self.describe(d) for d in doc.get("diagnostics", [])
+                    if d.get("severity") == "error"]
+        if problems or result.returncode != 0:
+            log = f"; full log: {self.runner.log_path}" if self.runner.log_path else ""
+            raise EngineError(
+                f"terraform validate: {len(problems)} problem(s) in {self.workdir}\n  "
+                + "\n  ".join(problems),
+                hint="fix the template or module named above (the provider schema is "
+                     "hashicorp/google(-beta) 8.x)" + log,
+                argv=list(result.argv), returncode=result.returncode,
+                log_path=str(self.runner.log_path) if self.runner.log_path else None)
+
+    def module_dirs(self) -> dict[str, str]:
+        """Module source directory -> module address (from ``.terraform/modules``)."""
+        try:
+            doc = json.loads((self.workdir / ".terraform/modules/modules.json").read_text())
+        except (OSError, ValueError):
+            return {}
+        out = {}
+        for m in doc.get("Modules", []):
+            if m.get("Key"):
+                out[Path(m["Dir"]).as_posix().removeprefix("./")] = "module." + ".module.".join(
+                    m["Key"].split("."))
+        return out
+
+    def describe(self, d: dict[str, Any]) -> str:
+        """``file:line: <resource address>.<attribute path>: summary: detail`` of one
+        diagnostic, with the address and the block path worked out from the source."""
+        rng = d.get("range") or {}
+        filename = rng.get("filename", "")
+        line = (rng.get("start") or {}).get("line", 0)
+        where = f"{filename}:{line}" if filename else "<config>"
+        blocks = _block_path(self.workdir / filename, line) if filename else []
+        address = ""
+        if blocks:
+            head = blocks[0].split()
+            if len(head) == 3 and head[0] in ("resource", "data"):
+                kind, rtype, rname = head[0], head[1].strip('"'), head[2].strip('"')
+                address = ("data." if kind == "data" else "") + f"{rtype}.{rname}"
+                module = self.module_dirs().get(Path(filename).parent.as_posix())
+                if module:
+                    address = f"{module}.{address}"
+        arg = re.search(r'(?:argument|block type) named "([^"]+)"', d.get("detail") or "")
+        path = [b for b in blocks[1:] if b]
+        if arg:
+            path.append(arg.group(1))
+        elif d.get("snippet", {}).get("code"):
+            code = d["snippet"]["code"].strip()
+            m = re.match(r"([a-z0-9_]+)\s*(=|\{)", code)
+            if m and (not path or path[-1] != m.group(1)):
+                path.append(m.group(1))
+        target = ".".join(filter(None, [address, *path])) or "(configuration)"
+        detail = " ".join((d.get("detail") or "").split())
+        return f"{where}: {target}: {d.get('summary')}" + (f": {detail}" if detail else "")
+
+    # -- plan ----------------------------------------------------------------------------------
+    def plan(self, *, destroy: bool = False,
+             progress: ProgressHandler | None = None) -> PlanResult:
+        plan_file = self.workdir / PLAN_FILE
+        plan_file.parent.mkdir(parents=True, exist_ok=True)
+        plan_file.unlink(missing_ok=True)
+        args = ["plan", "-input=false", "-json", "-detailed-exitcode",
+                f"-lock-timeout={self.lock_timeout}", f"-out={PLAN_FILE}"]
+        if destroy:
+            args.append("-destroy")
+        events: list[dict[str, Any]] = []
+        result = self._run(args, "terraform plan" + (" -destroy" if destroy else ""),
+                           on_line=self._stream(events, progress))
+        diags = [e["diagnostic"] for e in events if e.get("type") == "diagnostic"]
+        if result.returncode not in (0, 2):
+            raise self._fail("terraform plan", result, diags, events)
+        plan = self.show(plan_file, destroy=destroy)
+        plan.has_changes = result.returncode == 2
+        (self.workdir / PLAN_SUMMARY).write_text(json.dumps(plan.to_dict(), indent=2) + "\n")
+        return plan
+
+    def show(self, plan_file: Path, *, destroy: bool = False) -> PlanResult:
+        """The saved plan as data (``terraform show -json``)."""
+        result = self._run(["show", "-json", "-no-color", str(plan_file)],
+                           "terraform show (saved plan)", capture=True)
+        if result.returncode != 0:
+            raise self._fail("terraform show", result, [])
+        try:
+            doc = json.loads(result.stdout or "{}")
+        except ValueError:
+            doc = {}  # a dry run records the command and has no plan to read
+        return parse_plan_json(doc, plan_file=plan_file, destroy=destroy)
+
+    # -- apply ---------------------------------------------------------------------------------
+    def apply(self, plan: PlanResult, *, progress: ProgressHandler | None = None,
+              ) -> ApplyResult:
+        events: list[dict[str, Any]] = []
+        result = self._run(["apply", "-input=false", "-json",
+                            f"-lock-timeout={self.lock_timeout}", PLAN_FILE],
+                           "terraform apply (saved plan)" + (" [destroy]" if plan.destroy
+                                                              else ""),
+                           on_line=self._stream(events, progress))
+        diags = [e["diagnostic"] for e in events if e.get("type") == "diagnostic"]
+        if result.returncode != 0:
+            raise self._fail("terraform destroy" if plan.destroy else "terraform apply",
+                             result, diags, events)
+        summary = PlanSummary()
+        outputs: dict[str, Any] = {}
+        for e in events:
+            if e.get("type") == "change_summary":
+                c = e.get("changes", {})
+                summary = PlanSummary(create=c.get("add", 0), update=c.get("change", 0),
+                                      delete=c.get("remove", 0))
+            elif e.get("type") == "outputs":
+                outputs = e.get("outputs", {})
+        (self.workdir / PLAN_FILE).unlink(missing_ok=True)  # applied: never apply it twice
+        return ApplyResult(summary=summary, outputs=outputs)
+
+    # -- outputs -------------------------------------------------------------------------------
+    def outputs(self) -> dict[str, Any]:
+        result = self._run(["output", "-json", "-no-color"], "terraform output", capture=True)
+        if result.returncode != 0:
+            raise self._fail("terraform output", result, [])
+        try:
+            doc = json.loads(result.stdout or "{}")
+        except ValueError:
+            doc = {}
+        return doc if isinstance(doc, dict) else {}
+
+
+def _action(actions: list[str]) -> str:
+    if actions in (["delete", "create"], ["create", "delete"]):
+        return "replace"
+    if len(actions) == 1:
+        return actions[0]
+    return "/".join(actions)
+
+
+def _path_text(path: list[Any]) -> str:
+    return ".".join(str(p) for p in path)
+
+
+def parse_plan_json(doc: dict[str, Any], *, plan_file: Path | None = None,
+                    destroy: bool = False) -> PlanResult:
+    """``terraform show -json PLAN`` -> :class:`PlanResult` (``has_changes`` from the
+    resource and output changes; :meth:`TerraformEngine.plan` overrides it with the
+    exit code)."""
+    summary = PlanSummary()
+    changes: list[ResourceChange] = []
+    for rc in doc.get("resource_changes", []):
+        change = rc.get("change", {})
+        action = _action(change.get("actions", []))
+        changes.append(ResourceChange(
+            address=rc.get("address", "?"), type=rc.get("type", "?"), action=action,
+            before=change.get("before"), after=change.get("after"),
+            replace_paths=tuple(_path_text(p) for p in change.get("replace_paths", []))))
+        if action == "create":
+            summary.create += 1
+        elif action == "update":
+            summary.update += 1
+        elif action == "replace":
+            summary.replace += 1
+        elif action == "delete":
+            summary.delete += 1
+        elif action == "read":
+            summary.read += 1
+    summary.outputs_changed = sum(
+        1 for oc in doc.get("output_changes", {}).values()
+        if oc.get("actions") not in (["no-op"], None))
+    drift = [ResourceChange(address=rc.get("address", "?"), type=rc.get("type", "?"),
+                            action=_action(rc.get("change", {}).get("actions", [])))
+             for rc in doc.get("resource_drift", [])]
+    return PlanResult(has_changes=summary.total > 0 or summary.outputs_changed > 0,
+                      summary=summary, changes=changes, plan_file=plan_file, destroy=destroy,
+                      drift=drift)
+
+
+def _progress_event(ev: dict[str, Any]) -> ProgressEvent | None:
+    kind = {"apply_start": "start", "apply_progress": "progress",
+            "apply_complete": "complete", "apply_errored": "error",
+            "refresh_start": "refresh"}.get(ev.get("type", ""))
+    if kind is None:
+        if ev.get("type") == "diagnostic" and ev["diagnostic"].get("severity") == "error":
+            d = ev["diagnostic"]
+            return ProgressEvent("error", d.get("address", ""), message=d.get("summary", ""))
+        return None
+    hook = ev.get("hook", {})
+    return ProgressEvent(kind, hook.get("resource", {}).get("addr", "?"),
+                         action=hook.get("action", ""),
+                         elapsed_s=float(hook.get("elapsed_seconds") or 0))

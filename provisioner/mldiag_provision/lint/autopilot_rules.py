@@ -1,0 +1,201 @@
+"""Autopilot rules (``--autopilot``): what GKE Autopilot's admission refuses, before it does.
+
+Autopilot enforces the Kubernetes Pod Security Standards' Baseline profile plus its own
+constraints (GKE Warden). Each rule names the constraint, and its severity follows the
+confidence of the fact in ``lint/data/facts.yaml``: documented constraints are errors, those
+known only from GKE's error messages as users quote them are warnings.
+CPU and memory against the TPU machine type are checked for every mode by ``tpu-resources``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from mldiag_provision.errors import Problem, Severity
+from mldiag_provision.lint.context import LintContext
+from mldiag_provision.lint.loading import get
+from mldiag_provision.lint.rules import define, fact, fact_source, severity_of, source_url
+from mldiag_provision.lint.tpu_rules import tpu_pods
+from mldiag_provision.lint.workloads import PodTemplate
+
+HOST_NS = define("autopilot-host-namespaces", "no hostNetwork, hostPID or hostIPC",
+                 source=fact_source("autopilot", "hostNamespaces"))
+HOST_PORTS = define("autopilot-host-ports", "no hostPort on containers",
+                    source=fact_source("autopilot", "hostPorts"))
+HOST_PATH = define("autopilot-host-path", "hostPath volumes only under /var/log/, read-only",
+                   source=fact_source("autopilot", "hostPath"))
+PRIVILEGED = define("autopilot-privileged", "no privileged containers",
+                    source=fact_source("autopilot", "privileged"))
+CAPABILITIES = define("autopilot-capabilities", "only the Linux capabilities Autopilot allows",
+                      severity=Severity.WARNING,
+                      source=fact_source("autopilot", "capabilities"))
+AFFINITY = define("autopilot-node-affinity", "node selectors and affinity only on labels "
+                  "Autopilot allows (or workload separation)", severity=Severity.WARNING,
+                  source=fact_source("autopilot", "nodeAffinityKeys"))
+ANNOTATIONS = define("autopilot-annotations", "no annotations Autopilot refuses on workloads",
+                     severity=Severity.WARNING, source=source_url("WARDEN"))
+NAMESPACE = define("autopilot-managed-namespace", "nothing created in namespaces Autopilot "
+                   "manages", severity=Severity.WARNING,
+                   source=fact_source("autopilot", "managedNamespaces"))
+WEBHOOK = define("autopilot-webhook", "admission webhooks do not match every group and resource",
+                 severity=Severity.WARNING, source=fact_source("autopilot", "webhookWildcard"))
+TPU_SUPPORT = define("autopilot-tpu", "the TPU version is offered on Autopilot",
+                     source=source_url("GKE-AP"))
+
+_CONTAINER_LISTS = ("initContainers", "containers")
+
+
+def _containers(t: PodTemplate) -> Iterator[tuple[str, int, dict]]:
+    for key in _CONTAINER_LISTS:
+        for i, c in t.containers(key):
+            yield key, i, c
+
+
+def check_host(ctx: LintContext) -> Iterator[Problem]:
+    """Host namespaces, host ports, hostPath volumes, privileged containers, capabilities."""
+    ns = fact("autopilot", "hostNamespaces")
+    ports = fact("autopilot", "hostPorts")
+    hp = fact("autopilot", "hostPath")
+    priv = fact("autopilot", "privileged")
+    caps = fact("autopilot", "capabilities")
+    for t in ctx.templates:
+        res, spec, sp = t.resource, t.spec, t.spec_path
+        for name in ns["fields"]:
+            if spec.get(name) is True:
+                yield ctx.problem(
+                    res, HOST_NS.id, (*sp, name),
+                    f"{name}: true is not allowed in Autopilot ({ns['constraint']})",
+                    value=True, severity=severity_of(ns), hint=f"remove {name}")
+        for key, i, c in _containers(t):
+            for j, p in enumerate(c.get("ports") if isinstance(c.get("ports"), list) else []):
+                host_port = get(p, "hostPort")
+                if isinstance(host_port, int) and not isinstance(host_port, bool) and host_port:
+                    yield ctx.problem(
+                        res, HOST_PORTS.id, (*sp, key, i, "ports", j, "hostPort"),
+                        f"hostPort {host_port} is not allowed in Autopilot "
+                        f"({ports['constraint']})", value=host_port,
+                        severity=severity_of(ports),
+                        hint="remove hostPort; reach the pod through a Service instead")
+            if get(c, "securityContext", "privileged") is True:
+                yield ctx.problem(
+                    res, PRIVILEGED.id, (*sp, key, i, "securityContext", "privileged"),
+                    f"privileged containers are not allowed in Autopilot "
+                    f"({priv['constraint']}); TPUs need no privileged mode since GKE 1.28",
+                    value=True, severity=severity_of(priv),
+                    hint="remove securityContext.privileged")
+            added = get(c, "securityContext", "capabilities", "add")
+            for j, cap in enumerate(added if isinstance(added, list) else []):
+                if isinstance(cap, str) and cap not in caps["allowed"]:
+                    yield ctx.problem(
+                        res, CAPABILITIES.id,
+                        (*sp, key, i, "securityContext", "capabilities", "add", j),
+                        f"capability {cap} is not one Autopilot allows ({caps['constraint']})",
+                        value=cap, expected=", ".join(caps["allowed"]),
+                        severity=severity_of(caps),
+                        hint=f"use {cap[4:]} (without CAP_)" if cap.startswith("CAP_")
+                        and cap[4:] in caps["allowed"] else f"remove {cap}")
+        volumes = spec.get("volumes")
+        for k, vol in enumerate(volumes if isinstance(volumes, list) else []):
+            path = get(vol, "hostPath", "path")
+            if not isinstance(path, str):
+                continue
+            vpath = (*sp, "volumes", k, "hostPath", "path")
+            norm = path if path.endswith("/") else path + "/"
+            if not any(norm.startswith(p) for p in hp["allowedPrefixes"]):
+                yield ctx.problem(
+                    res, HOST_PATH.id, vpath,
+                    f"hostPath '{path}' is not allowed in Autopilot ({hp['constraint']})",
+                    value=path, expected="a path under " + ", ".join(hp["allowedPrefixes"]),
+                    severity=Severity.ERROR, source=fact_source("autopilot", "hostNamespaces"),
+                    hint="use an emptyDir, a PersistentVolumeClaim or Cloud Storage FUSE")
+                continue
+            vname = get(vol, "name")
+            for key, i, c in _containers(t):
+                mounts = c.get("volumeMounts")
+                for m, mount in enumerate(mounts if isinstance(mounts, list) else []):
+                    if get(mount, "name") == vname and get(mount, "readOnly") is not True:
+                        yield ctx.problem(
+                            res, HOST_PATH.id, (*sp, key, i, "volumeMounts", m, "readOnly"),
+                            f"hostPath volume '{vname}' is mounted writable; Autopilot allows "
+                            f"hostPath only read-only ({hp['constraint']})",
+                            severity=severity_of(hp), hint="set readOnly: true")
+
+
+def check_scheduling(ctx: LintContext) -> Iterator[Problem]:
+    """Node selector / affinity keys and annotations that Autopilot refuses."""
+    keys = fact("autopilot", "nodeAffinityKeys")
+    allowed = set(keys["allowed"])
+    annotations = fact("autopilot", "annotations")["refused"]
+    for t in ctx.templates:
+        res, spec, sp = t.resource, t.spec, t.spec_path
+        tolerated = {get(tol, "key") for tol in spec.get("tolerations", [])
+                     if isinstance(tol, dict)} if isinstance(spec.get("tolerations"), list) \
+            else set()
+        found: list[tuple[str, tuple]] = []
+        sel = spec.get("nodeSelector")
+        if isinstance(sel, dict):
+            found += [(k, (*sp, "nodeSelector", k)) for k in sel if isinstance(k, str)]
+        na = ("affinity", "nodeAffinity")
+        terms = get(spec, *na, "requiredDuringSchedulingIgnoredDuringExecution",
+                    "nodeSelectorTerms")
+        for i, term in enumerate(terms if isinstance(terms, list) else []):
+            exprs = get(term, "matchExpressions")
+            for j, e in enumerate(exprs if isinstance(exprs, list) else []):
+                if isinstance(get(e, "key"), str):
+                    found.append((get(e, "key"), (*sp, *na, "requiredDuringSchedulingIgnored"
+                                                  "DuringExecution", "nodeSelectorTerms", i,
+                                                  "matchExpressions", j, "key")))
+        for key, path in found:
+            if key in allowed or key in tolerated:
+                continue
+            yield ctx.problem(
+                res, AFFINITY.id, path,
+                f"Autopilot does not schedule on node label '{key}' ({keys['constraint']})",
+                value=key, severity=severity_of(keys),
+                hint=f"remove it, or use workload separation: also tolerate key {key}")
+        for ann in annotations:  # read from the pods, so from the pod template
+            if t.annotations.get(ann["key"]) == ann["value"]:
+                yield ctx.problem(
+                    res, ANNOTATIONS.id, (*t.path, "metadata", "annotations", ann["key"]),
+                    f"{ann['key']}: \"{ann['value']}\" is refused on Autopilot workloads "
+                    f"({ann['constraint']})", value=ann["value"], severity=severity_of(ann),
+                    source=source_url(ann["source"]),
+                    hint="remove it; use extended-duration Pods "
+                         "(cloud.google.com/gke-extended-duration-pods) to avoid eviction")
+
+
+def check_cluster_objects(ctx: LintContext) -> Iterator[Problem]:
+    """Objects in managed namespaces; webhooks that match every resource; TPU support."""
+    managed = fact("autopilot", "managedNamespaces")
+    wild = fact("autopilot", "webhookWildcard")
+    for res in ctx.resources:
+        if res.namespace in managed["values"]:
+            yield ctx.problem(
+                res, NAMESPACE.id, ("metadata", "namespace"),
+                f"namespace '{res.namespace}' is managed by Autopilot; creating objects in it "
+                "is denied", value=res.namespace, severity=severity_of(managed),
+                hint="use a namespace of your own")
+        if res.group == "admissionregistration.k8s.io" and res.kind in (
+                "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+            hooks = res.get("webhooks")
+            for i, hook in enumerate(hooks if isinstance(hooks, list) else []):
+                rules = get(hook, "rules")
+                for j, rule in enumerate(rules if isinstance(rules, list) else []):
+                    groups, resources = get(rule, "apiGroups"), get(rule, "resources")
+                    if isinstance(groups, list) and "*" in groups \
+                            and isinstance(resources, list) and "*" in resources:
+                        yield ctx.problem(
+                            res, WEBHOOK.id, ("webhooks", i, "rules", j),
+                            "a webhook rule on every group and resource ('*', '*') is refused "
+                            "by GKE's admission webhook controller", severity=severity_of(wild),
+                            hint="list the groups and resources the webhook needs")
+    for tp in tpu_pods(ctx):
+        if tp.version is not None and not tp.version.autopilot_supported:
+            yield ctx.problem(
+                tp.template.resource, TPU_SUPPORT.id, tp.accelerator_path,
+                f"{tp.version.display_name} is not offered on GKE Autopilot",
+                value=tp.accelerator, hint="use a GKE Standard cluster, or another TPU version",
+                source=ctx.catalog.source_url(tp.version.source))
+
+
+CHECKS = (check_host, check_scheduling, check_cluster_objects)

@@ -1,0 +1,231 @@
+"""Manifests in, Kubernetes objects with positions out.
+
+Reads files, directories (every ``*.yaml``/``*.yml`` below them, hidden folders skipped, in
+sorted order) and ``-`` (stdin); splits multi-document YAML with
+:func:`~mldiag_provision.recipe.loader.load_documents`, so every field keeps its line and
+column; unpacks ``v1 List`` objects. Each object becomes a :class:`Resource` that knows its
+file, its position and how to locate any field path inside it.
+
+Field paths are shown the way people search for them in a manifest: dotted keys and
+``[index]``, with keys that are not plain words in brackets and quotes
+(``spec.nodeSelector["cloud.google.com/gke-tpu-topology"]``).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path as FsPath
+
+from mldiag_provision.errors import Problem, UsageError
+from mldiag_provision.lint.rules import define
+from mldiag_provision.recipe.loader import load_documents
+from mldiag_provision.recipe.sourcemap import Path, SourceMap
+
+OBJECT = define("k8s-object", "each YAML document is a Kubernetes object with apiVersion and kind",
+                source="https://kubernetes.io/docs/concepts/overview/working-with-objects/")
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$-]*$")
+SUFFIXES = (".yaml", ".yml")
+
+
+def field_path(path: Iterable[str | int]) -> str:
+    """``("spec", "nodeSelector", "a.io/b", 0)`` -> ``spec.nodeSelector["a.io/b"][0]``."""
+    out = ""
+    for part in path:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        elif _PLAIN_KEY.match(part):
+            out += f".{part}" if out else part
+        else:
+            out += '["' + part.replace("\\", "\\\\").replace('"', '\\"') + '"]'
+    return out
+
+
+@dataclass(frozen=True)
+class Source:
+    """One input: a display name (the path as given, or ``<stdin>``) and its text."""
+
+    name: str
+    text: str
+
+
+def _read(path: FsPath, name: str) -> Source:
+    try:
+        return Source(name, path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"{name}: no such file or directory", hint="check the path") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise UsageError(f"{name}: cannot be read ({exc.strerror})") from None
+
+
+def read_sources(paths: Iterable[str]) -> list[Source]:
+    """Expand the command line's PATHs into sources.
+
+    Raises:
+      UsageError: a path is missing or unreadable, a directory holds no YAML file, or ``-``
+        is given twice.
+    """
+    paths = list(paths)
+    if paths.count("-") > 1:
+        raise UsageError("'-' (stdin) can be given only once")
+    out: list[Source] = []
+    seen: set[str] = set()
+    for raw in paths:
+        if raw == "-":
+            out.append(Source("<stdin>", sys.stdin.read()))
+            continue
+        p = FsPath(raw)
+        if p.is_dir():
+            files = sorted(f for f in p.rglob("*") if f.suffix in SUFFIXES and f.is_file()
+                           and not any(part.startswith(".") for part in f.relative_to(p).parts))
+            if not files:
+                raise UsageError(f"{raw}: no *.yaml or *.yml files in this directory")
+            for f in files:
+                key = str(f.resolve())
+                if key not in seen:
+                    seen.add(key)
+                    out.append(_read(f, str(f)))
+            continue
+        key = str(p.resolve()) if p.exists() else raw
+        if key not in seen:
+            seen.add(key)
+            out.append(_read(p, raw))
+    return out
+
+
+@dataclass(eq=False)
+class Resource:
+    """One Kubernetes object of the input, where it is, and how to find its fields.
+
+    ``base`` is the object's own path inside its YAML document: ``()`` for a top-level object,
+    ``("items", 3)`` for the fourth item of a ``List``.
+    """
+
+    file: str
+    sourcemap: SourceMap
+    data: dict
+    base: Path = ()
+    document: int = 0
+
+    @property
+    def api_version(self) -> str:
+        v = self.data.get("apiVersion")
+        return v if isinstance(v, str) else ""
+
+    @property
+    def kind(self) -> str:
+        v = self.data.get("kind")
+        return v if isinstance(v, str) else ""
+
+    @property
+    def group(self) -> str:
+        return self.api_version.rpartition("/")[0]
+
+    @property
+    def name(self) -> str:
+        v = self.get("metadata", "name")
+        return v if isinstance(v, str) else ""
+
+    @property
+    def namespace(self) -> str | None:
+        v = self.get("metadata", "namespace")
+        return v if isinstance(v, str) and v else None
+
+    @property
+    def labels(self) -> dict:
+        v = self.get("metadata", "labels")
+        return v if isinstance(v, dict) else {}
+
+    @property
+    def annotations(self) -> dict:
+        v = self.get("metadata", "annotations")
+        return v if isinstance(v, dict) else {}
+
+    def display(self) -> str:
+        return f"{self.kind or 'object'} '{self.name}'" if self.name else (self.kind or "object")
+
+    def get(self, *path: str | int) -> object:
+        """The value at ``path`` below this object, or ``None`` if any step is missing."""
+        return get(self.data, *path)
+
+    def locate(self, path: Path, *, prefer_value: bool = False) -> tuple[int, int]:
+        """Line and column of a field (its value's when ``prefer_value``), or of its nearest
+        existing parent when the field is missing."""
+        return self.sourcemap.locate((*self.base, *path), prefer_value=prefer_value)
+
+    def full_path(self, path: Path) -> str:
+        return field_path((*self.base, *path))
+
+
+def get(node: object, *path: str | int) -> object:
+    """Walk dicts and lists without raising; ``None`` where the path does not exist."""
+    for part in path:
+        if isinstance(part, int):
+            if not isinstance(node, list) or not -len(node) <= part < len(node):
+                return None
+        elif not isinstance(node, dict):
+            return None
+        node = node[part] if isinstance(part, int) else node.get(part)
+    return node
+
+
+@dataclass
+class Loaded:
+    """Every object of every source, the problems found while reading, and each file's lines."""
+
+    resources: list[Resource] = field(default_factory=list)
+    problems: list[Problem] = field(default_factory=list)
+    sourcemaps: dict[str, SourceMap] = field(default_factory=dict)
+    files: list[str] = field(default_factory=list)
+
+
+def _object_problem(sm: SourceMap, path: Path, message: str, hint: str) -> Problem:
+    line, col = sm.locate(path)
+    return Problem(rule=OBJECT.id, message=message, path=field_path(path), file=sm.file,
+                   line=line, column=col, hint=hint, source=OBJECT.source)
+
+
+def _add(out: Loaded, sm: SourceMap, data: object, base: Path, document: int) -> None:
+    if not isinstance(data, dict):
+        kind = "a list" if isinstance(data, list) else f"the scalar {data!r}"[:60]
+        out.problems.append(_object_problem(
+            sm, base, f"this YAML document is {kind}, not a Kubernetes object",
+            "each document between '---' lines holds one object with apiVersion, kind and "
+            "metadata"))
+        return
+    missing = [k for k in ("apiVersion", "kind") if not isinstance(data.get(k), str)
+               or not data.get(k)]
+    if missing:
+        out.problems.append(_object_problem(
+            sm, (*base, missing[0]),
+            f"missing {' and '.join(missing)}: not a Kubernetes object",
+            "start the document with apiVersion: and kind: (e.g. apiVersion: batch/v1, "
+            "kind: Job)"))
+        return
+    items = data.get("items")
+    if data["kind"].endswith("List") and data["apiVersion"] == "v1" and isinstance(items, list):
+        for i, item in enumerate(items):
+            _add(out, sm, item, (*base, "items", i), document)
+        return
+    out.resources.append(Resource(sm.file, sm, data, base, document))
+
+
+def load_sources(sources: Iterable[Source]) -> Loaded:
+    """Parse every source; never raises for bad input."""
+    out = Loaded()
+    for src in sources:
+        out.files.append(src.name)
+        docs = load_documents(src.text, src.name)
+        out.sourcemaps[src.name] = (docs[0].sourcemap if docs
+                                    else SourceMap(file=src.name, lines=src.text.splitlines()))
+        for doc in docs:
+            out.problems.extend(doc.problems)
+            if doc.data is None:  # an empty document ('---' twice) or a syntax error
+                continue
+            _add(out, doc.sourcemap, doc.data, (), doc.index)
+    return out

@@ -1,0 +1,498 @@
+"""Kubernetes validity: each object against the real OpenAPI schema of a Kubernetes version.
+
+The built-in kinds' schemas come from the ``kubernetes-validate`` package (PyPI), which ships
+JSON Schema conversions of the Kubernetes OpenAPI documents for every minor version from 1.25
+on, in a "strict" flavour that rejects unknown fields as ``kubectl apply`` does by default. Only
+its data files are used; validation runs here, so that every error becomes a located
+:class:`~mldiag_provision.errors.Problem` and all errors of a document are reported at once.
+
+Custom resources (JobSet, LeaderWorkerSet, RayJob, RayCluster, MLDiagnosticsConnection) are
+checked against ``lint/data/crds.yaml``, whose embedded Kubernetes types point into the same
+version's definitions. Kinds nobody ships a schema for are reported (info) and skipped.
+
+Design constraints: validators are built once per (version, kind) and cached, because a
+1,000-manifest run must stay under two seconds; nothing here raises for bad input.
+"""
+
+from __future__ import annotations
+
+import datetime
+import functools
+import importlib.util
+import json
+import re
+from dataclasses import dataclass
+from decimal import Decimal
+from pathlib import Path as FsPath
+
+import yaml
+
+from mldiag_provision.errors import CatalogError, MldiagError, Problem, Severity, UsageError
+from mldiag_provision.lint.loading import Resource, field_path
+from mldiag_provision.lint.rules import DATA_DIR, define
+from mldiag_provision.preflight.quantity import parse_quantity
+from mldiag_provision.recipe.parse import suggest
+from mldiag_provision.recipe.sourcemap import Path
+
+K8S_DOCS = "https://kubernetes.io/docs/reference/kubernetes-api/"
+SCHEMA = define("k8s-schema", "fields have the type, value and required children the Kubernetes "
+                "API schema of the chosen version demands", source=K8S_DOCS)
+UNKNOWN_FIELD = define("k8s-unknown-field", "no unknown fields (kubectl's default strict field "
+                       "validation rejects them)",
+                       source="https://kubernetes.io/docs/reference/using-api/api-concepts/"
+                              "#field-validation")
+API_VERSION = define("k8s-api-version", "the apiVersion/kind is served by the chosen Kubernetes "
+                     "version", source="https://kubernetes.io/docs/reference/using-api/"
+                                       "deprecation-guide/")
+NO_SCHEMA = define("k8s-no-schema", "a kind without a known schema is not checked field by field",
+                   severity=Severity.INFO)
+NAME = define("k8s-name", "metadata.name is set and is a valid DNS subdomain name",
+              source="https://kubernetes.io/docs/concepts/overview/working-with-objects/names/")
+QUANTITY = define("k8s-quantity", "resource requests and limits are Kubernetes quantities",
+                  source="https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/"
+                         "quantity/")
+
+K8S_DEFS_URI = "https://kubernetes.io/api/_definitions.json"
+CRD_URI = "urn:mldiag-provision:lint:crds"
+DRAFT = "https://json-schema.org/draft/2020-12/schema"
+CRD_MARK = "x-mldiag-crd"  # set on every schema node that comes from crds.yaml
+
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_VERSION = re.compile(r"^v?(\d+)\.(\d+)(?:[.-].*)?$")
+
+
+# --- Kubernetes versions ----------------------------------------------------------------------
+
+@functools.lru_cache(maxsize=1)
+def schema_root() -> FsPath:
+    """The ``kubernetes-json-schema`` folder of the installed kubernetes-validate package."""
+    spec = importlib.util.find_spec("kubernetes_validate")
+    if spec is None or not spec.submodule_search_locations:
+        raise MldiagError("the kubernetes-validate package is not installed; it ships the "
+                          "Kubernetes schemas that lint needs",
+                          hint="pip install -e . (it is a dependency of mldiag-provision)")
+    return FsPath(next(iter(spec.submodule_search_locations))) / "kubernetes-json-schema"
+
+
+@functools.lru_cache(maxsize=1)
+def available_versions() -> tuple[str, ...]:
+    """Kubernetes minor versions with schemas, e.g. ``("1.25", ..., "1.37")``."""
+    found = set()
+    for d in schema_root().iterdir():
+        m = re.match(r"^v(\d+)\.(\d+)\.\d+-local-strict$", d.name)
+        if m:
+            found.add((int(m.group(1)), int(m.group(2))))
+    return tuple(f"{a}.{b}" for a, b in sorted(found))
+
+
+def resolve_version(text: str) -> str:
+    """``"1.35"``, ``"v1.35.2"`` or a GKE version ``"1.35.0-gke.3065000"`` -> ``"1.35"``.
+
+    Raises:
+      UsageError: not a version, or no schemas for it.
+    """
+    versions = available_versions()
+    m = _VERSION.match(text.strip())
+    if not m:
+        raise UsageError(f"--kubernetes-version '{text}' is not a Kubernetes version",
+                         hint=f"use MAJOR.MINOR, one of {versions[0]} .. {versions[-1]}")
+    minor = f"{int(m.group(1))}.{int(m.group(2))}"
+    if minor not in versions:
+        raise UsageError(f"no Kubernetes {minor} schemas in the installed kubernetes-validate",
+                         hint=f"use one of {', '.join(versions)}")
+    return minor
+
+
+def default_version(catalog: object | None = None) -> str:
+    """The minor version that GKE-managed ML Diagnostics needs (catalog gke.yaml), if shipped.
+
+    It is the oldest GKE a cluster with the managed add-on can run, so manifests that pass
+    against it use no field that such a cluster lacks.
+    """
+    versions = available_versions()
+    try:
+        from mldiag_provision.catalog.tpu import load_catalog
+
+        cat = catalog or load_catalog()
+        v = cat.fact_version("mlDiagnostics", "managedMinVersion")  # type: ignore[union-attr]
+        minor = f"{v.major}.{v.minor}"
+    except (CatalogError, AttributeError):
+        return versions[-1]
+    return minor if minor in versions else versions[-1]
+
+
+# --- schemas ----------------------------------------------------------------------------------
+
+def _expand(node: object) -> object:
+    """crds.yaml shorthand -> JSON Schema (see the conventions at the top of that file)."""
+    if not isinstance(node, dict):
+        return node
+    if "$k8s" in node:
+        return {"$ref": f"{K8S_DEFS_URI}#/$defs/{node['$k8s']}"}
+    if "$def" in node:
+        return {"$ref": f"{CRD_URI}#/$defs/{node['$def']}"}
+    if node.get("$intOrString"):
+        return {"type": ["integer", "string", "null"], CRD_MARK: True}
+    out = {k: v for k, v in node.items() if k not in ("properties", "items",
+                                                       "additionalProperties")}
+    out[CRD_MARK] = True
+    if isinstance(node.get("type"), str):  # CRD fields may be null (the API server prunes it)
+        out["type"] = [node["type"], "null"]
+    if "properties" in node:
+        out["properties"] = {k: _expand(v) for k, v in node["properties"].items()}
+        if not node.get("x-kubernetes-preserve-unknown-fields"):
+            out["additionalProperties"] = False
+    if isinstance(node.get("additionalProperties"), dict):
+        out["additionalProperties"] = _expand(node["additionalProperties"])
+    if "items" in node:
+        out["items"] = _expand(node["items"])
+    return out
+
+
+@dataclass(frozen=True)
+class CrdKind:
+    api_version: str
+    kind: str
+    source: str
+
+
+@functools.lru_cache(maxsize=1)
+def crd_document() -> tuple[dict, dict[tuple[str, str], CrdKind]]:
+    """The expanded CRD schemas as one JSON Schema resource, and the kinds it defines."""
+    try:
+        with open(DATA_DIR / "crds.yaml", encoding="utf-8") as f:
+            raw = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError) as exc:
+        raise CatalogError(f"cannot read lint CRD schemas: {exc}") from exc
+    defs = {name: _expand(s) for name, s in raw["definitions"].items()}
+    kinds: dict[tuple[str, str], CrdKind] = {}
+    for k in raw["kinds"]:
+        key = (k["apiVersion"], k["kind"])
+        defs[_crd_key(*key)] = _expand(k["schema"])
+        src = k["source"]
+        kinds[key] = CrdKind(k["apiVersion"], k["kind"],
+                             f"{src['url']} (schema from {src['repo']}@{src['commit'][:8]} "
+                             f"{src['path']})")
+    return {"$schema": DRAFT, "$id": CRD_URI, "$defs": defs}, kinds
+
+
+def _crd_key(api_version: str, kind: str) -> str:
+    return f"{kind}@{api_version.replace('/', '_')}"
+
+
+def _file_stem(api_version: str, kind: str) -> str:
+    """kubernetes-validate's file naming: ``rbac.authorization.k8s.io/v1`` -> ``role-rbac-v1``."""
+    prefix = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
+    return f"{kind.lower()}-{prefix}"
+
+
+def builtin_group(group: str) -> bool:
+    """Groups that Kubernetes itself serves (core, apps, batch, *.k8s.io but not *.x-k8s.io)."""
+    return (group == "" or "." not in group
+            or (group.endswith(".k8s.io") and not group.endswith(".x-k8s.io")))
+
+
+class SchemaSet:
+    """Validators for one Kubernetes minor version, built on first use and cached."""
+
+    def __init__(self, version: str) -> None:
+        self.version = version
+        self.dir = schema_root() / f"v{version}.0-local-strict"
+        self._stems = {p.name[:-5] for p in self.dir.iterdir() if p.name.endswith(".json")}
+        self._validators: dict[tuple[str, str], object] = {}
+        self._defs: dict | None = None
+        self._registry: object | None = None
+
+    # -- plumbing ---------------------------------------------------------------------------
+    def _load(self, stem: str) -> dict:
+        with open(self.dir / f"{stem}.json", encoding="utf-8") as f:
+            return json.load(f)
+
+    @property
+    def defs(self) -> dict:
+        if self._defs is None:
+            self._defs = self._load("_definitions")
+        return self._defs
+
+    def registry(self) -> object:
+        if self._registry is None:
+            from referencing import Registry, Resource
+
+            crd_doc, _ = crd_document()
+            self._registry = Registry().with_resources([
+                (K8S_DEFS_URI, Resource.from_contents(self.defs)),
+                (CRD_URI, Resource.from_contents(crd_doc)),
+            ])
+        return self._registry
+
+    def _validator(self, schema: dict) -> object:
+        return _validator_class()(schema, registry=self.registry())
+
+    @staticmethod
+    def _gvk_matches(schema: dict, api_version: str, kind: str) -> bool:
+        group, _, version = api_version.rpartition("/")
+        return any(g.get("group", "") == group and g.get("version") == version
+                   and g.get("kind") == kind
+                   for g in schema.get("x-kubernetes-group-version-kind", []))
+
+    # -- questions --------------------------------------------------------------------------
+    def validator_for(self, api_version: str, kind: str) -> tuple[object | None, str]:
+        """(validator, origin) where origin is ``"k8s"``, ``"crd"`` or ``""`` (no schema)."""
+        key = (api_version, kind)
+        if key in self._validators:
+            return self._validators[key]  # type: ignore[return-value]
+        result: tuple[object | None, str] = (None, "")
+        stem = _file_stem(api_version, kind)
+        if stem in self._stems and builtin_group(api_version.rpartition("/")[0]):
+            schema = self._load(stem)
+            if self._gvk_matches(schema, api_version, kind):
+                result = (self._validator(schema), "k8s")
+        if result[0] is None:
+            _, kinds = crd_document()
+            if key in kinds:
+                result = (self._validator({"$ref": f"{CRD_URI}#/$defs/{_crd_key(*key)}"}),
+                          "crd")
+        self._validators[key] = result  # type: ignore[assignment]
+        return result
+
+    def served_api_versions(self, kind: str) -> list[str]:
+        """apiVersions under which this Kubernetes version serves ``kind`` (built-in kinds)."""
+        out = []
+        for stem in sorted(self._stems):
+            if stem.split("-", 1)[0] != kind.lower():
+                continue
+            for g in self._load(stem).get("x-kubernetes-group-version-kind", []):
+                if g.get("kind") == kind:
+                    gv = f"{g['group']}/{g['version']}" if g.get("group") else g["version"]
+                    out.append(gv)
+        return sorted(set(out))
+
+    def kinds(self) -> list[str]:
+        """Names of the built-in kinds (CamelCase), for "did you mean"."""
+        return sorted({name.rsplit(".", 1)[1] for name, d in self.defs.get("$defs", {}).items()
+                       if isinstance(d, dict) and d.get("x-kubernetes-group-version-kind")})
+
+
+@functools.lru_cache(maxsize=1)
+def _validator_class() -> type:
+    """Draft 2020-12, except that an unquoted YAML date or timestamp counts as a string:
+    kubectl's YAML-to-JSON conversion passes it on as the text the user wrote."""
+    from jsonschema import Draft202012Validator, validators
+
+    checker = Draft202012Validator.TYPE_CHECKER.redefine(
+        "string", lambda _checker, inst: isinstance(inst, (str, datetime.date)))
+    return validators.extend(Draft202012Validator, type_checker=checker)
+
+
+@functools.lru_cache(maxsize=8)
+def schema_set(version: str) -> SchemaSet:
+    return SchemaSet(version)
+
+
+# --- errors -> problems -----------------------------------------------------------------------
+
+_TYPE_WORDS = {"string": "a string", "integer": "an integer", "number": "a number",
+               "boolean": "true or false", "object": "a mapping (key: value)",
+               "array": "a list"}
+
+
+def _type_of(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int):
+        return "an integer"
+    if isinstance(value, float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return f"a YAML {type(value).__name__}"
+
+
+def _short(value: object) -> object:
+    if isinstance(value, (dict, list)):
+        return None
+    text = repr(value)
+    return value if len(text) <= 80 else text[:77] + "..."
+
+
+class _Emit:
+    """Collects problems for one resource, located and with the rule's source."""
+
+    def __init__(self, res: Resource, origin: str, crd_source: str | None) -> None:
+        self.res = res
+        self.origin = origin
+        self.crd_source = crd_source
+        self.problems: list[Problem] = []
+
+    def add(self, rule, path: Path, message: str, *, value: object = None,
+            expected: str | None = None, hint: str | None = None,
+            severity: Severity | None = None, crd: bool = False) -> None:
+        line, col = self.res.locate(path, prefer_value=value is not None)
+        source = self.crd_source if crd and self.crd_source else rule.source
+        self.problems.append(Problem(
+            rule=rule.id, message=message, path=self.res.full_path(path), value=value,
+            expected=expected, hint=hint, file=self.res.file, line=line, column=col,
+            severity=severity or rule.severity, source=source))
+
+
+def _is_named(schema: object, defs: dict, name: str) -> bool:
+    return schema == defs.get("$defs", {}).get(name)
+
+
+def _translate(err, emit: _Emit, defs: dict) -> None:
+    path: Path = tuple(err.absolute_path)
+    schema = err.schema if isinstance(err.schema, dict) else {}
+    crd = bool(schema.get(CRD_MARK))
+    # a CRD transcribed here may be older than the one installed: its own findings only warn,
+    # except wrong types, which do not change between versions
+    soft = Severity.WARNING if crd else None
+    kw = err.validator
+    inst = err.instance
+    if kw == "additionalProperties" and isinstance(inst, dict):
+        props = schema.get("properties", {})
+        for key in inst:
+            if key in props:
+                continue
+            where = field_path(path) or "the top level"
+            emit.add(UNKNOWN_FIELD, (*path, key), f"unknown field '{key}' in {where}",
+                     value=None, severity=soft, crd=crd,
+                     expected=("one of: " + ", ".join(sorted(props))) if len(props) <= 16
+                     else None,
+                     hint=suggest(key, props) or "remove it; kubectl apply rejects unknown "
+                                                 "fields (strict field validation)")
+    elif kw == "required" and isinstance(inst, dict):
+        for key in err.validator_value:
+            if key not in inst:
+                emit.add(SCHEMA, (*path, key), f"missing required field '{key}'",
+                         severity=soft, crd=crd,
+                         hint=f"add {field_path((*path, key))}")
+    elif kw == "type":
+        wanted = err.validator_value if isinstance(err.validator_value, list) \
+            else [err.validator_value]
+        words = " or ".join(_TYPE_WORDS.get(t, t) for t in wanted if t != "null")
+        hint = None
+        if "string" in wanted and isinstance(inst, (bool, int, float)):
+            hint = (f"quote the value: \"{str(inst).lower() if isinstance(inst, bool) else inst}"
+                    "\" (YAML reads it as a " + ("boolean" if isinstance(inst, bool)
+                                                 else "number") + ")")
+        emit.add(SCHEMA, path, f"expected {words}, got {_type_of(inst)}",
+                 value=_short(inst), expected=words, hint=hint, crd=crd)
+    elif kw == "enum":
+        allowed = [str(v) for v in err.validator_value if v is not None]
+        if path in (("apiVersion",), ("kind",)):
+            return  # the schema was chosen by apiVersion and kind: cannot differ
+        emit.add(SCHEMA, path, f"'{inst}' is not an allowed value", value=_short(inst),
+                 expected=", ".join(allowed), hint=suggest(inst, allowed), severity=soft,
+                 crd=crd)
+    elif kw in ("oneOf", "anyOf"):
+        if _is_named(schema, defs, "io.k8s.apimachinery.pkg.api.resource.Quantity"):
+            what = "a quantity such as 10, 500m or 500Gi"
+        elif _is_named(schema, defs, "io.k8s.apimachinery.pkg.util.intstr.IntOrString"):
+            what = "an integer or a string"
+        else:
+            what = "one of the allowed forms"
+        emit.add(SCHEMA, path, f"expected {what}, got {_type_of(inst)}", value=_short(inst),
+                 expected=what, crd=crd)
+    else:  # minimum, maxItems, pattern, ...: jsonschema's own words are clear enough
+        emit.add(SCHEMA, path, err.message[:200], value=_short(inst), severity=soft, crd=crd)
+
+
+def _check_name(res: Resource, emit: _Emit) -> None:
+    name = res.get("metadata", "name")
+    if name is None:
+        if res.get("metadata", "generateName") is None:
+            emit.add(NAME, ("metadata", "name"), f"{res.kind} has no metadata.name",
+                     hint="add metadata.name: a lowercase DNS name such as my-tpu-job")
+        return
+    if isinstance(name, str) and (len(name) > 253 or not _DNS_SUBDOMAIN.match(name)):
+        fixed = re.sub(r"[^a-z0-9.-]+", "-", name.lower()).strip("-.")[:253]
+        emit.add(NAME, ("metadata", "name"), f"'{name}' is not a valid object name",
+                 value=name, expected="lowercase letters, digits, '-' and '.', starting and "
+                                      "ending with a letter or digit, at most 253 characters",
+                 hint=f"e.g. {fixed}" if fixed and _DNS_SUBDOMAIN.match(fixed) else None)
+
+
+def _check_quantities(node: object, path: Path, emit: _Emit, depth: int = 0) -> None:
+    """``resources.requests``/``limits`` values anywhere in the object parse as quantities."""
+    if depth > 40:
+        return
+    if isinstance(node, dict):
+        for key, value in node.items():
+            sub = (*path, key)
+            if key in ("requests", "limits") and path[-1:] == ("resources",) \
+                    and isinstance(value, dict):
+                for res_name, qty in value.items():
+                    if isinstance(qty, bool) or not isinstance(qty, (str, int, float)):
+                        continue  # wrong types are the schema's finding
+                    parsed = parse_quantity(str(qty)) if not isinstance(qty, (int, float)) \
+                        else Decimal(str(qty))
+                    if parsed is None or not parsed.is_finite() or parsed < 0:
+                        emit.add(QUANTITY, (*sub, res_name),
+                                 f"'{qty}' is not a Kubernetes quantity", value=qty,
+                                 expected="a number with an optional suffix: m, k, M, G, T, "
+                                          "Ki, Mi, Gi, Ti (e.g. 500m, 16Gi)",
+                                 hint="GB/MB are not quantity suffixes: write G or Gi"
+                                 if re.search(r"[KMGT]B$", str(qty)) else None)
+            else:
+                _check_quantities(value, sub, emit, depth + 1)
+    elif isinstance(node, list):
+        for i, item in enumerate(node):
+            _check_quantities(item, (*path, i), emit, depth + 1)
+
+
+def validate_resource(res: Resource, schemas: SchemaSet) -> list[Problem]:
+    """All schema problems of one object (never raises for bad input)."""
+    validator, origin = schemas.validator_for(res.api_version, res.kind)
+    crd_source = None
+    if origin == "crd":
+        crd_source = crd_document()[1][(res.api_version, res.kind)].source
+    emit = _Emit(res, origin, crd_source)
+    if validator is None:
+        _unknown_kind(res, schemas, emit)
+    else:
+        seen: set[tuple[Path, str]] = set()
+        for err in validator.iter_errors(res.data):  # type: ignore[attr-defined]
+            key = (tuple(err.absolute_path), err.validator)
+            if key in seen:
+                continue
+            seen.add(key)
+            _translate(err, emit, schemas.defs)
+    _check_name(res, emit)
+    _check_quantities(res.data, (), emit)
+    return emit.problems
+
+
+def _unknown_kind(res: Resource, schemas: SchemaSet, emit: _Emit) -> None:
+    group = res.group
+    gvk = f"{res.api_version} {res.kind}"
+    if builtin_group(group):
+        served = schemas.served_api_versions(res.kind)
+        if served:
+            emit.add(API_VERSION, ("apiVersion",),
+                     f"Kubernetes {schemas.version} does not serve {res.kind} as "
+                     f"{res.api_version}", value=res.api_version, expected=", ".join(served),
+                     hint=f"use apiVersion: {served[-1]}")
+        else:
+            emit.add(API_VERSION, ("kind",),
+                     f"Kubernetes {schemas.version} has no kind '{res.kind}' in "
+                     f"'{res.api_version}'", value=res.kind,
+                     hint=suggest(res.kind, schemas.kinds()))
+        return
+    _, kinds = crd_document()
+    same_group = [k for k in kinds.values() if k.api_version.rpartition("/")[0] == group]
+    if same_group:
+        options = [f"{k.api_version} {k.kind}" for k in same_group]
+        emit.add(API_VERSION, ("apiVersion",) if any(k.kind == res.kind for k in same_group)
+                 else ("kind",),
+                 f"{gvk} is not a kind this linter knows for {group}", value=res.kind,
+                 expected=", ".join(options), severity=Severity.WARNING,
+                 hint=suggest(gvk, options))
+        return
+    emit.add(NO_SCHEMA, ("kind",), f"no schema for {gvk}; its fields are not checked",
+             value=res.kind)

@@ -1,0 +1,247 @@
+"""The Cluster Director managed Slurm part of a :class:`~mldiag_provision.plan.stack.StackPlan`.
+
+``build_plan`` decides what every stack shares (labels, profiles bucket, Log Analytics, IAM
+roles, slices); :func:`extend` then replaces the GKE-shaped parts with the Slurm cluster:
+``plan.slurm`` holds the network, storage, compute resources, login nodes, node sets,
+partitions, the nodes' ML Diagnostics grants and one sbatch job per workload. Every resource
+path (``projects/P/...``) is spelled out here, so the templates only format.
+
+ML Diagnostics on Slurm is the SDK alone (no webhook, no operator exist for Compute Engine or
+Slurm): the node-set startup script installs it and writes ``/opt/mldiag/job-env.sh``, which
+each rendered sbatch script sources (slurm.yaml ``sdk``; ml-diagnostics-facts section 6).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from mldiag_provision.recipe import slurm as view
+
+if TYPE_CHECKING:
+    from mldiag_provision.catalog.tpu import Catalog
+    from mldiag_provision.plan.stack import StackPlan
+    from mldiag_provision.recipe.model import Recipe
+
+JOB_ENV = "/opt/mldiag/job-env.sh"
+SDK_VENV = "/opt/mldiag/venv"
+MASTER_PORT = 29500
+# build_plan's decisions that describe GKE things a Slurm stack does not have
+_GKE_ONLY = ("ML Diagnostics agents:", "workload ", "GKE minimum version")
+
+
+def _instance_path(project: str, location: str, name: str) -> str:
+    return name if "/" in name else f"projects/{project}/locations/{location}/instances/{name}"
+
+
+def pyxis_image(image: str) -> str:
+    """A Docker image reference in enroot's ``REGISTRY#IMAGE`` form (pyxis
+    ``--container-image``): a first path part with a dot, a colon or ``localhost`` is a
+    registry host, as Docker decides it."""
+    first, sep, rest = image.partition("/")
+    if sep and ("." in first or ":" in first or first == "localhost"):
+        return f"{first}#{rest}"
+    return image
+
+
+def _storage(recipe: Recipe, cluster: str) -> tuple[list[dict], set[str]]:
+    spec = recipe.spec
+    zone = spec.zone or ""
+    out: list[dict] = []
+    kinds: set[str] = set()
+    for st in view.slurm_spec(recipe).storage:
+        entry: dict = {"id": st.id, "mount": st.mount, "kind": None, "create": True,
+                       "name": None, "filestore": None, "lustre": None, "bucket": None}
+        if st.filestore is not None:
+            fs = st.filestore
+            loc = zone if fs.tier == "ZONAL" else spec.region
+            entry.update(kind="filestore", create=fs.create, name=_instance_path(
+                spec.project, loc, fs.name or f"{cluster}-{st.id}"),
+                filestore={"tier": fs.tier, "capacity_gb": fs.capacity_gb,
+                           "file_share": fs.file_share, "protocol": fs.protocol})
+        elif st.lustre is not None:
+            lu = st.lustre
+            entry.update(kind="lustre", create=lu.create, name=_instance_path(
+                spec.project, zone, lu.name or f"{cluster}-{st.id}"),
+                lustre={"capacity_gb": lu.capacity_gb, "filesystem": lu.filesystem,
+                        "throughput": lu.throughput})
+        elif st.bucket is not None:
+            entry.update(kind="bucket", create=st.bucket.create, name=st.bucket.name,
+                         bucket={"storage_class": st.bucket.storage_class})
+        kinds.add(str(entry["kind"]))
+        out.append(entry)
+    return out, kinds
+
+
+def _compute(recipe: Recipe, v: view.NodeSetView) -> dict:
+    spec = recipe.spec
+    cap = v.capacity
+    reservation = None
+    if cap.type == "reservation" and cap.reservation:
+        reservation = (f"projects/{cap.reservation_project or spec.project}/zones/{spec.zone}/"
+                       f"reservations/{cap.reservation}")
+    secs = view.duration_seconds(cap.max_run_duration) if cap.max_run_duration else None
+    return {"id": v.id, "capacity": cap.type, "machine_type": v.machine_type, "zone": spec.zone,
+            "reservation": reservation,
+            "max_duration": f"{secs}s" if secs is not None else None}
+
+
+def _mounts(storage: list[dict], ids: tuple[str, ...] | list[str]) -> list[dict]:
+    by_id = {s["id"]: s for s in storage}
+    return [{"id": i, "local_mount": by_id[i]["mount"]} for i in ids if i in by_id]
+
+
+def _boot_disk(disk: object) -> dict | None:
+    if disk is None:
+        return None
+    return {"type": disk.type, "size_gb": disk.size_gb}  # type: ignore[attr-defined]
+
+
+def extend(plan: StackPlan, recipe: Recipe, catalog: Catalog) -> StackPlan:
+    """Return ``plan`` with the Slurm cluster in ``plan.slurm`` (and no GKE parts).
+
+    Call only after preflight reported no errors.
+    """
+    from mldiag_provision.catalog.slurm import load_slurm_facts
+
+    facts = load_slurm_facts()
+    spec = recipe.spec
+    sspec = view.slurm_spec(recipe)
+    cluster = plan.cluster["name"]
+    diag = dict(plan.diagnostics)
+    decisions = [d for d in plan.decisions if not d.startswith(_GKE_ONLY)]
+
+    net = sspec.network
+    net_name = net.name or f"{cluster}-net"
+    network = {
+        "id": "network", "create": net.create,
+        "network": net_name if "/" in net_name else
+        f"projects/{spec.project}/global/networks/{net_name}",
+        "subnetwork": None if net.subnetwork is None else (
+            net.subnetwork if "/" in net.subnetwork else
+            f"projects/{spec.project}/regions/{spec.region}/subnetworks/{net.subnetwork}"),
+    }
+    decisions.append(("new network " if net.create else "existing network ")
+                     + network["network"]
+                     + (f", subnetwork {network['subnetwork']}" if network["subnetwork"] else ""))
+
+    storage, kinds = _storage(recipe, cluster)
+    for st in storage:
+        what = {"filestore": "Filestore", "lustre": "Managed Lustre",
+                "bucket": "Cloud Storage bucket"}[st["kind"]]
+        decisions.append(f"storage {st['id']}: {'new' if st['create'] else 'existing'} {what} "
+                         f"{st['name']} mounted at {st['mount']}")
+
+    views = view.node_sets(recipe)
+    parts = view.partitions(recipe, views)
+    default = view.default_partition(recipe, parts, views)
+    gpu_of = {s.name: s for s in plan.slices}
+    node_sets: list[dict] = []
+    compute: list[dict] = []
+    for v in views:
+        sl = spec.slices[v.slice_index] if v.slice_index is not None else None
+        sp = gpu_of.get(sl.name) if sl is not None else None
+        compute.append(_compute(recipe, v))
+        node_sets.append({
+            "id": v.id, "compute_id": v.id, "slice": sl.name if sl is not None else None,
+            "machine_type": v.machine_type, "gpus_per_node": sp.chips_per_vm if sp else None,
+            "static_node_count": v.static_node_count,
+            "max_dynamic_node_count": v.max_dynamic_node_count,
+            "storage": _mounts(storage, v.storage), "startup_script": v.startup_script,
+            "boot_disk": _boot_disk(v.boot_disk), "labels": dict(plan.labels),
+        })
+        cap = compute[-1]
+        how = cap["capacity"] + (f" ({cap['reservation']}: the reservation fixes machine type "
+                                 "and zone)" if cap["reservation"] else "")
+        if cap["max_duration"]:
+            how += f", at most {cap['max_duration']} per VM"
+        dyn = (f" + up to {v.max_dynamic_node_count} dynamic"
+               if v.max_dynamic_node_count else "")
+        decisions.append(f"node set {v.id}: {v.static_node_count} static{dyn} x "
+                         f"{v.machine_type}, {how}"
+                         + (f", slice {sl.name}" if sl is not None else "")
+                         + (" (a node set of its own: no nodeSets entry names the slice)"
+                            if v.index is None else ""))
+    partitions = [{"id": p.id, "node_set_ids": list(p.node_sets)} for p in parts]
+    if not sspec.partitions:
+        decisions.append("partitions: one per node set (" + ", ".join(p.id for p in parts)
+                         + ")" + (f", default {default}" if default else ""))
+    elif default:
+        decisions.append(f"default partition: {default}")
+
+    login = sspec.login_nodes
+    login_nodes = {
+        "count": login.count, "machine_type": login.machine_type,
+        "zone": login.zone or spec.zone, "enable_os_login": login.enable_os_login,
+        "enable_public_ips": login.enable_public_ips, "startup_script": login.startup_script,
+        "storage": _mounts(storage, login.storage if login.storage is not None
+                           else [s["id"] for s in storage]),
+        "boot_disk": _boot_disk(login.boot_disk), "labels": dict(plan.labels),
+    }
+
+    # The nodes run as the Compute Engine default service account unless told otherwise: the
+    # API has no service-account field (slurm.yaml cluster.nodeServiceAccount, confidence L).
+    sa = sspec.node_service_account
+    decisions.append("ML Diagnostics: the SDK on every node (startup script: pip install "
+                     f"{sspec.sdk_package}); IAM roles for the nodes' service account "
+                     + (sa or "(the Compute Engine default service account)")
+                     + f"; jobs source {JOB_ENV} for one MLRun per job")
+
+    part_of = {}
+    for p in parts:
+        for ref in p.node_sets:
+            part_of.setdefault(ref, []).append(p.id)
+    ns_of_slice = {v.slice_index: v for v in views if v.slice_index is not None}
+    storage_by_id = {s["id"]: s for s in storage}
+    jobs: list[dict] = []
+    for w in spec.workloads:
+        idx = next(i for i, s in enumerate(spec.slices) if s.name == w.slice)
+        v = ns_of_slice[idx]
+        sp = gpu_of[w.slice]
+        candidates = part_of.get(v.id, [])
+        partition = default if default in candidates else candidates[0]
+        gpus = w.gpus_per_pod or sp.chips_per_vm
+        mounts = [storage_by_id[i]["mount"] for i in v.storage if i in storage_by_id]
+        jobs.append({
+            "name": w.name, "slice": w.slice, "node_set": v.id, "partition": partition,
+            "nodes": sp.vms, "gpus_per_node": gpus, "machine_type": sp.machine_type,
+            "image": w.image, "pyxis_image": pyxis_image(w.image),
+            "container_runtime": sspec.container_runtime, "container_mounts": mounts,
+            "command": list(w.command), "args": list(w.args), "env": dict(w.env),
+            "ml_diagnostics": diag["enabled"] and w.ml_diagnostics,
+        })
+        runner = ("srun --container-image (pyxis)" if sspec.container_runtime == "pyxis"
+                  else "srun on the nodes (no container)")
+        decisions.append(f"workload {w.name}: slurm/{w.name}.sbatch, partition {partition}, "
+                         f"{sp.vms} node(s) x {gpus} GPUs, {runner}")
+
+    if diag["iam"]["mode"] == "predefined":
+        iam_what = ", ".join(diag["iam"]["roles"])
+    else:
+        iam_what = f"custom role {diag['iam']['custom_role_id']}"
+    services = sorted({*plan.services, *(str(s["service"]) for s in facts.services(kinds))}
+                      - {"container.googleapis.com", "iamcredentials.googleapis.com"})
+    for key in ("kubernetes", "namespace_label", "service_account"):
+        diag.pop(key, None)
+    diag.update(agents="sdk", workload_identity_binding=False)
+    slurm = {
+        "cluster_id": cluster, "location": spec.region, "zone": spec.zone,
+        "deletion_policy": "PREVENT" if spec.orchestrator.deletion_protection else "DELETE",
+        "description": f"ML Diagnostics stack {recipe.metadata.name} (mldiag-provision)",
+        "network": network, "storage": storage, "compute": compute,
+        "login_nodes": login_nodes, "node_sets": node_sets, "partitions": partitions,
+        "default_partition": default,
+        "node_service_account": sa, "node_roles_summary": iam_what,
+        "sdk": {"enabled": diag["enabled"], "package": sspec.sdk_package,
+                "pip_index_url": sspec.pip_index_url, "venv": SDK_VENV, "job_env": JOB_ENV,
+                "profiles_gcs_path": f"gs://{diag['profiles_bucket']['name']}",
+                "mlrun_region": diag["mlrun_region"]},
+        "master_port": MASTER_PORT,
+        "jobs": jobs,
+    }
+    cluster_info = {"name": cluster, "type": "slurm", "location": spec.region,
+                    "zone": spec.zone,
+                    "deletion_protection": spec.orchestrator.deletion_protection}
+    return dataclasses.replace(plan, cluster=cluster_info, diagnostics=diag, services=services,
+                               workloads=[], node_pools=[], agents=None, decisions=decisions,
+                               slurm=slurm)

@@ -1,0 +1,105 @@
+"""The Slurm side of a stack: one sbatch script per workload (``slurm/<name>.sbatch``) and the
+stack's README. Kubernetes manifests (:mod:`.k8s`) are for GKE only.
+
+Every recipe value reaches a script through :func:`shlex.quote` (one inert shell word,
+newlines and all); ``#SBATCH`` lines carry only names the recipe model restricts to DNS labels,
+and numbers. Preflight (``slurm-workload``) has already refused environment names bash cannot
+export and NUL characters.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+from mldiag_provision.plan.stack import StackPlan
+
+
+def _q(value: object) -> str:
+    return shlex.quote(str(value))
+
+
+def sbatch(plan: StackPlan, job: dict, banner: str) -> str:
+    """The batch script of one workload."""
+    slurm = plan.slurm or {}
+    sdk = slurm["sdk"]
+    lines = [
+        "#!/bin/bash",
+        banner,
+        f"# Workload {job['name']}: slice {job['slice']} = {job['nodes']} x "
+        f"{job['machine_type']}, {job['gpus_per_node']} GPUs per node.",
+        f"# Submit from a login node: sbatch slurm/{job['name']}.sbatch",
+        f"#SBATCH --job-name={job['name']}",
+        f"#SBATCH --partition={job['partition']}",
+        f"#SBATCH --nodes={job['nodes']}",
+        "#SBATCH --ntasks-per-node=1",
+        f"#SBATCH --gpus-per-node={job['gpus_per_node']}",
+        "#SBATCH --exclusive",
+        "#SBATCH --output=%x-%j.out",
+        "set -euo pipefail",
+        "",
+    ]
+    if job["ml_diagnostics"]:
+        lines += [
+            "# ML Diagnostics: one MLRun for the whole job, whichever host calls",
+            "# machinelearning_run(): SLURM_JOB_START_TIME and RUN_WORKLOAD_ID (the same on every",
+            "# host), MLDIAG_RUN_NAME, MLDIAG_MLRUN_REGION and MLDIAG_PROFILES_GCS_PATH",
+            "# (pass them on as region= and gcs_path=). Written by the node startup script.",
+            f"source {_q(sdk['job_env'])}",
+            "",
+        ]
+    lines += [
+        "# Rendezvous for multi-node launchers (torchrun, jax.distributed): the first node.",
+        'MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"',
+        "export MASTER_ADDR",
+        f"export MASTER_PORT={int(slurm['master_port'])}",
+    ]
+    if job["env"]:
+        lines += ["", "# The recipe's environment."]
+        lines += [f"export {name}={_q(value)}" for name, value in job["env"].items()]
+    argv = [*job["command"], *job["args"]]
+    if job["container_runtime"] == "pyxis":
+        srun = ["srun", f"--container-image={job['pyxis_image']}"]
+        if job["container_mounts"]:
+            srun.append("--container-mounts=" + ",".join(f"{m}:{m}" for m in
+                                                         job["container_mounts"]))
+        lines += ["", "# The workload's image on every node (pyxis/enroot); the environment "
+                      "above is passed in."]
+    else:
+        srun = ["srun"]
+        lines += ["", "# No container: the command runs on the nodes, with the ML Diagnostics "
+                      "SDK's venv first on PATH.",
+                  f'export PATH={_q(sdk["venv"] + "/bin")}:"$PATH"']
+    words = [_q(w) for w in srun + argv]
+    lines.append(" \\\n  ".join(words))
+    return "\n".join(lines) + "\n"
+
+
+def files(plan: StackPlan, banner: str) -> dict[str, bytes]:
+    """``slurm/<workload>.sbatch`` for every workload of a Slurm plan."""
+    return {f"slurm/{job['name']}.sbatch": sbatch(plan, job, banner).encode("utf-8")
+            for job in (plan.slurm or {}).get("jobs", [])}
+
+
+def readme(plan: StackPlan, banner: str) -> str:
+    """README.md of a Slurm stack: decisions and the steps in order."""
+    slurm = plan.slurm or {}
+    lines = [banner, "", f"# Stack `{plan.name}`", "",
+             f"Blueprint `{plan.blueprint}`, project `{plan.project}`, region `{plan.region}`, "
+             f"zone `{slurm.get('zone')}`.", "", "## Decisions", ""]
+    lines += [f"- {d}" for d in plan.decisions]
+    lines += ["", "## Apply", "", "```sh", "# 1. project pieces, IAM for the nodes, the cluster",
+              "terraform init", "terraform plan -out tfplan", "terraform apply tfplan",
+              "# 2. on a login node (terraform output login_instances), with slurm/ copied there"]
+    lines += [f"sbatch slurm/{job['name']}.sbatch" for job in slurm.get("jobs", [])]
+    lines += ["```", "", "## ML Diagnostics on Slurm", "",
+              "- Every compute node installs the SDK at boot "
+              f"(`{slurm['sdk']['package']}` in `{slurm['sdk']['venv']}`) and writes "
+              f"`{slurm['sdk']['job_env']}`; job scripts source it, so every host of a job "
+              "joins one MLRun. Its log: `/var/log/mldiag-startup.log`.",
+              "- The nodes need egress to the Python package index (Cloud NAT, or "
+              "`spec.slurm.pipIndexUrl` for a mirror).",
+              "- Container images bring their own SDK (`pip install google-cloud-mldiagnostics`); "
+              "`srun --container-image` needs the pyxis plugin, and pulling from Artifact "
+              "Registry needs enroot credentials on the nodes.",
+              ""]
+    return "\n".join(lines)

@@ -1,0 +1,258 @@
+"""The one seam through which mldiag-provision runs external programs.
+
+Design constraints:
+  * argv lists only, never a shell string;
+  * every run of a command of ours gets one log file (``<work dir>/.mldiag/logs/
+    <command>-<UTC time>.log``) holding each program's argv, working directory, output and
+    exit status, so that an error message can point at the whole story;
+  * stdout is streamed line by line to a callback (Terraform's ``-json`` event stream);
+  * :class:`RecordingRunner` records argv instead of running (dry runs, transcripts, tests),
+    answering with canned results;
+  * the child runs in its own session: a Ctrl-C (or SIGTERM) reaching us is forwarded to it
+    as SIGINT, so Terraform stops gracefully (finishes the operations in flight and writes
+    its state), and if we are killed outright the child is not: it finishes and leaves a
+    consistent state. ``keep_fds`` lets a lock file descriptor travel with the child, so that
+    a lock outlives us while the child runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+LineHandler = Callable[[str], None]
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What one program run returned."""
+
+    argv: tuple[str, ...]
+    returncode: int
+    duration_s: float
+    stdout_tail: tuple[str, ...] = ()
+    stderr_tail: tuple[str, ...] = ()
+    interrupted: bool = False
+    stdout: str | None = None  # the whole stdout, only when ``capture=True``
+
+
+def utc_stamp() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+
+
+class CommandRunner:
+    """Runs argv lists, logging everything to one log file.
+
+    Args:
+      log_path: the log file of this run of our command (created on first use); ``None``
+        logs nowhere.
+      env: extra environment for every program (on top of ``os.environ``).
+      tail_lines: how many trailing stdout/stderr lines a :class:`RunResult` keeps.
+    """
+
+    def __init__(self, log_path: Path | None = None, *, env: Mapping[str, str] | None = None,
+                 tail_lines: int = 40) -> None:
+        self.log_path = log_path
+        self.env = dict(env or {})
+        self.tail_lines = tail_lines
+        self._log: IO[str] | None = None
+        self._log_lock = threading.Lock()
+
+    # -- logging ------------------------------------------------------------------------------
+    def log(self, text: str) -> None:
+        """Append ``text`` (one or more lines) to the log."""
+        if self.log_path is None:
+            return
+        with self._log_lock:
+            if self._log is None:
+                self.log_path.parent.mkdir(parents=True, exist_ok=True)
+                self._log = open(self.log_path, "a", encoding="utf-8")  # noqa: SIM115
+            self._log.write(text if text.endswith("\n") else text + "\n")
+            self._log.flush()
+
+    def close(self) -> None:
+        with self._log_lock:
+            if self._log is not None:
+                self._log.close()
+                self._log = None
+
+    def _spool_dir(self) -> str | None:
+        if self.log_path is None:
+            return None
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        return str(self.log_path.parent)
+
+    # -- running ------------------------------------------------------------------------------
+    def run(self, argv: Sequence[str], *, cwd: Path, task: str,
+            on_line: LineHandler | None = None, env: Mapping[str, str] | None = None,
+            capture: bool = False, keep_fds: Iterable[int] = ()) -> RunResult:
+        """Run ``argv`` in ``cwd``; never raises for a non-zero exit (the caller decides).
+
+        Args:
+          task: a few words for the log ("terraform plan").
+          on_line: called with each stdout line (without the newline), as it arrives.
+          capture: keep the whole stdout in :attr:`RunResult.stdout`.
+          keep_fds: file descriptors the child inherits (e.g. a held lock).
+
+        Raises:
+          FileNotFoundError: the program does not exist.
+          KeyboardInterrupt: we were interrupted; the child was told to stop (SIGINT) and
+            has exited by the time this is raised.
+        """
+        argv = [str(a) for a in argv]
+        full_env = {**os.environ, **self.env, **(env or {})}
+        self.log(f"\n=== {utc_stamp()} {task}\n$ {_quote(argv)}\n  (in {cwd})")
+        # The child writes to files, never to pipes: if we die, its writes cannot fail
+        # (a Go program exits on SIGPIPE), so it finishes its work and its state stays whole.
+        spool = Path(tempfile.mkdtemp(prefix=".run-", dir=self._spool_dir()))
+        out_path, err_path = spool / "stdout", spool / "stderr"
+        out_tail: deque[str] = deque(maxlen=self.tail_lines)
+        err_tail: deque[str] = deque(maxlen=self.tail_lines)
+        captured: list[str] = []
+
+        def take(line: str) -> None:
+            out_tail.append(line)
+            if capture:
+                captured.append(line)
+            self.log(line)
+            if on_line is not None:
+                on_line(line)
+
+        started = time.monotonic()
+        interrupted = False
+        previous = _install_sigterm_as_interrupt()
+        try:
+            with open(out_path, "wb") as fout, open(err_path, "wb") as ferr:
+                proc = subprocess.Popen(argv, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,
+                                        stdout=fout, stderr=ferr, start_new_session=True,
+                                        pass_fds=tuple(keep_fds))
+            with open(out_path, encoding="utf-8", errors="replace", newline="\n") as reader:
+                try:
+                    _follow(reader, proc, take)
+                except KeyboardInterrupt:
+                    interrupted = True
+                    self.log("[mldiag] interrupted: sending SIGINT to the child and waiting "
+                             "for it to stop gracefully")
+                    _wait_gracefully(proc)
+                    _follow(reader, proc, take)
+            for line in err_path.read_text(encoding="utf-8", errors="replace").splitlines():
+                err_tail.append(line)
+                self.log(f"[stderr] {line}")
+        finally:
+            _restore_sigterm(previous)
+            shutil.rmtree(spool, ignore_errors=True)
+        result = RunResult(tuple(argv), proc.returncode, time.monotonic() - started,
+                           tuple(out_tail), tuple(err_tail), interrupted,
+                           "\n".join(captured) if capture else None)
+        self.log(f"=== exit {proc.returncode} after {result.duration_s:.2f}s")
+        if interrupted:
+            raise KeyboardInterrupt
+        return result
+
+
+def _follow(reader: IO[str], proc: subprocess.Popen[bytes], take: LineHandler) -> None:
+    """Feed each complete line the child writes to ``reader``'s file to ``take``, as it
+    arrives, until the child has exited and everything it wrote was read. A partial last
+    line waits in the reader's position: ``readline`` returns it again once complete."""
+    while True:
+        pos = reader.tell()
+        chunk = reader.readline()
+        if chunk.endswith("\n"):
+            take(chunk[:-1])
+            continue
+        if proc.poll() is not None:
+            for line in (chunk + reader.read()).splitlines():
+                take(line)
+            return
+        reader.seek(pos)  # incomplete line: read it again when the child has finished it
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=0.01)
+
+
+def _wait_gracefully(proc: subprocess.Popen[bytes]) -> None:
+    """SIGINT the child; a second Ctrl-C sends another (Terraform then stops at once)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGINT)
+    while True:
+        try:
+            proc.wait()
+            return
+        except KeyboardInterrupt:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGINT)
+
+
+def _install_sigterm_as_interrupt() -> object:
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, handler)
+
+
+def _restore_sigterm(previous: object) -> None:
+    if previous is not None and threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, previous)  # type: ignore[arg-type]
+
+
+def _quote(argv: Sequence[str]) -> str:
+    import shlex
+
+    return " ".join(shlex.quote(a) for a in argv)
+
+
+Responder = Callable[[tuple[str, ...], Path], "tuple[int, str] | None"]
+
+
+@dataclass
+class Recorded:
+    task: str
+    argv: tuple[str, ...]
+    cwd: Path
+
+
+@dataclass
+class RecordingRunner(CommandRunner):
+    """Records what would run instead of running it (dry runs, transcripts, tests).
+
+    ``responder(argv, cwd)`` may return ``(exit code, stdout text)`` for a command; the
+    default answer is ``(0, "")``. Each stdout line is fed to ``on_line`` as a real run would.
+    """
+
+    responder: Responder | None = None
+    calls: list[Recorded] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        CommandRunner.__init__(self, None)
+
+    def run(self, argv: Sequence[str], *, cwd: Path, task: str,
+            on_line: LineHandler | None = None, env: Mapping[str, str] | None = None,
+            capture: bool = False, keep_fds: Iterable[int] = ()) -> RunResult:
+        args = tuple(str(a) for a in argv)
+        self.calls.append(Recorded(task, args, cwd))
+        answer = self.responder(args, cwd) if self.responder else None
+        code, text = answer if answer is not None else (0, "")
+        lines = text.splitlines()
+        for line in lines:
+            if on_line is not None:
+                on_line(line)
+        return RunResult(args, code, 0.0, tuple(lines[-self.tail_lines:]), (), False,
+                         text if capture else None)
+
+    def transcript(self) -> str:
+        """One ``$ argv`` line per recorded call (paths relative to each call's cwd)."""
+        return "".join(f"$ {_quote(c.argv)}\n" for c in self.calls)

@@ -1,0 +1,1 @@
+"""Verify a live cluster against what a recipe's stack promised (``mldiag-provision verify``)."""

@@ -1,0 +1,150 @@
+"""End to end through OUR commands, with the real terraform binary and the offline stand-in
+providers (real schemas, local "cloud"): apply -> plan (no changes, exit 0 with
+--detailed-exitcode) -> output -> destroy, for every example recipe; plus drift, the
+destructive-change guard, confirmation and deletion protection."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from engine.conftest import cloud_objects, offline_recipe
+from stack_support import RECIPES
+
+pytestmark = pytest.mark.terraform
+
+
+def _rc(result: tuple[int, str, str]) -> int:
+    return result[0]
+
+
+@pytest.mark.parametrize("recipe", RECIPES, ids=[r.stem for r in RECIPES])
+def test_apply_replan_destroy(recipe: Path, tmp_path: Path, offline, cli) -> None:
+    if offline is None:
+        return  # explicitly allowed by MLDIAG_ALLOW_NO_TERRAFORM=1
+    r = str(offline_recipe(recipe, tmp_path / "recipe.yaml"))
+    work = str(tmp_path / "work")
+
+    code, out, err = cli("apply", r, "-o", work, "--auto-approve")
+    assert code == 0, out + err
+    assert "apply complete:" in out and " created" in out
+    created = sum(cloud_objects(offline).values())
+    assert created >= 5, cloud_objects(offline)
+
+    code, out, err = cli("plan", r, "-o", work, "--detailed-exitcode")
+    assert code == 0, out + err
+    assert "no changes" in out
+
+    code, out, err = cli("destroy", r, "-o", work, "--auto-approve")
+    assert code == 0, out + err
+    assert "destroy complete:" in out
+    assert sum(cloud_objects(offline).values()) == 0, cloud_objects(offline)
+
+
+AUTOPILOT = next(r for r in RECIPES if r.stem == "tpu-v4-2x2x4-autopilot")
+
+
+def test_drift_check_exit_codes(tmp_path: Path, offline, cli) -> None:
+    if offline is None:
+        return
+    r = str(offline_recipe(AUTOPILOT, tmp_path / "recipe.yaml"))
+    work = str(tmp_path / "work")
+    assert _rc(cli("apply", r, "-o", work, "--auto-approve")) == 0
+    assert _rc(cli("plan", r, "-o", work, "--detailed-exitcode")) == 0
+    code, out, err = cli("output", r, "-o", work, "--output", "json")
+    assert code == 0, err
+    assert json.loads(out)["cluster_name"] == "tpu-v4-multihost"
+    code, out, err = cli("output", r, "-o", work, "--name", "profiles_bucket")
+    assert (code, out) == (0, "gs://my-ml-project-tpu-v4-multihost-profiles\n"), err
+    # Someone changes the bucket's labels by hand in the "cloud".
+    bucket = next((offline / "google_storage_bucket").glob("*.json"))
+    doc = json.loads(bucket.read_text())
+    doc["state"]["labels"] = {"edited": "by-hand"}
+    bucket.write_text(json.dumps(doc))
+    code, out, err = cli("plan", r, "-o", work, "--detailed-exitcode")
+    assert code == 2, out + err
+    assert "drift: module.profiles_bucket.google_storage_bucket.this[0]" in out
+    assert "1 to update" in out
+    # Without the flag a plan with changes is still a success.
+    assert _rc(cli("plan", r, "-o", work)) == 0
+
+
+def test_destructive_change_is_announced_and_needs_confirmation(tmp_path: Path, offline, cli,
+                                                                monkeypatch) -> None:
+    if offline is None:
+        return
+    r = offline_recipe(AUTOPILOT, tmp_path / "recipe.yaml")
+    work = str(tmp_path / "work")
+    assert _rc(cli("apply", str(r), "-o", work, "--auto-approve")) == 0
+    before = sorted(p.read_text() for p in offline.rglob("*.json"))
+    moved = offline_recipe(AUTOPILOT, tmp_path / "moved.yaml", zone=None,
+                           region="us-central1")
+
+    code, out, err = cli("plan", str(moved), "-o", work, "--output", "json")
+    assert code == 0, out + err
+    plan = json.loads(out)
+    assert plan["summary"]["replace"] >= 2, plan["summary"]  # cluster and bucket move
+    assert any("REPLACES the GKE cluster" in d for d in plan["dangers"]), plan["dangers"]
+
+    # Not a terminal, no --auto-approve: refused (exit 3), loud warning, nothing changed.
+    code, out, err = cli("apply", str(moved), "-o", work)
+    assert code == 3, out + err
+    assert "WARNING: this plan has" in err and "REPLACES the GKE cluster" in err
+    assert "--auto-approve" in err
+    assert sorted(p.read_text() for p in offline.rglob("*.json")) == before
+
+    # On a terminal, anything but "yes" cancels.
+    class Tty(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr("sys.stdin", Tty("no\n"))
+    code, out, err = cli("apply", str(moved), "-o", work)
+    assert code == 3 and "cancelled" in err, out + err
+    assert sorted(p.read_text() for p in offline.rglob("*.json")) == before
+    monkeypatch.setattr("sys.stdin", Tty("yes\n"))
+    code, out, err = cli("apply", str(moved), "-o", work)
+    assert code == 0, out + err
+    assert "THIS IS DESTRUCTIVE" in out and "apply complete" in out
+    assert _rc(cli("plan", str(moved), "-o", work, "--detailed-exitcode")) == 0
+
+
+def test_deletion_protection_blocks_destroy_with_one_actionable_line(tmp_path: Path, offline,
+                                                                    cli) -> None:
+    if offline is None:
+        return
+    protected = str(offline_recipe(AUTOPILOT, tmp_path / "recipe.yaml",
+                                   deletion_protection=None))  # the recipe's default: on
+    work = tmp_path / "work"
+    assert _rc(cli("apply", protected, "-o", str(work), "--auto-approve")) == 0
+    code, out, err = cli("destroy", protected, "-o", str(work), "--auto-approve")
+    assert code == 4, out + err
+    first = next(line for line in err.splitlines() if line.startswith("error:"))
+    assert first.startswith("error: terraform destroy failed "
+                            "(module.cluster.google_container_cluster.this): "
+                            "the cluster has deletion protection on"), err
+    assert "deletionProtection: false" in err
+    log = err.split("full log: ")[1].split()[0]
+    assert Path(log).is_file() and "Cannot destroy cluster" in Path(log).read_text()
+    # The cluster survived; turning protection off and re-applying makes destroy work.
+    assert cloud_objects(offline).get("google_container_cluster") == 1
+    unprotected = str(offline_recipe(AUTOPILOT, tmp_path / "recipe2.yaml"))
+    assert _rc(cli("apply", unprotected, "-o", str(work), "--auto-approve")) == 0
+    assert _rc(cli("destroy", unprotected, "-o", str(work), "--auto-approve")) == 0
+    assert cloud_objects(offline) == {}
+
+
+def test_work_dir_of_another_recipe_is_refused(tmp_path: Path, offline, cli) -> None:
+    if offline is None:
+        return
+    r = str(offline_recipe(AUTOPILOT, tmp_path / "recipe.yaml"))
+    other = str(offline_recipe(next(x for x in RECIPES if x.stem.startswith("tpu7x")),
+                               tmp_path / "other.yaml"))
+    work = str(tmp_path / "work")
+    assert _rc(cli("plan", r, "-o", work)) == 0
+    code, out, err = cli("apply", other, "-o", work, "--auto-approve")
+    assert code == 3, out + err
+    assert "holds" in err

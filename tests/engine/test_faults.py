@@ -1,0 +1,212 @@
+"""Faults: Terraform failing mid-apply, and the process being interrupted or killed
+mid-apply. Each time the error is one actionable line (plus the log path), the state stays
+intact, and the next ``apply`` converges (a re-plan then shows no changes)."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.conftest import cloud_objects, offline_recipe
+from stack_support import RECIPES
+
+pytestmark = pytest.mark.terraform
+
+RECIPE = next(r for r in RECIPES if r.stem == "tpu-v4-2x2x4-autopilot")
+CLUSTER = "module.cluster.google_container_cluster.this"
+
+
+def state_addresses(work: Path) -> set[str]:
+    path = work / "terraform.tfstate"
+    if not path.is_file():
+        return set()
+    try:
+        doc = json.loads(path.read_text())
+    except ValueError:  # being written (terraform truncates, then writes)
+        return set()
+    out = set()
+    for r in doc.get("resources", []):
+        if not r.get("instances"):  # terraform lists a resource before it has an object
+            continue
+        prefix = (r["module"] + ".") if r.get("module") else ""
+        mode = "data." if r["mode"] == "data" else ""
+        out.add(f"{prefix}{mode}{r['type']}.{r['name']}")
+    return out
+
+
+def wait_for(predicate, timeout: float, what: str,
+             proc: subprocess.Popen[str] | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        if proc is not None and proc.poll() is not None:
+            out, err = proc.communicate()
+            raise AssertionError(f"exited {proc.returncode} before {what}:\n{out}\n{err}")
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def lock_free(work: Path) -> bool:
+    fd = os.open(work / ".mldiag/lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        return True
+    except BlockingIOError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def converges(cli, recipe: str, work: Path) -> None:
+    code, out, err = cli("apply", recipe, "-o", str(work), "--auto-approve")
+    assert code == 0, out + err
+    code, out, err = cli("plan", recipe, "-o", str(work), "--detailed-exitcode")
+    assert code == 0, out + err
+
+
+def test_terraform_failing_mid_apply(tmp_path: Path, offline, cli, monkeypatch) -> None:
+    if offline is None:
+        return  # explicitly allowed by MLDIAG_ALLOW_NO_TERRAFORM=1
+    r = str(offline_recipe(RECIPE, tmp_path / "recipe.yaml"))
+    work = tmp_path / "work"
+    monkeypatch.setenv("MLDIAG_STANDIN_FAIL", "google_container_cluster:googleapi: Error 403: "
+                       "Permission denied on resource project my-ml-project., forbidden")
+    code, out, err = cli("apply", r, "-o", str(work), "--auto-approve")
+    assert code == 4, out + err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert errors == [f"error: terraform apply failed ({CLUSTER}): permission denied by "
+                      "Google Cloud"], err
+    hint = next(line for line in err.splitlines() if "hint:" in line)
+    log = Path(hint.split("full log: ")[1].strip())
+    assert log.is_file() and "Error 403" in log.read_text()
+    assert f"FAIL {CLUSTER}" in out  # the live progress showed which resource failed
+    # What finished before the failure is in the state (and in the "cloud"); the cluster not.
+    done = state_addresses(work)
+    assert "module.services.google_project_service.this" in done
+    assert CLUSTER not in done and "google_container_cluster" not in cloud_objects(offline)
+    monkeypatch.delenv("MLDIAG_STANDIN_FAIL")
+    converges(cli, r, work)
+    assert CLUSTER in state_addresses(work)
+
+
+def _start_apply(recipe: str, work: Path, delay: str) -> subprocess.Popen[str]:
+    env = dict(os.environ, MLDIAG_STANDIN_DELAY=delay, NO_COLOR="1")
+    return subprocess.Popen([sys.executable, "-m", "mldiag_provision", "apply", recipe,
+                             "-o", str(work), "--auto-approve"], env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def test_killed_mid_apply_keeps_state_and_lock_then_converges(tmp_path: Path, offline,
+                                                              cli) -> None:
+    if offline is None:
+        return
+    r = str(offline_recipe(RECIPE, tmp_path / "recipe.yaml"))
+    work = tmp_path / "work"
+    proc = _start_apply(r, work, "google_container_cluster:4")
+    try:
+        wait_for(lambda: "google_project_service" in cloud_objects(offline), 60,
+                 "the apply to start creating resources", proc)
+        proc.kill()  # SIGKILL: no cleanup at all in our process
+        proc.wait(timeout=10)
+        # terraform runs on in its own session and still holds the work-directory lock:
+        code, out, err = cli("apply", r, "-o", str(work), "--auto-approve")
+        assert code == 3, out + err
+        assert "in use by another run" in err and '"command": "apply"' in err
+        assert "the terraform it started is still finishing" in err
+        wait_for(lambda: lock_free(work), 60, "the orphaned terraform to finish")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert CLUSTER in state_addresses(work)  # it finished the apply and saved the state
+    converges(cli, r, work)
+
+
+def test_interrupted_apply_stops_gracefully_then_converges(tmp_path: Path, offline,
+                                                           cli) -> None:
+    if offline is None:
+        return
+    r = str(offline_recipe(RECIPE, tmp_path / "recipe.yaml"))
+    work = tmp_path / "work"
+    proc = _start_apply(r, work, "google_container_cluster:3")
+    wait_for(lambda: "google_project_service" in cloud_objects(offline), 60,
+             "the apply to start creating resources", proc)
+    proc.send_signal(signal.SIGINT)  # Ctrl-C
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, out + err
+    assert "interrupted: terraform was stopped gracefully and its state saved" in err
+    assert lock_free(work)
+    # Terraform let the operations in flight finish and recorded them:
+    assert state_addresses(work) and all(
+        t in cloud_objects(offline) for t in ("google_project_service",))
+    converges(cli, r, work)
+
+
+def _terraform_pids(work: Path) -> list[int]:
+    pids = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmd = (proc / "cmdline").read_bytes().split(b"\0")
+            cwd = os.readlink(proc / "cwd")
+        except OSError:
+            continue
+        if cmd and cmd[0].endswith(b"terraform") and b"apply" in cmd and cwd == str(work):
+            pids.append(int(proc.name))
+    return pids
+
+
+def test_terraform_killed_mid_apply_then_converges(tmp_path: Path, offline, cli) -> None:
+    """terraform itself SIGKILLed (with its plugins) while the cluster is being created:
+    what it had recorded stays in the state, the in-flight cluster was never created, and
+    the next apply converges. (Terraform writes its state after each resource; a kill in
+    the instant between Google creating an object and that write would leave the object out
+    of the state, which the next apply reports as "already exists": see the next test.)"""
+    if offline is None:
+        return
+    r = str(offline_recipe(RECIPE, tmp_path / "recipe.yaml"))
+    work = tmp_path / "work"
+    independent = {"module.services.google_project_service.this",
+                   "module.profiles_bucket.google_storage_bucket.this",
+                   "module.log_analytics.google_logging_project_bucket_config.default",
+                   "module.workload_identity.google_service_account.this"}
+    proc = _start_apply(r, work, "google_container_cluster:5")
+    try:
+        wait_for(lambda: independent <= state_addresses(work) and _terraform_pids(
+            work.resolve()), 60, "everything but the cluster to be applied", proc)
+        pid = _terraform_pids(work.resolve())[0]
+        os.killpg(pid, signal.SIGKILL)  # terraform and its provider plugins, no cleanup
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 4, out + err
+    assert "terraform apply was killed (signal 9)" in err
+    assert "re-run the same command" in err
+    assert CLUSTER not in state_addresses(work)  # it was in flight
+    assert independent <= state_addresses(work)
+    converges(cli, r, work)
+
+
+def test_object_missing_from_state_is_reported_as_already_exists(tmp_path: Path, offline,
+                                                                 cli) -> None:
+    if offline is None:
+        return
+    r = str(offline_recipe(RECIPE, tmp_path / "recipe.yaml"))
+    work = tmp_path / "work"
+    assert cli("apply", r, "-o", str(work), "--auto-approve")[0] == 0
+    (work / "terraform.tfstate").unlink()  # a lost state: the objects still exist
+    code, out, err = cli("apply", r, "-o", str(work), "--auto-approve")
+    assert code == 4, out + err
+    line = next(x for x in err.splitlines() if x.startswith("error:"))
+    assert "already exists in Google Cloud but not in the Terraform state" in line, err
+    assert "terraform import" in err

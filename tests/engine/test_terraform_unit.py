@@ -1,0 +1,210 @@
+"""The Terraform engine without Terraform: argv it builds, how it reads plans, progress and
+errors (recorded runner with canned answers), and the error translations."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from mldiag_provision.cli.commands._stack import Progress, show_plan
+from mldiag_provision.console import Console
+from mldiag_provision.engines import ProgressEvent, ResourceChange
+from mldiag_provision.engines.terraform import TerraformEngine, parse_plan_json, translate
+from mldiag_provision.errors import EngineError
+from mldiag_provision.runner import RecordingRunner
+
+
+def rc(address: str, rtype: str, actions: list[str], before=None, replace=()) -> dict:
+    return {"address": address, "type": rtype,
+            "change": {"actions": actions, "before": before, "after": {},
+                       "replace_paths": [[p] for p in replace]}}
+
+
+PLAN = {
+    "resource_changes": [
+        rc("module.services.google_project_service.this[\"a\"]", "google_project_service",
+           ["create"]),
+        rc("module.cluster.google_container_cluster.this", "google_container_cluster",
+           ["delete", "create"], {"name": "c"}, ["location"]),
+        rc("google_container_node_pool.tpu", "google_container_node_pool", ["delete"]),
+        rc("module.profiles_bucket.google_storage_bucket.this[0]", "google_storage_bucket",
+           ["delete"], {"name": "b", "force_destroy": True}),
+        rc("module.log.google_logging_project_bucket_config.default",
+           "google_logging_project_bucket_config", ["update"]),
+        rc("data.google_service_account.x", "google_service_account", ["read"]),
+        rc("google_service_account.same", "google_service_account", ["no-op"]),
+    ],
+    "output_changes": {"a": {"actions": ["update"]}, "b": {"actions": ["no-op"]}},
+    "resource_drift": [rc("module.profiles_bucket.google_storage_bucket.this[0]",
+                          "google_storage_bucket", ["update"])],
+}
+
+
+def test_plan_json_counts_and_dangers() -> None:
+    plan = parse_plan_json(PLAN)
+    s = plan.summary
+    assert (s.create, s.update, s.replace, s.delete, s.read, s.outputs_changed) == (
+        1, 1, 1, 2, 1, 1)
+    assert plan.has_changes and s.text() == ("1 to create, 1 to update, 1 to replace, "
+                                            "2 to delete")
+    dangers = plan.dangers
+    assert len(dangers) == 3
+    assert dangers[0].startswith("REPLACES the GKE cluster module.cluster."
+                                 "google_container_cluster.this (because of location)")
+    assert dangers[1].startswith("DELETES the TPU node pool/VM google_container_node_pool.tpu")
+    assert dangers[2] == ("DELETES the profiles bucket b WITH every profile in it "
+                          "(force_destroy = true)")
+    assert [c.address for c in plan.drift] == [
+        "module.profiles_bucket.google_storage_bucket.this[0]"]
+    assert parse_plan_json({}).has_changes is False
+
+
+def test_bucket_delete_without_force_destroy_is_still_announced() -> None:
+    c = ResourceChange("b", "google_storage_bucket", "delete", {"name": "b"})
+    assert c.danger and "refuses while it holds profiles" in c.danger
+    assert ResourceChange("x", "google_container_cluster", "update").danger is None
+
+
+@pytest.mark.parametrize(("text", "what"), [
+    ("Error: Attempted to load application default credentials since neither `credentials` "
+     "nor `access_token` was set: google: could not find default credentials.",
+     "no Google Cloud credentials"),
+    ("googleapi: Error 403: Kubernetes Engine API has not been used in project 1 before or "
+     "it is disabled. SERVICE_DISABLED", "a Google Cloud API is disabled"),
+    ("googleapi: Error 403: Required 'container.clusters.create' permission, forbidden",
+     "permission denied"),
+    ("googleapi: Error 403: Insufficient regional quota to satisfy request: resource "
+     "\"TPUS\": request requires '16.0' and is short '16.0'. QUOTA_EXCEEDED",
+     "quota was exceeded"),
+    ("Error 400: The specific reservation 'r1' does not exist or is unavailable",
+     "reservation named in the recipe is not usable"),
+    ("googleapi: Error 409: Already exists: projects/p/buckets/b, conflict",
+     "already exists in Google Cloud but not in the Terraform state"),
+    ("Error acquiring the state lock: resource temporarily unavailable",
+     "another Terraform run holds the state lock"),
+])
+def test_translate_known_failures(text: str, what: str) -> None:
+    found = translate(text)
+    assert found is not None and what in found[0], found
+    assert found[1]  # always a next action
+
+
+def _engine(tmp_path: Path, responder) -> tuple[TerraformEngine, RecordingRunner]:
+    runner = RecordingRunner(responder=responder)
+    runner.log_path = tmp_path / ".mldiag/logs/plan-x.log"
+    return TerraformEngine(tmp_path, runner, binary="terraform"), runner
+
+
+def test_plan_argv_and_exit_code_semantics(tmp_path: Path) -> None:
+    def responder(argv, cwd):
+        if argv[1] == "plan":
+            return 2, json.dumps({"type": "change_summary", "changes": {"add": 1}})
+        if argv[1] == "show":
+            return 0, json.dumps(PLAN)
+        return None
+
+    engine, runner = _engine(tmp_path, responder)
+    plan = engine.plan()
+    assert plan.has_changes and plan.summary.create == 1
+    assert runner.transcript() == (
+        "$ terraform plan -input=false -json -detailed-exitcode -lock-timeout=60s "
+        "-out=.mldiag/tfplan\n"
+        f"$ terraform show -json -no-color {tmp_path / '.mldiag/tfplan'}\n")
+    summary = json.loads((tmp_path / ".mldiag/plan-summary.json").read_text())
+    assert summary["summary"]["replace"] == 1 and len(summary["dangers"]) == 3
+
+    engine, runner = _engine(tmp_path, lambda a, c: (0, "") if a[1] == "plan" else None)
+    assert engine.plan(destroy=True).has_changes is False
+    assert runner.calls[0].argv[-1] == "-destroy"
+
+
+def test_plan_failure_is_one_translated_line_with_address_and_log(tmp_path: Path) -> None:
+    diag = {"type": "diagnostic", "diagnostic": {
+        "severity": "error", "summary": "Error creating Cluster",
+        "detail": "googleapi: Error 403: Permission denied on 'projects/p', forbidden",
+        "address": "module.cluster.google_container_cluster.this"}}
+    engine, _ = _engine(tmp_path, lambda a, c: (1, json.dumps(diag)))
+    with pytest.raises(EngineError) as info:
+        engine.plan()
+    err = info.value
+    assert err.message.splitlines()[0] == (
+        "terraform plan failed (module.cluster.google_container_cluster.this): permission "
+        "denied by Google Cloud")
+    assert err.hint and err.hint.endswith(f"full log: {tmp_path}/.mldiag/logs/plan-x.log")
+    assert err.exit_code == 4 and err.returncode == 1
+
+
+def test_apply_streams_progress_and_collects_outputs(tmp_path: Path) -> None:
+    events = [
+        {"type": "apply_start", "hook": {"resource": {"addr": "a.b"}, "action": "create"}},
+        {"type": "apply_progress", "hook": {"resource": {"addr": "a.b"}, "action": "create",
+                                            "elapsed_seconds": 10}},
+        {"type": "apply_complete", "hook": {"resource": {"addr": "a.b"}, "action": "create",
+                                            "elapsed_seconds": 12}},
+        {"type": "change_summary", "changes": {"add": 1, "change": 0, "remove": 0}},
+        {"type": "outputs", "outputs": {"x": {"value": "v", "sensitive": False}}},
+    ]
+    engine, runner = _engine(tmp_path, lambda a, c: (0, "\n".join(map(json.dumps, events))))
+    got: list[ProgressEvent] = []
+    result = engine.apply(parse_plan_json(PLAN), progress=got.append)
+    assert [e.kind for e in got] == ["start", "progress", "complete"]
+    assert result.summary.create == 1 and result.outputs["x"]["value"] == "v"
+    assert runner.calls[0].argv[-1] == ".mldiag/tfplan"
+
+    buf = io.StringIO()
+    printer = Progress(Console(buf, color=False), live=True)
+    for e in got:
+        printer(e)
+    assert buf.getvalue().splitlines() == ["  ... a.b: creating",
+                                           "  ... a.b: still creating (10s)",
+                                           "  ok  a.b: created (12s)"]
+    buf = io.StringIO()
+    printer = Progress(Console(buf, color=False), live=False)  # not a terminal: results only
+    for e in got:
+        printer(e)
+    assert buf.getvalue() == "  ok  a.b: created (12s)\n"
+
+
+def test_init_is_skipped_while_nothing_it_depends_on_changed(tmp_path: Path) -> None:
+    (tmp_path / "main.tf").write_text("# x\n")
+    engine, runner = _engine(tmp_path, None)
+    engine.init()
+    (tmp_path / ".terraform").mkdir()
+    (tmp_path / ".terraform.lock.hcl").write_text("")
+    engine.init()
+    assert len(runner.calls) == 1
+    (tmp_path / "main.tf").write_text("# changed\n")
+    engine.init()
+    assert len(runner.calls) == 2
+
+
+def test_describe_names_address_and_nested_path(tmp_path: Path) -> None:
+    mod = tmp_path / "modules/gke/c"
+    mod.mkdir(parents=True)
+    (mod / "main.tf").write_text(
+        'resource "google_container_cluster" "this" {\n  name = "x"\n\n'
+        '  dynamic "node_config" {\n    for_each = [1]\n    content {\n'
+        '      labels = {\n        a = "b"\n      }\n      machine_typ = "x"\n    }\n  }\n}\n')
+    (tmp_path / ".terraform/modules").mkdir(parents=True)
+    (tmp_path / ".terraform/modules/modules.json").write_text(json.dumps(
+        {"Modules": [{"Key": "", "Dir": "."}, {"Key": "cluster", "Dir": "modules/gke/c"}]}))
+    engine, _ = _engine(tmp_path, None)
+    d = {"severity": "error", "summary": "Unsupported argument",
+         "detail": 'An argument named "machine_typ" is not expected here.',
+         "range": {"filename": "modules/gke/c/main.tf", "start": {"line": 10}}}
+    assert engine.describe(d) == (
+        "modules/gke/c/main.tf:10: module.cluster.google_container_cluster.this."
+        "node_config.machine_typ: Unsupported argument: An argument named "
+        '"machine_typ" is not expected here.')
+
+
+def test_show_plan_text(tmp_path: Path) -> None:
+    buf = io.StringIO()
+    show_plan(Console(buf, color=False), parse_plan_json(PLAN, plan_file=tmp_path / "p"))
+    text = buf.getvalue()
+    assert "drift: module.profiles_bucket.google_storage_bucket.this[0] changed outside" in text
+    assert "-/+ module.cluster.google_container_cluster.this  (forced by location)" in text
+    assert "plan: 1 to create, 1 to update, 1 to replace, 2 to delete; 1 output(s) change" in text

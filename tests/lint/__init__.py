@@ -1,0 +1,1 @@
+"""Tests of ``mldiag-provision lint`` (provisioner/mldiag_provision/lint/)."""

@@ -1,0 +1,126 @@
+#!/usr/bin/env python3
+"""Extracts the provider *configuration* schema (the ``provider "google" {}`` block) of
+hashicorp/google and hashicorp/google-beta from the cdktn-provider-* PyPI wheels.
+
+Companion of tests/data/tf_schema/extract.py (which extracts resources and data sources) and
+written in the same way: the generated ``package/lib/provider/index.js`` of the wheel's
+``.jsii.tgz`` has a flag comment per argument
+(``// <name> - computed: X, optional: Y, required: Z``) and a ``synthesizeHclAttributes``
+table with each argument's type and whether it is a block; nested block fields come from
+``<struct>ToHclTerraform`` and their optionality from the ``.d.ts`` interface (``name?:``).
+``alias`` is a cdktn meta-argument, not part of the schema, and is dropped.
+
+Usage (regenerates tests/standin/provider_config.json):
+  pip download --no-deps -d /tmp/wheels cdktn-provider-google==21.1.0 \
+      cdktn-provider-google-beta==21.1.0
+  python3 tests/standin/extract_provider_config.py /tmp/wheels/cdktn_provider_google-*.whl \
+      /tmp/wheels/cdktn_provider_google_beta-*.whl --out tests/standin/provider_config.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import re
+import sys
+import tarfile
+import zipfile
+
+FLAG_RE = re.compile(r"^    // ([a-z0-9_]+) - computed: (true|false), optional: (true|false), "
+                     r"required: (true|false)$", re.M)
+HCL_ENTRY_RE = re.compile(
+    r"^ {12}([a-z0-9_]+): \{\n\s+value: (.*),\n\s+isBlock: (true|false),\n"
+    r"\s+type: \"(\w+)\",\n\s+storageClassType: \"(\w+)\",\n", re.M)
+NESTED_ENTRY_RE = re.compile(
+    r"^ {8}([a-z0-9_]+): \{\n\s+value: (.*),\n\s+isBlock: (true|false),\n"
+    r"\s+type: \"(\w+)\",\n\s+storageClassType: \"(\w+)\",\n", re.M)
+TO_TF_RE = re.compile(r"^\s+([a-z0-9_]+): cdktn\.\w+\(struct\.(\w+)\)", re.M)
+PROVIDER_RE = re.compile(r"providerName: '([\w-]+)',\s+providerVersion: '([\w.\-]+)'|"
+                         r"terraformProviderSource: '([\w/-]+)'")
+STORAGE = {"string": "string", "boolean": "bool", "number": "number",
+           "stringList": "list(string)", "numberList": "list(number)",
+           "stringMap": "map(string)", "numberMap": "map(number)", "booleanMap": "map(bool)"}
+
+
+def _provider_files(wheel: str) -> tuple[str, str, str]:
+    with zipfile.ZipFile(wheel) as zf:
+        name = next(n for n in zf.namelist() if n.endswith(".jsii.tgz"))
+        tgz = zf.read(name)
+    js = dts = ""
+    with tarfile.open(fileobj=io.BytesIO(tgz), mode="r:gz") as tf:
+        for m in tf:
+            if m.name == "package/lib/provider/index.js":
+                js = tf.extractfile(m).read().decode()
+            elif m.name == "package/lib/provider/index.d.ts":
+                dts = tf.extractfile(m).read().decode()
+    return name, js, dts
+
+
+def _iface_optional(dts: str, iface: str) -> dict[str, bool]:
+    m = re.search(r"^export interface " + iface + r" \{\n(.*?)^\}", dts, re.M | re.S)
+    body = m.group(1) if m else ""
+    return {k: bool(q) for k, q in re.findall(r"readonly (\w+)(\?)?:", body)}
+
+
+def extract(wheel: str) -> dict:
+    tgz_name, js, dts = _provider_files(wheel)
+    version_m = re.search(r"providerVersion: '([\w.\-]+)'", js)
+    source_m = re.search(r"terraformProviderSource: '([\w/-]+)'", js)
+    flags = {m.group(1): tuple(m.group(i) == "true" for i in (2, 3, 4))
+             for m in FLAG_RE.finditer(js)}
+    synth = js[js.index("synthesizeHclAttributes()"):]
+    attributes: dict[str, dict] = {}
+    blocks: dict[str, dict] = {}
+    for e in HCL_ENTRY_RE.finditer(synth):
+        name, value, is_block, typ, storage = e.groups()
+        if name == "alias":
+            continue
+        computed, optional, required = flags[name]
+        if is_block == "true":
+            fn = re.search(r"listMapperHcl\((\w+)ToHclTerraform", value).group(1)
+            body = js[js.index(f"function {fn}ToHclTerraform(struct)"):]
+            body = body[:body.index("\n}\n")]
+            to_tf = js[js.index(f"function {fn}ToTerraform(struct)"):]
+            to_tf = to_tf[:to_tf.index("\n}\n")]
+            camel = dict(TO_TF_RE.findall(to_tf))
+            optional_map = _iface_optional(dts, fn[0].upper() + fn[1:])
+            nested = {}
+            for ne in NESTED_ENTRY_RE.finditer(body):
+                n_name, _, _, _, n_storage = ne.groups()
+                opt = optional_map.get(camel.get(n_name, ""), True)
+                nested[n_name] = {"required": not opt, "optional": opt, "computed": False,
+                                  "type": STORAGE[n_storage]}
+            blocks[name] = {"nesting": typ, "min_items": 1 if required else 0,
+                            "max_items": None, "required": required,
+                            "attributes": dict(sorted(nested.items())), "blocks": {}}
+        else:
+            attributes[name] = {"required": required, "optional": optional,
+                                "computed": computed, "type": STORAGE[storage]}
+    return {"provider": source_m.group(1) if source_m else "?",
+            "version": version_m.group(1) if version_m else "?",
+            "source": f"{wheel.rsplit('/', 1)[-1]}, {tgz_name} (package/lib/provider/index.js)",
+            "attributes": dict(sorted(attributes.items())),
+            "blocks": dict(sorted(blocks.items()))}
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("wheels", nargs="+")
+    p.add_argument("--out", default="-")
+    a = p.parse_args(argv)
+    doc = {"_meta": {"generator": "tests/standin/extract_provider_config.py"}}
+    for w in a.wheels:
+        cfg = extract(w)
+        doc[cfg["provider"].split("/")[-1]] = cfg
+    text = json.dumps(doc, indent=1) + "\n"
+    if a.out == "-":
+        sys.stdout.write(text)
+    else:
+        with open(a.out, "w", encoding="utf-8") as f:
+            f.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
