@@ -160,6 +160,21 @@ def _up_to_date(workdir: Path, digest: str) -> bool:
     return all((workdir / rel).is_file() for rel in files) and not edited_files(workdir)
 
 
+def decisions(workdir: Path) -> list[str]:
+    """What the plan decided for the rendered stack (slices, GKE version, agents strategy)."""
+    try:
+        data = json.loads((workdir / ".mldiag" / "plan.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return []
+    return [str(d) for d in data.get("decisions", [])]
+
+
+def agents_stage(workdir: Path) -> Path | None:
+    """The second-stage root module (agents/), if the stack has one."""
+    stage = workdir / "agents"
+    return stage if (stage / "main.tf").is_file() else None
+
+
 def render(args: argparse.Namespace, out: Console, *, quiet: bool) -> Path:
     """Preflight the recipe and (re-)render it into ``args.out``; returns the directory.
 
@@ -179,6 +194,8 @@ def render(args: argparse.Namespace, out: Console, *, quiet: bool) -> Path:
             out.print(out.style(f"stack {recipe_name_in(workdir)}", "bold") + f" in {workdir}"
                       " (recipe unchanged since its last render; `mldiag-provision validate` "
                       "shows its preflight report)")
+            for line in decisions(workdir):
+                out.print(f"  {line}")
         return workdir
     from mldiag_provision.catalog.tpu import load_catalog
     from mldiag_provision.pipeline import check_file
@@ -210,6 +227,8 @@ def render(args: argparse.Namespace, out: Console, *, quiet: bool) -> Path:
         changed = len(written.written) + len(written.removed)
         out.print(out.style(f"stack {recipe.metadata.name}", "bold") + f" in {workdir}"
                   + (f" (re-rendered {changed} file(s))" if changed else ""))
+        for line in plan.decisions:
+            out.print(f"  {line}")
     return workdir
 
 

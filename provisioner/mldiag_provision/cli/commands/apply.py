@@ -53,6 +53,16 @@ def run(args: argparse.Namespace, out: Console) -> int:
                   + f" {s.create} created, {s.update} updated, {s.delete} deleted"
                   + f" (log: {engine.runner.log_path})")
         print_outputs(out, result.outputs)
+        from pathlib import Path
+
+        from mldiag_provision.cli.commands._stack import agents_stage
+
+        stage = agents_stage(Path(args.out).resolve())
+        if stage is not None:
+            # the second stage talks to the cluster this apply created; it is applied on its
+            # own (its providers are configured from the live cluster)
+            out.print("next, inside the cluster (namespace label, KSA, agents): "
+                      f"terraform -chdir={stage} init && terraform -chdir={stage} apply")
     else:
         out.print(json.dumps({"ok": True, "applied": True, **plan.to_dict(),
                               "outputs": result.outputs,

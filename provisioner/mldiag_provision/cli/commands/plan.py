@@ -35,7 +35,12 @@ def run(args: argparse.Namespace, out: Console) -> int:
         engine.init()
         result = engine.plan(destroy=args.destroy)
     if args.output == "json":
+        from pathlib import Path
+
+        from mldiag_provision.cli.commands._stack import decisions
+
         out.print(json.dumps({"ok": True, **result.to_dict(),
+                              "decisions": decisions(Path(args.out).resolve()),
                               "log": str(engine.runner.log_path)}, indent=2))
     else:
         show_plan(out, result)
