@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
+from mldiag_provision.cli.commands._args import add_common  # noqa: F401  (re-exported)
 from mldiag_provision.console import Console, severity_counts
 from mldiag_provision.engines import PlanResult, ProgressEvent
 from mldiag_provision.errors import ConflictError, InputError, UsageError
@@ -25,15 +26,6 @@ LOCK_FILE = ".mldiag/lock"
 LOG_DIR = ".mldiag/logs"
 SYMBOL = {"create": "+", "update": "~", "replace": "-/+", "delete": "-", "read": "<="}
 
-
-def add_common(p: argparse.ArgumentParser, *, render: bool = True) -> None:
-    p.add_argument("recipe", metavar="RECIPE")
-    p.add_argument("-o", "--out", required=True, metavar="DIR",
-                   help="the stack's work directory (rendered files, Terraform state, logs)")
-    if render:
-        p.add_argument("--force", action="store_true",
-                       help="re-render over rendered files that were edited by hand")
-    p.add_argument("--output", "-O", choices=("text", "json"), default="text")
 
 
 # --- work directory lock ------------------------------------------------------------------------

@@ -14,7 +14,7 @@ NAME = "apply"
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(NAME, help="render, plan, confirm, then create/update the stack")
-    from mldiag_provision.cli.commands._stack import add_common
+    from mldiag_provision.cli.commands._args import add_common
 
     add_common(p)
     p.add_argument("--auto-approve", action="store_true",

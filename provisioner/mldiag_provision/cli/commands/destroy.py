@@ -15,7 +15,7 @@ NAME = "destroy"
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(NAME, help="remove everything the stack created (asks first)")
-    from mldiag_provision.cli.commands._stack import add_common
+    from mldiag_provision.cli.commands._args import add_common
 
     add_common(p)
     p.add_argument("--auto-approve", action="store_true",

@@ -13,7 +13,7 @@ NAME = "output"
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(NAME, help="show the applied stack's outputs (cluster, bucket, ...)")
-    from mldiag_provision.cli.commands._stack import add_common
+    from mldiag_provision.cli.commands._args import add_common
 
     add_common(p, render=False)
     p.add_argument("--name", metavar="NAME", help="print one output only (its raw value)")

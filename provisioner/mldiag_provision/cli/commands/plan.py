@@ -14,7 +14,7 @@ NAME = "plan"
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(NAME, help="render, then show what apply would change (saved plan)")
-    from mldiag_provision.cli.commands._stack import add_common
+    from mldiag_provision.cli.commands._args import add_common
 
     add_common(p)
     p.add_argument("--destroy", action="store_true", help="plan removing the whole stack")
