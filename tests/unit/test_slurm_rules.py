@@ -60,7 +60,15 @@ def slurm(recipe: dict) -> dict:
 
 
 def test_base_recipe_is_clean(recipe: dict) -> None:
-    assert check(recipe) == []
+    # only the (intended) warning about the project-wide grant to the nodes' identity
+    problems = check(recipe)
+    assert [(p.rule, p.severity) for p in problems] == [("slurm-orchestrator", WARNING)]
+    assert "project-wide" in problems[0].message
+
+
+def test_node_identity_warning_can_be_avoided_by_turning_diagnostics_off(recipe: dict) -> None:
+    recipe["spec"]["diagnostics"] = {"enabled": False}
+    assert [p for p in check(recipe) if p.rule == "slurm-orchestrator"] == []
 
 
 def test_defaults_alone_are_valid_apart_from_the_home_warning(recipe: dict) -> None:
@@ -305,7 +313,9 @@ def test_gke_settings_on_slurm_warn(recipe: dict) -> None:
 
 def test_node_service_account_must_be_an_email(recipe: dict) -> None:
     slurm(recipe)["nodeServiceAccount"] = "nodes"
-    only(check(recipe), "slurm-orchestrator", "spec.slurm.nodeServiceAccount", ERROR)
+    hits = [p for p in check(recipe) if p.path == "spec.slurm.nodeServiceAccount"]
+    assert {p.severity for p in hits} == {ERROR, WARNING}
+    assert any("not a service account email" in p.message for p in hits)
 
 
 # -- slurm-startup-script -------------------------------------------------------------------

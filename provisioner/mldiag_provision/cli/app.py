@@ -289,7 +289,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return commands[args.command](args, out)
     except MldiagError as exc:
-        if getattr(args, "output", "text") in ("json", "sarif"):
+        if getattr(args, "output", "text") == "sarif":
+            # a SARIF consumer still gets a log: one run that says it did not complete
+            out.print(json.dumps({
+                "version": "2.1.0",
+                "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
+                "runs": [{"tool": {"driver": {"name": "mldiag-provision",
+                                              "version": __version__}},
+                          "invocations": [{"executionSuccessful": False,
+                                           "exitCode": int(exc.exit_code),
+                                           "toolExecutionNotifications": [{
+                                               "level": "error",
+                                               "message": {"text": exc.message}}]}],
+                          "results": []}]}, indent=2))
+        elif getattr(args, "output", "text") == "json":
             out.print(json.dumps({"ok": False, "error": {
                 "message": exc.message, "hint": exc.hint, "exitCode": int(exc.exit_code),
                 "problems": [p.to_dict() for p in exc.problems]}}, indent=2))

@@ -46,10 +46,12 @@ def field_path(path: Iterable[str | int]) -> str:
 
 @dataclass(frozen=True)
 class Source:
-    """One input: a display name (the path as given, or ``<stdin>``) and its text."""
+    """One input: a display name (the path as given, or ``<stdin>``) and its text; ``error``
+    says why a file found in a directory could not be read (it is reported, not fatal)."""
 
     name: str
     text: str
+    error: str | None = None
 
 
 def _read(path: FsPath, name: str) -> Source:
@@ -89,7 +91,10 @@ def read_sources(paths: Iterable[str]) -> list[Source]:
                 key = str(f.resolve())
                 if key not in seen:
                     seen.add(key)
-                    out.append(_read(f, str(f)))
+                    try:
+                        out.append(_read(f, str(f)))
+                    except UsageError as exc:  # one bad file must not hide the others
+                        out.append(Source(str(f), "", error=exc.message))
             continue
         key = str(p.resolve()) if p.exists() else raw
         if key not in seen:
@@ -220,6 +225,11 @@ def load_sources(sources: Iterable[Source]) -> Loaded:
     out = Loaded()
     for src in sources:
         out.files.append(src.name)
+        if src.error is not None:
+            out.problems.append(Problem(rule="file-unreadable", message=src.error,
+                                        file=src.name, hint="fix or remove the file"))
+            out.sourcemaps[src.name] = SourceMap(file=src.name, lines=[])
+            continue
         docs = load_documents(src.text, src.name)
         out.sourcemaps[src.name] = (docs[0].sourcemap if docs
                                     else SourceMap(file=src.name, lines=src.text.splitlines()))

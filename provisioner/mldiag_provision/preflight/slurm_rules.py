@@ -108,6 +108,19 @@ def orchestrator(ctx: Context) -> Iterator[Problem]:
         yield ctx.problem("slurm-orchestrator", ("spec", "slurm", "nodeServiceAccount"),
                           f"'{sa}' is not a service account email", value=sa,
                           expected="NAME@PROJECT.iam.gserviceaccount.com")
+    if spec.diagnostics.enabled and agents != "none":
+        # the Cluster Director API has no field for the nodes' identity (slurm.yaml, L)
+        who = sa or "the project's Compute Engine default service account"
+        yield ctx.problem(
+            "slurm-orchestrator", ("spec", "slurm") if sa is None
+            else ("spec", "slurm", "nodeServiceAccount"),
+            f"the ML Diagnostics roles are granted project-wide to {who}: every VM running "
+            "as it can then write MLRuns, logs and objects in every bucket of the project"
+            + ("" if sa is None else "; and the cluster API cannot make the nodes run as "
+               "this account, so check that they do"),
+            severity=Severity.WARNING, value=sa,
+            hint="use a dedicated project for the cluster, or narrow the storage grant to "
+                 "the profiles bucket after apply")
 
 
 @rule("slurm-tpu")

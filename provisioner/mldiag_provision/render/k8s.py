@@ -39,6 +39,8 @@ def _container(plan: StackPlan, w: WorkloadPlan, multi_host: bool) -> dict:
                 env.append({"name": name, "value": value})
     if w.kind == "JobSet" and w.slices > 1:
         env.extend(_megascale_env(w))
+    if w.resource != TPU_RESOURCE and multi_host and w.headless_service:
+        env.extend(_rendezvous_env(plan, w))
     ports = []
     if w.resource == TPU_RESOURCE:
         ports.append({"containerPort": TPU_METRICS_PORT, "name": "tpu-metrics"})
@@ -67,6 +69,26 @@ def _megascale_env(w: WorkloadPlan) -> list[dict]:
         {"name": "MEGASCALE_NUM_SLICES", "value": str(w.slices)},
         {"name": "MEGASCALE_SLICE_ID", "valueFrom": {"fieldRef": {
             "fieldPath": "metadata.annotations['jobset.sigs.k8s.io/job-index']"}}},
+    ]
+
+
+# torch.distributed's default rendezvous port (torchrun --master-port).
+RENDEZVOUS_PORT = 29500
+
+
+def _rendezvous_env(plan: StackPlan, w: WorkloadPlan) -> list[dict]:
+    """Multi-node GPU Job: where pod 0 is, and this pod's rank, for torchrun / JAX.
+
+    Pod 0 of an Indexed Job is ``<job>-0.<headless service>``; the index is the annotation
+    ``batch.kubernetes.io/job-completion-index`` (Kubernetes Indexed Job docs). Use them as
+    ``torchrun --nnodes=$(NNODES) --node-rank=$(NODE_RANK) --master-addr=$(MASTER_ADDR)``.
+    """
+    return [
+        {"name": "MASTER_ADDR", "value": f"{w.name}-0.{w.headless_service}"},
+        {"name": "MASTER_PORT", "value": str(RENDEZVOUS_PORT)},
+        {"name": "NNODES", "value": str(w.pods_per_slice)},
+        {"name": "NODE_RANK", "valueFrom": {"fieldRef": {
+            "fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}},
     ]
 
 

@@ -377,6 +377,9 @@ def session(args: argparse.Namespace, out: Console, command: str) -> Iterator[An
     """
     quiet = getattr(args, "output", "text") == "json"
     workdir = Path(args.out).resolve()
+    if workdir.exists() and not workdir.is_dir():
+        raise UsageError(f"{workdir} is a file, not a work directory",
+                         hint="give the stack's directory with -o DIR")
     if not workdir.exists():
         render(args, out, quiet=quiet)
     with locked(workdir, command) as lock:

@@ -1,0 +1,60 @@
+"""Defects a fresh-clone review found in lint, plan and the GPU manifests, pinned."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+from mldiag_provision.cli.app import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_one_unreadable_file_does_not_hide_a_directory(tmp_path: Path, capsys) -> None:
+    (tmp_path / "bad.yaml").write_bytes(b"\xff\xfe\x00binary")
+    (tmp_path / "ok.yaml").write_text("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n")
+    code = main(["lint", str(tmp_path), "-O", "json"])
+    report = json.loads(capsys.readouterr().out)
+    assert code == 1
+    text = json.dumps(report)
+    assert "file-unreadable" in text and "not UTF-8" in text
+    assert "ok.yaml" in text  # the readable file was linted too
+
+
+def test_plan_with_out_naming_a_file_is_a_usage_error(tmp_path: Path, capsys) -> None:
+    target = tmp_path / "afile"
+    target.write_text("hi")
+    code = main(["plan", str(ROOT / "recipes" / "tpu-v4-2x2x4-autopilot.yaml"), "-o",
+                 str(target), "-O", "json"])
+    captured = capsys.readouterr()
+    assert code == 2
+    assert json.loads(captured.out)["error"]["message"].endswith("is a file, not a work directory")
+    assert target.read_text() == "hi"
+
+
+def test_sarif_output_on_a_usage_error_is_still_a_sarif_log(tmp_path: Path, capsys) -> None:
+    code = main(["lint", str(tmp_path / "missing.yaml"), "-O", "sarif"])
+    log = json.loads(capsys.readouterr().out)
+    assert code == 2
+    [run] = log["runs"]
+    assert log["version"] == "2.1.0"
+    assert run["invocations"][0]["executionSuccessful"] is False
+    assert "no such file" in run["invocations"][0]["toolExecutionNotifications"][0]["message"][
+        "text"]
+
+
+def test_multi_node_gpu_job_gets_rendezvous_env(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "stack"
+    assert main(["render", str(ROOT / "recipes" / "gpu-h100-autopilot.yaml"), "-o",
+                 str(out)]) == 0
+    capsys.readouterr()
+    docs = list(yaml.safe_load_all((out / "k8s/workloads/llm-finetune.yaml").read_text()))
+    service = next(d for d in docs if d["kind"] == "Service")
+    job = next(d for d in docs if d["kind"] == "Job")
+    env = {e["name"]: e for e in job["spec"]["template"]["spec"]["containers"][0]["env"]}
+    assert env["MASTER_ADDR"]["value"] == f"llm-finetune-0.{service['metadata']['name']}"
+    assert env["NNODES"]["value"] == "2"
+    assert "job-completion-index" in env["NODE_RANK"]["valueFrom"]["fieldRef"]["fieldPath"]
+    assert job["spec"]["template"]["spec"]["subdomain"] == service["metadata"]["name"]
