@@ -18,7 +18,12 @@ from urllib.parse import parse_qs, urlparse
 
 class FakeApiServer:
     def __init__(self) -> None:
-        self.objects: dict[str, object] = {}  # path -> JSON body (GET)
+        self.objects: dict[str, object] = {  # path -> JSON body (GET)
+            "/version": {"major": "1", "minor": "35", "gitVersion": "v1.35.0-gke.3065000",
+                         "gitCommit": "0" * 40, "gitTreeState": "clean",
+                         "buildDate": "2026-11-01T00:00:00Z", "goVersion": "go1.25",
+                         "compiler": "gc", "platform": "linux/amd64"},
+        }
         self.logs: dict[str, str] = {}  # pod log path -> text
         self.requests: list[tuple[str, str, object]] = []
         server = self
@@ -37,6 +42,7 @@ class FakeApiServer:
 
             def do_GET(self) -> None:
                 url = urlparse(self.path)
+                url = url._replace(path=url.path.rstrip("/") or "/")  # "/version/" == "/version"
                 server.requests.append(("GET", url.path, None))
                 if url.path in server.logs:
                     return self._send(200, server.logs[url.path], "text/plain")

@@ -237,7 +237,13 @@ def cmd_catalog(args: argparse.Namespace, out: Console) -> int:
     if args.output == "json":
         out.print(json.dumps({"version": v.key, "accelerator": v.accelerator,
                               "aliases": list(v.aliases), "dimensions": v.dimensions,
-                              "topologies": shapes, "large3d": catalog.describe_allowed(v),
+                              "topologies": shapes, "allowed": catalog.describe_allowed(v),
+                              "large3d": ({"multipleOf": v.large3d.multiple_of,
+                                           "nondecreasing": v.large3d.nondecreasing,
+                                           "maxTopology": "x".join(map(str, v.large3d.max_dims)),
+                                           "minChips": v.large3d.min_chips,
+                                           "machineType": v.large3d.machine_type}
+                                          if v.large3d else None),
                               "zones": list(v.zones), "source": catalog.source_url(v.source)},
                              indent=2))
         return 0

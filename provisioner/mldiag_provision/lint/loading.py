@@ -54,9 +54,17 @@ class Source:
     error: str | None = None
 
 
+# Manifests are kilobytes; a cap keeps /dev/zero or a mistaken huge file from hanging lint.
+MAX_BYTES = 64 << 20
+
+
 def _read(path: FsPath, name: str) -> Source:
     try:
-        return Source(name, path.read_text(encoding="utf-8"))
+        with open(path, "rb") as f:
+            raw = f.read(MAX_BYTES + 1)
+        if len(raw) > MAX_BYTES:
+            raise UsageError(f"{name}: larger than {MAX_BYTES >> 20} MiB; not a manifest?")
+        return Source(name, raw.decode("utf-8"))
     except FileNotFoundError:
         raise UsageError(f"{name}: no such file or directory", hint="check the path") from None
     except UnicodeDecodeError as exc:

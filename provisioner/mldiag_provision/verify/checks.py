@@ -42,6 +42,8 @@ class Cluster:
     def __init__(self, api_client: Any) -> None:
         from kubernetes import client
 
+        self.host = str(getattr(api_client.configuration, "host", "?"))
+        self.version = client.VersionApi(api_client)
         self.core = client.CoreV1Api(api_client)
         self.apps = client.AppsV1Api(api_client)
         self.ext = client.ApiextensionsV1Api(api_client)
@@ -251,8 +253,27 @@ def check_accelerator_nodes(cluster: Cluster, plan: StackPlan) -> list[CheckResu
     return results
 
 
+def check_reachable(cluster: Cluster) -> CheckResult:
+    """The API server answers at all (GET /version)."""
+    evidence = f"API server {cluster.host}"
+    try:
+        info = cluster.version.get_code()
+    except Exception as exc:
+        if getattr(exc, "status", None):  # it answered, with an HTTP error
+            return _api_error("api-server", evidence, exc)
+        return CheckResult("api-server", FAIL, f"cannot reach the API server "
+                           f"({type(exc).__name__})", evidence,
+                           "check --kubeconfig/--context, the network path and that the "
+                           "cluster exists (gcloud container clusters list)")
+    return CheckResult("api-server", PASS, f"Kubernetes {info.git_version}", evidence)
+
+
 def run_checks(cluster: Cluster, plan: StackPlan, catalog: Catalog) -> list[CheckResult]:
-    """All read-only checks, in a stable order."""
+    """All read-only checks, in a stable order; only the reachability check when the API
+    server cannot be reached (every other check would fail the same way)."""
+    reach = check_reachable(cluster)
+    if reach.status == FAIL:
+        return [reach]
     steps: list[Callable[[], CheckResult | list[CheckResult]]] = [
         lambda: check_namespace_label(cluster, plan),
         lambda: check_ksa_annotation(cluster, plan),
@@ -261,7 +282,7 @@ def run_checks(cluster: Cluster, plan: StackPlan, catalog: Catalog) -> list[Chec
         lambda: check_webhook_ca(cluster, plan),
         lambda: check_accelerator_nodes(cluster, plan),
     ]
-    out: list[CheckResult] = []
+    out: list[CheckResult] = [reach]
     for step in steps:
         result = step()
         out.extend(result if isinstance(result, list) else [result])

@@ -380,10 +380,12 @@ def session(args: argparse.Namespace, out: Console, command: str) -> Iterator[An
     if workdir.exists() and not workdir.is_dir():
         raise UsageError(f"{workdir} is a file, not a work directory",
                          hint="give the stack's directory with -o DIR")
-    if not workdir.exists():
+    fresh = not workdir.exists()
+    if fresh:
         render(args, out, quiet=quiet)
     with locked(workdir, command) as lock:
-        render(args, out, quiet=quiet)
+        # a fresh directory was just rendered; re-check only (quietly) under the lock
+        render(args, out, quiet=quiet or fresh)
         engine = make_engine(workdir, command, lock)
         try:
             yield engine
