@@ -200,3 +200,13 @@ def test_bad_timestamp_is_a_value_problem() -> None:
     assert p.rule == "yaml-value"
     assert (p.line, p.column, p.path) == (1, 4, "a")
     assert "quote" in (p.hint or "")
+
+
+def test_a_broken_document_does_not_hide_the_next_ones() -> None:
+    text = "a: 1\n---\nb: [oops\n---\nc: 3\nd: 4\n"
+    docs = load_documents(text, "f.yaml")
+    assert [d.data for d in docs] == [{"a": 1}, None, {"c": 3, "d": 4}]
+    assert docs[1].problems[0].rule == "yaml-syntax"
+    # positions of the recovered document are lines of the whole file
+    assert docs[2].sourcemap.keys[("d",)] == (6, 1)
+    assert [d.index for d in docs] == [0, 1, 2]

@@ -8,6 +8,8 @@ item keeps its line and column. Unlike ``yaml.safe_load``, duplicate keys are re
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from dataclasses import dataclass
 
 import yaml
@@ -156,17 +158,52 @@ def _fmt(path: Path) -> str:
     return format_path(path)
 
 
+_DOC_START = re.compile(r"^---(\s|$)")
+
+
+def _shift(doc: Document, offset: int) -> Document:
+    """Move a document parsed from a later part of the file to its lines in the whole file."""
+    if offset == 0:
+        return doc
+    sm = doc.sourcemap
+    sm.keys = {k: (line + offset, col) for k, (line, col) in sm.keys.items()}
+    sm.values = {k: (line + offset, col) for k, (line, col) in sm.values.items()}
+    doc.problems = [dataclasses.replace(p, line=p.line + offset) if p.line else p
+                    for p in doc.problems]
+    return doc
+
+
 def load_documents(text: str, file: str) -> list[Document]:
     """Parse every YAML document in ``text``.
 
-    Returns one :class:`Document` per document; a syntax error yields a single document whose
-    ``data`` is ``None`` and whose ``problems`` holds the error. Never raises for bad input.
+    Returns one :class:`Document` per document. A syntax error yields a document whose
+    ``data`` is ``None`` and whose ``problems`` holds the error; parsing then resumes at the
+    next ``---`` line, so one broken document does not hide the ones after it. Never raises
+    for bad input.
     """
     lines = text.splitlines()
     docs: list[Document] = []
+    offset = 0
+    while True:
+        part = "\n".join(lines[offset:]) if offset else text
+        found, error_line = _load_part(part, file, lines, len(docs))
+        docs.extend(_shift(d, offset) for d in found)
+        if error_line is None:
+            return docs
+        resume = next((n for n in range(offset + error_line, len(lines))
+                       if n > offset and _DOC_START.match(lines[n])), None)
+        if resume is None:
+            return docs
+        offset = resume
+
+
+def _load_part(text: str, file: str, lines: list[str],
+               first_index: int) -> tuple[list[Document], int | None]:
+    """Documents of ``text``; and the 0-based line of a syntax error in it, if one stopped it."""
+    docs: list[Document] = []
     loader = _Loader(text)
+    error_line: int | None = None
     try:
-        index = 0
         while loader.check_node():
             node = loader.get_node()
             sm = SourceMap(file=file, lines=lines)
@@ -178,23 +215,26 @@ def load_documents(text: str, file: str) -> list[Document]:
                 docs.append(Document(data=None, sourcemap=sm, problems=[Problem(
                     rule="yaml-too-large", message=exc.message, file=file,
                     line=mark.line + 1, column=mark.column + 1,
-                    hint="write the values out instead of nesting aliases")], index=index))
+                    hint="write the values out instead of nesting aliases")],
+                    index=first_index + len(docs)))
                 break
-            docs.append(Document(data=data, sourcemap=sm, problems=builder.problems, index=index))
-            index += 1
+            docs.append(Document(data=data, sourcemap=sm, problems=builder.problems,
+                                 index=first_index + len(docs)))
     except yaml.YAMLError as exc:
+        problem = _yaml_error_problem(exc, file)
         docs.append(Document(data=None, sourcemap=SourceMap(file=file, lines=lines),
-                             problems=[_yaml_error_problem(exc, file)], index=len(docs)))
+                             problems=[problem], index=first_index + len(docs)))
+        error_line = max(problem.line - 1, 0)
     except (ValueError, TypeError, OverflowError, RecursionError) as exc:
-        # PyYAML's constructors raise these for out-of-range timestamps, huge numbers, ...
+        # what the per-value handling above cannot attribute to one value
         docs.append(Document(data=None, sourcemap=SourceMap(file=file, lines=lines),
                              problems=[Problem(rule="yaml-value", file=file,
                                                message=f"YAML value cannot be read: {exc}",
                                                hint="quote the value to keep it a string")],
-                             index=len(docs)))
+                             index=first_index + len(docs)))
     finally:
         loader.dispose()
-    return docs
+    return docs, error_line
 
 
 def load_single(text: str, file: str) -> Document:
