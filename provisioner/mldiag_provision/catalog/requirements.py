@@ -22,66 +22,49 @@ class VersionNeed:
     confidence: str = "H"
 
 
-def autopilot_needs(shapes: list[tuple[SliceShape, int]], catalog: Catalog) -> list[VersionNeed]:
-    """GKE minimums for TPU slices on Autopilot.
-
-    Args:
-      shapes: ``(shape, count)`` per recipe slice; ``count`` > 1 means multislice.
-    """
-    base = catalog.fact("tpuAutopilot", "minVersion")
-    needs = [VersionNeed(catalog.fact_version("tpuAutopilot", "minVersion"),
-                         "TPUs on GKE Autopilot", catalog.source_url(base["source"]),
-                         str(base.get("confidence", "H")))]
-    for shape, count in shapes:
-        v = shape.version
-        auto = v.raw.get("gke", {}).get("autopilot", {})
-        if v.autopilot_min is not None:
-            needs.append(VersionNeed(v.autopilot_min, f"TPU {v.key} on Autopilot",
-                                     catalog.source_url(str(auto.get("source", ""))),
-                                     str(auto.get("confidence", "H"))))
-        if count > 1:
-            ms = catalog.fact("multislice", "autopilotMinVersion")
-            needs.append(VersionNeed(catalog.fact_version("multislice", "autopilotMinVersion"),
-                                     "multislice on Autopilot", catalog.source_url(ms["source"]),
-                                     str(ms.get("confidence", "H"))))
-    return needs
+# GKE mode -> (key in tpu.yaml gke:, key suffix in gke.yaml multislice:, words)
+_MODES = {"gke-autopilot": ("autopilot", "autopilotMinVersion", "Autopilot"),
+          "gke-standard": ("standard", "standardMinVersion", "GKE Standard")}
 
 
-def standard_needs(shapes: list[tuple[SliceShape, int]], catalog: Catalog) -> list[VersionNeed]:
-    """GKE minimums for TPU slice node pools on GKE Standard (same argument as above)."""
-    needs: list[VersionNeed] = []
-    for shape, count in shapes:
-        v = shape.version
-        std = v.raw.get("gke", {}).get("standard", {})
-        if v.standard_min is not None:
-            needs.append(VersionNeed(v.standard_min, f"TPU {v.key} on GKE Standard",
-                                     catalog.source_url(str(std.get("source", ""))),
-                                     str(std.get("confidence", "H"))))
-        if count > 1:
-            ms = catalog.fact("multislice", "standardMinVersion")
-            needs.append(VersionNeed(catalog.fact_version("multislice", "standardMinVersion"),
-                                     "multislice on GKE Standard",
-                                     catalog.source_url(ms["source"]),
-                                     str(ms.get("confidence", "H"))))
-    return needs
+def _fact_need(catalog: Catalog, reason: str, *keys: str) -> VersionNeed:
+    """A minimum version stated in gke.yaml (a mapping with version, source, confidence)."""
+    fact = catalog.fact(*keys)
+    return VersionNeed(catalog.fact_version(*keys), reason, catalog.source_url(fact["source"]),
+                       str(fact.get("confidence", "H")))
 
 
 def cluster_needs(orchestrator: str, shapes: list[tuple[SliceShape, int]],
                   catalog: Catalog) -> list[VersionNeed]:
-    """GKE minimums for the slices on the given orchestrator; [] when we create no cluster."""
+    """GKE minimums for TPU slices on the given orchestrator; [] when we create no cluster.
+
+    Args:
+      shapes: ``(shape, count)`` per recipe slice; ``count`` > 1 means multislice.
+    """
+    if orchestrator not in _MODES:
+        return []
+    mode, multislice_key, words = _MODES[orchestrator]
+    needs: list[VersionNeed] = []
     if orchestrator == "gke-autopilot":
-        return autopilot_needs(shapes, catalog)
-    if orchestrator == "gke-standard":
-        return standard_needs(shapes, catalog)
-    return []
+        needs.append(_fact_need(catalog, "TPUs on GKE Autopilot", "tpuAutopilot", "minVersion"))
+    for shape, count in shapes:
+        v = shape.version
+        minimum = v.autopilot_min if mode == "autopilot" else v.standard_min
+        if minimum is not None:
+            fact = v.raw.get("gke", {}).get(mode, {})
+            needs.append(VersionNeed(minimum, f"TPU {v.key} on {words}",
+                                     catalog.source_url(str(fact.get("source", ""))),
+                                     str(fact.get("confidence", "H"))))
+        if count > 1:
+            needs.append(_fact_need(catalog, f"multislice on {words}", "multislice",
+                                    multislice_key))
+    return needs
 
 
 def managed_diagnostics_need(catalog: Catalog) -> VersionNeed:
     """GKE minimum for the GKE-managed ML Diagnostics add-on."""
-    fact = catalog.fact("mlDiagnostics", "managedMinVersion")
-    return VersionNeed(catalog.fact_version("mlDiagnostics", "managedMinVersion"),
-                       "GKE-managed ML Diagnostics", catalog.source_url(fact["source"]),
-                       str(fact.get("confidence", "H")))
+    return _fact_need(catalog, "GKE-managed ML Diagnostics", "mlDiagnostics",
+                      "managedMinVersion")
 
 
 def highest(needs: list[VersionNeed]) -> VersionNeed:
