@@ -29,7 +29,8 @@ PLAN = {
            ["create"]),
         rc("module.cluster.google_container_cluster.this", "google_container_cluster",
            ["delete", "create"], {"name": "c"}, ["location"]),
-        rc("google_container_node_pool.tpu", "google_container_node_pool", ["delete"]),
+        rc("google_container_node_pool.tpu", "google_container_node_pool", ["delete"],
+           {"node_config": [{"machine_type": "ct5lp-hightpu-4t"}]}),
         rc("module.profiles_bucket.google_storage_bucket.this[0]", "google_storage_bucket",
            ["delete"], {"name": "b", "force_destroy": True}),
         rc("module.log.google_logging_project_bucket_config.default",
@@ -60,6 +61,39 @@ def test_plan_json_counts_and_dangers() -> None:
     assert [c.address for c in plan.drift] == [
         "module.profiles_bucket.google_storage_bucket.this[0]"]
     assert parse_plan_json({}).has_changes is False
+
+
+def test_red_block_names_what_is_lost_by_kind() -> None:
+    """A system pool is not called a TPU pool; GPU pools, the Slurm cluster with the storage
+    it created, and kept-only types (APIs, _Default) are told apart."""
+    def pool(machine: str, **extra: object) -> ResourceChange:
+        return ResourceChange("module.p.google_container_node_pool.this",
+                              "google_container_node_pool", "delete",
+                              {"node_config": [{"machine_type": machine, **extra}]})
+
+    assert pool("e2-standard-4").danger is None
+    assert "TPU node pool" in (pool("tpu7x-standard-4t").danger or "")
+    assert "GPU node pool" in (pool("a3-ultragpu-8g").danger or "")
+    slurm = ResourceChange("module.slurm.google_hypercomputecluster_cluster.this",
+                           "google_hypercomputecluster_cluster", "delete", {
+                               "storage_resources": [
+                                   {"id": "home", "config": [{"new_filestore": [
+                                       {"filestore": "projects/p/locations/z/instances/h"}]}]},
+                                   {"id": "lustre", "config": [{"new_lustre": [
+                                       {"lustre": "projects/p/locations/z/instances/l"}]}]},
+                                   {"id": "data", "config": [{"existing_bucket": [
+                                       {"bucket": "mine"}]}]}]})
+    text = slurm.danger or ""
+    assert "managed Slurm cluster" in text
+    assert "Filestore projects/p/locations/z/instances/h" in text
+    assert "Managed Lustre projects/p/locations/z/instances/l" in text
+    assert "mine" not in text  # an existing bucket is not lost
+    kept = parse_plan_json({"resource_changes": [
+        rc("module.services.google_project_service.this[\"a\"]", "google_project_service",
+           ["delete"]),
+        rc("module.log.google_logging_project_bucket_config.default",
+           "google_logging_project_bucket_config", ["delete"])]})
+    assert kept.dangers == [] and len(kept.kept) == 2
 
 
 def test_bucket_delete_without_force_destroy_is_still_announced() -> None:
@@ -154,18 +188,41 @@ def test_apply_streams_progress_and_collects_outputs(tmp_path: Path) -> None:
     assert result.summary.create == 1 and result.outputs["x"]["value"] == "v"
     assert runner.calls[0].argv[-1] == ".mldiag/tfplan"
 
+    # On a terminal: one live view (rich) holds the resources in flight; finished lines stay.
     buf = io.StringIO()
-    printer = Progress(Console(buf, color=False), live=True)
-    for e in got:
-        printer(e)
-    assert buf.getvalue().splitlines() == ["  ... a.b: creating",
-                                           "  ... a.b: still creating (10s)",
-                                           "  ok  a.b: created (12s)"]
+    with Progress(Console(buf, color=False), live=True) as printer:
+        printer(got[0])
+        assert "a.b" in printer.in_flight
+        from rich.console import Console as RichConsole
+
+        view = RichConsole(file=io.StringIO(), width=100)
+        view.print(printer._view())
+        assert "creating a.b" in view.file.getvalue()
+        for e in got[1:]:
+            printer(e)
+        assert printer.in_flight == {}
+    assert "ok  a.b: created (12s)" in buf.getvalue()
     buf = io.StringIO()
     printer = Progress(Console(buf, color=False), live=False)  # not a terminal: results only
     for e in got:
         printer(e)
     assert buf.getvalue() == "  ok  a.b: created (12s)\n"
+
+
+def test_ci_progress_has_a_heartbeat_while_nothing_happens() -> None:
+    """Not on a terminal, a long create is never silent: a heartbeat line names what is in
+    flight whenever nothing was printed for heartbeat_s seconds."""
+    import time
+
+    buf = io.StringIO()
+    with Progress(Console(buf, color=False), live=False, heartbeat_s=0.3) as printer:
+        printer(ProgressEvent("start", "module.cluster.google_container_cluster.this",
+                              "create"))
+        deadline = time.monotonic() + 10
+        while "still" not in buf.getvalue() and time.monotonic() < deadline:
+            time.sleep(0.1)
+    text = buf.getvalue()
+    assert "... still" in text and "module.cluster.google_container_cluster.this" in text
 
 
 def test_init_is_skipped_while_nothing_it_depends_on_changed(tmp_path: Path) -> None:

@@ -29,7 +29,8 @@ from mldiag_provision.console import Console, severity_counts  # noqa: E402
 from mldiag_provision.errors import ExitCode, MldiagError, Problem, UsageError  # noqa: E402
 
 EPILOG = """exit codes: 0 ok, 1 invalid input, 2 usage error, 3 refused (e.g. edited files),
-70 internal error. Docs: README.md; recipe schema: mldiag-provision schema."""
+4 engine (terraform, cluster) failed, 70 internal error; plan --detailed-exitcode: 0 no
+changes, 2 changes, 1 any error. Docs: README.md; recipe schema: mldiag-provision schema."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -283,8 +284,17 @@ COMMANDS = {"validate": cmd_validate, "render": cmd_render, "catalog": cmd_catal
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv_list = list(sys.argv[1:] if argv is None else argv)
+    # Under --detailed-exitcode, 2 means "changes" (drift): every error exits 1 instead, as
+    # with Terraform's -detailed-exitcode, so a typo in a scheduled drift job is not drift.
+    detailed = "--detailed-exitcode" in argv_list
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv_list)
+    except SystemExit as exc:
+        if detailed and exc.code == int(ExitCode.USAGE):
+            return int(ExitCode.INVALID)
+        raise
     if not args.command:
         parser.print_help(sys.stderr)
         return int(ExitCode.USAGE)
@@ -315,6 +325,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         err.print(f"{err.style('error', 'red', 'bold')}: {exc.message}")
         if exc.hint:
             err.print(f"  hint: {exc.hint}")
+        if detailed and exc.exit_code is ExitCode.USAGE:
+            return int(ExitCode.INVALID)
         return int(exc.exit_code)
     except KeyboardInterrupt:
         err.print("interrupted")

@@ -333,8 +333,8 @@ class TerraformEngine:
         return f"{where}: {target}: {d.get('summary')}" + (f": {detail}" if detail else "")
 
     # -- plan ----------------------------------------------------------------------------------
-    def plan(self, *, destroy: bool = False,
-             progress: ProgressHandler | None = None) -> PlanResult:
+    def plan(self, *, destroy: bool = False, progress: ProgressHandler | None = None,
+             targets: Iterable[str] = ()) -> PlanResult:
         plan_file = self.workdir / PLAN_FILE
         plan_file.parent.mkdir(parents=True, exist_ok=True)
         plan_file.unlink(missing_ok=True)
@@ -342,6 +342,7 @@ class TerraformEngine:
                 f"-lock-timeout={self.lock_timeout}", f"-out={PLAN_FILE}"]
         if destroy:
             args.append("-destroy")
+        args += [f"-target={t}" for t in targets]
         events: list[dict[str, Any]] = []
         result = self._run(args, "terraform plan" + (" -destroy" if destroy else ""),
                            on_line=self._stream(events, progress))
@@ -389,6 +390,44 @@ class TerraformEngine:
                 outputs = e.get("outputs", {})
         (self.workdir / PLAN_FILE).unlink(missing_ok=True)  # applied: never apply it twice
         return ApplyResult(summary=summary, outputs=outputs)
+
+    # -- state ---------------------------------------------------------------------------------
+    def state_resources(self) -> list[dict[str, Any]]:
+        """Managed resources in the state (``terraform show -json``): each
+        ``{"address", "type", "values"}``; [] when nothing was applied yet."""
+        if not any(self.workdir.glob("*.tfstate")) and not (
+                self.workdir / ".terraform" / "terraform.tfstate").is_file():
+            return []
+        result = self._run(["show", "-json", "-no-color"], "terraform show (state)",
+                           capture=True)
+        if result.returncode != 0:
+            raise self._fail("terraform show", result, [])
+        try:
+            doc = json.loads(result.stdout or "{}")
+        except ValueError:
+            return []
+        out: list[dict[str, Any]] = []
+
+        def walk(module: dict[str, Any]) -> None:
+            for r in module.get("resources", []):
+                if r.get("mode") == "managed":
+                    out.append({"address": r.get("address"), "type": r.get("type"),
+                                "values": r.get("values") or {}})
+            for child in module.get("child_modules", []):
+                walk(child)
+
+        walk((doc.get("values") or {}).get("root_module") or {})
+        return out
+
+    def forget(self, addresses: Iterable[str]) -> None:
+        """``terraform state rm``: stop managing objects without deleting them."""
+        addrs = list(addresses)
+        if not addrs:
+            return
+        result = self._run(["state", "rm", f"-lock-timeout={self.lock_timeout}", *addrs],
+                           "terraform state rm")
+        if result.returncode != 0:
+            raise self._fail("terraform state rm", result, [])
 
     # -- outputs -------------------------------------------------------------------------------
     def outputs(self) -> dict[str, Any]:
@@ -442,7 +481,9 @@ def parse_plan_json(doc: dict[str, Any], *, plan_file: Path | None = None,
         1 for oc in doc.get("output_changes", {}).values()
         if oc.get("actions") not in (["no-op"], None))
     drift = [ResourceChange(address=rc.get("address", "?"), type=rc.get("type", "?"),
-                            action=_action(rc.get("change", {}).get("actions", [])))
+                            action=_action(rc.get("change", {}).get("actions", [])),
+                            before=rc.get("change", {}).get("before"),
+                            after=rc.get("change", {}).get("after"))
              for rc in doc.get("resource_drift", [])]
     return PlanResult(has_changes=summary.total > 0 or summary.outputs_changed > 0,
                       summary=summary, changes=changes, plan_file=plan_file, destroy=destroy,

@@ -1,5 +1,7 @@
-"""Shared by ``plan``, ``apply``, ``destroy`` and ``output``: render the recipe into its work
-directory, hold the work-directory lock, build the engine, and show plans and progress.
+"""Presentation shared by ``plan``, ``apply``, ``destroy`` and ``output``: opening the
+:class:`~mldiag_provision.stack.service.Stack` for a command, showing plans, progress and
+the destructive-change warning, and asking for confirmation. The work itself (render cache,
+lock, engines, stages) lives in :mod:`mldiag_provision.stack`.
 
 Not a command module itself (it is not listed in ``MODULES``).
 """
@@ -7,296 +9,185 @@ Not a command module itself (it is not listed in ``MODULES``).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import sys
+import threading
 import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
 
 from mldiag_provision.cli.commands._args import add_common  # noqa: F401  (re-exported)
-from mldiag_provision.console import Console, severity_counts
+from mldiag_provision.console import Console
 from mldiag_provision.engines import PlanResult, ProgressEvent
-from mldiag_provision.errors import ConflictError, InputError, UsageError
+from mldiag_provision.errors import ConflictError, UsageError
 
-LOCK_FILE = ".mldiag/lock"
-LOG_DIR = ".mldiag/logs"
 SYMBOL = {"create": "+", "update": "~", "replace": "-/+", "delete": "-", "read": "<="}
-
-
-
-# --- work directory lock ------------------------------------------------------------------------
-
-@dataclass
-class WorkdirLock:
-    """An exclusive ``flock`` on ``DIR/.mldiag/lock`` while a command changes the stack.
-
-    The lock belongs to the open file, which each terraform child inherits: if we die, the
-    lock stays held until the terraform we started has exited too. The kernel drops it with
-    the last holder, so a crash never leaves a stale lock behind.
-    """
-
-    path: Path
-    fd: int = -1
-
-    def acquire(self, command: str) -> None:
-        import fcntl
-
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "unknown"
-            os.close(fd)
-            hint = ("wait for it to finish; a second plan/apply/destroy on the same work "
-                    "directory is refused while one runs")
-            try:
-                pid = int(json.loads(holder)["pid"])
-                os.kill(pid, 0)
-            except (ValueError, KeyError, TypeError, ProcessLookupError):
-                hint = ("that mldiag-provision run has ended, but the terraform it started is "
-                        "still finishing (it keeps the lock so that nothing else touches the "
-                        f"state); wait for it (`fuser {self.path}` lists it)")
-            except PermissionError:
-                pass
-            raise ConflictError(f"{self.path.parent.parent} is in use by another run "
-                                f"({holder})", hint=hint) from None
-        info = json.dumps({"pid": os.getpid(), "command": command,
-                           "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, info.encode() + b"\n", 0)
-        self.fd = fd
-
-    def release(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)  # the flock goes with the last open copy (children too)
-            self.fd = -1
-
-
-@contextlib.contextmanager
-def locked(workdir: Path, command: str) -> Iterator[WorkdirLock]:
-    lock = WorkdirLock(workdir / LOCK_FILE)
-    lock.acquire(command)
-    try:
-        yield lock
-    finally:
-        lock.release()
-
-
-# --- render ------------------------------------------------------------------------------------
-
-def recipe_name_in(workdir: Path) -> str | None:
-    try:
-        return json.loads((workdir / ".mldiag/plan.json").read_text(encoding="utf-8"))["name"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
-
-
-RENDER_STAMP = ".mldiag/render-stamp.json"
-
-
-def _walk(root: Path) -> Iterator[str]:
-    """``path:size:mtime`` of every file under ``root`` (bytecode caches skipped)."""
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-        for name in filenames:
-            full = os.path.join(dirpath, name)
-            st = os.stat(full)
-            yield f"{full}:{st.st_size}:{st.st_mtime_ns}\n"
-
-
-def _render_inputs_digest(recipe_text: str) -> str:
-    """What a render depends on: the recipe, and (by path, size and mtime) the package code,
-    its catalog data, blueprints and modules. Equal digests give byte-identical trees."""
-    import hashlib
-
-    from mldiag_provision import __version__
-    from mldiag_provision.resources import data_root
-
-    h = hashlib.sha256(f"{__version__}\n{recipe_text}".encode())
-    pkg = Path(__file__).resolve().parents[2]
-    roots = [pkg, data_root() / "blueprints", data_root() / "modules"]
-    for root in roots:
-        for entry in sorted(_walk(root)):
-            h.update(entry.encode())
-    return h.hexdigest()
-
-
-def _read_recipe(path: str) -> str:
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        from mldiag_provision.pipeline import read_text
-
-        return read_text(path)[1]  # raises the usual UsageError with its hint
-
-
-def _up_to_date(workdir: Path, digest: str) -> bool:
-    from mldiag_provision.render.writer import edited_files
-
-    try:
-        stamp = json.loads((workdir / RENDER_STAMP).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    if stamp.get("digest") != digest:
-        return False
-    try:
-        manifest = json.loads((workdir / ".mldiag/manifest.json").read_text(encoding="utf-8"))
-        files = manifest["files"]
-    except (OSError, ValueError, KeyError):
-        return False
-    return all((workdir / rel).is_file() for rel in files) and not edited_files(workdir)
-
-
-def decisions(workdir: Path) -> list[str]:
-    """What the plan decided for the rendered stack (slices, GKE version, agents strategy)."""
-    try:
-        data = json.loads((workdir / ".mldiag" / "plan.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return []
-    return [str(d) for d in data.get("decisions", [])]
-
-
-def agents_stage(workdir: Path) -> Path | None:
-    """The second-stage root module (agents/), if the stack has one."""
-    stage = workdir / "agents"
-    return stage if (stage / "main.tf").is_file() else None
-
-
-def render(args: argparse.Namespace, out: Console, *, quiet: bool) -> Path:
-    """Preflight the recipe and (re-)render it into ``args.out``; returns the directory.
-
-    When neither the recipe nor the tool changed since the last render of this directory
-    (and no rendered file was edited or removed), the stack is already what a render would
-    write: preflight and render are skipped (``.mldiag/render-stamp.json``).
-
-    Raises:
-      InputError: the recipe has errors (printed first, as ``validate`` prints them).
-      ConflictError: the directory holds another recipe's stack, or edited files.
-    """
-    workdir = Path(args.out).resolve()
-    recipe_text = _read_recipe(args.recipe)
-    digest = _render_inputs_digest(recipe_text)
-    if _up_to_date(workdir, digest):
-        if not quiet:
-            out.print(out.style(f"stack {recipe_name_in(workdir)}", "bold") + f" in {workdir}"
-                      " (recipe unchanged since its last render; `mldiag-provision validate` "
-                      "shows its preflight report)")
-            for line in decisions(workdir):
-                out.print(f"  {line}")
-        return workdir
-    from mldiag_provision.catalog.tpu import load_catalog
-    from mldiag_provision.pipeline import check_file
-    from mldiag_provision.plan.stack import build_plan
-    from mldiag_provision.render.stack import GENERATOR, render_stack
-    from mldiag_provision.render.writer import write_tree
-
-    catalog = load_catalog()
-    res = check_file(args.recipe, catalog)  # reads the file again: same text, the file name
-    errors, _ = severity_counts(res.report.problems)
-    if errors or res.parsed.recipe is None:
-        for p in res.report.problems:
-            out.problem(p, res.parsed.sourcemap)
-        raise InputError(f"nothing changed: {errors} error(s) in {res.report.file}",
-                         problems=res.report.problems)
-    recipe = res.parsed.recipe
-    existing = recipe_name_in(workdir)
-    if existing is not None and existing != recipe.metadata.name:
-        raise ConflictError(
-            f"{workdir} holds the stack of recipe '{existing}', not '{recipe.metadata.name}'",
-            hint="use the work directory of this recipe (-o), or a new one")
-    plan = build_plan(recipe, res.shapes, catalog)
-    written = write_tree(workdir, render_stack(plan), generator=GENERATOR, stack=plan.name,
-                         force=getattr(args, "force", False))
-    (workdir / RENDER_STAMP).write_text(json.dumps({"digest": digest}) + "\n")
-    if not quiet:
-        for p in res.report.problems:
-            out.problem(p, res.parsed.sourcemap)
-        changed = len(written.written) + len(written.removed)
-        out.print(out.style(f"stack {recipe.metadata.name}", "bold") + f" in {workdir}"
-                  + (f" (re-rendered {changed} file(s))" if changed else ""))
-        for line in plan.decisions:
-            out.print(f"  {line}")
-    return workdir
-
-
-def existing_workdir(args: argparse.Namespace) -> Path:
-    """``args.out`` for commands that do not render; it must hold this recipe's stack."""
-    from mldiag_provision.pipeline import read_text
-
-    workdir = Path(args.out).resolve()
-    name = recipe_name_in(workdir)
-    if name is None:
-        raise UsageError(f"{workdir} holds no rendered stack",
-                         hint=f"run `mldiag-provision apply {args.recipe} -o {args.out}` first")
-    _, text = read_text(args.recipe)
-    import yaml
-
-    try:
-        doc = yaml.safe_load(text)
-        wanted = doc["metadata"]["name"]
-    except Exception:  # any unreadable recipe: `validate` explains it
-        wanted = None
-    if wanted is not None and wanted != name:
-        raise ConflictError(f"{workdir} holds the stack of recipe '{name}', not '{wanted}'",
-                            hint="use the work directory of this recipe (-o)")
-    return workdir
-
-
-# --- engine --------------------------------------------------------------------------------------
-
-def make_engine(workdir: Path, command: str, lock: WorkdirLock | None) -> Any:
-    from mldiag_provision.engines.terraform import TerraformEngine
-    from mldiag_provision.runner import CommandRunner, utc_stamp
-
-    runner = CommandRunner(workdir / LOG_DIR / f"{command}-{utc_stamp()}.log")
-    runner.log(f"mldiag-provision {command} in {workdir} (pid {os.getpid()})")
-    return TerraformEngine(workdir, runner, keep_fds=[lock.fd] if lock and lock.fd >= 0 else [])
-
-
-# --- presentation ---------------------------------------------------------------------------------
-
-class Progress:
-    """Per-resource progress lines; on a terminal also the starts and the "still ..." ticks."""
-
-    def __init__(self, out: Console, *, live: bool | None = None) -> None:
-        self.out = out
-        self.live = _isatty(out.stream) if live is None else live
-        self.started = time.monotonic()
-        self.done = 0
-
-    def __call__(self, ev: ProgressEvent) -> None:
-        verb = {"create": "creating", "update": "updating", "delete": "deleting",
-                "replace": "replacing", "read": "reading"}.get(ev.action, ev.action or "...")
-        if ev.kind == "start" and self.live:
-            self.out.print(self.out.style(f"  ... {ev.address}: {verb}", "dim"))
-        elif ev.kind == "progress" and self.live:
-            self.out.print(self.out.style(f"  ... {ev.address}: still {verb} "
-                                          f"({ev.elapsed_s:.0f}s)", "dim"))
-        elif ev.kind == "complete":
-            self.done += 1
-            past = {"create": "created", "update": "updated", "delete": "deleted",
-                    "replace": "replaced", "read": "read"}.get(ev.action, "done")
-            self.out.print(f"  {self.out.style('ok', 'green')}  {ev.address}: {past} "
-                           f"({ev.elapsed_s:.0f}s)")
-        elif ev.kind == "error":
-            self.out.print(f"  {self.out.style('FAIL', 'red', 'bold')} {ev.address}"
-                           + (f": {ev.message}" if ev.message else ""))
-        if self.live:
-            self.out.stream.flush()
+VERB = {"create": "creating", "update": "updating", "delete": "deleting",
+        "replace": "replacing", "read": "reading"}
+PAST = {"create": "created", "update": "updated", "delete": "deleted",
+        "replace": "replaced", "read": "read"}
 
 
 def _isatty(stream: TextIO) -> bool:
     return hasattr(stream, "isatty") and stream.isatty()
 
 
+# --- progress ------------------------------------------------------------------------------------
+
+class Progress:
+    """Per-resource progress lines, and stage/wait lines of a whole-stack run.
+
+    Not on a terminal (CI): one line per resource event and per stage, and a heartbeat line
+    whenever nothing was printed for ``heartbeat_s`` seconds (``MLDIAG_HEARTBEAT_S``,
+    default 60), so a 10-minute cluster create is never silent. On a terminal: one live view
+    (``rich``) of the current stage and the resources in flight, with finished lines above.
+    """
+
+    def __init__(self, out: Console, *, live: bool | None = None,
+                 heartbeat_s: float | None = None) -> None:
+        self.out = out
+        self.live = _isatty(out.stream) if live is None else live
+        self.started = time.monotonic()
+        self.done = 0
+        self.stage = ""
+        self.activity = "starting"
+        self.in_flight: dict[str, tuple[str, float]] = {}
+        self.heartbeat_s = heartbeat_s if heartbeat_s is not None else float(
+            os.environ.get("MLDIAG_HEARTBEAT_S", "60") or 60)
+        self._last = time.monotonic()
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._rich: Any = None
+
+    # lifecycle: re-entrant, so a run can pause the live view to ask a question
+    def __enter__(self) -> Progress:
+        self._stop = threading.Event()
+        if self.live:
+            from rich.console import Console as RichConsole
+            from rich.live import Live
+
+            self._rich = Live(self._view(), console=RichConsole(file=self.out.stream),
+                              refresh_per_second=4, transient=True)
+            self._rich.start()
+        else:
+            self._thread = threading.Thread(target=self._beat, daemon=True)
+            self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._rich is not None:
+            self._rich.stop()
+            self._rich = None
+        if self._thread is not None:
+            self._thread.join(timeout=6)
+            self._thread = None
+
+    def _view(self) -> Any:
+        from rich.table import Table
+
+        table = Table.grid(padding=(0, 1))
+        elapsed = time.monotonic() - self.started
+        table.add_row(f"[bold]{self.stage or 'stack'}[/bold]", self.activity,
+                      f"[dim]{elapsed:.0f}s[/dim]")
+        now = time.monotonic()
+        for addr, (verb, since) in list(self.in_flight.items())[:12]:
+            table.add_row("", f"[dim]{verb}[/dim] {addr}", f"[dim]{now - since:.0f}s[/dim]")
+        return table
+
+    def _line(self, text: str) -> None:
+        with self._lock:
+            if self._rich is not None:
+                self._rich.console.print(text, markup=False, highlight=False)
+                self._rich.update(self._view())
+            else:
+                self.out.print(text)
+                self.out.stream.flush()
+            self._last = time.monotonic()
+
+    def _refresh(self) -> None:
+        if self._rich is not None:
+            with self._lock:
+                self._rich.update(self._view())
+
+    def _beat(self) -> None:
+        while not self._stop.wait(min(5.0, self.heartbeat_s)):
+            if time.monotonic() - self._last >= self.heartbeat_s:
+                flying = ", ".join(f"{a} ({time.monotonic() - s:.0f}s)"
+                                   for a, (_, s) in list(self.in_flight.items())[:3])
+                self._line(f"  ... still {self.activity}"
+                           + (f": {flying}" if flying else "")
+                           + f" [{time.monotonic() - self.started:.0f}s elapsed]")
+
+    # events
+    def stack_event(self, ev: Any) -> None:
+        """A :class:`~mldiag_provision.stack.service.StackEvent`."""
+        if ev.kind == "resource" and ev.event is not None:
+            self(ev.event)
+            return
+        self.stage = ev.stage
+        if ev.kind == "stage":
+            self.activity = ev.message
+            self._line(self.out.style(f"== {ev.stage}: {ev.message}", "bold"))
+        elif ev.kind == "done":
+            self._line(f"== {ev.stage}: {ev.message} ({ev.elapsed_s:.0f}s)")
+        elif ev.kind == "wait":
+            first = self.activity != ev.message and not ev.elapsed_s
+            self.activity = ev.message
+            if first or self.live:
+                self._line(self.out.style(f"  ... {ev.message}", "dim"))
+            else:
+                self._refresh()
+        elif ev.kind == "note":
+            self._line(f"  note: {ev.message}")
+
+    def __call__(self, ev: ProgressEvent) -> None:
+        verb = VERB.get(ev.action, ev.action or "...")
+        if ev.kind == "start":
+            self.in_flight[ev.address] = (verb, time.monotonic())
+            if self.live:
+                self._refresh()
+        elif ev.kind == "progress":
+            self._refresh()
+        elif ev.kind == "complete":
+            self.done += 1
+            self.in_flight.pop(ev.address, None)
+            self._line(f"  {self.out.style('ok', 'green')}  {ev.address}: "
+                       f"{PAST.get(ev.action, 'done')} ({ev.elapsed_s:.0f}s)")
+        elif ev.kind == "error":
+            self.in_flight.pop(ev.address, None)
+            self._line(f"  {self.out.style('FAIL', 'red', 'bold')} {ev.address}"
+                       + (f": {ev.message}" if ev.message else ""))
+
+
+# --- plans ---------------------------------------------------------------------------------------
+
+def _changed_attributes(before: Any, after: Any, prefix: str = "") -> list[str]:
+    """Attribute paths that differ between two values of a resource (drift display)."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        out: list[str] = []
+        for key in sorted(set(before) | set(after)):
+            out += _changed_attributes(before.get(key), after.get(key),
+                                       f"{prefix}.{key}" if prefix else str(key))
+        return out
+    if (isinstance(before, list) and isinstance(after, list) and len(before) == len(after)
+            and before and all(isinstance(x, dict) for x in before + after)):
+        out = []
+        for i, (b, a) in enumerate(zip(before, after, strict=True)):
+            out += _changed_attributes(b, a, f"{prefix}[{i}]")
+        return out
+    return [] if before == after else [prefix or "(value)"]
+
+
 def show_plan(out: Console, plan: PlanResult) -> None:
+    """The changes of one (Terraform or workloads) plan, then its summary line."""
     for c in plan.drift:
-        out.print(out.style(f"  drift: {c.address} changed outside Terraform", "yellow"))
+        attrs = _changed_attributes(c.before, c.after)
+        what = f": {', '.join(attrs[:8])}" if attrs else ""
+        out.print(out.style(f"  drift: {c.address} changed outside Terraform{what}",
+                            "yellow"))
     for c in plan.changes:
         if c.action in ("no-op", "read"):
             continue
@@ -316,8 +207,22 @@ def show_plan(out: Console, plan: PlanResult) -> None:
                   "plan-summary.json)")
 
 
-def warn_dangers(err: Console, plan: PlanResult) -> None:
+def show_stage_plans(out: Console, plans: list[Any]) -> None:
+    """Every stage's plan (or why it is deferred / absent)."""
+    for sp in plans:
+        out.print(out.style(f"stage {sp.stage.name}", "bold") + f": {sp.stage.summary}")
+        if sp.status == "planned" and sp.plan is not None:
+            show_plan(out, sp.plan)
+        elif sp.status == "deferred":
+            out.print(out.style(f"  ({sp.reason})", "dim"))
+        else:
+            out.print(out.style(f"  nothing to do ({sp.reason})", "dim"))
+
+
+def warn_dangers(err: Console, plan: PlanResult, *, destroy: bool | None = None) -> None:
+    """The red block: exactly what is lost; on destroy also what is kept."""
     dangers = plan.dangers
+    destroy = plan.destroy if destroy is None else destroy
     if not dangers:
         return
     bar = "!" * 78
@@ -326,7 +231,29 @@ def warn_dangers(err: Console, plan: PlanResult) -> None:
                         "red", "bold"))
     for d in dangers:
         err.print(err.style(f"  - {d}", "red"))
+    if destroy:
+        err.print(err.style("  kept: the enabled APIs stay enabled and Log Analytics stays on "
+                            "the _Default log bucket (removed from the state only)", "red"))
     err.print(err.style(bar, "red", "bold"))
+
+
+def all_dangers(plans: list[Any]) -> PlanResult | None:
+    """One PlanResult holding the changes of every planned stage (for the red block)."""
+    planned = [sp.plan for sp in plans if sp.plan is not None]
+    if not planned:
+        return None
+    from mldiag_provision.engines import PlanSummary
+
+    total = PlanSummary()
+    for p in planned:
+        for key in ("create", "update", "replace", "delete", "read", "outputs_changed"):
+            setattr(total, key, getattr(total, key) + getattr(p.summary, key))
+    merged = PlanResult(has_changes=any(p.has_changes for p in planned), summary=total,
+                        destroy=planned[0].destroy)
+    for p in planned:
+        merged.changes.extend(p.changes)
+        merged.drift.extend(p.drift)
+    return merged
 
 
 def confirm(out: Console, plan: PlanResult, *, auto_approve: bool, verb: str,
@@ -367,37 +294,70 @@ def print_outputs(out: Console, outputs: dict[str, Any]) -> None:
         out.print(f"  {name} = {value}")
 
 
-@contextlib.contextmanager
-def session(args: argparse.Namespace, out: Console, command: str) -> Iterator[Any]:
-    """Render (when ``command`` changes the stack), lock the work directory, and yield the
-    engine; the log is closed and the lock released on the way out.
-
-    The lock is taken before rendering when the directory exists, so that a second run
-    cannot re-render files under a running one.
-    """
-    quiet = getattr(args, "output", "text") == "json"
-    workdir = Path(args.out).resolve()
-    if workdir.exists() and not workdir.is_dir():
-        raise UsageError(f"{workdir} is a file, not a work directory",
-                         hint="give the stack's directory with -o DIR")
-    fresh = not workdir.exists()
-    if fresh:
-        render(args, out, quiet=quiet)
-    with locked(workdir, command) as lock:
-        # a fresh directory was just rendered; re-check only (quietly) under the lock
-        render(args, out, quiet=quiet or fresh)
-        engine = make_engine(workdir, command, lock)
-        try:
-            yield engine
-        except KeyboardInterrupt:
-            engine.runner.log("[mldiag] interrupted by the user")
-            sys.stderr.write(f"interrupted: terraform was stopped gracefully and its state "
-                             f"saved; re-run `mldiag-provision {command}` to converge "
-                             f"(log: {engine.runner.log_path})\n")
-            raise
-        finally:
-            engine.runner.close()
-
+# --- opening the stack ---------------------------------------------------------------------------
 
 def err_console(args: argparse.Namespace) -> Console:
     return Console(sys.stderr, color=False if getattr(args, "no_color", False) else None)
+
+
+def open_stack(args: argparse.Namespace, command: str, *, reporter: Any = None) -> Any:
+    """The :class:`Stack` of ``args.out`` for ``command`` (not yet entered)."""
+    from mldiag_provision.stack.kube import ClusterTarget
+    from mldiag_provision.stack.service import Stack
+
+    if not str(args.out).strip():
+        raise UsageError("-o/--out is empty", hint="give the stack directory, e.g. -o out/stack")
+    target = None
+    if getattr(args, "kubeconfig", None) or getattr(args, "context", None):
+        target = ClusterTarget(kubeconfig=args.kubeconfig, context=args.context)
+    return Stack(Path(args.out), command, reporter=reporter, target=target,
+                 wait_timeout_s=float(getattr(args, "wait_timeout", 900) or 900))
+
+
+def render_shown(stack: Any, args: argparse.Namespace, out: Console, *, quiet: bool) -> None:
+    """Render the recipe into the stack and show the outcome (problems, decisions).
+
+    Raises:
+      InputError: the recipe has errors (printed first, as ``validate`` prints them).
+    """
+    from mldiag_provision.stack.workdir import RecipeInvalid
+
+    try:
+        res = stack.render(args.recipe, force=getattr(args, "force", False))
+    except RecipeInvalid as exc:
+        for p in exc.problems:
+            out.problem(p, exc.sourcemap)
+        raise
+    if quiet:
+        return
+    if res.cached:
+        out.print(out.style(f"stack {res.name}", "bold") + f" in {res.workdir}"
+                  " (recipe unchanged since its last render; `mldiag-provision validate` "
+                  "shows its preflight report)")
+    else:
+        for p in res.problems:
+            out.problem(p, res.sourcemap)
+        out.print(out.style(f"stack {res.name}", "bold") + f" in {res.workdir}"
+                  + (f" (re-rendered {res.changed} file(s))" if res.changed else ""))
+    for line in res.decisions:
+        out.print(f"  {line}")
+
+
+def interrupted(stack: Any, command: str) -> None:
+    if stack.log_path is not None:
+        stack._runner.log("[mldiag] interrupted by the user")
+    sys.stderr.write(f"interrupted: terraform was stopped gracefully and its state saved; "
+                     f"re-run `mldiag-provision {command}` to converge"
+                     + (f" (log: {stack.log_path})" if stack.log_path else "") + "\n")
+
+
+def add_stage_args(p: argparse.ArgumentParser, *, wait: bool = True) -> None:
+    p.add_argument("--stage", action="append", choices=("project", "cluster", "workloads"),
+                   help="only this stage (repeatable); default: every stage of the stack")
+    if wait:
+        p.add_argument("--wait-timeout", type=float, default=900, metavar="SECONDS",
+                       help="bound of each wait for the cluster between stages (default 900)")
+        p.add_argument("--kubeconfig", metavar="PATH",
+                       help="reach the cluster through this kubeconfig instead of the stack's "
+                            "endpoint and your Google credentials")
+        p.add_argument("--context", metavar="NAME", help="kubeconfig context")

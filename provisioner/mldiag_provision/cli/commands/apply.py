@@ -1,10 +1,14 @@
-"""``mldiag-provision apply RECIPE -o DIR``: render, ``terraform init``, plan, show the
-summary and any destructive change, ask for confirmation (``--auto-approve`` for
-pipelines), then apply exactly that saved plan with live per-resource progress."""
+"""``mldiag-provision apply RECIPE -o DIR``: render, plan every stage, show the plans and any
+destructive change, ask for confirmation (``--auto-approve`` for pipelines), then apply the
+stages in order under one lock: the project stack; once the cluster answers, the in-cluster
+stage (agents, add-ons, namespace, KSA); then the workloads (``--no-workloads`` skips them).
+A stage that can only be planned after an earlier one is planned then, and asks again only
+if it would delete or replace something."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 
 from mldiag_provision.console import Console
@@ -13,10 +17,14 @@ NAME = "apply"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(NAME, help="render, plan, confirm, then create/update the stack")
+    p = sub.add_parser(NAME, help="render, plan, confirm, then create/update every stage")
     from mldiag_provision.cli.commands._args import add_common
+    from mldiag_provision.cli.commands._stack import add_stage_args
 
     add_common(p)
+    add_stage_args(p)
+    p.add_argument("--no-workloads", action="store_true",
+                   help="leave the recipe's workloads out (project and cluster stages only)")
     p.add_argument("--auto-approve", action="store_true",
                    help="do not ask for confirmation (pipelines); destructive changes are "
                         "still announced")
@@ -25,46 +33,83 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, out: Console) -> int:
     from mldiag_provision.cli.commands._stack import (
         Progress,
+        all_dangers,
         confirm,
         err_console,
+        interrupted,
+        open_stack,
         print_outputs,
-        session,
-        show_plan,
+        render_shown,
+        show_stage_plans,
         warn_dangers,
     )
+    from mldiag_provision.stack.service import StageName, stage_names
 
     text = args.output == "text"
-    with session(args, out, NAME) as engine:
-        engine.init()
-        plan = engine.plan()
+    only = stage_names(args.stage)
+    progress = Progress(out) if text else None
+    err = err_console(args)
+
+    def ask(plans: list) -> None:
+        merged = all_dangers(plans)
+        if merged is None or not any(p.has_changes for p in plans):
+            return
         if text:
-            show_plan(out, plan)
-            warn_dangers(err_console(args), plan)
-        if not plan.has_changes:
-            if not text:
-                out.print(json.dumps({"ok": True, "applied": False, **plan.to_dict()},
-                                     indent=2))
-            return 0
-        confirm(out, plan, auto_approve=args.auto_approve, verb="apply")
-        result = engine.apply(plan, progress=Progress(out) if text else None)
+            show_stage_plans(out, plans)
+            warn_dangers(err, merged)
+        confirm(out, merged, auto_approve=args.auto_approve, verb="apply")
+
+    def ask_later(plans: list) -> None:  # a deferred stage would delete or replace
+        if progress is not None:
+            progress.__exit__()
+        try:
+            ask(plans)
+        finally:
+            if progress is not None:
+                progress.__enter__()
+
+    stack = open_stack(args, NAME, reporter=progress.stack_event if progress else None)
+    with stack:
+        render_shown(stack, args, out, quiet=not text)
+        stages = [s.name for s in stack.stages(only)]
+        if args.no_workloads:
+            stages = [s for s in stages if s is not StageName.WORKLOADS]
+        try:
+            with progress or contextlib.nullcontext():
+                plans = stack.plan(stages)
+            if not any(p.has_changes for p in plans):
+                if text:
+                    show_stage_plans(out, plans)
+                else:
+                    out.print(json.dumps({"ok": True, "applied": False,
+                                          "stages": [p.to_dict() for p in plans]}, indent=2))
+                return 0
+            ask(plans)
+            with progress or contextlib.nullcontext():
+                results = stack.apply(plans, confirm=lambda ps: None if ps is plans
+                                      else ask_later(ps))
+        except KeyboardInterrupt:
+            interrupted(stack, NAME)
+            raise
+        project = [r for r in results if r.stage is StageName.PROJECT]
+        outputs = project[0].outputs if project else {}
+        log = stack.log_path
     if text:
-        s = result.summary
+        for r in results:
+            s = r.summary
+            out.print(out.style(f"stage {r.stage}:", "green", "bold") + (
+                f" {r.skipped}" if r.skipped else
+                f" {s.create} created, {s.update} updated, {s.replace} replaced, "
+                f"{s.delete} deleted"))
         out.print(out.style("apply complete:", "green", "bold")
-                  + f" {s.create} created, {s.update} updated, {s.delete} deleted"
-                  + f" (log: {engine.runner.log_path})")
-        print_outputs(out, result.outputs)
-        from pathlib import Path
-
-        from mldiag_provision.cli.commands._stack import agents_stage
-
-        stage = agents_stage(Path(args.out).resolve())
-        if stage is not None:
-            # the second stage talks to the cluster this apply created; it is applied on its
-            # own (its providers are configured from the live cluster)
-            out.print("next, inside the cluster (namespace label, KSA, agents): "
-                      f"terraform -chdir={stage} init && terraform -chdir={stage} apply")
+                  + f" {sum(r.summary.create for r in results)} created, "
+                  + f"{sum(r.summary.update for r in results)} updated, "
+                  + f"{sum(r.summary.delete for r in results)} deleted"
+                  + (f" (log: {log})" if log else ""))
+        print_outputs(out, outputs)
     else:
-        out.print(json.dumps({"ok": True, "applied": True, **plan.to_dict(),
-                              "outputs": result.outputs,
-                              "log": str(engine.runner.log_path)}, indent=2))
+        out.print(json.dumps({"ok": True, "applied": True,
+                              "stages": [p.to_dict() for p in plans],
+                              "results": [r.to_dict() for r in results],
+                              "outputs": outputs, "log": str(log) if log else None}, indent=2))
     return 0

@@ -1,5 +1,5 @@
-"""``mldiag-provision output RECIPE -o DIR [--name NAME]``: the applied stack's outputs
-(``terraform output -json``); sensitive values are hidden in text output."""
+"""``mldiag-provision output RECIPE -o DIR [--name NAME] [--stage cluster]``: the applied
+stack's outputs (``terraform output -json``); sensitive values are hidden in text output."""
 
 from __future__ import annotations
 
@@ -17,19 +17,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     add_common(p, render=False)
     p.add_argument("--name", metavar="NAME", help="print one output only (its raw value)")
+    p.add_argument("--stage", choices=("project", "cluster"), default="project",
+                   help="the Terraform stage whose outputs to show (default project)")
 
 
 def run(args: argparse.Namespace, out: Console) -> int:
-    from mldiag_provision.cli.commands._stack import existing_workdir, make_engine, print_outputs
+    from mldiag_provision.cli.commands._stack import open_stack, print_outputs
     from mldiag_provision.errors import UsageError
+    from mldiag_provision.stack.service import StageName
+    from mldiag_provision.stack.workdir import check_workdir_recipe
 
-    workdir = existing_workdir(args)
-    engine = make_engine(workdir, NAME, None)
-    try:
-        engine.init()
-        outputs = engine.outputs()
-    finally:
-        engine.runner.close()
+    with open_stack(args, NAME) as stack:
+        check_workdir_recipe(stack.workdir, args.recipe)
+        outputs = stack.outputs(StageName(args.stage))
     if args.name is not None:
         if args.name not in outputs:
             raise UsageError(f"no output named '{args.name}'",

@@ -1,10 +1,13 @@
-"""``mldiag-provision plan RECIPE -o DIR``: render, ``terraform init``, then a saved plan
-(``DIR/.mldiag/tfplan``) with its summary; ``--detailed-exitcode`` makes it a drift check
-(exit 0: no changes, 2: changes) for scheduled GitOps jobs."""
+"""``mldiag-provision plan RECIPE -o DIR``: render, then plan every stage (saved Terraform
+plans under ``DIR/.mldiag/`` and ``DIR/agents/.mldiag/``); a stage that can only be planned
+once an earlier one is applied says so. ``--detailed-exitcode`` makes it a drift check for
+scheduled GitOps jobs: exit 0 no changes, 2 changes, 1 any error (as Terraform's
+``-detailed-exitcode``: a usage error never reads as drift)."""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 
 from mldiag_provision.console import Console
@@ -13,36 +16,56 @@ NAME = "plan"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(NAME, help="render, then show what apply would change (saved plan)")
+    p = sub.add_parser(NAME, help="render, then show what apply would change, stage by stage")
     from mldiag_provision.cli.commands._args import add_common
+    from mldiag_provision.cli.commands._stack import add_stage_args
 
     add_common(p)
+    add_stage_args(p)
     p.add_argument("--destroy", action="store_true", help="plan removing the whole stack")
     p.add_argument("--detailed-exitcode", action="store_true",
                    help="drift check: exit 0 when nothing would change, 2 when something "
-                        "would (errors: 1 recipe, 3 refused, 4 terraform)")
+                        "would, 1 on any error")
 
 
 def run(args: argparse.Namespace, out: Console) -> int:
     from mldiag_provision.cli.commands._stack import (
+        Progress,
+        all_dangers,
         err_console,
-        session,
-        show_plan,
+        open_stack,
+        render_shown,
+        show_stage_plans,
         warn_dangers,
     )
+    from mldiag_provision.stack.service import stage_names
 
-    with session(args, out, NAME) as engine:
-        engine.init()
-        result = engine.plan(destroy=args.destroy)
-    if args.output == "json":
-        from pathlib import Path
+    text = args.output == "text"
+    progress = Progress(out) if text else None
+    stack = open_stack(args, NAME, reporter=progress.stack_event if progress else None)
+    with stack:
+        if not args.destroy:
+            render_shown(stack, args, out, quiet=not text)
+        else:
+            from mldiag_provision.stack.workdir import check_workdir_recipe
 
-        from mldiag_provision.cli.commands._stack import decisions
-
-        out.print(json.dumps({"ok": True, **result.to_dict(),
-                              "decisions": decisions(Path(args.out).resolve()),
-                              "log": str(engine.runner.log_path)}, indent=2))
+            check_workdir_recipe(stack.workdir, args.recipe)
+        with progress or contextlib.nullcontext():
+            plans = stack.plan(stage_names(args.stage), destroy=args.destroy)
+        decisions = list(stack.saved.get("decisions", []))
+        log = stack.log_path
+    changed = any(p.has_changes for p in plans)
+    if not text:
+        flat = all_dangers(plans)
+        out.print(json.dumps({"ok": True, "hasChanges": changed,
+                              **({"summary": flat.summary.to_dict(),
+                                  "dangers": flat.dangers} if flat else {}),
+                              "stages": [p.to_dict() for p in plans],
+                              "decisions": decisions, "log": str(log) if log else None},
+                             indent=2))
     else:
-        show_plan(out, result)
-        warn_dangers(err_console(args), result)
-    return 2 if args.detailed_exitcode and result.has_changes else 0
+        show_stage_plans(out, plans)
+        merged = all_dangers(plans)
+        if merged is not None:
+            warn_dangers(err_console(args), merged, destroy=args.destroy)
+    return 2 if args.detailed_exitcode and changed else 0

@@ -1,0 +1,74 @@
+"""The work-directory lock: one run at a time changes a stack (``DIR/.mldiag/lock``)."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from mldiag_provision.errors import ConflictError
+
+LOCK_FILE = ".mldiag/lock"
+
+
+@dataclass
+class WorkdirLock:
+    """An exclusive ``flock`` on ``DIR/.mldiag/lock`` while a command changes the stack.
+
+    The lock belongs to the open file, which each terraform child inherits: if we die, the
+    lock stays held until the terraform we started has exited too. The kernel drops it with
+    the last holder, so a crash never leaves a stale lock behind.
+    """
+
+    path: Path
+    fd: int = -1
+
+    def acquire(self, command: str) -> None:
+        """Take the lock or raise :class:`ConflictError` naming the holder."""
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 4096, 0).decode("utf-8", "replace").strip() or "unknown"
+            os.close(fd)
+            hint = ("wait for it to finish; a second plan/apply/destroy on the same work "
+                    "directory is refused while one runs")
+            try:
+                pid = int(json.loads(holder)["pid"])
+                os.kill(pid, 0)
+            except (ValueError, KeyError, TypeError, ProcessLookupError):
+                hint = ("that mldiag-provision run has ended, but the terraform it started is "
+                        "still finishing (it keeps the lock so that nothing else touches the "
+                        f"state); wait for it (`fuser {self.path}` lists it)")
+            except PermissionError:
+                pass
+            raise ConflictError(f"{self.path.parent.parent} is in use by another run "
+                                f"({holder})", hint=hint) from None
+        info = json.dumps({"pid": os.getpid(), "command": command,
+                           "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, info.encode() + b"\n", 0)
+        self.fd = fd
+
+    def release(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)  # the flock goes with the last open copy (children too)
+            self.fd = -1
+
+
+@contextlib.contextmanager
+def locked(workdir: Path, command: str) -> Iterator[WorkdirLock]:
+    """Hold the lock of ``workdir`` for the ``with`` body."""
+    lock = WorkdirLock(workdir / LOCK_FILE)
+    lock.acquire(command)
+    try:
+        yield lock
+    finally:
+        lock.release()
