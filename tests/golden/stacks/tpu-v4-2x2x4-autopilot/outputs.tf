@@ -33,3 +33,17 @@ output "mlrun_region" {
   description = "Location to pass as region to machinelearning_run() (also MLDIAG_MLRUN_REGION in the workloads)."
   value       = "us-central2"
 }
+
+# Read by `mldiag-provision apply` to reach the cluster for the in-cluster stages (with an
+# access token of the caller's credentials, as the kubernetes provider in agents/ does).
+output "cluster_endpoint" {
+  description = "IP address of the cluster's Kubernetes API endpoint."
+  value       = module.cluster.endpoint
+  sensitive   = true
+}
+
+output "cluster_ca_certificate" {
+  description = "Base64-encoded PEM of the cluster CA."
+  value       = module.cluster.ca_certificate
+  sensitive   = true
+}

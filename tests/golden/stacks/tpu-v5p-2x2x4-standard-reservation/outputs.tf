@@ -43,3 +43,17 @@ output "node_pools" {
   description = "Accelerator node pools by name."
   value       = [for pool in module.node_pool : pool.name]
 }
+
+# Read by `mldiag-provision apply` to reach the cluster for the in-cluster stages (with an
+# access token of the caller's credentials, as the kubernetes provider in agents/ does).
+output "cluster_endpoint" {
+  description = "IP address of the cluster's Kubernetes API endpoint."
+  value       = module.cluster.endpoint
+  sensitive   = true
+}
+
+output "cluster_ca_certificate" {
+  description = "Base64-encoded PEM of the cluster CA."
+  value       = module.cluster.ca_certificate
+  sensitive   = true
+}

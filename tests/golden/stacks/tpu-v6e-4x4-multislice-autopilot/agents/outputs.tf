@@ -8,3 +8,16 @@ output "namespace" {
   description = "Workload namespace, labelled for the injection webhook."
   value       = module.agents.namespace
 }
+
+# Read by `mldiag-provision apply` to reach the cluster for the workloads stage.
+output "cluster_endpoint" {
+  description = "IP address of the cluster's Kubernetes API endpoint."
+  value       = data.google_container_cluster.this.endpoint
+  sensitive   = true
+}
+
+output "cluster_ca_certificate" {
+  description = "Base64-encoded PEM of the cluster CA."
+  value       = data.google_container_cluster.this.master_auth[0].cluster_ca_certificate
+  sensitive   = true
+}
