@@ -112,31 +112,6 @@ def test_destructive_change_is_announced_and_needs_confirmation(tmp_path: Path, 
     assert _rc(cli("plan", str(moved), "-o", work, "--detailed-exitcode")) == 0
 
 
-def test_deletion_protection_blocks_destroy_with_one_actionable_line(tmp_path: Path, offline,
-                                                                    cli) -> None:
-    if offline is None:
-        return
-    protected = str(offline_recipe(AUTOPILOT, tmp_path / "recipe.yaml",
-                                   deletion_protection=None))  # the recipe's default: on
-    work = tmp_path / "work"
-    assert _rc(cli("apply", protected, "-o", str(work), "--auto-approve")) == 0
-    code, out, err = cli("destroy", protected, "-o", str(work), "--auto-approve")
-    assert code == 4, out + err
-    first = next(line for line in err.splitlines() if line.startswith("error:"))
-    assert first.startswith("error: terraform destroy failed "
-                            "(module.cluster.google_container_cluster.this): "
-                            "the cluster has deletion protection on"), err
-    assert "deletionProtection: false" in err
-    log = err.split("full log: ")[1].split()[0]
-    assert Path(log).is_file() and "Cannot destroy cluster" in Path(log).read_text()
-    # The cluster survived; turning protection off and re-applying makes destroy work.
-    assert cloud_objects(offline).get("google_container_cluster") == 1
-    unprotected = str(offline_recipe(AUTOPILOT, tmp_path / "recipe2.yaml"))
-    assert _rc(cli("apply", unprotected, "-o", str(work), "--auto-approve")) == 0
-    assert _rc(cli("destroy", unprotected, "-o", str(work), "--auto-approve")) == 0
-    assert cloud_objects(offline) == {}
-
-
 def test_work_dir_of_another_recipe_is_refused(tmp_path: Path, offline, cli) -> None:
     if offline is None:
         return

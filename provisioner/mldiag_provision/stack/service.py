@@ -90,13 +90,27 @@ class Stack:
 
     # -- lifecycle --------------------------------------------------------------------------
     def __enter__(self) -> Stack:
+        """Take the work-directory lock. A directory that does not exist yet is locked right
+        after :meth:`render` has created it (atomically, as a whole tree)."""
         if self.workdir.exists() and not self.workdir.is_dir():
             raise UsageError(f"{self.workdir} is a file, not a work directory",
                              hint="give the stack's directory with -o DIR")
-        self.workdir.mkdir(parents=True, exist_ok=True)
-        self._lock = WorkdirLock(self.workdir / ".mldiag" / "lock")
-        self._lock.acquire(self.command)
+        if self.workdir.is_dir():
+            self._acquire()
         return self
+
+    def _acquire(self) -> None:
+        if self._lock is None:
+            lock = WorkdirLock(self.workdir / ".mldiag" / "lock")
+            lock.acquire(self.command)
+            self._lock = lock
+
+    def _require_lock(self) -> None:
+        if self._lock is None:
+            if not self.workdir.is_dir():
+                raise UsageError(f"{self.workdir} holds no rendered stack",
+                                 hint="run `mldiag-provision apply RECIPE -o DIR` first")
+            self._acquire()
 
     def __exit__(self, *exc: object) -> None:
         if self._runner is not None:
@@ -116,7 +130,13 @@ class Stack:
     # -- render -----------------------------------------------------------------------------
     def render(self, recipe_path: str, *, force: bool = False) -> RenderOutcome:
         """Preflight and (re-)render the recipe here (see :func:`render_into`)."""
-        return render_into(self.workdir, recipe_path, force=force)
+        outcome = render_into(self.workdir, recipe_path, force=force)
+        if self._lock is None:  # a fresh directory: lock it now, re-check under the lock
+            self._acquire()
+            again = render_into(self.workdir, recipe_path, force=force)
+            if not again.cached:
+                outcome = again
+        return outcome
 
     @property
     def saved(self) -> dict[str, Any]:
@@ -264,6 +284,7 @@ class Stack:
         Raises:
           EngineError: terraform failed.
         """
+        self._require_lock()
         stages = self.stages(only)
         blueprint = str(self.saved.get("blueprint", ""))
         plans: list[StagePlan] = []
@@ -387,6 +408,7 @@ class Stack:
           ConflictError: blocked, or not confirmed; nothing was deleted.
           EngineError: a stage failed.
         """
+        self._require_lock()
         stages = self.stages(only)
         project = next((s for s in stages if s.name is StageName.PROJECT), None)
         project_state = self.engine(project).state_resources() if project else []
@@ -460,6 +482,7 @@ class Stack:
     # -- outputs ------------------------------------------------------------------------------
     def outputs(self, stage: StageName = StageName.PROJECT) -> dict[str, Any]:
         """The outputs of a Terraform stage: name -> {"value", "sensitive"}."""
+        self._require_lock()
         st = self.stages([stage])[0]
         eng = self.engine(st)
         eng.init()

@@ -1,0 +1,149 @@
+"""The stack lifecycle through OUR commands against the offline stand-in (real terraform,
+real schemas; the stand-in cloud, the stand-in Cloud Storage listing): safe destroy (refused
+before anything is deleted, with the one flag that lifts the block), destroy from the work
+directory when the recipe is gone, what destroy keeps, and the drift-check exit codes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from engine.conftest import cloud_objects, offline_recipe
+from stack_support import RECIPES
+
+pytestmark = pytest.mark.terraform
+
+AUTOPILOT = next(r for r in RECIPES if r.stem == "tpu-v4-2x2x4-autopilot")
+SLURM = next(r for r in RECIPES if r.stem == "slurm-a3-ultra-lustre")
+KEPT = {"google_project_service", "google_logging_project_bucket_config"}
+
+
+@pytest.fixture
+def gcs(offline, monkeypatch: pytest.MonkeyPatch):
+    """The stand-in Cloud Storage listing for this test's cloud (STORAGE_EMULATOR_HOST)."""
+    if offline is None:
+        yield None
+        return
+    from standin.gcs import GcsStandIn
+
+    with GcsStandIn(offline) as server:
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", server.url)
+        yield server
+
+
+def _snapshot(cloud: Path) -> list[str]:
+    return sorted(p.read_text() for p in cloud.rglob("*.json"))
+
+
+def _kept_only(cloud: Path) -> dict[str, int]:
+    return {k: v for k, v in cloud_objects(cloud).items() if k not in KEPT}
+
+
+def test_protected_cluster_destroy_deletes_nothing_and_names_the_flag(
+        tmp_path: Path, offline, gcs, cli) -> None:
+    if offline is None:
+        return
+    protected = str(offline_recipe(AUTOPILOT, tmp_path / "recipe.yaml",
+                                   deletion_protection=None))  # the recipe's default: on
+    work = str(tmp_path / "work")
+    code, out, err = cli("apply", protected, "-o", work, "--auto-approve", "--stage",
+                         "project")
+    assert code == 0, out + err
+    before = _snapshot(offline)
+    code, out, err = cli("destroy", protected, "-o", work, "--auto-approve")
+    assert code == 3, out + err
+    assert "destroy refused before deleting anything" in err
+    assert "deletion protection on" in err and "--disable-deletion-protection" in err
+    assert _snapshot(offline) == before  # nothing deleted, nothing changed
+    # The flag: an update-only apply of the protection, then the destroy; nothing recreated.
+    code, out, err = cli("destroy", protected, "-o", work, "--auto-approve",
+                         "--disable-deletion-protection")
+    assert code == 0, out + err
+    assert "update-only apply" in out
+    assert "module.cluster.google_container_cluster.this: updated" in out
+    assert ": created" not in out and ": replaced" not in out  # nothing recreated
+    assert _kept_only(offline) == {}, cloud_objects(offline)
+    assert set(cloud_objects(offline)) <= KEPT  # APIs stay enabled, _Default stays
+    assert not (Path(work) / "mldiag_destroy_override.tf").exists()
+
+
+def test_non_empty_profiles_bucket_refuses_destroy_until_delete_profiles(
+        tmp_path: Path, offline, gcs, cli) -> None:
+    if offline is None:
+        return
+    from standin.gcs import put_object
+
+    r = str(offline_recipe(AUTOPILOT, tmp_path / "recipe.yaml"))
+    work = str(tmp_path / "work")
+    assert cli("apply", r, "-o", work, "--auto-approve", "--stage", "project")[0] == 0
+    put_object(offline, "my-ml-project-tpu-v4-multihost-profiles", "run1/host0.xplane.pb")
+    before = _snapshot(offline)
+    code, out, err = cli("destroy", r, "-o", work, "--auto-approve")
+    assert code == 3, out + err
+    assert "holds profiles" in err and "--delete-profiles" in err
+    assert _snapshot(offline) == before
+    code, out, err = cli("destroy", r, "-o", work, "--auto-approve", "--delete-profiles")
+    assert code == 0, out + err
+    assert _kept_only(offline) == {}, cloud_objects(offline)
+
+
+def test_destroy_works_from_the_work_directory_when_the_recipe_is_gone_or_invalid(
+        tmp_path: Path, offline, gcs, cli) -> None:
+    if offline is None:
+        return
+    recipe = offline_recipe(AUTOPILOT, tmp_path / "recipe.yaml")
+    work = str(tmp_path / "work")
+    assert cli("apply", str(recipe), "-o", work, "--auto-approve", "--stage", "project")[0] == 0
+    recipe.write_text(recipe.read_text().replace("topology: 2x2x4", "topology: 9x9x9"))
+    code, out, err = cli("destroy", str(recipe), "-o", work, "--auto-approve")
+    assert code == 0, out + err
+    assert _kept_only(offline) == {}
+    # and with the recipe deleted: nothing left to do, still not an error
+    recipe.unlink()
+    code, out, err = cli("destroy", str(recipe), "-o", work, "--auto-approve")
+    assert code == 0, out + err
+    assert "nothing to destroy" in out
+
+
+def test_destroy_red_block_names_what_is_lost_and_what_is_kept(tmp_path: Path, offline, gcs,
+                                                               cli) -> None:
+    if offline is None:
+        return
+    standard = next(r for r in RECIPES if r.stem == "tpu-v5p-2x2x4-standard-reservation")
+    r = str(offline_recipe(standard, tmp_path / "recipe.yaml"))
+    work = str(tmp_path / "work")
+    assert cli("apply", r, "-o", work, "--auto-approve", "--stage", "project")[0] == 0
+    code, out, err = cli("destroy", r, "-o", work)  # no terminal, no --auto-approve
+    assert code == 3, out + err
+    assert "DELETES the GKE cluster" in err
+    assert "DELETES the TPU node pool/VM" in err
+    assert "system" not in " ".join(line for line in err.splitlines() if "TPU node pool" in line)
+    assert "APIs stay enabled" in err and "_Default" in err
+    assert "refusing to destroy without confirmation" in err
+
+
+def test_slurm_destroy_names_the_slurm_cluster_and_its_storage(tmp_path: Path, offline, gcs,
+                                                               cli) -> None:
+    if offline is None:
+        return
+    r = str(offline_recipe(SLURM, tmp_path / "recipe.yaml"))
+    work = str(tmp_path / "work")
+    assert cli("apply", r, "-o", work, "--auto-approve")[0] == 0
+    code, out, err = cli("plan", r, "-o", work, "--destroy")
+    assert code == 0, out + err
+    assert "DELETES the managed Slurm cluster" in err
+    assert "Filestore" in err and "Managed Lustre" in err
+
+
+@pytest.mark.parametrize("argv", [["--detailed-exitcode", "--no-such-flag"],
+                                  ["--detailed-exitcode"]])
+def test_detailed_exitcode_errors_never_read_as_drift(tmp_path: Path, cli,
+                                                      argv: list[str]) -> None:
+    """Under --detailed-exitcode 2 means changes; a usage error (bad flag, missing recipe)
+    exits 1, as with Terraform's -detailed-exitcode."""
+    code, out, err = cli("plan", str(tmp_path / "missing.yaml"), "-o", str(tmp_path / "w"),
+                         *argv)
+    assert code == 1, out + err
+    code, _, _ = cli("plan", str(tmp_path / "missing.yaml"), "-o", str(tmp_path / "w"))
+    assert code == 2  # without the flag a usage error keeps its own code
