@@ -19,6 +19,9 @@ NAME = "verify"
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(NAME, help="check a live cluster against the recipe (Kubernetes API)")
     p.add_argument("recipe", metavar="RECIPE")
+    p.add_argument("-o", "--out", metavar="DIR",
+                   help="the stack's work directory: reach the cluster through its endpoint "
+                        "and your Google credentials (no kubeconfig needed)")
     p.add_argument("--kubeconfig", metavar="PATH", help="default: $KUBECONFIG or ~/.kube/config")
     p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: current)")
     p.add_argument("--smoke", action="store_true",
@@ -48,12 +51,17 @@ def run(args: argparse.Namespace, out: Console) -> int:
 
     from mldiag_provision.verify.checks import FAIL, Cluster, run_checks, run_smoke
 
-    try:
-        api = config.new_client_from_config(config_file=args.kubeconfig, context=args.context)
-    except (ConfigException, OSError, ValueError) as exc:
-        raise UsageError(f"cannot load the kubeconfig: {exc}",
-                         hint="pass --kubeconfig/--context, or run the get_credentials "
-                              "output of the stack") from None
+    if args.out and not (args.kubeconfig or args.context):
+        api = _client_from_workdir(args.out)
+    else:
+        try:
+            api = config.new_client_from_config(config_file=args.kubeconfig,
+                                                context=args.context)
+        except (ConfigException, OSError, ValueError, TypeError) as exc:
+            raise UsageError(f"cannot load the kubeconfig: {exc}",
+                             hint="pass --kubeconfig/--context or -o DIR (the stack's work "
+                                  "directory), or run the get_credentials output of the "
+                                  "stack") from None
     cluster = Cluster(api)
     results = run_checks(cluster, plan, catalog)
     if args.smoke:
@@ -74,3 +82,22 @@ def run(args: argparse.Namespace, out: Console) -> int:
         out.print(f"strategy {plan.agents['strategy']}; "
                   f"{sum(r.status == FAIL for r in results)} failed of {len(results)} checks")
     return int(ExitCode.INVALID if failed else ExitCode.OK)
+
+
+def _client_from_workdir(out: str) -> object:
+    """An API client for the cluster of the stack in ``out`` (its outputs + credentials)."""
+    from pathlib import Path
+
+    from mldiag_provision.stack import kube
+    from mldiag_provision.stack.service import Stack
+
+    stack = Stack(Path(out), NAME)  # read-only: no lock
+    try:
+        target = stack.cluster_target()
+    finally:
+        stack.__exit__()
+    if target is None:
+        raise UsageError(f"{out} has no applied cluster to verify",
+                         hint="run `mldiag-provision apply RECIPE -o DIR` first, or pass "
+                              "--kubeconfig")
+    return kube.api_client(target, Path(out).resolve() / ".mldiag")
