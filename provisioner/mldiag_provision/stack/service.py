@@ -255,11 +255,12 @@ class Stack:
                 apps = client.AppsV1Api(api)
                 for ns in namespaces:
                     for d in apps.list_namespaced_deployment(ns, _request_timeout=10).items:
-                        want = d.spec.replicas if d.spec.replicas is not None else 1
+                        spec_replicas = d.spec.replicas if d.spec else None
+                        want = spec_replicas if spec_replicas is not None else 1
                         have = (d.status.available_replicas or 0) if d.status else 0
                         if have < want:
-                            return (f"Deployment {ns}/{d.metadata.name}: {have}/{want} "
-                                    "available")
+                            name = d.metadata.name if d.metadata else "?"
+                            return f"Deployment {ns}/{name}: {have}/{want} available"
             except Exception as exc:
                 return kube._short(exc)
             return None
