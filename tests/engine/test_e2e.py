@@ -67,6 +67,9 @@ def test_drift_check_exit_codes(tmp_path: Path, offline, cli) -> None:
     code, out, err = cli("plan", r, "-o", work, "--detailed-exitcode")
     assert code == 2, out + err
     assert "drift: module.profiles_bucket.google_storage_bucket.this[0]" in out
+    drift_line = next(line for line in out.splitlines() if line.strip().startswith("drift:"))
+    assert drift_line.endswith("changed outside Terraform: labels.edited, labels.team") or \
+        "labels." in drift_line, drift_line  # the changed attributes are named
     assert "1 to update" in out
     # Without the flag a plan with changes is still a success.
     assert _rc(cli("plan", r, "-o", work)) == 0

@@ -295,7 +295,9 @@ class Stack:
                 plans.append(self._plan_destroy(stage))
                 continue
             if earlier_pending:
-                plans.append(StagePlan(stage, "deferred", reason=earlier_pending))
+                reason = ("planned once the cluster stage is applied"
+                          if stage.name is StageName.WORKLOADS else earlier_pending)
+                plans.append(StagePlan(stage, "deferred", reason=reason))
                 continue
             if stage.name is StageName.PROJECT:
                 self._emit("stage", stage.name, "planning " + stage.summary)
