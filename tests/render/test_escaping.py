@@ -158,6 +158,21 @@ def test_hcl_value_types() -> None:
         hcl_value(object())
 
 
+def test_hcl_value_dataclass_is_the_object_of_its_fields_in_order() -> None:
+    """A plan part renders as the HCL object of its fields, declaration order, nested parts
+    and tuples included: exactly what the dict with those keys renders as."""
+    from mldiag_provision.plan.agents import HelmChartPlan, HelmValue
+
+    chart = HelmChartPlan(chart="c", repository=None, version=HOSTILE[2], namespace="ns",
+                          set=(HelmValue(name="a.b", value=HOSTILE[0]),))
+    as_dict = {"chart": "c", "repository": None, "version": HOSTILE[2], "namespace": "ns",
+               "set": [{"name": "a.b", "value": HOSTILE[0]}]}
+    assert hcl_value(chart) == hcl_value(as_dict)
+    assert hcl_value(chart).startswith('{ "chart" = "c", "repository" = null, ')
+    with pytest.raises(TypeError):
+        hcl_value(HelmChartPlan)  # the class itself is no value
+
+
 YAML_HOSTILE = [v for v in HOSTILE if v and "\x00" not in v and "\x1b" not in v
                 and "\x7f" not in v and "\x01" not in v]
 

@@ -7,6 +7,7 @@ them, and every control character, so a value is always one inert string.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
@@ -37,7 +38,13 @@ def hcl_string(value: str) -> str:
 
 
 def hcl_value(value: object) -> str:
-    """Python value -> HCL expression: str, bool, int, float, None, list, dict (one line)."""
+    """Python value -> HCL expression (one line): str, bool, int, float, None, list or tuple,
+    dict, and a dataclass instance as the object of its fields in declaration order (the
+    plan's parts, e.g. a Helm chart or a boot disk).
+
+    Raises:
+      TypeError: any other type.
+    """
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -53,4 +60,6 @@ def hcl_value(value: object) -> str:
             return "{}"
         items = ", ".join(f"{hcl_string(str(k))} = {hcl_value(v)}" for k, v in value.items())
         return "{ " + items + " }"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return hcl_value({f.name: getattr(value, f.name) for f in dataclasses.fields(value)})
     raise TypeError(f"cannot render {type(value).__name__} as HCL")
