@@ -425,9 +425,9 @@ def test_auto_agents_below_minimum_fall_back_to_manual(recipe: dict) -> None:
 
     res = pipeline.check_text(yaml.safe_dump(recipe, sort_keys=False), "r.yaml")
     plan = build_plan(res.parsed.recipe, res.shapes, _lc())
-    assert plan.agents["strategy"] == "manual"
-    assert plan.cluster["managed_ml_diagnostics"] is False
-    assert plan.agents["charts"]["injection_webhook"]["version"] == "0.25.0"
+    assert plan.agents.strategy == "manual"
+    assert plan.cluster.managed_ml_diagnostics is False
+    assert plan.agents.charts.injection_webhook.version == "0.25.0"
 
 
 def test_prefix_with_managed_agents_is_an_error(recipe: dict) -> None:

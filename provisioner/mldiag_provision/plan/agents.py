@@ -13,7 +13,9 @@ webhook) and the KSA; the charts only for ``manual``. Facts and pins: ``catalog/
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 from mldiag_provision.catalog.tpu import Catalog
 
@@ -21,11 +23,97 @@ if TYPE_CHECKING:
     from mldiag_provision.recipe.model import Recipe
 
 
-def _chart(spec: dict, namespace: str, version: str | None,
-           values: dict[str, str] | None = None) -> dict:
-    return {"chart": str(spec["chart"]), "repository": str(spec["repository"]),
-            "version": str(version or spec["version"]), "namespace": namespace,
-            "set": [{"name": k, "value": str(v)} for k, v in (values or {}).items()]}
+@dataclass(frozen=True, slots=True)
+class HelmValue:
+    """One ``set`` entry of a Helm release: a value path and its string value."""
+
+    name: str
+    value: str
+
+
+@dataclass(frozen=True, slots=True)
+class HelmChartPlan:
+    """One Helm release of the agents/ stage."""
+
+    chart: str
+    repository: str | None
+    """Chart repository URL; ``None`` when ``chart`` is a full reference (``oci://...``)."""
+    version: str | None
+    """Chart version (the catalog's pin unless the recipe names one)."""
+    namespace: str
+    set: tuple[HelmValue, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AgentChartsPlan:
+    """The charts of the agents/ stage; ``None``: not installed. The first three only for the
+    ``manual`` strategy (catalog ``mlDiagnostics.manualInstall``)."""
+
+    cert_manager: HelmChartPlan | None = None
+    injection_webhook: HelmChartPlan | None = None
+    connection_operator: HelmChartPlan | None = None
+    diagon: HelmChartPlan | None = None
+    """The recipe's own Diagon chart (``diagnostics.diagon``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ProfilerNetworkPolicyPlan:
+    """A NetworkPolicy that lets the agents reach the workloads' profiler port."""
+
+    from_namespace: str
+    """Namespace the agents run in."""
+    port: int
+    """TCP port of the ML Diagnostics profiler server (catalog ``ports.mlDiagnosticsProfiler``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class GkeAccessPlan:
+    """The agents/ stage reaches a GKE cluster through its endpoint."""
+
+    kind: Literal["gke"] = field(default="gke", init=False)
+    cluster: str
+    location: str
+    """Region (or zone) of the cluster."""
+
+
+@dataclass(frozen=True, slots=True)
+class KubeconfigAccessPlan:
+    """The agents/ stage reaches a cluster through a kubeconfig context."""
+
+    kind: Literal["kubeconfig"] = field(default="kubeconfig", init=False)
+    context: str | None
+    """Context name; ``None``: the kubeconfig's current context."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentsPlan:
+    """Everything the agents/ stage renders (and ``verify`` expects)."""
+
+    strategy: str
+    """``managed``, ``manual`` or ``none`` (:func:`decide_strategy`)."""
+    reasons: tuple[str, ...]
+    """Why: the strategy's reason first, then the charts and operator arguments."""
+    namespace: str
+    namespace_labels: Mapping[str, str]
+    service_account: str
+    service_account_annotations: Mapping[str, str]
+    exempt_label: Mapping[str, str]
+    """The label that exempts a namespace from the injection webhook (catalog
+    ``mlDiagnostics.manualInstall.webhookExemptLabel``)."""
+    exempt_existing_namespaces: tuple[str, ...]
+    agent_namespaces: tuple[str, ...]
+    """Namespaces the stage creates for the charts (``manual`` only)."""
+    charts: AgentChartsPlan
+    profiler_network_policy: ProfilerNetworkPolicyPlan | None
+    access: GkeAccessPlan | KubeconfigAccessPlan
+
+
+def _chart(spec: Mapping[str, Any], namespace: str, version: str | None,
+           values: Mapping[str, str] | None = None) -> HelmChartPlan:
+    return HelmChartPlan(chart=str(spec["chart"]), repository=str(spec["repository"]),
+                         version=str(version or spec["version"]), namespace=namespace,
+                         set=tuple(HelmValue(name=k, value=str(v))
+                                   for k, v in (values or {}).items()))
 
 
 def operator_args(jax_version: str | None, catalog: Catalog) -> list[str] | None:
@@ -61,7 +149,7 @@ def decide_strategy(recipe: Recipe, *, creates_cluster: bool, managed_ok: bool) 
 
 
 def plan_agents(recipe: Recipe, catalog: Catalog, *, creates_cluster: bool, managed_ok: bool,
-                cluster_name: str, gsa_email: str | None) -> dict:
+                cluster_name: str, gsa_email: str | None) -> AgentsPlan:
     """Everything the agents/ stage renders: strategy, charts, namespace, KSA, access."""
     diag = recipe.spec.diagnostics
     orch = recipe.spec.orchestrator
@@ -72,35 +160,38 @@ def plan_agents(recipe: Recipe, catalog: Catalog, *, creates_cluster: bool, mana
     exempt = manual_facts["webhookExemptLabel"]
     label = catalog.fact("mlDiagnostics", "namespaceLabel")
     reasons = [why]
-    charts: dict[str, dict | None] = {"cert_manager": None, "injection_webhook": None,
-                                      "connection_operator": None, "diagon": None}
+    cert_manager: HelmChartPlan | None = None
+    injection_webhook: HelmChartPlan | None = None
+    connection_operator: HelmChartPlan | None = None
+    diagon: HelmChartPlan | None = None
     agent_namespaces: list[str] = []
     if strategy == "manual":
         m = diag.manual
         cm = manual_facts["certManager"]
         if m is None or m.install_cert_manager:
-            charts["cert_manager"] = _chart(cm, str(cm["namespace"]),
-                                            m.cert_manager_version if m else None,
-                                            {str(k): str(v) for k, v in cm["values"].items()})
+            cert_manager = _chart(cm, str(cm["namespace"]),
+                                  m.cert_manager_version if m else None,
+                                  {str(k): str(v) for k, v in cm["values"].items()})
             agent_namespaces.append(str(cm["namespace"]))
         agent_namespaces.append(agents_ns)
-        charts["injection_webhook"] = _chart(manual_facts["injectionWebhook"], agents_ns,
-                                             m.webhook_version if m else None)
+        injection_webhook = _chart(manual_facts["injectionWebhook"], agents_ns,
+                                   m.webhook_version if m else None)
         op = manual_facts["connectionOperator"]
         args = operator_args(diag.jax_version, catalog)
         values = {f"{op['argsKey']}": "{" + ",".join(args) + "}"} if args else {}
-        charts["connection_operator"] = _chart(op, agents_ns, m.operator_version if m else None,
-                                               values)
+        connection_operator = _chart(op, agents_ns, m.operator_version if m else None, values)
         reasons.append("charts: " + ", ".join(
-            f"{c['chart']} {c['version']}" for c in charts.values() if c))
+            f"{c.chart} {c.version}" for c in (cert_manager, injection_webhook,
+                                               connection_operator) if c))
         if args:
             reasons.append(f"connection operator arguments for JAX {diag.jax_version}: "
                            + " ".join(args))
     if diag.enabled and diag.diagon is not None:
         d = diag.diagon
-        charts["diagon"] = {"chart": d.chart, "repository": d.repository, "version": d.version,
-                            "namespace": agents_ns,
-                            "set": [{"name": k, "value": v} for k, v in d.values.items()]}
+        diagon = HelmChartPlan(chart=d.chart, repository=d.repository, version=d.version,
+                               namespace=agents_ns,
+                               set=tuple(HelmValue(name=k, value=v)
+                                         for k, v in d.values.items()))
         reasons.append(f"Diagon DaemonSet from your chart {d.chart}")
     ns_labels = {"app.kubernetes.io/managed-by": "mldiag-provision"}
     if strategy != "none":
@@ -108,26 +199,28 @@ def plan_agents(recipe: Recipe, catalog: Catalog, *, creates_cluster: bool, mana
     source_ns = agents_ns if strategy == "manual" else str(
         catalog.fact("mlDiagnostics", "managedNamespace")["value"])
     port = int(catalog.fact("ports", "mlDiagnosticsProfiler")["port"])
+    access: GkeAccessPlan | KubeconfigAccessPlan
     if creates_cluster or orch.workload_identity:
-        access = {"kind": "gke", "cluster": orch.cluster_name or cluster_name,
-                  "location": (orch.cluster_location if not creates_cluster else None)
-                  or recipe.spec.region}
+        access = GkeAccessPlan(cluster=orch.cluster_name or cluster_name,
+                               location=(orch.cluster_location if not creates_cluster else None)
+                               or recipe.spec.region)
     else:
-        access = {"kind": "kubeconfig", "context": orch.kubeconfig_context}
-    return {
-        "strategy": strategy,
-        "reasons": reasons,
-        "namespace": diag.kubernetes.namespace,
-        "namespace_labels": ns_labels,
-        "service_account": diag.kubernetes.service_account,
-        "service_account_annotations": ({"iam.gke.io/gcp-service-account": gsa_email}
-                                        if gsa_email else {}),
-        "exempt_label": {str(exempt["key"]): str(exempt["value"])},
-        "exempt_existing_namespaces": ["kube-system", "kube-public", "kube-node-lease"],
-        "agent_namespaces": agent_namespaces,
-        "charts": charts,
-        "profiler_network_policy": ({"from_namespace": source_ns, "port": port}
-                                    if diag.profiler_network_policy and strategy != "none"
-                                    else None),
-        "access": access,
-    }
+        access = KubeconfigAccessPlan(context=orch.kubeconfig_context)
+    return AgentsPlan(
+        strategy=strategy,
+        reasons=tuple(reasons),
+        namespace=diag.kubernetes.namespace,
+        namespace_labels=ns_labels,
+        service_account=diag.kubernetes.service_account,
+        service_account_annotations=({"iam.gke.io/gcp-service-account": gsa_email}
+                                     if gsa_email else {}),
+        exempt_label={str(exempt["key"]): str(exempt["value"])},
+        exempt_existing_namespaces=("kube-system", "kube-public", "kube-node-lease"),
+        agent_namespaces=tuple(agent_namespaces),
+        charts=AgentChartsPlan(cert_manager=cert_manager, injection_webhook=injection_webhook,
+                               connection_operator=connection_operator, diagon=diagon),
+        profiler_network_policy=(ProfilerNetworkPolicyPlan(from_namespace=source_ns, port=port)
+                                 if diag.profiler_network_policy and strategy != "none"
+                                 else None),
+        access=access,
+    )

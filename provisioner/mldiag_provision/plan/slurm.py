@@ -14,20 +14,220 @@ each rendered sbatch script sources (slurm.yaml ``sdk``; ml-diagnostics-facts se
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from mldiag_provision.plan.parts import ClusterPlan, DiagnosticsPlan
 from mldiag_provision.recipe import slurm as view
 
 if TYPE_CHECKING:
     from mldiag_provision.catalog.tpu import Catalog
     from mldiag_provision.plan.stack import StackPlan
-    from mldiag_provision.recipe.model import Recipe
+    from mldiag_provision.recipe.model import Recipe, SlurmBootDisk
 
 JOB_ENV = "/opt/mldiag/job-env.sh"
 SDK_VENV = "/opt/mldiag/venv"
 MASTER_PORT = 29500
 # build_plan's decisions that describe GKE things a Slurm stack does not have
 _GKE_ONLY = ("ML Diagnostics agents:", "workload ", "GKE minimum version")
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmClusterPlan(ClusterPlan):
+    """``plan.cluster`` of a Slurm stack."""
+
+    zone: str | None
+    """The one zone of the cluster's node sets and login nodes."""
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmNetworkPlan:
+    """The cluster's VPC network; resource paths in full (``projects/P/...``)."""
+
+    id: str
+    create: bool
+    """Cluster Director creates the network (else an existing one)."""
+    network: str
+    """``projects/P/global/networks/N``."""
+    subnetwork: str | None
+    """``projects/P/regions/R/subnetworks/S``; ``None``: the API picks (a new network)."""
+
+
+@dataclass(frozen=True, slots=True)
+class FilestorePlan:
+    tier: str
+    """ZONAL or REGIONAL."""
+    capacity_gb: int
+    """Capacity in GB (FileShareConfig.capacity_gb; catalog slurm.yaml ``filestore``)."""
+    file_share: str
+    protocol: str | None
+    """NFSV3 or NFSV41; ``None``: the API's default (NFSV3)."""
+
+
+@dataclass(frozen=True, slots=True)
+class LustrePlan:
+    capacity_gb: int | None
+    """Capacity in GB (NewLustreConfig.capacity_gb; catalog slurm.yaml ``lustre``)."""
+    filesystem: str
+    throughput: int | None
+    """per_unit_storage_throughput in MBps per TiB (catalog slurm.yaml ``lustreThroughput``);
+    ``None``: the API's default."""
+
+
+@dataclass(frozen=True, slots=True)
+class BucketPlan:
+    storage_class: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class StoragePlan:
+    """One storage resource: exactly one of ``filestore``, ``lustre``, ``bucket`` is set."""
+
+    id: str
+    mount: str
+    """Mount point on the nodes, e.g. ``/home``."""
+    kind: str | None
+    """filestore, lustre or bucket."""
+    create: bool
+    name: str | None
+    """Instance path ``projects/P/locations/L/instances/N`` (Filestore, Lustre) or bucket
+    name."""
+    filestore: FilestorePlan | None
+    lustre: LustrePlan | None
+    bucket: BucketPlan | None
+
+
+@dataclass(frozen=True, slots=True)
+class ComputePlan:
+    """The compute resource of one node set (same id)."""
+
+    id: str
+    capacity: str
+    """on-demand, spot, reservation or flex-start."""
+    machine_type: str | None
+    zone: str | None
+    reservation: str | None
+    """``projects/P/zones/Z/reservations/R``; it fixes machine type and zone."""
+    max_duration: str | None
+    """Longest run of a VM, in seconds with an ``s`` suffix (``"7200s"``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class MountPlan:
+    id: str
+    """Id of a :class:`StoragePlan`."""
+    local_mount: str
+
+
+@dataclass(frozen=True, slots=True)
+class BootDiskPlan:
+    type: str
+    size_gb: int
+    """Size in GB."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeSetPlan:
+    id: str
+    compute_id: str
+    slice: str | None
+    """The GPU slice of the node set; ``None`` for CPU node sets."""
+    machine_type: str | None
+    gpus_per_node: int | None
+    static_node_count: int
+    max_dynamic_node_count: int | None
+    storage: tuple[MountPlan, ...]
+    startup_script: str | None
+    """The recipe's own script; it runs after the ML Diagnostics SDK install."""
+    boot_disk: BootDiskPlan | None
+    labels: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionPlan:
+    id: str
+    node_set_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LoginNodesPlan:
+    count: int
+    machine_type: str
+    zone: str | None
+    enable_os_login: bool
+    enable_public_ips: bool
+    startup_script: str | None
+    storage: tuple[MountPlan, ...]
+    boot_disk: BootDiskPlan | None
+    labels: Mapping[str, str]
+
+
+@dataclass(frozen=True, slots=True)
+class SdkPlan:
+    """The ML Diagnostics SDK on every compute node (slurm.yaml ``sdk``)."""
+
+    enabled: bool
+    package: str
+    """pip requirement, e.g. ``google-cloud-mldiagnostics==1.0.10``."""
+    pip_index_url: str | None
+    venv: str
+    """Directory of the SDK's virtual environment on the nodes."""
+    job_env: str
+    """Script that jobs source for one MLRun per job."""
+    profiles_gcs_path: str
+    """``gs://<profiles bucket>``."""
+    mlrun_region: str
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmJobPlan:
+    """One workload as an sbatch script (``slurm/<name>.sbatch``)."""
+
+    name: str
+    slice: str
+    node_set: str
+    partition: str | None
+    nodes: int
+    gpus_per_node: int | None
+    machine_type: str | None
+    image: str
+    pyxis_image: str
+    """``image`` in enroot's ``REGISTRY#IMAGE`` form (:func:`pyxis_image`)."""
+    container_runtime: str
+    """pyxis or none."""
+    container_mounts: tuple[str, ...]
+    command: tuple[str, ...]
+    args: tuple[str, ...]
+    env: Mapping[str, str]
+    ml_diagnostics: bool
+
+
+@dataclass(frozen=True, slots=True)
+class SlurmPlan:
+    """``plan.slurm``: the Cluster Director managed Slurm cluster."""
+
+    cluster_id: str
+    location: str
+    zone: str | None
+    deletion_policy: str
+    """PREVENT or DELETE."""
+    description: str
+    network: SlurmNetworkPlan
+    storage: tuple[StoragePlan, ...]
+    compute: tuple[ComputePlan, ...]
+    login_nodes: LoginNodesPlan
+    node_sets: tuple[NodeSetPlan, ...]
+    partitions: tuple[PartitionPlan, ...]
+    default_partition: str | None
+    """``None`` with one partition (the API wants none then)."""
+    node_service_account: str | None
+    """Email of the nodes' service account; ``None``: the Compute Engine default one."""
+    node_roles_summary: str
+    sdk: SdkPlan
+    master_port: int
+    """TCP port of the rendezvous on the job's first node (torch.distributed's default)."""
+    jobs: tuple[SlurmJobPlan, ...]
 
 
 def _instance_path(project: str, location: str, name: str) -> str:
@@ -44,36 +244,39 @@ def pyxis_image(image: str) -> str:
     return image
 
 
-def _storage(recipe: Recipe, cluster: str) -> tuple[list[dict], set[str]]:
+def _storage(recipe: Recipe, cluster: str) -> tuple[list[StoragePlan], set[str]]:
     spec = recipe.spec
     zone = spec.zone or ""
-    out: list[dict] = []
+    out: list[StoragePlan] = []
     kinds: set[str] = set()
     for st in view.slurm_spec(recipe).storage:
-        entry: dict = {"id": st.id, "mount": st.mount, "kind": None, "create": True,
-                       "name": None, "filestore": None, "lustre": None, "bucket": None}
+        entry = StoragePlan(id=st.id, mount=st.mount, kind=None, create=True, name=None,
+                            filestore=None, lustre=None, bucket=None)
         if st.filestore is not None:
             fs = st.filestore
             loc = zone if fs.tier == "ZONAL" else spec.region
-            entry.update(kind="filestore", create=fs.create, name=_instance_path(
-                spec.project, loc, fs.name or f"{cluster}-{st.id}"),
-                filestore={"tier": fs.tier, "capacity_gb": fs.capacity_gb,
-                           "file_share": fs.file_share, "protocol": fs.protocol})
+            entry = dataclasses.replace(
+                entry, kind="filestore", create=fs.create, name=_instance_path(
+                    spec.project, loc, fs.name or f"{cluster}-{st.id}"),
+                filestore=FilestorePlan(tier=fs.tier, capacity_gb=fs.capacity_gb,
+                                        file_share=fs.file_share, protocol=fs.protocol))
         elif st.lustre is not None:
             lu = st.lustre
-            entry.update(kind="lustre", create=lu.create, name=_instance_path(
-                spec.project, zone, lu.name or f"{cluster}-{st.id}"),
-                lustre={"capacity_gb": lu.capacity_gb, "filesystem": lu.filesystem,
-                        "throughput": lu.throughput})
+            entry = dataclasses.replace(
+                entry, kind="lustre", create=lu.create, name=_instance_path(
+                    spec.project, zone, lu.name or f"{cluster}-{st.id}"),
+                lustre=LustrePlan(capacity_gb=lu.capacity_gb, filesystem=lu.filesystem,
+                                  throughput=lu.throughput))
         elif st.bucket is not None:
-            entry.update(kind="bucket", create=st.bucket.create, name=st.bucket.name,
-                         bucket={"storage_class": st.bucket.storage_class})
-        kinds.add(str(entry["kind"]))
+            entry = dataclasses.replace(
+                entry, kind="bucket", create=st.bucket.create, name=st.bucket.name,
+                bucket=BucketPlan(storage_class=st.bucket.storage_class))
+        kinds.add(str(entry.kind))
         out.append(entry)
     return out, kinds
 
 
-def _compute(recipe: Recipe, v: view.NodeSetView) -> dict:
+def _compute(recipe: Recipe, v: view.NodeSetView) -> ComputePlan:
     spec = recipe.spec
     cap = v.capacity
     reservation = None
@@ -81,20 +284,20 @@ def _compute(recipe: Recipe, v: view.NodeSetView) -> dict:
         reservation = (f"projects/{cap.reservation_project or spec.project}/zones/{spec.zone}/"
                        f"reservations/{cap.reservation}")
     secs = view.duration_seconds(cap.max_run_duration) if cap.max_run_duration else None
-    return {"id": v.id, "capacity": cap.type, "machine_type": v.machine_type, "zone": spec.zone,
-            "reservation": reservation,
-            "max_duration": f"{secs}s" if secs is not None else None}
+    return ComputePlan(id=v.id, capacity=cap.type, machine_type=v.machine_type, zone=spec.zone,
+                       reservation=reservation,
+                       max_duration=f"{secs}s" if secs is not None else None)
 
 
-def _mounts(storage: list[dict], ids: tuple[str, ...] | list[str]) -> list[dict]:
-    by_id = {s["id"]: s for s in storage}
-    return [{"id": i, "local_mount": by_id[i]["mount"]} for i in ids if i in by_id]
+def _mounts(storage: Sequence[StoragePlan], ids: Sequence[str]) -> tuple[MountPlan, ...]:
+    by_id = {s.id: s for s in storage}
+    return tuple(MountPlan(id=i, local_mount=by_id[i].mount) for i in ids if i in by_id)
 
 
-def _boot_disk(disk: object) -> dict | None:
+def _boot_disk(disk: SlurmBootDisk | None) -> BootDiskPlan | None:
     if disk is None:
         return None
-    return {"type": disk.type, "size_gb": disk.size_gb}  # type: ignore[attr-defined]
+    return BootDiskPlan(type=disk.type, size_gb=disk.size_gb)
 
 
 def extend(plan: StackPlan, recipe: Recipe, catalog: Catalog) -> StackPlan:
@@ -107,54 +310,54 @@ def extend(plan: StackPlan, recipe: Recipe, catalog: Catalog) -> StackPlan:
     facts = load_slurm_facts()
     spec = recipe.spec
     sspec = view.slurm_spec(recipe)
-    cluster = plan.cluster["name"]
-    diag = dict(plan.diagnostics)
+    cluster = plan.cluster.name
+    diag = plan.diagnostics
     decisions = [d for d in plan.decisions if not d.startswith(_GKE_ONLY)]
 
     net = sspec.network
     net_name = net.name or f"{cluster}-net"
-    network = {
-        "id": "network", "create": net.create,
-        "network": net_name if "/" in net_name else
+    network = SlurmNetworkPlan(
+        id="network", create=net.create,
+        network=net_name if "/" in net_name else
         f"projects/{spec.project}/global/networks/{net_name}",
-        "subnetwork": None if net.subnetwork is None else (
+        subnetwork=None if net.subnetwork is None else (
             net.subnetwork if "/" in net.subnetwork else
             f"projects/{spec.project}/regions/{spec.region}/subnetworks/{net.subnetwork}"),
-    }
+    )
     decisions.append(("new network " if net.create else "existing network ")
-                     + network["network"]
-                     + (f", subnetwork {network['subnetwork']}" if network["subnetwork"] else ""))
+                     + network.network
+                     + (f", subnetwork {network.subnetwork}" if network.subnetwork else ""))
 
     storage, kinds = _storage(recipe, cluster)
     for st in storage:
         what = {"filestore": "Filestore", "lustre": "Managed Lustre",
-                "bucket": "Cloud Storage bucket"}[st["kind"]]
-        decisions.append(f"storage {st['id']}: {'new' if st['create'] else 'existing'} {what} "
-                         f"{st['name']} mounted at {st['mount']}")
+                "bucket": "Cloud Storage bucket"}[str(st.kind)]
+        decisions.append(f"storage {st.id}: {'new' if st.create else 'existing'} {what} "
+                         f"{st.name} mounted at {st.mount}")
 
     views = view.node_sets(recipe)
     parts = view.partitions(recipe, views)
     default = view.default_partition(recipe, parts, views)
     gpu_of = {s.name: s for s in plan.slices}
-    node_sets: list[dict] = []
-    compute: list[dict] = []
+    node_sets: list[NodeSetPlan] = []
+    compute: list[ComputePlan] = []
     for v in views:
         sl = spec.slices[v.slice_index] if v.slice_index is not None else None
         sp = gpu_of.get(sl.name) if sl is not None else None
         compute.append(_compute(recipe, v))
-        node_sets.append({
-            "id": v.id, "compute_id": v.id, "slice": sl.name if sl is not None else None,
-            "machine_type": v.machine_type, "gpus_per_node": sp.chips_per_vm if sp else None,
-            "static_node_count": v.static_node_count,
-            "max_dynamic_node_count": v.max_dynamic_node_count,
-            "storage": _mounts(storage, v.storage), "startup_script": v.startup_script,
-            "boot_disk": _boot_disk(v.boot_disk), "labels": dict(plan.labels),
-        })
+        node_sets.append(NodeSetPlan(
+            id=v.id, compute_id=v.id, slice=sl.name if sl is not None else None,
+            machine_type=v.machine_type, gpus_per_node=sp.chips_per_vm if sp else None,
+            static_node_count=v.static_node_count,
+            max_dynamic_node_count=v.max_dynamic_node_count,
+            storage=_mounts(storage, v.storage), startup_script=v.startup_script,
+            boot_disk=_boot_disk(v.boot_disk), labels=dict(plan.labels),
+        ))
         cap = compute[-1]
-        how = cap["capacity"] + (f" ({cap['reservation']}: the reservation fixes machine type "
-                                 "and zone)" if cap["reservation"] else "")
-        if cap["max_duration"]:
-            how += f", at most {cap['max_duration']} per VM"
+        how = cap.capacity + (f" ({cap.reservation}: the reservation fixes machine type "
+                              "and zone)" if cap.reservation else "")
+        if cap.max_duration:
+            how += f", at most {cap.max_duration} per VM"
         dyn = (f" + up to {v.max_dynamic_node_count} dynamic"
                if v.max_dynamic_node_count else "")
         decisions.append(f"node set {v.id}: {v.static_node_count} static{dyn} x "
@@ -162,7 +365,7 @@ def extend(plan: StackPlan, recipe: Recipe, catalog: Catalog) -> StackPlan:
                          + (f", slice {sl.name}" if sl is not None else "")
                          + (" (a node set of its own: no nodeSets entry names the slice)"
                             if v.index is None else ""))
-    partitions = [{"id": p.id, "node_set_ids": list(p.node_sets)} for p in parts]
+    partitions = tuple(PartitionPlan(id=p.id, node_set_ids=tuple(p.node_sets)) for p in parts)
     if not sspec.partitions:
         decisions.append("partitions: one per node set (" + ", ".join(p.id for p in parts)
                          + ")" + (f", default {default}" if default else ""))
@@ -170,14 +373,14 @@ def extend(plan: StackPlan, recipe: Recipe, catalog: Catalog) -> StackPlan:
         decisions.append(f"default partition: {default}")
 
     login = sspec.login_nodes
-    login_nodes = {
-        "count": login.count, "machine_type": login.machine_type,
-        "zone": login.zone or spec.zone, "enable_os_login": login.enable_os_login,
-        "enable_public_ips": login.enable_public_ips, "startup_script": login.startup_script,
-        "storage": _mounts(storage, login.storage if login.storage is not None
-                           else [s["id"] for s in storage]),
-        "boot_disk": _boot_disk(login.boot_disk), "labels": dict(plan.labels),
-    }
+    login_nodes = LoginNodesPlan(
+        count=login.count, machine_type=login.machine_type,
+        zone=login.zone or spec.zone, enable_os_login=login.enable_os_login,
+        enable_public_ips=login.enable_public_ips, startup_script=login.startup_script,
+        storage=_mounts(storage, login.storage if login.storage is not None
+                        else [s.id for s in storage]),
+        boot_disk=_boot_disk(login.boot_disk), labels=dict(plan.labels),
+    )
 
     # The nodes run as the Compute Engine default service account unless told otherwise: the
     # API has no service-account field (slurm.yaml cluster.nodeServiceAccount, confidence L).
@@ -187,13 +390,13 @@ def extend(plan: StackPlan, recipe: Recipe, catalog: Catalog) -> StackPlan:
                      + (sa or "(the Compute Engine default service account)")
                      + f"; jobs source {JOB_ENV} for one MLRun per job")
 
-    part_of = {}
+    part_of: dict[str, list[str]] = {}
     for p in parts:
         for ref in p.node_sets:
             part_of.setdefault(ref, []).append(p.id)
     ns_of_slice = {v.slice_index: v for v in views if v.slice_index is not None}
-    storage_by_id = {s["id"]: s for s in storage}
-    jobs: list[dict] = []
+    storage_by_id = {s.id: s for s in storage}
+    jobs: list[SlurmJobPlan] = []
     for w in spec.workloads:
         idx = next(i for i, s in enumerate(spec.slices) if s.name == w.slice)
         v = ns_of_slice[idx]
@@ -201,47 +404,49 @@ def extend(plan: StackPlan, recipe: Recipe, catalog: Catalog) -> StackPlan:
         candidates = part_of.get(v.id, [])
         partition = default if default in candidates else candidates[0]
         gpus = w.gpus_per_pod or sp.chips_per_vm
-        mounts = [storage_by_id[i]["mount"] for i in v.storage if i in storage_by_id]
-        jobs.append({
-            "name": w.name, "slice": w.slice, "node_set": v.id, "partition": partition,
-            "nodes": sp.vms, "gpus_per_node": gpus, "machine_type": sp.machine_type,
-            "image": w.image, "pyxis_image": pyxis_image(w.image),
-            "container_runtime": sspec.container_runtime, "container_mounts": mounts,
-            "command": list(w.command), "args": list(w.args), "env": dict(w.env),
-            "ml_diagnostics": diag["enabled"] and w.ml_diagnostics,
-        })
+        mounts = tuple(storage_by_id[i].mount for i in v.storage if i in storage_by_id)
+        jobs.append(SlurmJobPlan(
+            name=w.name, slice=w.slice, node_set=v.id, partition=partition,
+            nodes=sp.vms, gpus_per_node=gpus, machine_type=sp.machine_type,
+            image=w.image, pyxis_image=pyxis_image(w.image),
+            container_runtime=sspec.container_runtime, container_mounts=mounts,
+            command=tuple(w.command), args=tuple(w.args), env=dict(w.env),
+            ml_diagnostics=diag.enabled and w.ml_diagnostics,
+        ))
         runner = ("srun --container-image (pyxis)" if sspec.container_runtime == "pyxis"
                   else "srun on the nodes (no container)")
         decisions.append(f"workload {w.name}: slurm/{w.name}.sbatch, partition {partition}, "
                          f"{sp.vms} node(s) x {gpus} GPUs, {runner}")
 
-    if diag["iam"]["mode"] == "predefined":
-        iam_what = ", ".join(diag["iam"]["roles"])
+    if diag.iam.mode == "predefined":
+        iam_what = ", ".join(diag.iam.roles)
     else:
-        iam_what = f"custom role {diag['iam']['custom_role_id']}"
+        iam_what = f"custom role {diag.iam.custom_role_id}"
     services = sorted({*plan.services, *(str(s["service"]) for s in facts.services(kinds))}
                       - {"container.googleapis.com", "iamcredentials.googleapis.com"})
-    for key in ("kubernetes", "namespace_label", "service_account"):
-        diag.pop(key, None)
-    diag.update(agents="sdk", workload_identity_binding=False)
-    slurm = {
-        "cluster_id": cluster, "location": spec.region, "zone": spec.zone,
-        "deletion_policy": "PREVENT" if spec.orchestrator.deletion_protection else "DELETE",
-        "description": f"ML Diagnostics stack {recipe.metadata.name} (mldiag-provision)",
-        "network": network, "storage": storage, "compute": compute,
-        "login_nodes": login_nodes, "node_sets": node_sets, "partitions": partitions,
-        "default_partition": default,
-        "node_service_account": sa, "node_roles_summary": iam_what,
-        "sdk": {"enabled": diag["enabled"], "package": sspec.sdk_package,
-                "pip_index_url": sspec.pip_index_url, "venv": SDK_VENV, "job_env": JOB_ENV,
-                "profiles_gcs_path": f"gs://{diag['profiles_bucket']['name']}",
-                "mlrun_region": diag["mlrun_region"]},
-        "master_port": MASTER_PORT,
-        "jobs": jobs,
-    }
-    cluster_info = {"name": cluster, "type": "slurm", "location": spec.region,
-                    "zone": spec.zone,
-                    "deletion_protection": spec.orchestrator.deletion_protection}
-    return dataclasses.replace(plan, cluster=cluster_info, diagnostics=diag, services=services,
-                               workloads=[], node_pools=[], agents=None, decisions=decisions,
-                               slurm=slurm)
+    # no Kubernetes: the namespace label, the KSA and the workload service account go
+    slurm_diag = DiagnosticsPlan(
+        enabled=diag.enabled, agents="sdk", mlrun_region=diag.mlrun_region,
+        profiles_bucket=diag.profiles_bucket, log_analytics=diag.log_analytics, iam=diag.iam,
+        workload_identity_binding=False)
+    slurm = SlurmPlan(
+        cluster_id=cluster, location=spec.region, zone=spec.zone,
+        deletion_policy="PREVENT" if spec.orchestrator.deletion_protection else "DELETE",
+        description=f"ML Diagnostics stack {recipe.metadata.name} (mldiag-provision)",
+        network=network, storage=tuple(storage), compute=tuple(compute),
+        login_nodes=login_nodes, node_sets=tuple(node_sets), partitions=partitions,
+        default_partition=default,
+        node_service_account=sa, node_roles_summary=iam_what,
+        sdk=SdkPlan(enabled=diag.enabled, package=sspec.sdk_package,
+                    pip_index_url=sspec.pip_index_url, venv=SDK_VENV, job_env=JOB_ENV,
+                    profiles_gcs_path=f"gs://{diag.profiles_bucket.name}",
+                    mlrun_region=diag.mlrun_region),
+        master_port=MASTER_PORT,
+        jobs=tuple(jobs),
+    )
+    cluster_info = SlurmClusterPlan(name=cluster, type="slurm", location=spec.region,
+                                    zone=spec.zone,
+                                    deletion_protection=spec.orchestrator.deletion_protection)
+    return dataclasses.replace(plan, cluster=cluster_info, diagnostics=slurm_diag,
+                               services=tuple(services), workloads=(), node_pools=(),
+                               agents=None, decisions=tuple(decisions), slurm=slurm)

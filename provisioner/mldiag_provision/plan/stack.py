@@ -6,8 +6,9 @@ Templates format; they never compute. The plan is written beside the rendered st
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
 
 from mldiag_provision import __version__
 from mldiag_provision.catalog import requirements as req
@@ -15,7 +16,21 @@ from mldiag_provision.catalog.gke_version import GkeVersion
 from mldiag_provision.catalog.gpu import GPU_ACCELERATOR_LABEL, GPU_RESOURCE, GpuShape
 from mldiag_provision.catalog.tpu import Catalog, SliceShape
 from mldiag_provision.plan import slurm as slurm_plan
-from mldiag_provision.plan.agents import plan_agents
+from mldiag_provision.plan.agents import AgentsPlan, plan_agents
+from mldiag_provision.plan.parts import (
+    BackendPlan,
+    ClusterPlan,
+    DiagnosticsPlan,
+    IamPlan,
+    KubernetesClusterPlan,
+    KubernetesDiagnosticsPlan,
+    KubernetesIdentityPlan,
+    LogAnalyticsPlan,
+    NodePoolPlan,
+    ProfilesBucketPlan,
+    ServiceAccountPlan,
+    StandardClusterPlan,
+)
 
 if TYPE_CHECKING:
     from mldiag_provision.recipe.model import Recipe
@@ -45,7 +60,7 @@ class SlicePlan:
     capacity: str  # on-demand | spot | reservation | flex-start
     reservation: str | None
     reservation_project: str | None
-    node_selector: dict[str, str]
+    node_selector: Mapping[str, str]
 
     def summary(self) -> str:
         if self.kind == "gpu":
@@ -67,9 +82,9 @@ class WorkloadPlan:
     kind: str  # "Job" (one slice) or "JobSet" (multislice)
     resource: str  # google.com/tpu | nvidia.com/gpu
     image: str
-    command: list[str]
-    args: list[str]
-    env: dict[str, str]
+    command: tuple[str, ...]
+    args: tuple[str, ...]
+    env: Mapping[str, str]
     chips_per_pod: int  # accelerator units (TPU chips or GPUs) per pod
     pods_per_slice: int
     slices: int
@@ -91,19 +106,33 @@ class StackPlan:
     project: str
     region: str
     zone: str | None
-    labels: dict[str, str]
-    backend: dict[str, str | None]
-    services: list[str]
-    cluster: dict
-    diagnostics: dict
-    slices: list[SlicePlan]
-    workloads: list[WorkloadPlan]
-    node_pools: list[dict] = field(default_factory=list)  # gke-standard: one per slice x count
-    agents: dict | None = None  # the agents/ stage (plan.agents.plan_agents); None: no stage
-    slurm: dict | None = None  # orchestrator slurm: the managed Slurm cluster (plan.slurm)
-    decisions: list[str] = field(default_factory=list)
+    labels: Mapping[str, str]
+    """Labels of every resource, sorted by key (``managed-by``, ``mldiag-stack`` and the
+    recipe's ``metadata.labels``)."""
+    backend: BackendPlan
+    services: tuple[str, ...]
+    """APIs the stack enables, sorted (catalog ``mlDiagnostics.requiredServices``)."""
+    cluster: ClusterPlan
+    """:class:`~.parts.KubernetesClusterPlan` (GKE Autopilot, existing Kubernetes),
+    :class:`~.parts.StandardClusterPlan` (GKE Standard) or
+    :class:`~.slurm.SlurmClusterPlan`."""
+    diagnostics: DiagnosticsPlan
+    """:class:`~.parts.KubernetesDiagnosticsPlan` unless the orchestrator is Slurm."""
+    slices: tuple[SlicePlan, ...]
+    workloads: tuple[WorkloadPlan, ...]
+    node_pools: tuple[NodePoolPlan, ...] = ()
+    """GKE Standard: one per slice x count."""
+    agents: AgentsPlan | None = None
+    """The agents/ stage (:func:`~.agents.plan_agents`); ``None``: no such stage."""
+    slurm: slurm_plan.SlurmPlan | None = None
+    """Orchestrator slurm: the managed Slurm cluster (:func:`~.slurm.extend`)."""
+    decisions: tuple[str, ...] = ()
+    """What was decided and why, one line each (the README and ``render`` show them)."""
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
+        """The plan as JSON-ready data (``.mldiag/plan.json``): field names as keys, nested
+        plans as dicts, tuples as lists once dumped; only the fields of the classes the plan
+        holds (a Slurm plan has no GKE cluster fields)."""
         return asdict(self)
 
 
@@ -227,9 +256,9 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | GpuShape | None],
         gsa_email=(f"{diag.service_account.name}@{spec.project}.iam.gserviceaccount.com"
                    if (orchestrator != "existing-kubernetes"
                        or spec.orchestrator.workload_identity) else None))
-    agents = agents_plan["strategy"]
+    agents = agents_plan.strategy
     managed = managed and agents == "managed"
-    decisions.append(f"ML Diagnostics agents: {agents} ({agents_plan['reasons'][0]})")
+    decisions.append(f"ML Diagnostics agents: {agents} ({agents_plan.reasons[0]})")
 
     labels = {"managed-by": "mldiag-provision", "mldiag-stack": recipe.metadata.name,
               **recipe.metadata.labels}
@@ -246,42 +275,39 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | GpuShape | None],
     bucket_name = diag.profiles_bucket.name or f"{spec.project}-{recipe.metadata.name}-profiles"
     gsa = diag.service_account.name
     label_fact = catalog.fact("mlDiagnostics", "namespaceLabel")
-    diagnostics = {
-        "enabled": diag.enabled,
-        "agents": agents,
-        "mlrun_region": diag.mlrun_region or spec.region,
-        "namespace_label": {str(label_fact["key"]): str(label_fact["value"])},
-        "profiles_bucket": {
-            "name": bucket_name, "create": diag.profiles_bucket.create,
-            "location": (diag.profiles_bucket.location or spec.region).upper(),
-            "force_destroy": diag.profiles_bucket.delete_on_destroy,
-        },
-        "log_analytics": {"enabled": diag.log_analytics.enabled,
-                          "retention_days": diag.log_analytics.retention_days},
-        "iam": {"mode": diag.iam.mode, "roles": roles, "custom_role_id": diag.iam.custom_role_id,
-                "permissions": permissions},
-        "service_account": {"account_id": gsa, "create": diag.service_account.create,
-                            "email": f"{gsa}@{spec.project}.iam.gserviceaccount.com"},
-        "kubernetes": {"namespace": diag.kubernetes.namespace,
-                       "service_account": diag.kubernetes.service_account},
-        "workload_identity_binding": (orchestrator != "existing-kubernetes"
-                                      or spec.orchestrator.workload_identity),
-    }
-    cluster = {
-        "name": spec.orchestrator.cluster_name or recipe.metadata.name,
-        "type": spec.orchestrator.type,
-        "location": spec.region,
-        "release_channel": spec.orchestrator.release_channel,
-        "min_master_version": min_version,
-        "deletion_protection": spec.orchestrator.deletion_protection,
-        "managed_ml_diagnostics": managed,
-        "network": spec.orchestrator.network,
-        "subnetwork": spec.orchestrator.subnetwork,
-        "workload_pool": (f"{spec.project}.svc.id.goog"
-                          if diagnostics["workload_identity_binding"] else None),
-    }
-    node_pools: list[dict] = []
-    if orchestrator == "gke-standard":
+    wi_binding = orchestrator != "existing-kubernetes" or spec.orchestrator.workload_identity
+    diagnostics = KubernetesDiagnosticsPlan(
+        enabled=diag.enabled,
+        agents=agents,
+        mlrun_region=diag.mlrun_region or spec.region,
+        namespace_label={str(label_fact["key"]): str(label_fact["value"])},
+        profiles_bucket=ProfilesBucketPlan(
+            name=bucket_name, create=diag.profiles_bucket.create,
+            location=(diag.profiles_bucket.location or spec.region).upper(),
+            force_destroy=diag.profiles_bucket.delete_on_destroy,
+        ),
+        log_analytics=LogAnalyticsPlan(enabled=diag.log_analytics.enabled,
+                                       retention_days=diag.log_analytics.retention_days),
+        iam=IamPlan(mode=diag.iam.mode, roles=tuple(roles),
+                    custom_role_id=diag.iam.custom_role_id, permissions=tuple(permissions)),
+        service_account=ServiceAccountPlan(account_id=gsa, create=diag.service_account.create,
+                                           email=f"{gsa}@{spec.project}.iam.gserviceaccount.com"),
+        kubernetes=KubernetesIdentityPlan(namespace=diag.kubernetes.namespace,
+                                          service_account=diag.kubernetes.service_account),
+        workload_identity_binding=wi_binding,
+    )
+    orch = spec.orchestrator
+    cluster_name = orch.cluster_name or recipe.metadata.name
+    workload_pool = f"{spec.project}.svc.id.goog" if wi_binding else None
+    cluster: KubernetesClusterPlan
+    node_pools: list[NodePoolPlan] = []
+    if orchestrator != "gke-standard":
+        cluster = KubernetesClusterPlan(
+            name=cluster_name, type=orch.type, location=spec.region,
+            deletion_protection=orch.deletion_protection, release_channel=orch.release_channel,
+            min_master_version=min_version, managed_ml_diagnostics=managed,
+            network=orch.network, subnetwork=orch.subnetwork, workload_pool=workload_pool)
+    else:
         roles = [str(r) for r in catalog.fact("standard", "nodeServiceAccountRoles")["roles"]]
         if diag.enabled and any(w.host_network for w in spec.workloads):
             # hostNetwork pods skip Workload Identity and act as the node's service account
@@ -289,26 +315,29 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | GpuShape | None],
             roles += [r for r in ml_roles if r not in roles]
             decisions.append("hostNetwork workloads run as the node service account: it gets "
                              "the ML Diagnostics roles too")
-        cluster.update({
-            "node_service_account_id": node_service_account_id(cluster["name"]),
-            "node_service_account_roles": roles,
-            "system_pool_machine_type": spec.orchestrator.system_pool_machine_type,
-        })
+        cluster = StandardClusterPlan(
+            name=cluster_name, type=orch.type, location=spec.region,
+            deletion_protection=orch.deletion_protection, release_channel=orch.release_channel,
+            min_master_version=min_version, managed_ml_diagnostics=managed,
+            network=orch.network, subnetwork=orch.subnetwork, workload_pool=workload_pool,
+            node_service_account_id=node_service_account_id(cluster_name),
+            node_service_account_roles=tuple(roles),
+            system_pool_machine_type=orch.system_pool_machine_type)
         for sp in slices:
             # TPU7x multi-host pools are placed by a workload policy (GKE Ironwood page)
             workload_policy = sp.kind == "tpu" and sp.multi_host and sp.accelerator_type == "tpu7x"
             for name in node_pool_names(sp.name, sp.count):
-                node_pools.append({
-                    "name": name, "slice": sp.name, "zone": spec.zone,
-                    "machine_type": sp.machine_type, "node_count": sp.vms,
-                    "topology": sp.topology, "multi_host": sp.kind == "tpu" and sp.multi_host,
-                    "gpu_type": sp.accelerator if sp.kind == "gpu" else None,
-                    "gpu_count": sp.chips_per_vm if sp.kind == "gpu" else None,
-                    "workload_policy": workload_policy, "capacity": sp.capacity,
-                    "reservation": sp.reservation,
-                    "reservation_project": sp.reservation_project,
-                    "node_labels": {SLICE_LABEL: sp.name},
-                })
+                node_pools.append(NodePoolPlan(
+                    name=name, slice=sp.name, zone=spec.zone,
+                    machine_type=sp.machine_type, node_count=sp.vms,
+                    topology=sp.topology, multi_host=sp.kind == "tpu" and sp.multi_host,
+                    gpu_type=sp.accelerator if sp.kind == "gpu" else None,
+                    gpu_count=sp.chips_per_vm if sp.kind == "gpu" else None,
+                    workload_policy=workload_policy, capacity=sp.capacity,
+                    reservation=sp.reservation,
+                    reservation_project=sp.reservation_project,
+                    node_labels={SLICE_LABEL: sp.name},
+                ))
             placement = ("HIGH_THROUGHPUT workload policy" if workload_policy else
                          "COMPACT placement" if sp.kind == "tpu" and sp.multi_host
                          else "no placement policy")
@@ -323,7 +352,7 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | GpuShape | None],
         per_pod = (w.gpus_per_pod or sp.chips_per_vm) if sp.kind == "gpu" else sp.chips_per_vm
         workloads.append(WorkloadPlan(
             name=w.name, slice=sp.name, kind=kind, resource=sp.resource, image=w.image,
-            command=list(w.command), args=list(w.args), env=dict(w.env),
+            command=tuple(w.command), args=tuple(w.args), env=dict(w.env),
             chips_per_pod=per_pod,  # type: ignore[arg-type]  # preflight guarantees a value
             pods_per_slice=sp.vms, slices=sp.count,
             cpu=w.resources.cpu, memory=w.resources.memory,
@@ -334,12 +363,12 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | GpuShape | None],
         unit = "GPUs" if sp.kind == "gpu" else "chips"
         decisions.append(f"workload {w.name}: {kind}, {sp.vms} pod(s) per slice x "
                          f"{sp.count} slice(s), {per_pod} {unit} per pod")
-    backend = {"type": spec.engine.backend.type, "bucket": spec.engine.backend.bucket,
-               "prefix": spec.engine.backend.prefix}
+    backend = BackendPlan(type=spec.engine.backend.type, bucket=spec.engine.backend.bucket,
+                          prefix=spec.engine.backend.prefix)
     plan = StackPlan(
         tool_version=__version__, blueprint=BLUEPRINTS[orchestrator], name=recipe.metadata.name,
         project=spec.project, region=spec.region, zone=spec.zone, labels=labels,
-        backend=backend, services=services, cluster=cluster, diagnostics=diagnostics,
-        slices=slices, workloads=workloads, node_pools=node_pools, decisions=decisions,
-        agents=agents_plan)
+        backend=backend, services=tuple(services), cluster=cluster, diagnostics=diagnostics,
+        slices=tuple(slices), workloads=tuple(workloads), node_pools=tuple(node_pools),
+        decisions=tuple(decisions), agents=agents_plan)
     return slurm_plan.extend(plan, recipe, catalog) if orchestrator == "slurm" else plan

@@ -10,6 +10,9 @@ headless Service and ``subdomain`` so that GKE injects ``TPU_WORKER_ID`` and
 
 from __future__ import annotations
 
+from typing import Any
+
+from mldiag_provision.plan.parts import KubernetesDiagnosticsPlan
 from mldiag_provision.plan.stack import TPU_RESOURCE, StackPlan, WorkloadPlan
 
 # Ports (catalog gke.yaml `ports`): 8471 TPU worker communication, 8431 TPU runtime metrics
@@ -20,7 +23,18 @@ MEGASCALE_PORT = 8080
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 
 
-def _container(plan: StackPlan, w: WorkloadPlan, multi_host: bool) -> dict:
+def _diagnostics(plan: StackPlan) -> KubernetesDiagnosticsPlan:
+    """The plan's diagnostics with the Kubernetes identity (every plan with workloads).
+
+    Raises:
+      ValueError: a Slurm plan (it has sbatch scripts, no Kubernetes workloads).
+    """
+    if not isinstance(plan.diagnostics, KubernetesDiagnosticsPlan):
+        raise ValueError(f"{plan.blueprint} stacks have no Kubernetes workloads")
+    return plan.diagnostics
+
+
+def _container(plan: StackPlan, w: WorkloadPlan, multi_host: bool) -> dict[str, object]:
     limits: dict[str, object] = {}
     if w.cpu is not None:
         limits["cpu"] = w.cpu
@@ -28,13 +42,13 @@ def _container(plan: StackPlan, w: WorkloadPlan, multi_host: bool) -> dict:
         limits["memory"] = w.memory
     limits[w.resource] = w.chips_per_pod
     env = [{"name": k, "value": v} for k, v in w.env.items()]
-    if plan.diagnostics["enabled"]:
+    if plan.diagnostics.enabled:
         # Our convention, not read by the SDK: pass them on in the training code, e.g.
         # machinelearning_run(region=os.environ["MLDIAG_MLRUN_REGION"],
         #                     gcs_path=os.environ["MLDIAG_PROFILES_GCS_PATH"], ...)
-        for name, value in (("MLDIAG_MLRUN_REGION", plan.diagnostics["mlrun_region"]),
+        for name, value in (("MLDIAG_MLRUN_REGION", plan.diagnostics.mlrun_region),
                             ("MLDIAG_PROFILES_GCS_PATH",
-                             f"gs://{plan.diagnostics['profiles_bucket']['name']}")):
+                             f"gs://{plan.diagnostics.profiles_bucket.name}")):
             if name not in w.env:
                 env.append({"name": name, "value": value})
     if w.kind == "JobSet" and w.slices > 1:
@@ -61,7 +75,7 @@ def _container(plan: StackPlan, w: WorkloadPlan, multi_host: bool) -> dict:
     return c
 
 
-def _megascale_env(w: WorkloadPlan) -> list[dict]:
+def _megascale_env(w: WorkloadPlan) -> list[dict[str, Any]]:
     """Multislice environment as xpk sets it (confidence M; tpu-rules R-D3)."""
     return [
         {"name": "MEGASCALE_COORDINATOR_ADDRESS",
@@ -76,7 +90,7 @@ def _megascale_env(w: WorkloadPlan) -> list[dict]:
 RENDEZVOUS_PORT = 29500
 
 
-def _rendezvous_env(plan: StackPlan, w: WorkloadPlan) -> list[dict]:
+def _rendezvous_env(plan: StackPlan, w: WorkloadPlan) -> list[dict[str, Any]]:
     """Multi-node GPU Job: where pod 0 is, and this pod's rank, for torchrun / JAX.
 
     Pod 0 of an Indexed Job is ``<job>-0.<headless service>``; the index is the annotation
@@ -92,11 +106,11 @@ def _rendezvous_env(plan: StackPlan, w: WorkloadPlan) -> list[dict]:
     ]
 
 
-def _pod_template(plan: StackPlan, w: WorkloadPlan, labels: dict[str, str]) -> dict:
+def _pod_template(plan: StackPlan, w: WorkloadPlan, labels: dict[str, str]) -> dict[str, Any]:
     sp = next(s for s in plan.slices if s.name == w.slice)
     spec: dict[str, object] = {
         "restartPolicy": "Never",
-        "serviceAccountName": plan.diagnostics["kubernetes"]["service_account"],
+        "serviceAccountName": _diagnostics(plan).kubernetes.service_account,
         "nodeSelector": dict(sp.node_selector),
     }
     if w.host_network:
@@ -112,13 +126,13 @@ def _pod_template(plan: StackPlan, w: WorkloadPlan, labels: dict[str, str]) -> d
 def _labels(plan: StackPlan, w: WorkloadPlan) -> dict[str, str]:
     labels = {"app.kubernetes.io/name": w.name, "app.kubernetes.io/managed-by": "mldiag-provision"}
     if w.ml_diagnostics_label:
-        labels.update(plan.diagnostics["namespace_label"])
+        labels.update(_diagnostics(plan).namespace_label)
     return labels
 
 
-def workload(plan: StackPlan, w: WorkloadPlan) -> list[dict]:
+def workload(plan: StackPlan, w: WorkloadPlan) -> list[dict[str, Any]]:
     """The objects of one workload: [headless Service,] Job or JobSet."""
-    ns = plan.diagnostics["kubernetes"]["namespace"]
+    ns = _diagnostics(plan).kubernetes.namespace
     labels = _labels(plan, w)
     job_spec = {
         "backoffLimit": w.backoff_limit,
@@ -139,7 +153,7 @@ def workload(plan: StackPlan, w: WorkloadPlan) -> list[dict]:
                                     "template": {"spec": job_spec}}],
             },
         }]
-    objs: list[dict] = []
+    objs: list[dict[str, Any]] = []
     if w.headless_service:
         objs.append({
             "apiVersion": "v1", "kind": "Service",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shlex
 
+from mldiag_provision.plan.slurm import SlurmJobPlan, SlurmPlan
 from mldiag_provision.plan.stack import StackPlan
 
 
@@ -18,57 +19,68 @@ def _q(value: object) -> str:
     return shlex.quote(str(value))
 
 
-def sbatch(plan: StackPlan, job: dict, banner: str) -> str:
+def _slurm(plan: StackPlan) -> SlurmPlan:
+    """The plan's Slurm cluster.
+
+    Raises:
+      ValueError: not a Slurm plan.
+    """
+    if plan.slurm is None:
+        raise ValueError(f"{plan.blueprint} stacks have no Slurm cluster")
+    return plan.slurm
+
+
+def sbatch(plan: StackPlan, job: SlurmJobPlan, banner: str) -> str:
     """The batch script of one workload."""
-    slurm = plan.slurm or {}
-    sdk = slurm["sdk"]
+    slurm = _slurm(plan)
+    sdk = slurm.sdk
     lines = [
         "#!/bin/bash",
         banner,
-        f"# Workload {job['name']}: slice {job['slice']} = {job['nodes']} x "
-        f"{job['machine_type']}, {job['gpus_per_node']} GPUs per node.",
-        f"# Submit from a login node: sbatch slurm/{job['name']}.sbatch",
-        f"#SBATCH --job-name={job['name']}",
-        f"#SBATCH --partition={job['partition']}",
-        f"#SBATCH --nodes={job['nodes']}",
+        f"# Workload {job.name}: slice {job.slice} = {job.nodes} x "
+        f"{job.machine_type}, {job.gpus_per_node} GPUs per node.",
+        f"# Submit from a login node: sbatch slurm/{job.name}.sbatch",
+        f"#SBATCH --job-name={job.name}",
+        f"#SBATCH --partition={job.partition}",
+        f"#SBATCH --nodes={job.nodes}",
         "#SBATCH --ntasks-per-node=1",
-        f"#SBATCH --gpus-per-node={job['gpus_per_node']}",
+        f"#SBATCH --gpus-per-node={job.gpus_per_node}",
         "#SBATCH --exclusive",
         "#SBATCH --output=%x-%j.out",
         "set -euo pipefail",
         "",
     ]
-    if job["ml_diagnostics"]:
+    if job.ml_diagnostics:
         lines += [
             "# ML Diagnostics: one MLRun for the whole job, whichever host calls",
             "# machinelearning_run(): SLURM_JOB_START_TIME and RUN_WORKLOAD_ID (the same on every",
             "# host), MLDIAG_RUN_NAME, MLDIAG_MLRUN_REGION and MLDIAG_PROFILES_GCS_PATH",
             "# (pass them on as region= and gcs_path=). Written by the node startup script.",
-            f"source {_q(sdk['job_env'])}",
+            f"source {_q(sdk.job_env)}",
             "",
         ]
     lines += [
         "# Rendezvous for multi-node launchers (torchrun, jax.distributed): the first node.",
         'MASTER_ADDR="$(scontrol show hostnames "$SLURM_JOB_NODELIST" | head -n 1)"',
         "export MASTER_ADDR",
-        f"export MASTER_PORT={int(slurm['master_port'])}",
+        f"export MASTER_PORT={int(slurm.master_port)}",
     ]
-    if job["env"]:
+    if job.env:
         lines += ["", "# The recipe's environment."]
-        lines += [f"export {name}={_q(value)}" for name, value in job["env"].items()]
-    argv = [*job["command"], *job["args"]]
-    if job["container_runtime"] == "pyxis":
-        srun = ["srun", f"--container-image={job['pyxis_image']}"]
-        if job["container_mounts"]:
+        lines += [f"export {name}={_q(value)}" for name, value in job.env.items()]
+    argv = [*job.command, *job.args]
+    if job.container_runtime == "pyxis":
+        srun = ["srun", f"--container-image={job.pyxis_image}"]
+        if job.container_mounts:
             srun.append("--container-mounts=" + ",".join(f"{m}:{m}" for m in
-                                                         job["container_mounts"]))
+                                                         job.container_mounts))
         lines += ["", "# The workload's image on every node (pyxis/enroot); the environment "
                       "above is passed in."]
     else:
         srun = ["srun"]
         lines += ["", "# No container: the command runs on the nodes, with the ML Diagnostics "
                       "SDK's venv first on PATH.",
-                  f'export PATH={_q(sdk["venv"] + "/bin")}:"$PATH"']
+                  f'export PATH={_q(sdk.venv + "/bin")}:"$PATH"']
     words = [_q(w) for w in srun + argv]
     lines.append(" \\\n  ".join(words))
     return "\n".join(lines) + "\n"
@@ -76,25 +88,25 @@ def sbatch(plan: StackPlan, job: dict, banner: str) -> str:
 
 def files(plan: StackPlan, banner: str) -> dict[str, bytes]:
     """``slurm/<workload>.sbatch`` for every workload of a Slurm plan."""
-    return {f"slurm/{job['name']}.sbatch": sbatch(plan, job, banner).encode("utf-8")
-            for job in (plan.slurm or {}).get("jobs", [])}
+    return {f"slurm/{job.name}.sbatch": sbatch(plan, job, banner).encode("utf-8")
+            for job in (plan.slurm.jobs if plan.slurm is not None else ())}
 
 
 def readme(plan: StackPlan, banner: str) -> str:
     """README.md of a Slurm stack: decisions and the steps in order."""
-    slurm = plan.slurm or {}
+    slurm = _slurm(plan)
     lines = [banner, "", f"# Stack `{plan.name}`", "",
              f"Blueprint `{plan.blueprint}`, project `{plan.project}`, region `{plan.region}`, "
-             f"zone `{slurm.get('zone')}`.", "", "## Decisions", ""]
+             f"zone `{slurm.zone}`.", "", "## Decisions", ""]
     lines += [f"- {d}" for d in plan.decisions]
     lines += ["", "## Apply", "", "```sh", "# 1. project pieces, IAM for the nodes, the cluster",
               "terraform init", "terraform plan -out tfplan", "terraform apply tfplan",
               "# 2. on a login node (terraform output login_instances), with slurm/ copied there"]
-    lines += [f"sbatch slurm/{job['name']}.sbatch" for job in slurm.get("jobs", [])]
+    lines += [f"sbatch slurm/{job.name}.sbatch" for job in slurm.jobs]
     lines += ["```", "", "## ML Diagnostics on Slurm", "",
               "- Every compute node installs the SDK at boot "
-              f"(`{slurm['sdk']['package']}` in `{slurm['sdk']['venv']}`) and writes "
-              f"`{slurm['sdk']['job_env']}`; job scripts source it, so every host of a job "
+              f"(`{slurm.sdk.package}` in `{slurm.sdk.venv}`) and writes "
+              f"`{slurm.sdk.job_env}`; job scripts source it, so every host of a job "
               "joins one MLRun. Its log: `/var/log/mldiag-startup.log`.",
               "- The nodes need egress to the Python package index (Cloud NAT, or "
               "`spec.slurm.pipIndexUrl` for a mirror).",

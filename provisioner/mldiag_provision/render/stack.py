@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import jinja2
 import yaml
@@ -75,7 +76,7 @@ def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
 _ManifestDumper.add_representer(str, _str_representer)
 
 
-def _dump_yaml(docs: list[dict], head: str) -> bytes:
+def _dump_yaml(docs: list[dict[str, Any]], head: str) -> bytes:
     body = yaml.dump_all(docs, Dumper=_ManifestDumper, sort_keys=False,
                          default_flow_style=False, allow_unicode=True, width=100)
     return (head + "\n" + body).encode("utf-8")
@@ -109,13 +110,13 @@ def _readme(plan: StackPlan) -> str:
              "", "## Decisions", ""]
     lines += [f"- {d}" for d in plan.decisions]
     if plan.agents is not None:
-        lines += ["", f"## ML Diagnostics agents: {plan.agents['strategy']}", ""]
-        lines += [f"- {r}" for r in plan.agents["reasons"]]
+        lines += ["", f"## ML Diagnostics agents: {plan.agents.strategy}", ""]
+        lines += [f"- {r}" for r in plan.agents.reasons]
     lines += ["", "## Apply", "", "```sh", "# 1. project pieces and the cluster",
               "terraform init", "terraform plan -out tfplan", "terraform apply tfplan"]
     if plan.agents is not None:
         lines += ["# 2. inside the cluster: namespace label, KSA"
-                  + (", agents" if plan.agents["strategy"] == "manual" else ""),
+                  + (", agents" if plan.agents.strategy == "manual" else ""),
                   "terraform -chdir=agents init", "terraform -chdir=agents apply"]
     lines += ["# 3. the workloads"]
     if plan.blueprint in ("gke-autopilot", "gke-standard"):

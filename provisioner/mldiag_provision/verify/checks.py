@@ -66,7 +66,7 @@ def _api_error(check: str, evidence: str, exc: Exception) -> CheckResult:
 
 def check_namespace_label(cluster: Cluster, plan: StackPlan) -> CheckResult:
     """The workload namespace exists and carries the ML Diagnostics label."""
-    ns = plan.agents["namespace"]
+    ns = plan.agents.namespace
     evidence = f"Namespace/{ns}"
     try:
         obj = cluster.core.read_namespace(ns)
@@ -76,7 +76,7 @@ def check_namespace_label(cluster: Cluster, plan: StackPlan) -> CheckResult:
                                "apply the second stage: terraform -chdir=agents apply")
         return _api_error("namespace-label", evidence, exc)
     labels = obj.metadata.labels or {}
-    want = {k: v for k, v in plan.agents["namespace_labels"].items()
+    want = {k: v for k, v in plan.agents.namespace_labels.items()
             if k != "app.kubernetes.io/managed-by"}
     missing = {k: v for k, v in want.items() if labels.get(k) != v}
     if missing:
@@ -95,9 +95,9 @@ def check_namespace_label(cluster: Cluster, plan: StackPlan) -> CheckResult:
 
 def check_ksa_annotation(cluster: Cluster, plan: StackPlan) -> CheckResult:
     """The KSA is annotated with the Google service account (Workload Identity)."""
-    ns, name = plan.agents["namespace"], plan.agents["service_account"]
+    ns, name = plan.agents.namespace, plan.agents.service_account
     evidence = f"ServiceAccount/{ns}/{name}"
-    want = plan.agents["service_account_annotations"]
+    want = plan.agents.service_account_annotations
     if not want:
         return CheckResult("ksa-annotation", SKIP, "no Workload Identity on this cluster",
                            evidence)
@@ -122,7 +122,7 @@ def check_ksa_annotation(cluster: Cluster, plan: StackPlan) -> CheckResult:
 
 def check_agents_ready(cluster: Cluster, plan: StackPlan, catalog: Catalog) -> CheckResult:
     """The agents' Deployments are available (manual: in gke-mldiagnostics)."""
-    strategy = plan.agents["strategy"]
+    strategy = plan.agents.strategy
     if strategy == "none":
         return CheckResult("agents-ready", SKIP, "no agents for this stack", "-")
     if strategy == "manual":
@@ -159,7 +159,7 @@ def check_crd_established(cluster: Cluster, plan: StackPlan, catalog: Catalog) -
     """The MLDiagnosticsConnection CRD is established (on-demand profiling)."""
     name = str(catalog.fact("mlDiagnostics", "manualInstall", "crd")["name"])
     evidence = f"CustomResourceDefinition/{name}"
-    if plan.agents["strategy"] == "none":
+    if plan.agents.strategy == "none":
         return CheckResult("crd-established", SKIP, "no agents for this stack", evidence)
     try:
         crd = cluster.ext.read_custom_resource_definition(name)
@@ -180,7 +180,7 @@ def check_crd_established(cluster: Cluster, plan: StackPlan, catalog: Catalog) -
 def check_webhook_ca(cluster: Cluster, plan: StackPlan) -> CheckResult:
     """The injection webhook's configuration carries a CA bundle (cert-manager injected it)."""
     evidence = "MutatingWebhookConfigurations"
-    if plan.agents["strategy"] == "none":
+    if plan.agents.strategy == "none":
         return CheckResult("webhook-ca-bundle", SKIP, "no agents for this stack", evidence)
     try:
         configs = cluster.admission.list_mutating_webhook_configuration().items
@@ -305,18 +305,18 @@ def smoke_jobset(plan: StackPlan, sp: SlicePlan, name: str, image: str) -> dict:
     install = ("pip install -q 'jax[tpu]'" if sp.kind == "tpu"
                else "pip install -q 'jax[cuda12]'")
     labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "mldiag-provision"}
-    labels.update({k: v for k, v in plan.agents["namespace_labels"].items()
+    labels.update({k: v for k, v in plan.agents.namespace_labels.items()
                    if k != "app.kubernetes.io/managed-by"})
     per_pod = sp.chips_per_vm or 1
     return {
         "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-        "metadata": {"name": name, "namespace": plan.agents["namespace"], "labels": labels},
+        "metadata": {"name": name, "namespace": plan.agents.namespace, "labels": labels},
         "spec": {"replicatedJobs": [{"name": "slice", "replicas": 1, "template": {"spec": {
             "backoffLimit": 0, "completions": sp.vms, "parallelism": sp.vms,
             "completionMode": "Indexed",
             "template": {"metadata": {"labels": labels}, "spec": {
                 "restartPolicy": "Never",
-                "serviceAccountName": plan.agents["service_account"],
+                "serviceAccountName": plan.agents.service_account,
                 "nodeSelector": dict(sp.node_selector),
                 "containers": [{
                     "name": "smoke", "image": image, "command": ["bash", "-c"],
@@ -357,7 +357,7 @@ def run_smoke(cluster: Cluster, plan: StackPlan, *, image: str = "python:3.12",
     if not plan.slices:
         return CheckResult("smoke", SKIP, "the recipe has no slice", "-")
     sp = plan.slices[0]
-    ns = plan.agents["namespace"]
+    ns = plan.agents.namespace
     name = smoke_name(plan)
     evidence = f"JobSet/{ns}/{name}"
     body = smoke_jobset(plan, sp, name, image)

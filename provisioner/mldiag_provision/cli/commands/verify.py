@@ -70,7 +70,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
     failed = any(r.status == FAIL for r in results)
     if args.output == "json":
         out.print(json.dumps({"ok": not failed, "stack": plan.name,
-                              "strategy": plan.agents["strategy"],
+                              "strategy": plan.agents.strategy,
                               "checks": [r.to_dict() for r in results]}, indent=2))
     else:
         colour = {"PASS": "green", "FAIL": "red", "SKIP": "yellow"}
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
                       f"{r.message}  [{r.evidence}]")
             if r.hint and r.status == FAIL:
                 out.print(f"     hint: {r.hint}")
-        out.print(f"strategy {plan.agents['strategy']}; "
+        out.print(f"strategy {plan.agents.strategy}; "
                   f"{sum(r.status == FAIL for r in results)} failed of {len(results)} checks")
     return int(ExitCode.INVALID if failed else ExitCode.OK)
 
