@@ -127,7 +127,7 @@ def gcs_object_count(bucket: str) -> int:
     Raises:
       Exception: no credentials, or the API failed.
     """
-    from google.cloud import storage  # type: ignore[attr-defined]
+    from google.cloud import storage
 
     if os.environ.get("STORAGE_EMULATOR_HOST"):
         client = storage.Client()
