@@ -239,6 +239,11 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | GpuShape | None],
     min_version: str | None = None
     if not creates_cluster:
         managed = False
+    elif user_version is None and not (needs or wants_managed):
+        # e.g. GPU slices only, agents manual/none: nothing sets a minimum
+        decisions.append("GKE minimum version: the release channel's default (nothing in "
+                         "the recipe needs a minimum)")
+        managed = False
     elif user_version is None:
         chosen_needs = needs + ([managed_need] if wants_managed else [])
         top = req.highest(chosen_needs)
