@@ -24,7 +24,9 @@ Behaviour:
   * create of an object that already exists fails with Google's 409 for named objects
     (:data:`CONFLICT_ON_CREATE`), as after a lost or interrupted state write;
   * read: returns what the cloud directory holds (a test that edits or deletes a file there
-    simulates drift); import: refused.
+    simulates drift); import: refused;
+  * Google's refusals (names over their limits, ordering, API enablement, TPU slice sizing,
+    the _Default log bucket): tests/standin/rules.py, each rule with its public source.
 
 Fault injection for tests (environment, inherited through Terraform):
   * ``MLDIAG_STANDIN_FAIL=TYPE:MESSAGE`` fails the apply of every TYPE resource with MESSAGE;
@@ -45,6 +47,8 @@ import time
 from concurrent import futures
 from pathlib import Path
 from typing import Any
+
+from standin import rules  # what Google and the provider refuse (tests/standin/rules.py)
 
 MAGIC_COOKIE_KEY = "TF_PLUGIN_MAGIC_COOKIE"
 MAGIC_COOKIE_VALUE = "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2"
@@ -192,7 +196,7 @@ class Provider:
                        if planned.get(n) != prior.get(n)]
         if replace:  # a replacement is a create: recompute computed values
             planned = self._plan_block(block, config or {}, None, proposed)
-        return planned, replace
+        return rules.adjust_plan(type_name, prior, planned), replace  # provider diff rules
 
     def _plan_block(self, block: Any, config: dict, prior: dict | None,
                     proposed: dict) -> dict:
@@ -245,6 +249,9 @@ class Provider:
         fail = _fault("MLDIAG_STANDIN_FAIL", type_name)
         if fail:
             return prior, fail
+        refusal = rules.refuse(self.cloud, type_name, prior, planned, self.config)  # Google's
+        if refusal or (planned is None and rules.forget_only(type_name, prior)):
+            return (prior, refusal) if refusal else (None, None)
         block = self.block(type_name)
         if planned is None:
             if (type_name == "google_container_cluster" and prior is not None
@@ -443,7 +450,8 @@ def _serve(provider_name: str) -> int:  # pragma: no cover - runs as Terraform's
             return pb.ValidateProviderConfig.Response()
 
         def ValidateResourceConfig(self, request, context):
-            return pb.ValidateResourceConfig.Response()
+            return pb.ValidateResourceConfig.Response(diagnostics=[diag(m) for m in rules.validate(
+                request.type_name, sch.decode(request.config.msgpack))])  # provider checks
 
         def ValidateDataResourceConfig(self, request, context):
             return pb.ValidateDataResourceConfig.Response()

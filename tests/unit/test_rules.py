@@ -71,6 +71,8 @@ def test_every_rule_has_a_test() -> None:
               "workload-resources", "workload-env", "names-length", "slice-accelerator",
               "gpu-slice-shape", "workload-gpus", "diagnostics-strategy", "workload-kind",
               "workload-host-network",
+              # tests/unit/test_google_rules.py
+              "gcp-names", "gke-channel",
               # tests/unit/test_slurm_rules.py
               "slurm-orchestrator", "slurm-tpu", "slurm-machine-type", "slurm-node-count",
               "slurm-ids", "slurm-partitions", "slurm-storage", "slurm-network",
@@ -358,8 +360,8 @@ def test_gke_standard_node_pool_name_too_long(recipe: dict) -> None:
     recipe["spec"]["slices"][0]["name"] = name
     for w in recipe["spec"].get("workloads", []):
         w["slice"] = name
-    p = only(check(recipe), "names-length", "spec.slices[0].name", ERROR)
-    assert "node pool name" in p.message
+    p = only(check(recipe), "gcp-names", "spec.slices[0].name", ERROR)
+    assert "GKE node pool name" in p.message and "41 characters; at most 40" in p.message
 
 
 def test_existing_kubernetes_ignores_min_version(recipe: dict) -> None:

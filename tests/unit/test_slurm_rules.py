@@ -356,7 +356,9 @@ def test_default_instance_name_too_long(recipe: dict) -> None:
     recipe["metadata"]["name"] = "a" * 40
     slurm(recipe)["storage"][0]["id"] = "h" * 30
     slurm(recipe)["storage"][0]["filestore"]["create"] = True
-    p = only(check(recipe), "slurm-storage", "spec.slurm.storage[0].filestore.name", ERROR)
+    # the Filestore instance-id limit is not stated by Google (names.yaml, confidence M): a
+    # warning, from rule gcp-names which checks every derived name
+    p = only(check(recipe), "gcp-names", "spec.slurm.storage[0].filestore.name", WARNING)
     assert "71 characters" in p.message
 
 

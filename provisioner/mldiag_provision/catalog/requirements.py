@@ -76,3 +76,24 @@ def highest(needs: list[VersionNeed]) -> VersionNeed:
 def satisfies(version: GkeVersion, need: VersionNeed) -> bool | None:
     """True/False, or None when ``version`` is a prefix that may resolve either way."""
     return at_least(version, need.version)
+
+
+def _minor(text: str) -> tuple[int, int]:
+    major, minor = str(text).split(".")[:2]
+    return int(major), int(minor)
+
+
+def channel_offer(catalog: Catalog, channel: str) -> tuple[tuple[int, int], tuple[int, int]] | None:
+    """(oldest, newest) (major, minor) a GKE release channel offers new clusters, from gke.yaml
+    ``releaseChannels`` (a dated copy of the GKE release notes); None for an unknown channel.
+    """
+    offer = catalog.fact("releaseChannels")["channels"].get(channel)
+    if offer is None:
+        return None
+    return _minor(offer["minMinor"]), _minor(offer["maxMinor"])
+
+
+def channel_oldest_minor(catalog: Catalog, channel: str) -> tuple[int, int] | None:
+    """The oldest (major, minor) ``channel`` offers new clusters, or None."""
+    offer = channel_offer(catalog, channel)
+    return offer[0] if offer else None

@@ -182,6 +182,12 @@ def cmd_render(args: argparse.Namespace, out: Console) -> int:
     files = render_stack(plan)
     if not args.out.strip():
         raise UsageError("-o/--out is empty", hint="give the stack directory, e.g. -o out/stack")
+    from mldiag_provision.plan.previous import render_time_problems
+
+    # checks against the stack already in the directory (before its plan.json is replaced)
+    res.report.problems.extend(render_time_problems(Path(args.out), res.parsed.recipe,
+                                                    res.parsed.sourcemap))
+    errors, warnings = severity_counts(res.report.problems)
     written = write_tree(Path(args.out), files, generator=GENERATOR, stack=plan.name,
                          force=args.force)
     if args.output == "json":

@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from mldiag_provision.plan import names
 from mldiag_provision.plan.parts import ClusterPlan, DiagnosticsPlan
 from mldiag_provision.recipe import slurm as view
 
@@ -257,14 +258,14 @@ def _storage(recipe: Recipe, cluster: str) -> tuple[list[StoragePlan], set[str]]
             loc = zone if fs.tier == "ZONAL" else spec.region
             entry = dataclasses.replace(
                 entry, kind="filestore", create=fs.create, name=_instance_path(
-                    spec.project, loc, fs.name or f"{cluster}-{st.id}"),
+                    spec.project, loc, fs.name or names.slurm_instance_name(cluster, st.id)),
                 filestore=FilestorePlan(tier=fs.tier, capacity_gb=fs.capacity_gb,
                                         file_share=fs.file_share, protocol=fs.protocol))
         elif st.lustre is not None:
             lu = st.lustre
             entry = dataclasses.replace(
                 entry, kind="lustre", create=lu.create, name=_instance_path(
-                    spec.project, zone, lu.name or f"{cluster}-{st.id}"),
+                    spec.project, zone, lu.name or names.slurm_instance_name(cluster, st.id)),
                 lustre=LustrePlan(capacity_gb=lu.capacity_gb, filesystem=lu.filesystem,
                                   throughput=lu.throughput))
         elif st.bucket is not None:
@@ -315,7 +316,7 @@ def extend(plan: StackPlan, recipe: Recipe, catalog: Catalog) -> StackPlan:
     decisions = [d for d in plan.decisions if not d.startswith(_GKE_ONLY)]
 
     net = sspec.network
-    net_name = net.name or f"{cluster}-net"
+    net_name = net.name or names.slurm_network_name(cluster)
     network = SlurmNetworkPlan(
         id="network", create=net.create,
         network=net_name if "/" in net_name else

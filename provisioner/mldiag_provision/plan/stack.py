@@ -17,6 +17,11 @@ from mldiag_provision.catalog.gpu import GPU_ACCELERATOR_LABEL, GPU_RESOURCE, Gp
 from mldiag_provision.catalog.tpu import Catalog, SliceShape
 from mldiag_provision.plan import slurm as slurm_plan
 from mldiag_provision.plan.agents import AgentsPlan, plan_agents
+from mldiag_provision.plan.names import (
+    default_profiles_bucket,
+    node_pool_names,
+    node_service_account_id,
+)
 from mldiag_provision.plan.parts import (
     BackendPlan,
     ClusterPlan,
@@ -168,16 +173,6 @@ def _capacity_selector(orchestrator: str, slice_name: str, cap_type: str,
     return sel
 
 
-def node_pool_names(slice_name: str, count: int) -> list[str]:
-    """GKE Standard node pool names of a slice: the slice name, or ``<slice>-<i>`` for N slices."""
-    return [slice_name] if count == 1 else [f"{slice_name}-{i}" for i in range(count)]
-
-
-def node_service_account_id(cluster: str) -> str:
-    """A 6-30 character account id for the cluster's node service account."""
-    return (cluster[:24].rstrip("-") + "-nodes")[:30]
-
-
 def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | GpuShape | None],
                catalog: Catalog) -> StackPlan:
     """Decide the stack. Call only after preflight reported no errors.
@@ -248,9 +243,23 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | GpuShape | None],
         chosen_needs = needs + ([managed_need] if wants_managed else [])
         top = req.highest(chosen_needs)
         min_version = str(top.version)
-        decisions.append(f"GKE minimum version {min_version} ({top.reason}; highest of: "
-                         + ", ".join(f"{n.reason} {n.version}" for n in chosen_needs) + ")")
         managed = wants_managed
+        channel = spec.orchestrator.release_channel
+        oldest = req.channel_oldest_minor(catalog, channel)
+        if not managed and oldest is not None and (top.version.major,
+                                                   top.version.minor) < oldest:
+            # GKE refuses a min_master_version its channel does not offer (gke.yaml
+            # releaseChannels); every version the channel offers meets these minimums.
+            min_version = None
+            decisions.append(
+                f"GKE version: the {channel} channel's default (every minimum the recipe "
+                f"needs is below {oldest[0]}.{oldest[1]}, the oldest minor the channel offers "
+                "new clusters: " + ", ".join(f"{n.reason} {n.version}" for n in chosen_needs)
+                + ")")
+        else:
+            decisions.append(f"GKE minimum version {min_version} ({top.reason}; highest of: "
+                             + ", ".join(f"{n.reason} {n.version}" for n in chosen_needs)
+                             + ")")
     else:
         min_version = str(user_version)
         managed = wants_managed and req.satisfies(user_version, managed_need) is True
@@ -277,7 +286,8 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | GpuShape | None],
         roles = []
         permissions = sorted(str(p["permission"]) for p in
                              catalog.fact("mlDiagnostics", "customRolePermissions"))
-    bucket_name = diag.profiles_bucket.name or f"{spec.project}-{recipe.metadata.name}-profiles"
+    bucket_name = (diag.profiles_bucket.name
+                   or default_profiles_bucket(spec.project, recipe.metadata.name))
     gsa = diag.service_account.name
     label_fact = catalog.fact("mlDiagnostics", "namespaceLabel")
     wi_binding = orchestrator != "existing-kubernetes" or spec.orchestrator.workload_identity

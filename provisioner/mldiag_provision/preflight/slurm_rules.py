@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.preflight.context import Context, rule
-from mldiag_provision.preflight.stack_rules import bucket_name_problem
+from mldiag_provision.preflight.stack_rules import bucket_name_problem, bucket_rule
 from mldiag_provision.recipe import slurm as view
 from mldiag_provision.recipe.parse import suggest
 
@@ -359,7 +359,6 @@ def storage(ctx: Context) -> Iterator[Problem]:
         return
     facts = _facts()
     sspec = ctx.recipe.spec.slurm
-    cluster = ctx.recipe.spec.orchestrator.cluster_name or ctx.recipe.metadata.name
     fs_fact = facts.fact("storage", "filestore")
     lu_fact = facts.fact("storage", "lustre")
     mounts: dict[str, int] = {}
@@ -387,8 +386,7 @@ def storage(ctx: Context) -> Iterator[Problem]:
             path = (*base, "filestore")
             if st.mount.rstrip("/") == "/home":
                 home_ok = True
-            yield from _instance_name(ctx, path, "Filestore", fs.create, fs.name,
-                                      f"{cluster}-{st.id}")
+            yield from _instance_name(ctx, path, "Filestore", fs.create, fs.name)
             lo, hi = fs_fact["capacityGb"]["min"], fs_fact["capacityGb"]["max"]
             if fs.create and not lo <= fs.capacity_gb <= hi:
                 yield ctx.problem("slurm-storage", (*path, "capacityGb"),
@@ -405,8 +403,7 @@ def storage(ctx: Context) -> Iterator[Problem]:
         if st.lustre is not None:
             lu = st.lustre
             path = (*base, "lustre")
-            yield from _instance_name(ctx, path, "Managed Lustre", lu.create, lu.name,
-                                      f"{cluster}-{st.id}")
+            yield from _instance_name(ctx, path, "Managed Lustre", lu.create, lu.name)
             lo, hi = lu_fact["capacityGb"]["min"], lu_fact["capacityGb"]["max"]
             if lu.create and lu.capacity_gb is None:
                 yield ctx.problem("slurm-storage", (*path, "capacityGb"),
@@ -444,8 +441,8 @@ def storage(ctx: Context) -> Iterator[Problem]:
             why = bucket_name_problem(st.bucket.name)
             if why:
                 yield ctx.problem("slurm-storage", (*base, "bucket", "name"),
-                                  f"'{st.bucket.name}' is not a bucket name",
-                                  value=st.bucket.name, expected=why,
+                                  f"'{st.bucket.name}' is not a bucket name: {why}",
+                                  value=st.bucket.name, expected=bucket_rule(),
                                   source="https://cloud.google.com/storage/docs/buckets#naming")
     ids_ = [s.id for s in sspec.storage]
     refs = [(("spec", "slurm", "loginNodes", "storage"), sspec.login_nodes.storage)]
@@ -469,14 +466,8 @@ def storage(ctx: Context) -> Iterator[Problem]:
 
 
 def _instance_name(ctx: Context, path: tuple, what: str, create: bool,
-                   name: str | None, default: str) -> Iterator[Problem]:
-    if name is None:
-        if create and len(default) > 63:
-            yield ctx.problem("slurm-storage", (*path, "name"),
-                              f"the default {what} instance name '{default}' is "
-                              f"{len(default)} characters; instance names have at most 63",
-                              prefer_value=False, expected="a name of at most 63 characters",
-                              hint="set name, or use a shorter storage id")
+                   name: str | None) -> Iterator[Problem]:
+    if name is None:  # the default name's length is rule gcp-names
         if not create:
             yield ctx.problem("slurm-storage", (*path, "name"),
                               f"an existing {what} instance needs its name",

@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 from mldiag_provision.catalog import requirements as req
 from mldiag_provision.catalog.gke_version import GkeVersion
+from mldiag_provision.catalog.names import load_name_limits
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.preflight.context import Context, rule
 
@@ -18,25 +19,20 @@ SUPPORTED_ENGINES = ("terraform",)
 # (https://cloud.google.com/resource-manager/docs/labels-overview#requirements).
 _GCP_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
 _GCP_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
-# Bucket names: https://cloud.google.com/storage/docs/buckets#naming : 3-63 characters, or up
-# to 222 with dots (each dot-separated part at most 63); no "goog" prefix, no "google".
-_BUCKET = re.compile(r"^[a-z0-9][a-z0-9_.-]{1,220}[a-z0-9]$")
 # At most 64 labels per resource (https://cloud.google.com/resource-manager/docs/labels-overview).
 MAX_LABELS = 64
 RESERVED_LABELS = ("managed-by", "mldiag-stack")  # the tool sets these on every resource
 
 
 def bucket_name_problem(name: str) -> str | None:
-    """Why ``name`` is not a valid Cloud Storage bucket name, or None."""
-    if not _BUCKET.match(name):
-        return "3-63 lowercase letters, digits, '-', '_' or '.' (up to 222 with dots)"
-    if "." not in name and len(name) > 63:
-        return "at most 63 characters without dots"
-    if any(len(part) > 63 or not part for part in name.split(".")):
-        return "dot-separated parts of 1-63 characters"
-    if name.startswith("goog") or "google" in name:
-        return "no 'goog' prefix and no 'google' in the name"
-    return None
+    """Why ``name`` is not a valid Cloud Storage bucket name (catalog/data/names.yaml
+    ``gcsBucket``, https://cloud.google.com/storage/docs/buckets#naming), or None."""
+    return load_name_limits()["gcsBucket"].why_invalid(name)
+
+
+def bucket_rule() -> str:
+    """The bucket naming rule in words (a problem's ``expected``)."""
+    return load_name_limits()["gcsBucket"].describe()
 
 
 @rule("engine")
@@ -59,8 +55,9 @@ def engine(ctx: Context) -> Iterator[Problem]:
                           value=b.bucket or b.prefix, hint="set 'type: gcs' or remove them")
     why = bucket_name_problem(b.bucket) if b.bucket else None
     if why:
-        yield ctx.problem("engine", (*base, "bucket"), f"'{b.bucket}' is not a bucket name",
-                          value=b.bucket, expected=why,
+        yield ctx.problem("engine", (*base, "bucket"),
+                          f"'{b.bucket}' is not a bucket name: {why}", value=b.bucket,
+                          expected=bucket_rule(),
                           source="https://cloud.google.com/storage/docs/buckets#naming")
 
 
@@ -149,6 +146,83 @@ def gke_version(ctx: Context) -> Iterator[Problem]:
         # agents: auto below the managed minimum -> the manual install (decided in plan/)
 
 
+@rule("gke-channel")
+def gke_channel(ctx: Context) -> Iterator[Problem]:
+    """The GKE version a new cluster is created with is one its release channel offers.
+
+    The version is ``minVersion``, or the one plan/ picks (the highest minimum of the TPU
+    slices, multislice and, with agents auto/managed, the managed ML Diagnostics add-on).
+    Facts: gke.yaml ``releaseChannels`` (a dated copy of the GKE release notes; warnings
+    unless marked verified).
+    """
+    orch = ctx.recipe.spec.orchestrator
+    if orch.type not in ("gke-autopilot", "gke-standard"):
+        return
+    fact = ctx.catalog.fact("releaseChannels")
+    offer = fact["channels"].get(orch.release_channel)
+    if offer is None:
+        return
+    diag = ctx.recipe.spec.diagnostics
+    managed_need = req.managed_diagnostics_need(ctx.catalog)
+    from_managed = False
+    if orch.min_version is not None:
+        version = parsed_min_version(ctx)
+        if version is None:
+            return  # gke-version reports it
+        path: tuple = ("spec", "orchestrator", "minVersion")
+        origin = f"minVersion {version}"
+    else:
+        shapes = [(s, ctx.recipe.spec.slices[i].count) for i, s in ctx.shapes.items() if s]
+        needs = req.cluster_needs(orch.type, shapes, ctx.catalog)
+        if diag.enabled and diag.agents in ("auto", "managed"):
+            needs.append(managed_need)
+        if not needs:
+            return
+        top = req.highest(needs)
+        version = top.version
+        from_managed = top is managed_need
+        path = ("spec", "orchestrator", "releaseChannel")
+        origin = f"the minimum version the tool picks, {version} ({top.reason})"
+    lo, hi = req.channel_offer(ctx.catalog, orch.release_channel) or ((0, 0), (0, 0))
+    mine = (version.major, version.minor)
+    if lo <= mine <= hi or (mine < lo and orch.min_version is None and not from_managed):
+        return  # below the channel: plan/ leaves the version to the channel's default
+    severity = Severity.ERROR if fact.get("confidence") == "H" else Severity.WARNING
+    offered = (f"the {orch.release_channel} channel offers {offer['minMinor']} to "
+               f"{offer['maxMinor']} for new clusters (GKE release notes as read on "
+               f"{fact.get('read', '?')})")
+    if mine > hi:
+        takers = [ch for ch in fact["channels"]
+                  if (rng := req.channel_offer(ctx.catalog, ch)) and rng[0] <= mine <= rng[1]]
+        options = []
+        if takers:
+            options.append(f"set releaseChannel: {takers[0]}"
+                           + (f" (or {', '.join(takers[1:])})" if takers[1:] else ""))
+        options.append(f"a minVersion the {orch.release_channel} channel offers "
+                       f"(up to {offer['maxMinor']})")
+        if from_managed:
+            options.append("diagnostics.agents: manual (the GKE-managed ML Diagnostics "
+                           f"add-on is what needs {managed_need.version})")
+        hint = "; or ".join(options)
+        message = (f"{origin} is newer than {offered}: GKE would refuse to create the "
+                   f"cluster ('Master version must be one of \"{orch.release_channel}\" "
+                   "channel supported versions')")
+    else:
+        hint = (f"raise minVersion to {offer['minMinor']} or later, or remove it to let the "
+                "tool choose")
+        message = (f"{origin} is older than {offered}: GKE would refuse to create the "
+                   "cluster")
+    yield ctx.problem("gke-channel", path, message,
+                      value=orch.min_version or orch.release_channel,
+                      expected=f"{offer['minMinor']} <= version < {_next(hi)}",
+                      hint=hint, severity=severity,
+                      source=ctx.catalog.source_url(str(fact["source"])))
+
+
+def _next(minor: tuple[int, int]) -> str:
+    return f"{minor[0]}.{minor[1] + 1}"
+
+
 @rule("diagnostics")
 def diagnostics(ctx: Context) -> Iterator[Problem]:
     diag = ctx.recipe.spec.diagnostics
@@ -172,7 +246,8 @@ def diagnostics(ctx: Context) -> Iterator[Problem]:
     why = bucket_name_problem(bucket) if bucket is not None else None
     if why:
         yield ctx.problem("diagnostics", (*base, "profilesBucket", "name"),
-                          f"'{bucket}' is not a valid bucket name", value=bucket, expected=why,
+                          f"'{bucket}' is not a valid bucket name: {why}", value=bucket,
+                          expected=bucket_rule(),
                           source="https://cloud.google.com/storage/docs/buckets#naming")
     regions_fact = ctx.catalog.fact("mlDiagnostics", "workloadMonitoringRegions")
     regions = list(regions_fact["regions"])

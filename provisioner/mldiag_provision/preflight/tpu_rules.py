@@ -382,23 +382,10 @@ class _GpuVms:
         self.vms = vms
 
 
-# GKE node pool names: at most 40 characters (google_container_node_pool name validation).
-NODE_POOL_MAX = 40
-
-
 @rule("names-length")
 def names_length(ctx: Context) -> Iterator[Problem]:
-    """Names that become labels or DNS labels stay within 63 characters; node pools 40."""
-    if ctx.recipe.spec.orchestrator.type == "gke-standard":
-        for i, s in enumerate(ctx.recipe.spec.slices):
-            longest = s.name if s.count == 1 else f"{s.name}-{s.count - 1}"
-            if len(longest) > NODE_POOL_MAX:
-                yield ctx.problem("names-length", ("spec", "slices", i, "name"),
-                                  f"node pool name '{longest}' would be {len(longest)} characters",
-                                  value=s.name,
-                                  expected=f"a slice name of at most "
-                                           f"{len(s.name) - (len(longest) - NODE_POOL_MAX)} "
-                                           "characters", hint="shorten the slice name")
+    """Names that become Kubernetes labels or DNS labels stay within 63 characters (Google
+    Cloud names the tool derives, node pools among them, are rule ``gcp-names``)."""
     for i, w in enumerate(ctx.recipe.spec.workloads):
         idx = ctx.slice_index(w.slice)
         shape = ctx.shapes.get(idx) if idx is not None else None

@@ -157,12 +157,17 @@ def render_into(workdir: Path, recipe_path: str, *, force: bool = False) -> Rend
             f"{workdir} holds the stack of recipe '{existing}', not '{recipe.metadata.name}'",
             hint="use the work directory of this recipe (-o), or a new one")
     plan = build_plan(recipe, res.shapes, catalog)
+    from mldiag_provision.plan.previous import render_time_problems
+
+    # checks against the stack already in the directory (before its plan.json is replaced)
+    problems = (*res.report.problems,
+                *render_time_problems(workdir, recipe, res.parsed.sourcemap))
     written = write_tree(workdir, render_stack(plan), generator=GENERATOR, stack=plan.name,
                          force=force)
     (workdir / RENDER_STAMP).write_text(json.dumps({"digest": digest}) + "\n")
     return RenderOutcome(workdir, recipe.metadata.name, tuple(plan.decisions), cached=False,
                          changed=len(written.written) + len(written.removed),
-                         problems=tuple(res.report.problems), sourcemap=res.parsed.sourcemap)
+                         problems=problems, sourcemap=res.parsed.sourcemap)
 
 
 def check_workdir_recipe(workdir: Path, recipe_path: str | None) -> str:

@@ -1,0 +1,136 @@
+"""Preflight rule ``gcp-names``: every Google Cloud name the tool derives from the recipe
+fits its limit, checked before anything is rendered (Google or the provider would refuse
+it only at plan or apply time).
+
+The names come from :mod:`mldiag_provision.plan.names` (the same functions plan/ uses), the
+limits from ``catalog/data/names.yaml`` (each with its source and confidence: unverified
+limits only warn). Each problem points at the recipe field that sets the name, so the hint
+can say what to shorten. Names the user writes in full are checked where they are read
+(``diagnostics``, ``engine``, ``slurm-*``) against the same limits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from mldiag_provision.catalog.names import NameLimit, load_name_limits
+from mldiag_provision.errors import Problem, Severity
+from mldiag_provision.plan import names
+from mldiag_provision.preflight.context import Context, rule
+from mldiag_provision.recipe.sourcemap import Path
+
+RULE = "gcp-names"
+
+
+@dataclass(frozen=True)
+class DerivedName:
+    """A name and where it comes from: ``path`` is the recipe field the problem points at;
+    ``made_of`` says how the name is built; ``hint`` what to change."""
+
+    kind: str  # key in names.yaml
+    value: str
+    path: Path
+    made_of: str
+    hint: str
+
+
+def derived_names(ctx: Context) -> Iterator[DerivedName]:
+    """Every name the rendered stack will create (or look up) that the recipe does not spell
+    out in full, for the recipe's orchestrator."""
+    spec = ctx.recipe.spec
+    meta = ctx.recipe.metadata
+    orch = spec.orchestrator
+    cluster = orch.cluster_name or meta.name
+    cluster_path: Path = (("spec", "orchestrator", "clusterName") if orch.cluster_name
+                          else ("metadata", "name"))
+    cluster_field = ("orchestrator.clusterName" if orch.cluster_name else "metadata.name")
+    diag = spec.diagnostics
+    if diag.profiles_bucket.name is None:
+        bucket = names.default_profiles_bucket(spec.project, meta.name)
+        yield DerivedName(
+            "gcsBucket", bucket, ("spec", "diagnostics", "profilesBucket", "name"),
+            "the default profiles bucket '<spec.project>-<metadata.name>-profiles'",
+            "set diagnostics.profilesBucket.name to a shorter bucket name, or shorten "
+            "metadata.name")
+    yield DerivedName("labelValue", meta.name, ("metadata", "name"),
+                      "the label mldiag-stack=<metadata.name> on every resource",
+                      "shorten metadata.name")
+    if orch.type == "slurm":
+        yield DerivedName("slurmId", cluster, cluster_path,
+                          f"the Cluster Director cluster id (<{cluster_field}>)",
+                          f"shorten {cluster_field}")
+        net = spec.slurm.network
+        if net.create and net.name is None:
+            yield DerivedName("computeResource", names.slurm_network_name(cluster),
+                              ("spec", "slurm", "network", "name"),
+                              f"the new network '<{cluster_field}>-net'",
+                              f"set slurm.network.name, or shorten {cluster_field}")
+        for i, st in enumerate(spec.slurm.storage):
+            for kind, cfg in (("filestoreInstance", st.filestore), ("lustreInstance", st.lustre)):
+                if cfg is not None and cfg.create and cfg.name is None:
+                    field = "filestore" if kind == "filestoreInstance" else "lustre"
+                    yield DerivedName(
+                        kind, names.slurm_instance_name(cluster, st.id),
+                        ("spec", "slurm", "storage", i, field, "name"),
+                        f"the new instance '<{cluster_field}>-<storage id>'",
+                        f"set slurm.storage[{i}].{field}.name, or use a shorter storage id "
+                        f"or {cluster_field}")
+        return
+    if orch.type not in ("gke-autopilot", "gke-standard"):
+        return
+    yield DerivedName("gkeCluster", cluster, cluster_path, f"the GKE cluster (<{cluster_field}>)",
+                      f"shorten {cluster_field}")
+    if diag.service_account.create:
+        yield DerivedName("serviceAccountId", diag.service_account.name,
+                          ("spec", "diagnostics", "serviceAccount", "name"),
+                          "the workload's Google service account",
+                          "choose another diagnostics.serviceAccount.name")
+    if diag.iam.mode == "custom-role":
+        yield DerivedName("customRoleId", diag.iam.custom_role_id,
+                          ("spec", "diagnostics", "iam", "customRoleId"),
+                          "the custom role", "choose another diagnostics.iam.customRoleId")
+    if orch.type != "gke-standard":
+        return
+    yield DerivedName("serviceAccountId", names.node_service_account_id(cluster), cluster_path,
+                      f"the node service account '<{cluster_field}>-nodes'",
+                      f"shorten {cluster_field}")
+    for i, s in enumerate(spec.slices):
+        pools = names.node_pool_names(s.name, s.count)
+        for pool in pools:
+            yield DerivedName("gkeNodePool", pool, ("spec", "slices", i, "name"),
+                              "a node pool" + (" ('<slice name>-<i>', one per slice of "
+                                               "the multislice)" if s.count > 1
+                                               else " (the slice name)"),
+                              "shorten the slice name")
+        shape = ctx.shapes.get(i)
+        if shape is not None and shape.multi_host and shape.version.key == "tpu7x":
+            for pool in pools:
+                yield DerivedName("computeResource", names.workload_policy_name(pool),
+                                  ("spec", "slices", i, "name"),
+                                  "the TPU7x workload policy '<node pool>-workload'",
+                                  "shorten the slice name")
+
+
+def _problem(ctx: Context, limit: NameLimit, name: DerivedName, why: str) -> Problem:
+    return ctx.problem(
+        RULE, name.path,
+        f"{name.made_of} would be the {limit.what} '{name.value}': {why}",
+        value=name.value, expected=limit.describe(), hint=name.hint, source=limit.source,
+        severity=Severity.ERROR if limit.verified else Severity.WARNING, prefer_value=False)
+
+
+@rule(RULE)
+def gcp_names(ctx: Context) -> Iterator[Problem]:
+    """Each derived name fits its Google Cloud limit (catalog/data/names.yaml)."""
+    limits = load_name_limits()
+    # one problem per field and kind of name: the longest offender (a multislice of N gives
+    # N pool names from one slice name)
+    worst: dict[tuple[str, Path], tuple[DerivedName, str]] = {}
+    for name in derived_names(ctx):
+        why = limits[name.kind].why_invalid(name.value)
+        key = (name.kind, name.path)
+        if why and (key not in worst or len(name.value) > len(worst[key][0].value)):
+            worst[key] = (name, why)
+    for name, why in worst.values():
+        yield _problem(ctx, limits[name.kind], name, why)

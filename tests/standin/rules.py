@@ -1,0 +1,289 @@
+"""What Google Cloud (and the hashicorp/google provider in front of it) refuses, for the
+offline stand-in (TEST INFRASTRUCTURE, like the rest of tests/standin/).
+
+The stand-in plugin (plugin.py) calls four hooks:
+
+* :func:`validate` from ``ValidateResourceConfig``: the provider's own argument checks, run
+  at plan time (``ValidateFunc`` in hashicorp/google);
+* :func:`adjust_plan` from ``PlanResourceChange``: the provider's diff suppressions;
+* :func:`refuse` from ``ApplyResourceChange``: Google's API answers to a create, given what
+  already exists in the stand-in's cloud directory (ordering faults: an object used before
+  the object it needs exists);
+* :func:`forget_only` for a delete Google never performs.
+
+Each rule names its public source and returns Google's (or the provider's) message, so a
+test sees the same words a real apply would print. Rules only refuse what Google refuses:
+a correct stack applies cleanly.
+
+:func:`seed_cluster` puts an existing GKE cluster into a cloud directory (for stacks that
+use a cluster they do not create).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+# -- the stand-in's cloud -----------------------------------------------------------------
+
+
+def _root(cloud: Any) -> Path:
+    return Path(cloud.root if hasattr(cloud, "root") else cloud)
+
+
+def objects(cloud: Any, type_name: str) -> list[dict]:
+    """States of every object of ``type_name`` in the cloud directory (plugin.Cloud layout:
+    ``<root>/<type>/<digest>.json`` holding ``{"id", "type", "state"}``)."""
+    out = []
+    for path in sorted((_root(cloud) / type_name).glob("*.json")):
+        try:
+            out.append(json.loads(path.read_text(encoding="utf-8"))["state"])
+        except (OSError, ValueError, KeyError):
+            continue  # being replaced by another plugin process: os.replace is atomic
+    return out
+
+
+def _first(block: Any) -> dict:
+    return block[0] if isinstance(block, list) and block and isinstance(block[0], dict) else {}
+
+
+def _project(state: dict, config: dict) -> str:
+    return str(state.get("project") or config.get("project") or "standin-project")
+
+
+def seed_cluster(cloud: Path, *, project: str, location: str, name: str,
+                 workload_pool: str | None = None) -> None:
+    """An existing GKE cluster (with Workload Identity on ``workload_pool``) in ``cloud``,
+    as if created outside the stack."""
+    from standin.plugin import Cloud
+
+    object_id = f"projects/{project}/locations/{location}/clusters/{name}"
+    Cloud(cloud).put("google_container_cluster", object_id, {
+        "id": object_id, "project": project, "location": location, "name": name,
+        "workload_identity_config": [{"workload_pool": workload_pool}] if workload_pool
+        else []})
+
+
+# -- plan time: the provider's argument checks -------------------------------------------
+
+# hashicorp/terraform-provider-google google/verify/validation.go
+_RFC1035 = "^[a-z](?:[-a-z0-9]{%d,%d}[a-z0-9])$"
+_IAM_ROLE_ID = r"^[a-zA-Z0-9_\.]{3,64}$"
+_GCE_NAME = "^(?:[a-z](?:[-a-z0-9]{0,61}[a-z0-9])?)$"
+
+
+def _regexp(key: str, value: str, pattern: str) -> list[str]:
+    """verify.ValidateRegexp's message."""
+    if re.match(pattern, value):
+        return []
+    return [f'"{key}" ("{value}") doesn\'t match regexp "{pattern}"']
+
+
+def _gcs_name(value: str) -> list[str]:
+    """verify.ValidateGCSName (https://cloud.google.com/storage/docs/buckets#naming): the
+    length rules and their messages."""
+    errors = []
+    if not re.match(r"^[a-z0-9_.-]*$", value):
+        errors.append(f'"{value}" name value can only contain lowercase letters, numeric '
+                      "characters, dashes (-), underscores (_), and dots (.)")
+    too_long = (f'"{value}" name value must contain 3-63 characters. Names containing dots '
+                "can contain up to 222 characters, but each dot-separated component can be "
+                "no longer than 63 characters")
+    if not 3 <= len(value) <= 222:
+        errors.append(too_long)
+    errors += [too_long for part in value.split(".") if not 1 <= len(part) <= 63]
+    if value.startswith("goog"):
+        errors.append(f'"{value}" name value cannot begin with the "goog" prefix')
+    if "google" in value.replace("0", "o"):
+        errors.append(f'"{value}" name value cannot contain "google" or close misspellings, '
+                      'such as "g00gle"')
+    return errors
+
+
+def validate(type_name: str, config: dict | None) -> list[str]:
+    """Errors the provider's ValidateFuncs report for ``config`` (unknown values skipped).
+
+    Sources (hashicorp/terraform-provider-google): google_storage_bucket.name
+    ``verify.ValidateGCSName``; google_service_account.account_id
+    ``ValidateRFC1035Name(6, 30)``; google_project_iam_custom_role.role_id
+    ``ValidateIAMCustomRoleID``; google_compute_resource_policy.name ``ValidateGCEName``.
+    """
+    config = config or {}
+
+    def text(key: str) -> str | None:
+        value = config.get(key)
+        return value if isinstance(value, str) else None
+
+    if type_name == "google_storage_bucket" and text("name") is not None:
+        return _gcs_name(text("name") or "")
+    if type_name == "google_service_account" and text("account_id") is not None:
+        return _regexp("account_id", text("account_id") or "", _RFC1035 % (4, 28))
+    if type_name == "google_project_iam_custom_role" and text("role_id") is not None:
+        return _regexp("role_id", text("role_id") or "", _IAM_ROLE_ID)
+    if type_name == "google_compute_resource_policy" and text("name") is not None:
+        return _regexp("name", text("name") or "", _GCE_NAME)
+    return []
+
+
+# -- plan time: the provider's diff suppressions -----------------------------------------
+
+_DEFAULT_BUCKETS = ("_Default", "_Required")
+
+
+def adjust_plan(type_name: str, prior: dict | None, planned: dict | None) -> dict | None:
+    """Log Analytics, once on, stays on: hashicorp/google suppresses a diff of
+    enable_analytics from true to false (resource_logging_project_bucket_config.go
+    ``enableAnalyticsBackwardsChangeDiffSuppress``; "Cannot be disabled once enabled"), so
+    the plan keeps true."""
+    if (type_name == "google_logging_project_bucket_config" and prior and planned
+            and prior.get("enable_analytics") is True
+            and planned.get("enable_analytics") is False):
+        return {**planned, "enable_analytics": True}
+    return planned
+
+
+# -- apply time: Google's answers -------------------------------------------------------
+
+# Resource type -> (API it calls, the API's title in Google's 403). Services a new project
+# has on from the start are not listed (https://cloud.google.com/service-usage/docs/
+# enabled-service#default: Cloud Logging, Cloud Monitoring, Cloud Storage, Service Usage, ...).
+_SERVICE = {
+    "google_container_cluster": ("container.googleapis.com", "Kubernetes Engine API"),
+    "google_container_node_pool": ("container.googleapis.com", "Kubernetes Engine API"),
+    "google_compute_resource_policy": ("compute.googleapis.com", "Compute Engine API"),
+    "google_compute_network": ("compute.googleapis.com", "Compute Engine API"),
+    "google_compute_subnetwork": ("compute.googleapis.com", "Compute Engine API"),
+    "google_service_account": ("iam.googleapis.com",
+                               "Identity and Access Management (IAM) API"),
+    "google_service_account_iam_member": ("iam.googleapis.com",
+                                          "Identity and Access Management (IAM) API"),
+    "google_project_iam_custom_role": ("iam.googleapis.com",
+                                       "Identity and Access Management (IAM) API"),
+    "google_project_iam_member": ("cloudresourcemanager.googleapis.com",
+                                 "Cloud Resource Manager API"),
+    "google_hypercomputecluster_cluster": ("hypercomputecluster.googleapis.com",
+                                           "Cluster Director API"),
+}
+
+
+def _api_disabled(cloud: Any, type_name: str, project: str) -> str | None:
+    """Google's 403 for an API the project has not enabled (quoted in
+    banzaicloud/cloudinfo#378 for container, midl-dev/tezos-on-gke#34 for compute,
+    appvia/kore#286 for cloudresourcemanager). Enabled = a google_project_service of the
+    stack exists in the cloud directory."""
+    if type_name not in _SERVICE:
+        return None
+    service, title = _SERVICE[type_name]
+    for s in objects(cloud, "google_project_service"):
+        if s.get("service") == service and str(s.get("project")) == project:
+            return None
+    return (f"googleapi: Error 403: {title} has not been used in project {project} before "
+            "or it is disabled. Enable it by visiting https://console.developers.google.com/"
+            f"apis/api/{service}/overview?project={project} then retry. If you enabled this "
+            "API recently, wait a few minutes for the action to propagate to our systems and "
+            "retry., accessNotConfigured")
+
+
+_POOL_MEMBER = re.compile(r"^serviceAccount:(?P<pool>[^\[\s]+\.svc\.id\.goog)\[")
+
+
+def _identity_pool_missing(cloud: Any, planned: dict) -> str | None:
+    """Granting a role to serviceAccount:PROJECT.svc.id.goog[NS/KSA] before the project has a
+    Workload Identity cluster: Google creates the pool with the first such cluster, and
+    until then answers (terraform-google-modules/terraform-google-kubernetes-engine#916,
+    google/kctf#193) with the 400 below."""
+    m = _POOL_MEMBER.match(str(planned.get("member") or ""))
+    if m is None:
+        return None
+    pool = m.group("pool")
+    for c in objects(cloud, "google_container_cluster"):
+        if _first(c.get("workload_identity_config")).get("workload_pool") == pool:
+            return None
+    return (f"googleapi: Error 400: Identity Pool does not exist ({pool}). Please check that "
+            "you specified a valid resource name as returned in the `name` attribute in the "
+            "configuration API., badRequest")
+
+
+def _cluster_of(cloud: Any, project: str, location: str, cluster: str) -> dict | None:
+    name = cluster.rsplit("/", 1)[-1]
+    for c in objects(cloud, "google_container_cluster"):
+        if (c.get("name") == name and str(c.get("location")) == location
+                and str(c.get("project")) == project):
+            return c
+    return None
+
+
+def _node_pool(cloud: Any, planned: dict, project: str) -> str | None:
+    location = str(planned.get("location") or "")
+    cluster = str(planned.get("cluster") or "")
+    name = str(planned.get("name") or "")
+    # GKE's 40-character NodePool.name limit, an HTTP 400 at apply time
+    # (GoogleCloudPlatform/magic-modules PR #18477); the wording follows GKE's 400 for
+    # cluster names (rancher/rancher#12720), the node-pool text itself is unverified
+    if not re.match(r"^(?:[a-z](?:[-a-z0-9]{0,38}[a-z0-9])?)$", name):
+        return (f'googleapi: Error 400: Invalid value for field "node_pool.name": "{name}". '
+                "Must be a match of regex '(?:[a-z](?:[-a-z0-9]{0,38}[a-z0-9])?)' (only "
+                "alphanumerics and '-' allowed, must start with a letter and end with an "
+                "alphanumeric, and must be no longer than 40 characters)., badRequest")
+    if _cluster_of(cloud, project, location, cluster) is None:
+        # a node pool is created inside its cluster: the API path names the cluster
+        # (projects.locations.clusters.nodePools.create); wording unverified
+        return (f"googleapi: Error 404: Not found: projects/{project}/locations/{location}/"
+                f"clusters/{cluster.rsplit('/', 1)[-1]}., notFound")
+    node_config = _first(planned.get("node_config"))
+    email = str(node_config.get("service_account") or "")
+    if email.endswith(".iam.gserviceaccount.com") and not any(
+            s.get("email") == email for s in objects(cloud, "google_service_account")):
+        # sassoftware/viya4-iac-gcp#148
+        return (f'error creating NodePool: googleapi: Error 400: Service account "{email}" '
+                "does not exist., badRequest")
+    placement = _first(planned.get("placement_policy"))
+    autoscaling = _first(planned.get("autoscaling"))
+    topology = placement.get("tpu_topology")
+    if topology and autoscaling.get("total_max_node_count") and not autoscaling.get(
+            "max_node_count"):
+        # GKE sizes a multi-host TPU slice by the per-zone maximum, which is 0 with only
+        # total_*_node_count (vllm-project/ci-infra PR #545 quotes the message)
+        return (f"googleapi: Error 400: Maximum node count 0 is not a valid size of TPU pod "
+                f"slice with topology {topology}., badRequest")
+    return None
+
+
+def _cluster(planned: dict) -> str | None:
+    name = str(planned.get("name") or "")
+    # GKE's 400 for a cluster name (quoted in rancher/rancher#12720)
+    if not re.match(r"^(?:[a-z](?:[-a-z0-9]{0,38}[a-z0-9])?)$", name):
+        return (f'googleapi: Error 400: Invalid value for field "cluster.name": "{name}". '
+                "Must be a match of regex '(?:[a-z](?:[-a-z0-9]{0,38}[a-z0-9])?)' (only "
+                "alphanumerics and '-' allowed, must start with a letter and end with an "
+                "alphanumeric, and must be no longer than 40 characters)., badRequest")
+    return None
+
+
+def refuse(cloud: Any, type_name: str, prior: dict | None, planned: dict | None,
+           config: dict | None = None) -> str | None:
+    """Google's error for this create, or None when Google accepts it. Updates and deletes
+    are not judged here (deletion protection is in plugin.py)."""
+    if prior is not None or planned is None:
+        return None
+    project = _project(planned, config or {})
+    refusal = _api_disabled(cloud, type_name, project)
+    if refusal:
+        return refusal
+    if type_name in ("google_service_account_iam_member", "google_project_iam_member"):
+        return _identity_pool_missing(cloud, planned)
+    if type_name == "google_container_node_pool":
+        return _node_pool(cloud, planned, project)
+    if type_name == "google_container_cluster":
+        return _cluster(planned)
+    return None
+
+
+def forget_only(type_name: str, prior: dict | None) -> bool:
+    """A delete that leaves the object in Google Cloud: the _Default and _Required log
+    buckets cannot be deleted, and the provider's Delete only drops the config from the state
+    (resource_logging_bucket_config.go ``resourceLoggingBucketConfigDelete``)."""
+    return (type_name == "google_logging_project_bucket_config" and prior is not None
+            and prior.get("bucket_id") in _DEFAULT_BUCKETS)
