@@ -50,7 +50,11 @@ def _first(block: Any) -> dict:
 
 
 def _project(state: dict, config: dict) -> str:
-    return str(state.get("project") or config.get("project") or "standin-project")
+    """The object's project (a known string), else the provider's."""
+    for value in (state.get("project"), config.get("project")):
+        if isinstance(value, str) and value:
+            return value
+    return "standin-project"
 
 
 def seed_cluster(cloud: Path, *, project: str, location: str, name: str,

@@ -211,3 +211,38 @@ def test_manual_agents_below_the_channel_leave_the_version_to_gke(recipe: dict) 
     plan = build_plan(res.parsed.recipe, res.shapes, load_catalog())
     assert plan.cluster["min_master_version"] is None
     assert any("REGULAR channel's default" in d for d in plan.decisions), plan.decisions
+
+
+# -- Log Analytics: render-time check against the work directory ---------------------------
+
+def test_render_warns_when_log_analytics_is_turned_off_after_on(recipe: dict, tmp_path,
+                                                               cli) -> None:
+    """Preflight cannot see the work directory; `render` compares with the plan.json of the
+    stack already there (plan/previous.py)."""
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump(recipe, sort_keys=False))
+    out_dir = str(tmp_path / "out")
+    code, out, err = cli("render", str(path), "-o", out_dir)
+    assert code == 0 and "log-analytics-off" not in out + err
+    recipe["spec"]["diagnostics"]["logAnalytics"] = {"enabled": False}
+    path.write_text(yaml.safe_dump(recipe, sort_keys=False))
+    code, out, err = cli("render", str(path), "-o", out_dir)
+    assert code == 0, out + err
+    assert "warning[log-analytics-off]" in out + err
+    assert "cannot be turned off" in out + err and "r.yaml:" in out + err
+    main = (tmp_path / "out" / "main.tf").read_text()
+    assert "removed {" in main and "destroy = false" in main
+    assert 'module "log_analytics"' not in main
+    # a fresh directory with Log Analytics off: nothing to warn about
+    code, out, err = cli("render", str(path), "-o", str(tmp_path / "fresh"))
+    assert code == 0 and "log-analytics-off" not in out + err
+
+
+def test_destroy_forgets_the_default_log_bucket_config() -> None:
+    from mldiag_provision.plan.previous import FORGET_ON_DESTROY, to_forget
+
+    address = "module.log_analytics.google_logging_project_bucket_config.default"
+    assert (address,) == FORGET_ON_DESTROY
+    assert to_forget(["module.services.google_project_service.this[\"x\"]", address + "\n"]) \
+        == [address]
+    assert to_forget(["module.cluster.google_container_cluster.this"]) == []
