@@ -26,7 +26,7 @@ output "ca_certificate" {
 # (terraform-google-modules/terraform-google-kubernetes-engine#916, google/kctf#193). This
 # attribute reference makes every binding that uses it wait for the cluster.
 output "workload_identity_pool" {
-  description = "Workload Identity pool, PROJECT_ID.svc.id.goog, as the cluster reports it (known once the cluster exists)."
+  description = "Workload Identity pool, PROJECT_ID.svc.id.goog, read from the cluster (anything that uses it is created after the cluster)."
   value       = google_container_cluster.this.workload_identity_config[0].workload_pool
 }
 

@@ -43,7 +43,7 @@ from mldiag_provision.runner import CommandRunner, RunResult
 PLAN_FILE = ".mldiag/tfplan"
 PLAN_SUMMARY = ".mldiag/plan-summary.json"
 INIT_STAMP = ".mldiag/terraform-init.json"
-MIN_VERSION_HINT = "install Terraform >= 1.5 (https://developer.hashicorp.com/terraform/install)"
+MIN_VERSION_HINT = "install Terraform >= 1.7 (https://developer.hashicorp.com/terraform/install)"
 
 
 def find_terraform() -> str:

@@ -193,7 +193,7 @@ module "cluster" {
     enabled           = true
     sdk_package       = "google-cloud-mldiagnostics"
     pip_index_url     = null
-    profiles_gcs_path = "gs://my-ml-project-slurm-a3-ultra-profiles"
+    profiles_gcs_path = module.profiles_bucket.url # nodes boot after the bucket exists
     mlrun_region      = "us-east5"
   }
 

@@ -99,11 +99,14 @@ locals {
   }
 }
 
+# project_id comes from module.services: the TPU7x workload policy in this module references
+# nothing of the cluster, and without this it could be created before compute.googleapis.com
+# is enabled on a new project.
 module "node_pool" {
   source   = "./modules/gke/accelerator-node-pool"
   for_each = local.node_pools
 
-  project_id          = local.project_id
+  project_id          = module.services.project_id
   cluster             = module.cluster.name
   region              = local.region
   zone                = each.value.zone

@@ -49,12 +49,19 @@ resource "google_container_node_pool" "this" {
   # Fixed size = VMs of the slice; flex-start pools scale from 0 to the slice instead.
   node_count = local.flex_start ? null : var.node_count
 
+  # Per-zone limits, not total_*_node_count: GKE checks a multi-host TPU slice against the
+  # per-zone maximum, which is 0 when only the totals are set ("Maximum node count 0 is not a
+  # valid size of TPU pod slice with topology 2x2x2", vllm-project/ci-infra PR #545). The pool
+  # lives in one zone (node_locations), so per zone = the whole pool. xpk creates flex-start
+  # pools the same way: --enable-autoscaling --location-policy=ANY --max-nodes=N
+  # (AI-Hypercomputer/xpk src/xpk/core/capacity.py); ANY because a balanced spread cannot
+  # assemble a slice.
   dynamic "autoscaling" {
     for_each = local.flex_start ? [true] : []
     content {
-      total_min_node_count = 0
-      total_max_node_count = var.node_count
-      location_policy      = "ANY"
+      min_node_count  = 0
+      max_node_count  = var.node_count
+      location_policy = "ANY"
     }
   }
 

@@ -9,14 +9,27 @@ output "location" {
   value       = google_container_cluster.this.location
 }
 
+# Read from the cluster, not rebuilt from the project id: Google creates the pool with the
+# project's first Workload Identity cluster, and setting IAM on serviceAccount:POOL[NS/KSA]
+# before that fails with "Identity Pool does not exist (PROJECT.svc.id.goog)"
+# (terraform-google-modules/terraform-google-kubernetes-engine#916, google/kctf#193). This
+# attribute reference makes every binding that uses it wait for the cluster.
 output "workload_identity_pool" {
-  description = "Workload Identity pool, PROJECT.svc.id.goog."
-  value       = local.workload_identity_pool
+  description = "Workload Identity pool, PROJECT.svc.id.goog, read from the cluster (anything that uses it is created after the cluster)."
+  value       = google_container_cluster.this.workload_identity_config[0].workload_pool
 }
 
+# Taken from the role grants' member attribute (serviceAccount:EMAIL), so a node pool that
+# uses this output is created only after the account has its roles: nodes that boot without
+# them cannot write logs and metrics or pull from Artifact Registry (the roles and why:
+# https://cloud.google.com/kubernetes-engine/docs/how-to/hardening-your-cluster#use_least_privilege_sa).
+# With no roles to grant it is the account's own email.
 output "node_service_account" {
-  description = "Email of the node service account."
-  value       = google_service_account.nodes.email
+  description = "Email of the node service account, available once its project roles are granted."
+  value = coalesce(
+    one(distinct([for m in google_project_iam_member.nodes : trimprefix(m.member, "serviceAccount:")])),
+    google_service_account.nodes.email,
+  )
 }
 
 output "managed_ml_diagnostics_enabled" {

@@ -21,9 +21,14 @@ output "ca_certificate" {
   sensitive   = true
 }
 
+# Read from the cluster, not rebuilt from the project id: Google creates the pool with the
+# project's first Workload Identity cluster, and setting IAM on serviceAccount:POOL[NS/KSA]
+# before that fails with "Identity Pool does not exist (PROJECT.svc.id.goog)"
+# (terraform-google-modules/terraform-google-kubernetes-engine#916, google/kctf#193). This
+# attribute reference makes every binding that uses it wait for the cluster.
 output "workload_identity_pool" {
-  description = "Workload Identity pool, PROJECT_ID.svc.id.goog (known at plan time)."
-  value       = local.workload_identity_pool
+  description = "Workload Identity pool, PROJECT_ID.svc.id.goog, read from the cluster (anything that uses it is created after the cluster)."
+  value       = google_container_cluster.this.workload_identity_config[0].workload_pool
 }
 
 output "managed_ml_diagnostics_enabled" {

@@ -11,10 +11,6 @@
 # - managed_machine_learning_diagnostics_config exists only in google-beta 8.7.0 (see
 #   ../autopilot-cluster/main.tf), so the cluster is managed through google-beta.
 
-locals {
-  workload_identity_pool = "${var.project_id}.svc.id.goog"
-}
-
 resource "google_service_account" "nodes" {
   project      = var.project_id
   account_id   = var.node_service_account_id
@@ -50,8 +46,10 @@ resource "google_container_cluster" "this" {
     channel = var.release_channel
   }
 
+  # Google creates the PROJECT.svc.id.goog pool with the project's first cluster that enables
+  # Workload Identity; the workload_identity_pool output reads it from here (see outputs.tf).
   workload_identity_config {
-    workload_pool = local.workload_identity_pool
+    workload_pool = "${var.project_id}.svc.id.goog"
   }
 
   dynamic "managed_machine_learning_diagnostics_config" {

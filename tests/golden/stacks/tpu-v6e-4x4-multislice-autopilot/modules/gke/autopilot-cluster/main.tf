@@ -19,10 +19,6 @@
 #   https://cloud.google.com/kubernetes-engine/docs/concepts/autopilot-overview
 # Resource docs: https://registry.terraform.io/providers/hashicorp/google-beta/8.7.0/docs/resources/container_cluster
 
-locals {
-  workload_identity_pool = "${var.project_id}.svc.id.goog"
-}
-
 resource "google_container_cluster" "this" {
   provider = google-beta
 
@@ -42,8 +38,11 @@ resource "google_container_cluster" "this" {
     channel = var.release_channel
   }
 
+  # The pool is PROJECT.svc.id.goog; Google creates it with the project's first cluster that
+  # enables Workload Identity. The module's workload_identity_pool output reads it back from
+  # this block, so IAM bindings naming the pool wait for the cluster (see outputs.tf).
   workload_identity_config {
-    workload_pool = local.workload_identity_pool
+    workload_pool = "${var.project_id}.svc.id.goog"
   }
 
   dynamic "managed_machine_learning_diagnostics_config" {
