@@ -197,6 +197,7 @@ module "cluster" {
     mlrun_region      = "us-east5"
   }
 
-  # The nodes must have their roles before they boot and start the SDK.
+  # The nodes must have their roles before they boot and start the SDK. depends_on, because
+  # no attribute can carry it: the cluster API has no field for the nodes' service account.
   depends_on = [module.services, module.node_iam]
 }
