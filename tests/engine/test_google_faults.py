@@ -70,9 +70,19 @@ def patch(path: Path, old: str, new: str) -> None:
     path.write_text(text.replace(old, new))
 
 
-def render(cli, recipe: Path, work: Path) -> None:
+def render(cli, recipe: Path, work: Path) -> str:
+    """`mldiag-provision render`; returns what it printed."""
     code, out, err = cli("render", str(recipe), "-o", str(work))
     assert code == 0, out + err
+    return out + err
+
+
+def render_and_apply(cli, recipe: Path, work: Path,
+                     env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """The stack as rendered now: its project stage (the root module) applied with plain
+    terraform, as the rendered README says (the in-cluster stages need a cluster API)."""
+    render(cli, recipe, work)
+    return apply_with_terraform(work, env=env)
 
 
 def created_at(cloud: Path, type_name: str, where) -> list[int]:
@@ -92,16 +102,15 @@ OLD_POOL_OUTPUT = "google_container_cluster.this.workload_identity_config[0].wor
 
 @pytest.mark.parametrize("name", ["tpu-v4-2x2x4-autopilot", "tpu7x-2x2x4-standard"])
 def test_workload_identity_binding_waits_for_the_cluster(name: str, tmp_path: Path, offline,
-                                                         cli, monkeypatch) -> None:
+                                                         cli) -> None:
     if offline is None:
         return
     slow_cluster = {"MLDIAG_STANDIN_DELAY": "google_container_cluster:2"}
     mode = "autopilot" if "autopilot" in name else "standard"
     # now: the binding reads the pool from the cluster and waits for it
-    monkeypatch.setenv("MLDIAG_STANDIN_DELAY", slow_cluster["MLDIAG_STANDIN_DELAY"])
-    code, out, err = cli("apply", str(recipe_copy(name, tmp_path / "new.yaml")), "-o",
-                         str(tmp_path / "new"), "--auto-approve")
-    assert code == 0, out + err
+    result = render_and_apply(cli, recipe_copy(name, tmp_path / "new.yaml"),
+                              tmp_path / "new", env=slow_cluster)
+    assert result.returncode == 0, result.stdout + result.stderr
     assert cloud_objects(offline).get("google_service_account_iam_member") == 1
     # before: the pool was "${var.project_id}.svc.id.goog", known without the cluster
     old = tmp_path / "old"
@@ -132,18 +141,17 @@ def _pools_after_grants(cloud: Path) -> tuple[list[int], list[int]]:
     return grants, pools
 
 
-def test_node_pools_wait_for_node_service_account_roles(tmp_path: Path, offline, cli,
-                                                        monkeypatch) -> None:
+def test_node_pools_wait_for_node_service_account_roles(tmp_path: Path, offline,
+                                                        cli) -> None:
     """GKE does not refuse a pool whose nodes lack their roles; the nodes come up unable to
     write logs and metrics or pull images (hardening guide). The order is what is tested:
     every TPU pool is created after the last role grant of its node service account."""
     if offline is None:
         return
     slow_grants = "google_project_iam_member:2"
-    monkeypatch.setenv("MLDIAG_STANDIN_DELAY", slow_grants)
-    code, out, err = cli("apply", str(recipe_copy("tpu7x-2x2x4-standard", tmp_path / "n.yaml")),
-                         "-o", str(tmp_path / "new"), "--auto-approve")
-    assert code == 0, out + err
+    result = render_and_apply(cli, recipe_copy("tpu7x-2x2x4-standard", tmp_path / "n.yaml"),
+                              tmp_path / "new", env={"MLDIAG_STANDIN_DELAY": slow_grants})
+    assert result.returncode == 0, result.stdout + result.stderr
     grants, pools = _pools_after_grants(offline)
     assert min(pools) > max(grants)
     # before: the pool took the account's email straight from the account
@@ -161,17 +169,15 @@ def test_node_pools_wait_for_node_service_account_roles(tmp_path: Path, offline,
 
 # -- ordering: nothing uses an API before the stack enabled it -----------------------------
 
-def test_workload_policy_waits_for_the_compute_api(tmp_path: Path, offline, cli,
-                                                   monkeypatch) -> None:
+def test_workload_policy_waits_for_the_compute_api(tmp_path: Path, offline, cli) -> None:
     """The TPU7x workload policy references nothing of the cluster; before, it could be
     created before compute.googleapis.com was enabled on a new project."""
     if offline is None:
         return
     slow_services = "google_project_service:2"
-    monkeypatch.setenv("MLDIAG_STANDIN_DELAY", slow_services)
-    code, out, err = cli("apply", str(recipe_copy("tpu7x-2x2x4-standard", tmp_path / "n.yaml")),
-                         "-o", str(tmp_path / "new"), "--auto-approve")
-    assert code == 0, out + err
+    result = render_and_apply(cli, recipe_copy("tpu7x-2x2x4-standard", tmp_path / "n.yaml"),
+                              tmp_path / "new", env={"MLDIAG_STANDIN_DELAY": slow_services})
+    assert result.returncode == 0, result.stdout + result.stderr
     assert cloud_objects(offline).get("google_compute_resource_policy") == 1
     old = tmp_path / "old"
     render(cli, recipe_copy("tpu7x-2x2x4-standard", tmp_path / "old.yaml"), old)
@@ -216,10 +222,9 @@ def test_flex_start_multi_host_pool_uses_per_zone_limits(tmp_path: Path, offline
         return
     flex = {"slices": [{"name": "v5p-16", "tpu": "v5p", "topology": "2x2x4",
                         "capacity": {"type": "flex-start"}}]}
-    code, out, err = cli("apply", str(recipe_copy("tpu-v5p-2x2x4-standard-reservation",
-                                                  tmp_path / "n.yaml", **flex)),
-                         "-o", str(tmp_path / "new"), "--auto-approve")
-    assert code == 0, out + err
+    result = render_and_apply(cli, recipe_copy("tpu-v5p-2x2x4-standard-reservation",
+                                               tmp_path / "n.yaml", **flex), tmp_path / "new")
+    assert result.returncode == 0, result.stdout + result.stderr
     pool = next(json.loads(p.read_text())["state"] for p in
                 (offline / "google_container_node_pool").glob("*.json")
                 if json.loads(p.read_text())["state"]["name"] == "v5p-16")
@@ -252,20 +257,23 @@ def test_log_analytics_off_after_on_forgets_default_and_warns(tmp_path: Path, of
     off = recipe_copy("tpu-v4-2x2x4-autopilot", tmp_path / "off.yaml",
                       diagnostics__logAnalytics__enabled=False)
     work = tmp_path / "work"
-    assert cli("apply", str(on), "-o", str(work), "--auto-approve")[0] == 0
+    result = render_and_apply(cli, on, work)
+    assert result.returncode == 0, result.stdout + result.stderr
     state_on = (work / "terraform.tfstate").read_bytes()
     # now: a warning that says why, no delete planned, the bucket keeps analytics on
-    code, out, err = cli("plan", str(off), "-o", str(work))
-    assert code == 0, out + err
-    assert "log-analytics-off" in out + err and "cannot be turned off" in out + err
+    printed = render(cli, off, work)
+    assert "warning[log-analytics-off]" in printed and "cannot be turned off" in printed
+    result = terraform(work, "plan", "-input=false", "-out", ".mldiag/tfplan")
+    assert result.returncode == 0, result.stdout + result.stderr
     assert _deletes(work) == []
-    assert cli("apply", str(off), "-o", str(work), "--auto-approve")[0] == 0
+    result = terraform(work, "apply", "-input=false", "-auto-approve", ".mldiag/tfplan")
+    assert result.returncode == 0, result.stdout + result.stderr
     state = json.loads((work / "terraform.tfstate").read_text())
     assert not [r for r in state["resources"] if r["type"] ==
                 "google_logging_project_bucket_config"]
     bucket = next((offline / "google_logging_project_bucket_config").glob("*.json"))
     assert json.loads(bucket.read_text())["state"]["enable_analytics"] is True
-    assert cli("plan", str(off), "-o", str(work), "--detailed-exitcode")[0] == 0
+    assert terraform(work, "plan", "-input=false", "-detailed-exitcode").returncode == 0
     # before: the module simply disappeared, and terraform planned to delete the config
     old = tmp_path / "old"
     render(cli, off, old)
@@ -286,8 +294,9 @@ def test_default_bucket_analytics_cannot_be_turned_off(tmp_path: Path, offline, 
     if offline is None:
         return
     work = tmp_path / "work"
-    assert cli("apply", str(recipe_copy("tpu-v4-2x2x4-autopilot", tmp_path / "r.yaml")),
-               "-o", str(work), "--auto-approve")[0] == 0
+    result = render_and_apply(cli, recipe_copy("tpu-v4-2x2x4-autopilot", tmp_path / "r.yaml"),
+                              work)
+    assert result.returncode == 0, result.stdout + result.stderr
     patch(work / "modules/logging/log-analytics/main.tf", "enable_analytics = true",
           "enable_analytics = false")
     assert terraform(work, "init", "-input=false").returncode == 0
