@@ -246,3 +246,19 @@ def test_destroy_forgets_the_default_log_bucket_config() -> None:
     assert to_forget(["module.services.google_project_service.this[\"x\"]", address + "\n"]) \
         == [address]
     assert to_forget(["module.cluster.google_container_cluster.this"]) == []
+
+
+def test_plan_and_apply_render_step_has_the_log_analytics_check(recipe: dict,
+                                                                tmp_path) -> None:
+    """plan/apply/destroy render through stack.workdir.render_into: the same check."""
+    from mldiag_provision.stack.workdir import render_into
+
+    path = tmp_path / "r.yaml"
+    path.write_text(yaml.safe_dump(recipe, sort_keys=False))
+    first = render_into(tmp_path / "w", str(path))
+    assert "log-analytics-off" not in {p.rule for p in first.problems}
+    recipe["spec"]["diagnostics"]["logAnalytics"] = {"enabled": False}
+    path.write_text(yaml.safe_dump(recipe, sort_keys=False))
+    second = render_into(tmp_path / "w", str(path))
+    hits = [p for p in second.problems if p.rule == "log-analytics-off"]
+    assert len(hits) == 1 and hits[0].severity is WARNING and hits[0].line > 0
