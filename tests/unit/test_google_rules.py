@@ -209,7 +209,7 @@ def test_manual_agents_below_the_channel_leave_the_version_to_gke(recipe: dict) 
     res = pipeline.check_text(yaml.safe_dump(recipe, sort_keys=False), "r.yaml")
     assert [p for p in res.report.problems if p.rule == "gke-channel"] == []
     plan = build_plan(res.parsed.recipe, res.shapes, load_catalog())
-    assert plan.cluster["min_master_version"] is None
+    assert plan.cluster.min_master_version is None
     assert any("REGULAR channel's default" in d for d in plan.decisions), plan.decisions
 
 
