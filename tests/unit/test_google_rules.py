@@ -239,14 +239,19 @@ def test_render_warns_when_log_analytics_is_turned_off_after_on(recipe: dict, tm
 
 
 def test_destroy_forgets_the_default_log_bucket_config() -> None:
-    from mldiag_provision.plan.previous import FORGET_ON_DESTROY, to_forget
+    """The destroy path (stack/guard.py) forgets, never deletes, the _Default config and the
+    enabled APIs."""
+    from mldiag_provision.engines import PlanResult, PlanSummary, ResourceChange
+    from mldiag_provision.stack.guard import forget_addresses
 
     address = "module.log_analytics.google_logging_project_bucket_config.default"
-    assert (address,) == FORGET_ON_DESTROY
-    assert to_forget(["module.services.google_project_service.this[\"x\"]", address + "\n"]) \
-        == [address]
-    assert to_forget(["module.cluster.google_container_cluster.this"]) == []
-
+    api = 'module.services.google_project_service.this["x"]'
+    plan = PlanResult(True, PlanSummary(delete=3), [
+        ResourceChange(address, "google_logging_project_bucket_config", "delete"),
+        ResourceChange(api, "google_project_service", "delete"),
+        ResourceChange("module.cluster.google_container_cluster.this",
+                       "google_container_cluster", "delete")], destroy=True)
+    assert forget_addresses(plan) == [address, api]
 
 def test_plan_and_apply_render_step_has_the_log_analytics_check(recipe: dict,
                                                                 tmp_path) -> None:

@@ -21,9 +21,8 @@ forgets (``terraform state rm``) the addresses in :data:`FORGET_ON_DESTROY` firs
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mldiag_provision.errors import Problem, Severity
 
@@ -33,22 +32,11 @@ if TYPE_CHECKING:
 
 PLAN_JSON = ".mldiag/plan.json"
 LOG_ANALYTICS_ADDRESS = "module.log_analytics.google_logging_project_bucket_config.default"
-# Terraform resource addresses a `destroy` must forget (terraform state rm) instead of
-# deleting: Google keeps these objects whatever Terraform does.
-FORGET_ON_DESTROY: tuple[str, ...] = (LOG_ANALYTICS_ADDRESS,)
 LOG_BUCKET_SOURCE = ("https://cloud.google.com/logging/docs/reference/v2/rest/v2/"
                      "projects.locations.buckets#LogBucket")
 
 
-def to_forget(state_addresses: Iterable[str]) -> list[str]:
-    """The addresses of :data:`FORGET_ON_DESTROY` that are in the state (``terraform state
-    list`` lines), in that order; ``terraform state rm`` of an address not in the state
-    fails, so only these."""
-    present = {a.strip() for a in state_addresses}
-    return [a for a in FORGET_ON_DESTROY if a in present]
-
-
-def previous_plan(workdir: Path) -> dict | None:
+def previous_plan(workdir: Path) -> dict[str, Any] | None:
     """The plan.json of the stack rendered in ``workdir`` before, or None (no stack yet, or
     unreadable: then there is nothing to compare)."""
     try:
