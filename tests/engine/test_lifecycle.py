@@ -88,6 +88,27 @@ def test_non_empty_profiles_bucket_refuses_destroy_until_delete_profiles(
     assert _kept_only(offline) == {}, cloud_objects(offline)
 
 
+def test_without_the_guard_terraform_destroy_stops_halfway_on_a_non_empty_bucket(
+        tmp_path: Path, offline, gcs, cli) -> None:
+    """Why the guard exists: a plain `terraform destroy` deletes the grants and the cluster,
+    then Google refuses the non-empty bucket (the stand-in answers Google's 409)."""
+    if offline is None:
+        return
+    import subprocess
+
+    from standin.gcs import put_object
+
+    r = str(offline_recipe(AUTOPILOT, tmp_path / "recipe.yaml"))
+    work = tmp_path / "work"
+    assert cli("apply", r, "-o", str(work), "--auto-approve", "--stage", "project")[0] == 0
+    put_object(offline, "my-ml-project-tpu-v4-multihost-profiles", "run1/host0.xplane.pb")
+    done = subprocess.run(["terraform", "destroy", "-auto-approve", "-no-color"], cwd=work,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode != 0
+    assert "The bucket you tried to delete is not empty" in done.stdout + done.stderr
+    assert "google_container_cluster" not in cloud_objects(offline)  # already gone: half-way
+
+
 def test_destroy_works_from_the_work_directory_when_the_recipe_is_gone_or_invalid(
         tmp_path: Path, offline, gcs, cli) -> None:
     if offline is None:

@@ -266,10 +266,29 @@ def _cluster(planned: dict) -> str | None:
     return None
 
 
+def _bucket_not_empty(cloud: Any, prior: dict) -> str | None:
+    """Deleting a bucket that holds objects: Google answers 409 unless the provider empties it
+    first (``force_destroy``). Objects are the files the stand-in Cloud Storage listing serves
+    (tests/standin/gcs.py). Source: https://cloud.google.com/storage/docs/deleting-buckets
+    ("you must delete the objects in the bucket first") and the JSON API's 409 for
+    buckets.delete, message as the provider logs it."""
+    if prior.get("force_destroy"):
+        return None
+    name = str(prior.get("name", ""))
+    folder = _root(cloud) / "gcs-objects" / name
+    if folder.is_dir() and any(p.is_file() for p in folder.rglob("*")):
+        return (f"Error trying to delete bucket {name} containing objects without "
+                "`force_destroy` set to true: googleapi: Error 409: The bucket you tried to "
+                "delete is not empty., conflict")
+    return None
+
+
 def refuse(cloud: Any, type_name: str, prior: dict | None, planned: dict | None,
            config: dict | None = None) -> str | None:
-    """Google's error for this create, or None when Google accepts it. Updates and deletes
-    are not judged here (deletion protection is in plugin.py)."""
+    """Google's error for this create (or for deleting a non-empty bucket), or None when
+    Google accepts it. Updates are not judged here (deletion protection is in plugin.py)."""
+    if planned is None and prior is not None and type_name == "google_storage_bucket":
+        return _bucket_not_empty(cloud, prior)
     if prior is not None or planned is None:
         return None
     project = _project(planned, config or {})
@@ -289,5 +308,11 @@ def forget_only(type_name: str, prior: dict | None) -> bool:
     """A delete that leaves the object in Google Cloud: the _Default and _Required log
     buckets cannot be deleted, and the provider's Delete only drops the config from the state
     (resource_logging_bucket_config.go ``resourceLoggingBucketConfigDelete``)."""
-    return (type_name == "google_logging_project_bucket_config" and prior is not None
+    if prior is None:
+        return False
+    if type_name == "google_project_service":
+        # disable_on_destroy = false: the provider's Delete leaves the API enabled
+        # (resource_google_project_service.go resourceGoogleProjectServiceDelete)
+        return prior.get("disable_on_destroy") is False
+    return (type_name == "google_logging_project_bucket_config"
             and prior.get("bucket_id") in _DEFAULT_BUCKETS)
