@@ -7,8 +7,10 @@
 * ``none``: diagnostics off, or ``agents: none``.
 
 Never both. The second stage (``agents/``) always owns the workload namespace (labelled for the
-webhook) and the KSA; the charts only for ``manual``. Facts and pins: ``catalog/data/gke.yaml``
-``mlDiagnostics``.
+webhook) and the KSA; the charts only for ``manual``. It also installs the cluster add-ons the
+workloads need (a controller for each CRD-backed workload kind, e.g. JobSet), whatever the
+strategy. Facts and pins: ``catalog/data/gke.yaml`` ``mlDiagnostics``, ``autopilot``,
+``workloadAddons``.
 """
 
 from __future__ import annotations
@@ -60,9 +62,42 @@ def decide_strategy(recipe: Recipe, *, creates_cluster: bool, managed_ok: bool) 
     return "manual", "self-managed Kubernetes has no managed add-on"
 
 
+def exempt_namespaces(orchestrator: str, catalog: Catalog) -> tuple[list[str], list[str]]:
+    """(system namespaces to label exempt from the injection webhook, the ones skipped).
+
+    On GKE Autopilot kube-system, kube-public and kube-node-lease are managed namespaces:
+    GKE Warden refuses any write to them, the Namespace objects' labels included
+    (``autopilot.managedNamespaces``), so none is labelled there. Autopilot itself keeps
+    webhooks out of its system namespaces (``autopilot.webhookNamespaceExclusion``).
+    """
+    system = ["kube-system", "kube-public", "kube-node-lease"]
+    if orchestrator != "gke-autopilot":
+        return system, []
+    managed = {str(n["name"]) for n in catalog.fact("autopilot", "managedNamespaces")}
+    return [n for n in system if n not in managed], [n for n in system if n in managed]
+
+
+def workload_addons(kinds: list[str], catalog: Catalog) -> list[dict]:
+    """The cluster add-ons the workload kinds need (``workloadAddons``: kind -> CRD ->
+    controller chart), once each, in the catalog's order. Each: ``name``, ``chart``,
+    ``repository``, ``version``, ``namespace``, ``set`` (the module's chart shape) plus
+    ``kind`` and ``crd`` (why it is there)."""
+    out: list[dict] = []
+    for entry in catalog.fact("workloadAddons"):  # type: ignore[union-attr]
+        if str(entry["kind"]) in kinds:
+            a = entry["addon"]
+            out.append({"name": str(a["name"]), "chart": str(a["chart"]),
+                        "repository": str(a["repository"]), "version": str(a["version"]),
+                        "namespace": str(a["namespace"]), "set": [],
+                        "kind": str(entry["kind"]), "crd": str(entry["crd"])})
+    return out
+
+
 def plan_agents(recipe: Recipe, catalog: Catalog, *, creates_cluster: bool, managed_ok: bool,
-                cluster_name: str, gsa_email: str | None) -> dict:
-    """Everything the agents/ stage renders: strategy, charts, namespace, KSA, access."""
+                cluster_name: str, gsa_email: str | None,
+                workload_kinds: list[str] | None = None) -> dict:
+    """Everything the agents/ stage renders: strategy, charts, add-ons, namespace, KSA,
+    access. ``workload_kinds``: the kinds of the rendered workloads (``Job``, ``JobSet``)."""
     diag = recipe.spec.diagnostics
     orch = recipe.spec.orchestrator
     strategy, why = decide_strategy(recipe, creates_cluster=creates_cluster,
@@ -108,6 +143,16 @@ def plan_agents(recipe: Recipe, catalog: Catalog, *, creates_cluster: bool, mana
     source_ns = agents_ns if strategy == "manual" else str(
         catalog.fact("mlDiagnostics", "managedNamespace")["value"])
     port = int(catalog.fact("ports", "mlDiagnosticsProfiler")["port"])
+    exempt_ns, skipped = exempt_namespaces(orch.type, catalog)
+    if strategy == "manual" and skipped:
+        reasons.append("Autopilot-managed namespaces are not labelled (GKE Warden refuses "
+                       "writes there; Autopilot keeps webhooks out of them): "
+                       + ", ".join(skipped))
+    addons = workload_addons(list(workload_kinds or []), catalog)
+    for a in addons:
+        reasons.append(f"{a['kind']} workloads: the {a['name']} controller ({a['chart']} "
+                       f"{a['version']} from {a['repository']}, CRD {a['crd']}) is installed "
+                       "before the workload namespace")
     if creates_cluster or orch.workload_identity:
         access = {"kind": "gke", "cluster": orch.cluster_name or cluster_name,
                   "location": (orch.cluster_location if not creates_cluster else None)
@@ -123,9 +168,10 @@ def plan_agents(recipe: Recipe, catalog: Catalog, *, creates_cluster: bool, mana
         "service_account_annotations": ({"iam.gke.io/gcp-service-account": gsa_email}
                                         if gsa_email else {}),
         "exempt_label": {str(exempt["key"]): str(exempt["value"])},
-        "exempt_existing_namespaces": ["kube-system", "kube-public", "kube-node-lease"],
+        "exempt_existing_namespaces": exempt_ns,
         "agent_namespaces": agent_namespaces,
         "charts": charts,
+        "addons": addons,
         "profiler_network_policy": ({"from_namespace": source_ns, "port": port}
                                     if diag.profiler_network_policy and strategy != "none"
                                     else None),
