@@ -43,7 +43,8 @@ def terraform(chdir: Path, *args: str, check: bool = True) -> subprocess.Complet
 def _apply_first_stage(cli, recipe: Path, work: Path, cluster) -> dict:
     if yaml.safe_load(recipe.read_text())["spec"]["orchestrator"]["type"] == "existing-kubernetes":
         cluster.seed_existing_cluster(recipe)
-    code, out, err = cli("apply", str(recipe), "-o", str(work), "--auto-approve")
+    code, out, err = cli("apply", str(recipe), "-o", str(work), "--auto-approve",
+                         "--stage", "project")
     assert code == 0, out + err
     return json.loads((work / ".mldiag" / "plan.json").read_text())
 
