@@ -15,7 +15,7 @@ strategy. Facts and pins: ``catalog/data/gke.yaml`` ``mlDiagnostics``, ``autopil
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from mldiag_provision.catalog.tpu import Catalog
 
@@ -73,7 +73,8 @@ def exempt_namespaces(orchestrator: str, catalog: Catalog) -> tuple[list[str], l
     system = ["kube-system", "kube-public", "kube-node-lease"]
     if orchestrator != "gke-autopilot":
         return system, []
-    managed = {str(n["name"]) for n in catalog.fact("autopilot", "managedNamespaces")}
+    entries = cast("list[dict]", catalog.fact("autopilot", "managedNamespaces"))
+    managed = {str(n["name"]) for n in entries}
     return [n for n in system if n not in managed], [n for n in system if n in managed]
 
 
@@ -83,7 +84,7 @@ def workload_addons(kinds: list[str], catalog: Catalog) -> list[dict]:
     ``repository``, ``version``, ``namespace``, ``set`` (the module's chart shape) plus
     ``kind`` and ``crd`` (why it is there)."""
     out: list[dict] = []
-    for entry in catalog.fact("workloadAddons"):  # type: ignore[union-attr]
+    for entry in cast("list[dict]", catalog.fact("workloadAddons")):
         if str(entry["kind"]) in kinds:
             a = entry["addon"]
             out.append({"name": str(a["name"]), "chart": str(a["chart"]),
