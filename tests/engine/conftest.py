@@ -1,9 +1,24 @@
 """Fixtures for the engine tests: the offline stand-in providers installed as a Terraform
-provider mirror (tests/standin/), and recipe copies that the stand-in can apply."""
+provider mirror (tests/standin/), the stand-in Kubernetes API server playing the cluster of
+the stand-in cloud, and recipe copies that the stand-in can apply.
+
+Fixtures:
+  * ``standin`` (session): the provider mirror (hashicorp/google, google-beta, kubernetes,
+    helm); ``None`` when terraform is missing and that is explicitly allowed;
+  * ``offline``: a fresh cloud directory with this test's environment pointed at the
+    stand-in (returns the cloud directory);
+  * ``offline_cluster``: ``offline`` plus a stand-in API server for that cloud
+    (:class:`OfflineCluster`: ``.cloud``, ``.api``, ``.token``, ``.env``); the environment gets
+    ``MLDIAG_STANDIN_APISERVER``, ``MLDIAG_STANDIN_APISERVER_CA`` and
+    ``GOOGLE_OAUTH_ACCESS_TOKEN`` (the token the API server accepts), so a cluster the
+    google stand-in creates answers at that server.
+"""
 
 from __future__ import annotations
 
 import os
+import secrets
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -38,7 +53,85 @@ def offline(standin, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     monkeypatch.delenv("MLDIAG_STANDIN_FAIL", raising=False)
     monkeypatch.delenv("MLDIAG_STANDIN_DELAY", raising=False)
     monkeypatch.delenv("TF_LOG", raising=False)
+    for key in ("MLDIAG_STANDIN_APISERVER", "MLDIAG_STANDIN_APISERVER_CA",
+                "GOOGLE_OAUTH_ACCESS_TOKEN"):
+        monkeypatch.delenv(key, raising=False)
     return cloud
+
+
+@dataclass
+class OfflineCluster:
+    """A stand-in cloud with its stand-in API server (see ``offline_cluster``)."""
+
+    cloud: Path
+    api: object  # standin.apiserver.ApiServer
+    token: str
+    ca_file: Path
+    env: dict[str, str]
+
+    def seed_existing_cluster(self, recipe: Path, **kwargs: object) -> dict:
+        """Put the GKE cluster an existing-cluster recipe names into the empty cloud, with a
+        node pool per slice (machine type, VMs and topology from the recipe's plan), as if
+        it had been created outside this tool. Keyword arguments go to
+        :func:`standin.gke_cluster.seed_gke_cluster` (``autopilot``,
+        ``managed_ml_diagnostics``, ``version``)."""
+        return seed_recipe_cluster(self.cloud, recipe, self.api, **kwargs)
+
+
+def seed_recipe_cluster(cloud: Path, recipe: Path, api: object, **kwargs: object) -> dict:
+    from mldiag_provision.catalog.tpu import load_catalog
+    from mldiag_provision.pipeline import check_file
+    from mldiag_provision.plan.stack import build_plan
+    from standin.gke_cluster import seed_gke_cluster
+
+    catalog = load_catalog()
+    res = check_file(str(recipe), catalog)
+    assert res.parsed.recipe is not None and not res.report.errors, res.report
+    plan = build_plan(res.parsed.recipe, res.shapes, catalog)
+    orch = yaml.safe_load(recipe.read_text(encoding="utf-8"))["spec"]["orchestrator"]
+    pools = []
+    for sp in plan.slices:
+        for i in range(sp.count):
+            pool = {"name": sp.name if sp.count == 1 else f"{sp.name}-{i}",
+                    "machine_type": sp.machine_type or "a3-highgpu-8g",
+                    "node_count": sp.vms, "zone": plan.zone,
+                    "tpu_topology": sp.topology if sp.kind == "tpu" and sp.multi_host else None,
+                    "labels": {"mldiag-provision/slice": sp.name}}
+            if sp.kind == "gpu":
+                pool.update(gpu_type=sp.accelerator, gpu_count=sp.chips_per_vm)
+            pools.append(pool)
+    return seed_gke_cluster(cloud, project=plan.project,
+                            location=orch.get("clusterLocation") or plan.region,
+                            name=plan.agents["access"]["cluster"], api=api,  # type: ignore[arg-type]
+                            node_pools=pools, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def offline_cluster(offline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """``offline`` plus a stand-in Kubernetes API server bound to its cloud directory.
+
+    The server answers once a ``google_container_cluster`` exists in the cloud (503 before);
+    it requires the bearer token put in ``GOOGLE_OAUTH_ACCESS_TOKEN``. Returns an
+    :class:`OfflineCluster` (None when terraform is missing and allowed).
+    """
+    if offline is None:
+        yield None
+        return
+    from standin.gke_cluster import serve_cloud
+
+    token = "standin-" + secrets.token_hex(8)
+    api = serve_cloud(offline, token=token)
+    ca_file = api.write_ca(tmp_path / "apiserver-ca.pem")
+    env = {"MLDIAG_STANDIN_APISERVER": api.endpoint,
+           "MLDIAG_STANDIN_APISERVER_CA": str(ca_file),
+           "GOOGLE_OAUTH_ACCESS_TOKEN": token}
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+    try:
+        yield OfflineCluster(cloud=offline, api=api, token=token, ca_file=ca_file,
+                             env=dict(os.environ))
+    finally:
+        api.stop()
 
 
 def offline_recipe(recipe: Path, dest: Path, *, deletion_protection: bool | None = False,

@@ -1,5 +1,6 @@
 """Installs the offline stand-in as a Terraform provider mirror, so that plain
-``terraform init`` finds hashicorp/google and hashicorp/google-beta without a network.
+``terraform init`` finds hashicorp/google, hashicorp/google-beta, hashicorp/kubernetes and
+hashicorp/helm without a network.
 
 :func:`install` writes, under one directory:
   * ``mirror/registry.terraform.io/hashicorp/<name>/<version>/<os>_<arch>/
@@ -7,7 +8,7 @@
     with this interpreter (the "unpacked" filesystem-mirror layout);
   * ``stubs/``: the generated gRPC stubs;
   * ``terraformrc``: a CLI configuration whose ``provider_installation`` uses only that
-    mirror for hashicorp/google(-beta) and nothing else.
+    mirror for those providers and nothing else.
 
 Point Terraform at it with the environment :attr:`StandIn.env` (``TF_CLI_CONFIG_FILE`` and
 the stand-in's own variables); everything else about Terraform is unchanged.
@@ -25,7 +26,7 @@ from pathlib import Path
 from standin import stubs
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
-PROVIDERS = ("google", "google-beta")
+PROVIDERS = ("google", "google-beta", "kubernetes", "helm")
 
 
 def _platform() -> str:
@@ -86,8 +87,8 @@ def install(root: Path, cloud: Path | None = None) -> StandIn:
     include = ", ".join(f'"registry.terraform.io/hashicorp/{n}"' for n in PROVIDERS)
     cli_config = root / "terraformrc"
     cli_config.write_text(
-        "# Offline stand-in providers for mldiag-provision tests: hashicorp/google and\n"
-        "# hashicorp/google-beta come from a local mirror; nothing is downloaded.\n"
+        "# Offline stand-in providers for mldiag-provision tests: hashicorp/google,\n"
+        "# google-beta, kubernetes and helm come from a local mirror; nothing is downloaded.\n"
         "provider_installation {\n"
         "  filesystem_mirror {\n"
         f"    path    = {json.dumps(str(root / 'mirror'))}\n"

@@ -31,6 +31,12 @@ Behaviour:
 Fault injection for tests (environment, inherited through Terraform):
   * ``MLDIAG_STANDIN_FAIL=TYPE:MESSAGE`` fails the apply of every TYPE resource with MESSAGE;
   * ``MLDIAG_STANDIN_DELAY=TYPE:SECONDS`` sleeps before an apply of TYPE completes.
+
+The in-cluster stage: ``hashicorp/kubernetes`` and ``hashicorp/helm`` are served by the same
+machinery with :class:`standin.kube_providers.KubeProvider`, acting on a Kubernetes API server
+(the stand-in one, :mod:`standin.apiserver`). With ``MLDIAG_STANDIN_APISERVER`` (host:port)
+and ``MLDIAG_STANDIN_APISERVER_CA`` (PEM file) set, clusters get that ``endpoint`` and CA, and
+``data.google_container_cluster`` reads the stored cluster (see :mod:`standin.gke_cluster`).
 """
 
 from __future__ import annotations
@@ -300,7 +306,9 @@ class Provider:
 
     def _invent(self, t: Any, type_name: str, path: str, top: dict, object_id: str) -> Any:
         name = path.rstrip(".")
-        project = top.get("project") or self.config.get("project") or "standin-project"
+        project = top.get("project")
+        if project is self.sch.UNKNOWN or not project:  # e.g. google_client_config.project
+            project = self.config.get("project") or "standin-project"
         if t == "string":
             if name == "id":
                 return object_id
@@ -311,8 +319,16 @@ class Provider:
                         f"{top.get('account_id')}@{project}.iam.gserviceaccount.com")
             if type_name == "google_storage_bucket" and name == "url":
                 return f"gs://{top.get('name')}"
-            if name == "endpoint":
-                return "192.0.2.10"  # TEST-NET-1: documentation range, never routed
+            if name == "endpoint":  # the stand-in API server when one plays the cluster
+                return (os.environ.get("MLDIAG_STANDIN_APISERVER")
+                        or "192.0.2.10")  # TEST-NET-1: documentation range, never routed
+            if name == "master_auth.cluster_ca_certificate":
+                return _standin_cluster_ca() or f"standin:{type_name}.{name}"
+            if type_name == "google_client_config" and name == "access_token":
+                # the real provider's access_token: its argument, else GOOGLE_OAUTH_ACCESS_TOKEN
+                return (self.config.get("access_token")
+                        or os.environ.get("GOOGLE_OAUTH_ACCESS_TOKEN")
+                        or f"standin:{type_name}.{name}")
             if name == "project":
                 return project
             if name in ("location", "region"):
@@ -341,6 +357,8 @@ class Provider:
         return stored  # None: the object is gone, Terraform plans to create it again
 
     def read_data(self, type_name: str, config: dict) -> dict:
+        if type_name == "google_container_cluster":
+            return self._read_cluster(config)
         block = self.block(type_name, data=True)
         planned = self._plan_block(block, config, None, config)
         object_id = "/".join([type_name] + [str(config.get(n)) for n in sorted(config)
@@ -349,6 +367,38 @@ class Provider:
         if "id" in block.attributes and not state.get("id"):
             state["id"] = object_id
         return state
+
+
+    def _read_cluster(self, config: dict) -> dict:
+        """``data.google_container_cluster`` reads the stored cluster; a missing one fails as
+        the real data source does: ``projects/P/locations/L/clusters/N not found``
+        (terraform-provider-google data_source_google_container_cluster.go)."""
+        from standin.gke_cluster import find_cluster
+
+        project = config.get("project") or self.config.get("project")
+        location = config.get("location") or self.config.get("region")
+        name = config.get("name")
+        stored = find_cluster(self.cloud.root, project=project, location=location, name=name)
+        if stored is None:
+            raise LookupError(f"projects/{project}/locations/{location}/clusters/{name} "
+                              "not found")
+        block = self.block("google_container_cluster", data=True)
+        state = self.sch.conform({k: stored.get(k) for k in block.attributes}
+                                 | {k: stored.get(k) for k in block.blocks},
+                                 block.implied_type())
+        state["id"] = f"projects/{project}/locations/{location}/clusters/{name}"
+        return state
+
+
+def _standin_cluster_ca() -> str | None:
+    """base64 PEM of the stand-in API server's CA (``MLDIAG_STANDIN_APISERVER_CA``)."""
+    path = os.environ.get("MLDIAG_STANDIN_APISERVER_CA")
+    if not path:
+        return None
+    try:
+        return base64.b64encode(Path(path).read_bytes()).decode()
+    except OSError:
+        return None
 
 
 def _start_tls_relay(listen: str, backend: str, cert_pem: bytes, key_pem: bytes,
@@ -425,7 +475,12 @@ def _serve(provider_name: str) -> int:  # pragma: no cover - runs as Terraform's
 
     schema = sch.load_provider(provider_name)
     cloud = Cloud(Path(os.environ.get("MLDIAG_STANDIN_CLOUD", ".standin-cloud")).resolve())
-    logic = Provider(schema, cloud)
+    if provider_name in ("kubernetes", "helm"):
+        from standin.kube_providers import KubeProvider
+
+        logic: Provider = KubeProvider(schema, cloud, provider_name)
+    else:
+        logic = Provider(schema, cloud)
     done = threading.Event()
 
     def dv(value: Any, t: Any) -> Any:
@@ -500,7 +555,11 @@ def _serve(provider_name: str) -> int:  # pragma: no cover - runs as Terraform's
 
         def ReadDataSource(self, request, context):
             t = logic.block(request.type_name, data=True).implied_type()
-            state = logic.read_data(request.type_name, sch.decode(request.config.msgpack) or {})
+            try:
+                state = logic.read_data(request.type_name,
+                                        sch.decode(request.config.msgpack) or {})
+            except LookupError as exc:  # e.g. the cluster a data source names does not exist
+                return pb.ReadDataSource.Response(diagnostics=[diag(str(exc.args[0]))])
             return pb.ReadDataSource.Response(state=dv(state, t))
 
         def StopProvider(self, request, context):

@@ -1,7 +1,8 @@
 # ML Diagnostics inside a cluster that already exists (the second stage of a stack):
-# the workload namespace labelled for the injection webhook, the Workload Identity KSA, and
-# for the manual install cert-manager, the injection webhook and the connection operator from
-# their Helm charts, with system namespaces exempted from the webhook first.
+# the workload namespace labelled for the injection webhook, the Workload Identity KSA, the
+# controllers the workloads' kinds need (JobSet), and for the manual install cert-manager,
+# the injection webhook and the connection operator from their Helm charts, with system
+# namespaces exempted from the webhook first.
 #
 # Sources:
 # - Charts, versions, namespace gke-mldiagnostics, label managed-mldiagnostics-gke=true set
@@ -9,6 +10,19 @@
 # - The webhook's MutatingWebhookConfiguration has failurePolicy Fail and skips namespaces
 #   labelled diagon-webhook-exempt=true (kubernetes-engine-samples sample chart): system
 #   namespaces are labelled before the webhook exists, so their pods never depend on it.
+# - GKE Autopilot: kube-system, kube-public and kube-node-lease are Autopilot-managed; GKE
+#   Warden refuses every write there, labels on the Namespace objects included ("GKE Warden
+#   authz [denied by managed-namespaces-limitation]", terraform-google-kubernetes-engine#2348,
+#   open-policy-agent/gatekeeper#3045), so on Autopilot the plan passes none of them in
+#   exempt_existing_namespaces and no step touches them. failurePolicy Fail is still safe for
+#   them: Autopilot's AdmissionWebhookController rewrites every webhook's namespaceSelector
+#   to add kubernetes.io/metadata.name NotIn [kube-system, gke-gmp-system, gke-managed-cim]
+#   ("mutated namespaceselector of the webhooks to enforce GKE Autopilot policies",
+#   Dynatrace/dynatrace-operator#2194), and kube-public / kube-node-lease run no pods.
+#   Catalog: gke.yaml autopilot.managedNamespaces, autopilot.webhookNamespaceExclusion.
+# - Cluster add-ons the workloads need (gke.yaml workloadAddons): a JobSet workload needs the
+#   JobSet controller and its CRD (kubernetes-sigs/jobset chart, pinned); it is installed in
+#   its own namespace before the workload namespace exists. helm uninstall keeps the CRD.
 # - helm provider 3.x: `set` is a list attribute, not a block.
 
 locals {
@@ -100,15 +114,44 @@ resource "helm_release" "diagon" {
   set              = var.diagon.set
 }
 
+# Namespaces of the add-ons, created here (exempt from the injection webhook) instead of by helm.
+resource "kubernetes_namespace_v1" "addons" {
+  for_each = toset([for a in var.addons : a.namespace])
+
+  metadata {
+    name   = each.value
+    labels = var.exempt_label
+  }
+}
+
+# Controllers of the CRD-backed kinds the workloads use (e.g. JobSet), pinned charts.
+resource "helm_release" "addons" {
+  for_each = { for a in var.addons : a.name => a }
+
+  name             = each.value.name
+  description      = "controller for ${each.value.kind} workloads (CRD ${each.value.crd})"
+  chart            = each.value.chart
+  repository       = each.value.repository
+  version          = each.value.version
+  namespace        = each.value.namespace
+  create_namespace = false
+  wait             = true
+  timeout          = 600
+  set              = each.value.set
+
+  depends_on = [kubernetes_namespace_v1.addons]
+}
+
 # The workload namespace, labelled so the webhook injects GKE_DIAGON_* into its pods; it must
-# exist (with the label) before any workload pod is created.
+# exist (with the label) before any workload pod is created, and after the controllers its
+# workloads need.
 resource "kubernetes_namespace_v1" "workload" {
   metadata {
     name   = var.namespace
     labels = var.namespace_labels
   }
 
-  depends_on = [helm_release.injection_webhook, helm_release.connection_operator]
+  depends_on = [helm_release.injection_webhook, helm_release.connection_operator, helm_release.addons]
 }
 
 resource "kubernetes_service_account_v1" "workload" {

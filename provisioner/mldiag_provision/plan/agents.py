@@ -7,15 +7,17 @@
 * ``none``: diagnostics off, or ``agents: none``.
 
 Never both. The second stage (``agents/``) always owns the workload namespace (labelled for the
-webhook) and the KSA; the charts only for ``manual``. Facts and pins: ``catalog/data/gke.yaml``
-``mlDiagnostics``.
+webhook) and the KSA; the charts only for ``manual``. It also installs the cluster add-ons the
+workloads need (a controller for each CRD-backed workload kind, e.g. JobSet), whatever the
+strategy. Facts and pins: ``catalog/data/gke.yaml`` ``mlDiagnostics``, ``autopilot``,
+``workloadAddons``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from mldiag_provision.catalog.tpu import Catalog
 
@@ -86,6 +88,23 @@ class KubeconfigAccessPlan:
 
 
 @dataclass(frozen=True, slots=True)
+class AddonPlan:
+    """A cluster add-on the workloads need: the controller (Helm chart) of a CRD-backed
+    workload kind (catalog ``workloadAddons``)."""
+
+    name: str
+    chart: str
+    repository: str
+    version: str
+    namespace: str
+    set: tuple[HelmValue, ...]
+    kind: str
+    """The workload kind that needs it, e.g. ``JobSet``."""
+    crd: str
+    """The CRD its chart installs, e.g. ``jobsets.jobset.x-k8s.io``."""
+
+
+@dataclass(frozen=True, slots=True)
 class AgentsPlan:
     """Everything the agents/ stage renders (and ``verify`` expects)."""
 
@@ -104,6 +123,8 @@ class AgentsPlan:
     agent_namespaces: tuple[str, ...]
     """Namespaces the stage creates for the charts (``manual`` only)."""
     charts: AgentChartsPlan
+    addons: tuple[AddonPlan, ...]
+    """Controllers of CRD-backed workload kinds, installed before the workload namespace."""
     profiler_network_policy: ProfilerNetworkPolicyPlan | None
     access: GkeAccessPlan | KubeconfigAccessPlan
 
@@ -148,9 +169,41 @@ def decide_strategy(recipe: Recipe, *, creates_cluster: bool, managed_ok: bool) 
     return "manual", "self-managed Kubernetes has no managed add-on"
 
 
+def exempt_namespaces(orchestrator: str, catalog: Catalog) -> tuple[list[str], list[str]]:
+    """(system namespaces to label exempt from the injection webhook, the ones skipped).
+
+    On GKE Autopilot kube-system, kube-public and kube-node-lease are managed namespaces:
+    GKE Warden refuses any write to them, the Namespace objects' labels included
+    (``autopilot.managedNamespaces``), so none is labelled there. Autopilot itself keeps
+    webhooks out of its system namespaces (``autopilot.webhookNamespaceExclusion``).
+    """
+    system = ["kube-system", "kube-public", "kube-node-lease"]
+    if orchestrator != "gke-autopilot":
+        return system, []
+    entries = cast("list[dict[str, Any]]", catalog.fact("autopilot", "managedNamespaces"))
+    managed = {str(n["name"]) for n in entries}
+    return [n for n in system if n not in managed], [n for n in system if n in managed]
+
+
+def workload_addons(kinds: list[str], catalog: Catalog) -> list[AddonPlan]:
+    """The cluster add-ons the workload kinds need (``workloadAddons``: kind -> CRD ->
+    controller chart), once each, in the catalog's order."""
+    out: list[AddonPlan] = []
+    for entry in cast("list[dict[str, Any]]", catalog.fact("workloadAddons")):
+        if str(entry["kind"]) in kinds:
+            a = entry["addon"]
+            out.append(AddonPlan(name=str(a["name"]), chart=str(a["chart"]),
+                                 repository=str(a["repository"]), version=str(a["version"]),
+                                 namespace=str(a["namespace"]), set=(),
+                                 kind=str(entry["kind"]), crd=str(entry["crd"])))
+    return out
+
+
 def plan_agents(recipe: Recipe, catalog: Catalog, *, creates_cluster: bool, managed_ok: bool,
-                cluster_name: str, gsa_email: str | None) -> AgentsPlan:
-    """Everything the agents/ stage renders: strategy, charts, namespace, KSA, access."""
+                cluster_name: str, gsa_email: str | None,
+                workload_kinds: list[str] | None = None) -> AgentsPlan:
+    """Everything the agents/ stage renders: strategy, charts, add-ons, namespace, KSA,
+    access. ``workload_kinds``: the kinds of the rendered workloads (``Job``, ``JobSet``)."""
     diag = recipe.spec.diagnostics
     orch = recipe.spec.orchestrator
     strategy, why = decide_strategy(recipe, creates_cluster=creates_cluster,
@@ -200,6 +253,16 @@ def plan_agents(recipe: Recipe, catalog: Catalog, *, creates_cluster: bool, mana
         catalog.fact("mlDiagnostics", "managedNamespace")["value"])
     port = int(catalog.fact("ports", "mlDiagnosticsProfiler")["port"])
     access: GkeAccessPlan | KubeconfigAccessPlan
+    exempt_ns, skipped = exempt_namespaces(orch.type, catalog)
+    if strategy == "manual" and skipped:
+        reasons.append("Autopilot-managed namespaces are not labelled (GKE Warden refuses "
+                       "writes there; Autopilot keeps webhooks out of them): "
+                       + ", ".join(skipped))
+    addons = workload_addons(list(workload_kinds or []), catalog)
+    for a in addons:
+        reasons.append(f"{a.kind} workloads: the {a.name} controller ({a.chart} "
+                       f"{a.version} from {a.repository}, CRD {a.crd}) is installed "
+                       "before the workload namespace")
     if creates_cluster or orch.workload_identity:
         access = GkeAccessPlan(cluster=orch.cluster_name or cluster_name,
                                location=(orch.cluster_location if not creates_cluster else None)
@@ -215,10 +278,11 @@ def plan_agents(recipe: Recipe, catalog: Catalog, *, creates_cluster: bool, mana
         service_account_annotations=({"iam.gke.io/gcp-service-account": gsa_email}
                                      if gsa_email else {}),
         exempt_label={str(exempt["key"]): str(exempt["value"])},
-        exempt_existing_namespaces=("kube-system", "kube-public", "kube-node-lease"),
+        exempt_existing_namespaces=tuple(exempt_ns),
         agent_namespaces=tuple(agent_namespaces),
         charts=AgentChartsPlan(cert_manager=cert_manager, injection_webhook=injection_webhook,
                                connection_operator=connection_operator, diagon=diagon),
+        addons=tuple(addons),
         profiler_network_policy=(ProfilerNetworkPolicyPlan(from_namespace=source_ns, port=port)
                                  if diag.profiler_network_policy and strategy != "none"
                                  else None),

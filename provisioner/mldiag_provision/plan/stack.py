@@ -173,6 +173,12 @@ def _capacity_selector(orchestrator: str, slice_name: str, cap_type: str,
     return sel
 
 
+def workload_kind(requested: str, sp: SlicePlan) -> str:
+    """The kind a workload renders as: the recipe's ``kind``, or for ``auto`` a JobSet on a
+    multislice (count > 1) and a Job otherwise."""
+    return requested if requested != "auto" else ("JobSet" if sp.count > 1 else "Job")
+
+
 def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | GpuShape | None],
                catalog: Catalog) -> StackPlan:
     """Decide the stack. Call only after preflight reported no errors.
@@ -264,8 +270,11 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | GpuShape | None],
         min_version = str(user_version)
         managed = wants_managed and req.satisfies(user_version, managed_need) is True
         decisions.append(f"GKE minimum version {min_version} (from the recipe)")
+    by_name = {s.name: s for s in slices}
+    kinds = [workload_kind(w.kind, by_name[w.slice]) for w in spec.workloads]
     agents_plan = plan_agents(
         recipe, catalog, creates_cluster=creates_cluster, managed_ok=managed,
+        workload_kinds=kinds,
         cluster_name=spec.orchestrator.cluster_name or recipe.metadata.name,
         gsa_email=(f"{diag.service_account.name}@{spec.project}.iam.gserviceaccount.com"
                    if (orchestrator != "existing-kubernetes"
@@ -359,11 +368,10 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | GpuShape | None],
             decisions.append(f"slice {sp.name}: {sp.count} node pool(s) of {sp.vms} x "
                              f"{sp.machine_type} in {spec.zone}, {placement}, capacity "
                              f"{sp.capacity}")
-    by_name = {s.name: s for s in slices}
     workloads: list[WorkloadPlan] = []
     for w in spec.workloads:
         sp = by_name[w.slice]
-        kind = w.kind if w.kind != "auto" else ("JobSet" if sp.count > 1 else "Job")
+        kind = workload_kind(w.kind, sp)
         per_pod = (w.gpus_per_pod or sp.chips_per_vm) if sp.kind == "gpu" else sp.chips_per_vm
         workloads.append(WorkloadPlan(
             name=w.name, slice=sp.name, kind=kind, resource=sp.resource, image=w.image,
@@ -378,6 +386,10 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | GpuShape | None],
         unit = "GPUs" if sp.kind == "gpu" else "chips"
         decisions.append(f"workload {w.name}: {kind}, {sp.vms} pod(s) per slice x "
                          f"{sp.count} slice(s), {per_pod} {unit} per pod")
+    for a in agents_plan.addons:
+        decisions.append(f"cluster add-on for {a.kind} workloads: {a.name} "
+                         f"{a.version} ({a.repository}/{a.chart}; CRD {a.crd}), "
+                         "installed by the agents stage before the workload namespace")
     backend = BackendPlan(type=spec.engine.backend.type, bucket=spec.engine.backend.bucket,
                           prefix=spec.engine.backend.prefix)
     plan = StackPlan(

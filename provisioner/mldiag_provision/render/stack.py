@@ -112,18 +112,25 @@ def _readme(plan: StackPlan) -> str:
     if plan.agents is not None:
         lines += ["", f"## ML Diagnostics agents: {plan.agents.strategy}", ""]
         lines += [f"- {r}" for r in plan.agents.reasons]
-    lines += ["", "## Apply", "", "```sh", "# 1. project pieces and the cluster",
+    lines += ["", "## Apply", "",
+              "`mldiag-provision apply RECIPE -o THIS_DIR` applies every stage below in one "
+              "command (waiting for the cluster between them) and `mldiag-provision destroy` "
+              "removes them in reverse. By hand, the same steps:", "",
+              "```sh", "# 1. project pieces and the cluster",
               "terraform init", "terraform plan -out tfplan", "terraform apply tfplan"]
+    addons = plan.agents.addons if plan.agents is not None else ()
     if plan.agents is not None:
         lines += ["# 2. inside the cluster: namespace label, KSA"
-                  + (", agents" if plan.agents.strategy == "manual" else ""),
+                  + (", agents" if plan.agents.strategy == "manual" else "")
+                  + "".join(f", {a.name} controller" for a in addons),
                   "terraform -chdir=agents init", "terraform -chdir=agents apply"]
     lines += ["# 3. the workloads"]
     if plan.blueprint in ("gke-autopilot", "gke-standard"):
         lines += ["$(terraform output -raw get_credentials)"]
     else:
         lines += ["# (kubectl pointed at your cluster)"]
-    if any(w.kind == "JobSet" for w in plan.workloads):
+    if any(w.kind == "JobSet" for w in plan.workloads) and not any(
+            a.kind == "JobSet" for a in addons):
         lines += ["# JobSet workloads need the JobSet controller "
                   "(https://github.com/kubernetes-sigs/jobset) installed first"]
     lines += ["kubectl apply -f k8s/workloads/", "```", ""]

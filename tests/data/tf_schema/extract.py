@@ -29,6 +29,19 @@ extracted. Regenerate the committed JSON with:
   python3 tests/data/tf_schema/extract.py \
       /tmp/wheels/cdktn_provider_google-21.1.0-py3-none-any.whl \
       --out tests/data/tf_schema/google-8.7.0-subset.json
+The in-cluster stage's providers (served by the stand-in in tests/standin):
+  pip download --no-deps -d /tmp/wheels cdktn-provider-kubernetes==17.1.0 \
+      cdktn-provider-helm==15.1.0
+  python3 tests/data/tf_schema/extract.py \
+      /tmp/wheels/cdktn_provider_kubernetes-17.1.0-py3-none-any.whl \
+      --resource kubernetes_labels --resource kubernetes_manifest \
+      --resource kubernetes_namespace_v1 --resource kubernetes_network_policy_v1 \
+      --resource kubernetes_service_account_v1 --data-source kubernetes_namespace_v1 \
+      --out tests/data/tf_schema/kubernetes-3.4.0-subset.json
+  python3 tests/data/tf_schema/extract.py \
+      /tmp/wheels/cdktn_provider_helm-15.1.0-py3-none-any.whl \
+      --resource helm_release --data-source helm_template \
+      --out tests/data/tf_schema/helm-3.3.0-subset.json
 """
 
 from __future__ import annotations

@@ -5,6 +5,7 @@
 #   - ML Diagnostics agents: manual (diagnostics.agents: manual)
 #   - slice v5e-16: 1 node pool(s) of 4 x ct5lp-hightpu-4t in us-central1-a, COMPACT placement, capacity on-demand
 #   - workload jax-train: JobSet, 4 pod(s) per slice x 1 slice(s), 4 chips per pod
+#   - cluster add-on for JobSet workloads: jobset 0.9.0 (oci://registry.k8s.io/jobset/charts/jobset; CRD jobsets.jobset.x-k8s.io), installed by the agents stage before the workload namespace
 
 locals {
   project_id = "my-ml-project"

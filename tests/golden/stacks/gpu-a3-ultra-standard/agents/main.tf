@@ -51,5 +51,6 @@ module "agents" {
   injection_webhook           = null
   connection_operator         = null
   diagon                      = null
+  addons                      = []
   profiler_network_policy     = null
 }

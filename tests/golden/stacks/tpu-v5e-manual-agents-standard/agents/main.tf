@@ -3,6 +3,7 @@
 #   - diagnostics.agents: manual
 #   - charts: cert-manager v1.13.0, mldiagnostics-injection-webhook 0.25.0, mldiagnostics-connection-operator 0.24.0
 #   - connection operator arguments for JAX 0.8.1: --metrics-bind-address=:8443 --health-probe-bind-address=:8081 --sidecar-timeout=65m --disable-hostname-override
+#   - JobSet workloads: the jobset controller (jobset 0.9.0 from oci://registry.k8s.io/jobset/charts, CRD jobsets.jobset.x-k8s.io) is installed before the workload namespace
 
 # The cluster exists by now (first stage): read its endpoint instead of configuring the
 # providers from resources of the same apply.
@@ -53,5 +54,6 @@ module "agents" {
   injection_webhook           = { "chart" = "mldiagnostics-injection-webhook", "repository" = "oci://us-docker.pkg.dev/ai-on-gke/mldiagnostics-webhook-and-operator-helm", "version" = "0.25.0", "namespace" = "gke-mldiagnostics", "set" = [] }
   connection_operator         = { "chart" = "mldiagnostics-connection-operator", "repository" = "oci://us-docker.pkg.dev/ai-on-gke/mldiagnostics-webhook-and-operator-helm", "version" = "0.24.0", "namespace" = "gke-mldiagnostics", "set" = [{ "name" = "mldiagnosticsConnectionOperator.controller.args", "value" = "{--metrics-bind-address=:8443,--health-probe-bind-address=:8081,--sidecar-timeout=65m,--disable-hostname-override}" }] }
   diagon                      = null
+  addons                      = [{ "name" = "jobset", "chart" = "jobset", "repository" = "oci://registry.k8s.io/jobset/charts", "version" = "0.9.0", "namespace" = "jobset-system", "set" = [], "kind" = "JobSet", "crd" = "jobsets.jobset.x-k8s.io" }]
   profiler_network_policy     = { "from_namespace" = "gke-mldiagnostics", "port" = 9999 }
 }

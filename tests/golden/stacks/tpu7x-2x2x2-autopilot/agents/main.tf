@@ -45,11 +45,12 @@ module "agents" {
   service_account             = "mldiag-workload"
   service_account_annotations = { "iam.gke.io/gcp-service-account" = "ironwood-workload@my-ml-project.iam.gserviceaccount.com" }
   exempt_label                = { "diagon-webhook-exempt" = "true" }
-  exempt_existing_namespaces  = ["kube-system", "kube-public", "kube-node-lease"]
+  exempt_existing_namespaces  = []
   agent_namespaces            = []
   cert_manager                = null
   injection_webhook           = null
   connection_operator         = null
   diagon                      = null
+  addons                      = []
   profiler_network_policy     = null
 }

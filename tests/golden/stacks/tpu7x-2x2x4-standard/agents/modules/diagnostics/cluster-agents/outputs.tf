@@ -13,3 +13,8 @@ output "manual_install" {
   description = "Whether this stage installed the agents' charts (manual strategy)."
   value       = local.manual
 }
+
+output "addons" {
+  description = "Helm releases of the cluster add-ons the workloads need (e.g. jobset)."
+  value       = sort(keys(helm_release.addons))
+}

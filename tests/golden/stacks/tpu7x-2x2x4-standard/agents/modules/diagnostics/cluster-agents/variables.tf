@@ -27,7 +27,7 @@ variable "exempt_label" {
 }
 
 variable "exempt_existing_namespaces" {
-  description = "System namespaces to label exempt before the webhook is installed."
+  description = "System namespaces to label exempt before the webhook is installed (none of Autopilot's managed namespaces: GKE Warden refuses to label them)."
   type        = list(string)
   default     = ["kube-system", "kube-public", "kube-node-lease"]
 }
@@ -84,6 +84,21 @@ variable "diagon" {
     set        = list(object({ name = string, value = string }))
   })
   default = null
+}
+
+variable "addons" {
+  description = "Cluster add-ons the workloads need (a controller per CRD-backed workload kind, e.g. JobSet), installed before the workload namespace."
+  type = list(object({
+    name       = string
+    kind       = string
+    crd        = string
+    chart      = string
+    repository = string
+    version    = string
+    namespace  = string
+    set        = list(object({ name = string, value = string }))
+  }))
+  default = []
 }
 
 variable "profiler_network_policy" {

@@ -1,0 +1,325 @@
+"""The GKE side of the stand-in API server (TEST INFRASTRUCTURE): which cluster of a stand-in
+cloud directory it plays, and what GKE adds to a plain Kubernetes API server.
+
+:class:`GkeCloudView` reads the stand-in's cloud (``MLDIAG_STANDIN_CLOUD``, see
+:class:`standin.plugin.Cloud`) on every request:
+  * the API server answers only while a ``google_container_cluster`` object exists there
+    (503 "the cluster does not answer yet" otherwise); a deleted or replaced cluster comes
+    back empty;
+  * Nodes are derived from the cluster's ``google_container_node_pool`` objects: one per VM
+    (``node_count`` x zones), labelled as GKE labels TPU and GPU nodes, with the chips
+    allocatable;
+  * on an Autopilot cluster (``enable_autopilot = true``) writes in Autopilot-managed
+    namespaces are refused with GKE Warden's message, and admission webhooks get the
+    namespaceSelector Autopilot adds;
+  * with the GKE-managed ML Diagnostics add-on on
+    (``managed_machine_learning_diagnostics_config { enabled = true }``) the cluster shows
+    what the add-on installs: the MLDiagnosticsConnection CRD and an injection webhook with a
+    CA bundle.
+
+Environment the stand-in providers read (set by the test fixtures, tests/engine/conftest.py):
+  * ``MLDIAG_STANDIN_APISERVER``: ``host:port`` of a running stand-in API server; the google
+    stand-in gives every cluster it creates this ``endpoint``;
+  * ``MLDIAG_STANDIN_APISERVER_CA``: path of that server's CA (PEM); clusters get it, base64,
+    as ``master_auth[0].cluster_ca_certificate``;
+  * ``GOOGLE_OAUTH_ACCESS_TOKEN``: the token ``data.google_client_config`` returns (as the
+    real provider does), and the bearer token the API server was started to accept.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from standin.apiserver import SYSTEM_OWNER_LABEL, ApiError, ApiServer, ClusterView, Resource
+
+# Autopilot-managed namespaces: GKE Warden refuses writes in them ("GKE Warden authz [denied
+# by managed-namespaces-limitation]: the namespace "kube-system" is managed and the request's
+# verb "create" is denied"). Sources (verbatim errors and reports; no Google page lists them):
+#   kube-system: terraform-google-modules/terraform-google-kubernetes-engine#2348,
+#     cert-manager/cert-manager#3713, prometheus-community/helm-charts#713;
+#   kube-public, kube-node-lease: open-policy-agent/gatekeeper#3045 ("For GKE autopilot its
+#     not possible to patch kube-* namespaces");
+#   gke-gmp-system: tailscale/tailscale#9475;
+#   gke-managed-cim: Dynatrace/dynatrace-operator#2194 (Autopilot's webhook exclusion list).
+AUTOPILOT_MANAGED_NAMESPACES = ("kube-system", "kube-public", "kube-node-lease",
+                                "gke-gmp-system", "gke-managed-cim")
+# What Autopilot's AdmissionWebhookController adds to every webhook's namespaceSelector, and
+# the warning it answers with (Dynatrace/dynatrace-operator#2194; aiven/devportal#552).
+AUTOPILOT_WEBHOOK_EXCLUDED = ("kube-system", "gke-gmp-system", "gke-managed-cim")
+AUTOPILOT_WEBHOOK_WARNING = ("AdmissionWebhookController: mutated namespaceselector of the "
+                             "webhooks to enforce GKE Autopilot policies.")
+
+# TPU node labels by machine family (GKE "About TPUs in GKE" / "Plan TPUs in GKE":
+# cloud.google.com/gke-tpu-accelerator values per machine type).
+TPU_ACCELERATOR_BY_PREFIX = {"ct4p-": "tpu-v4-podslice", "ct5lp-": "tpu-v5-lite-podslice",
+                             "ct5p-": "tpu-v5p-slice", "ct6e-": "tpu-v6e-slice",
+                             "tpu7x-": "tpu7x"}
+# Topology of a single-host TPU VM when the pool has no placement policy (same GKE tables).
+SINGLE_HOST_TOPOLOGY = {"ct5lp-hightpu-1t": "1x1", "ct5lp-hightpu-4t": "2x2",
+                        "ct5lp-hightpu-8t": "2x4", "ct6e-standard-1t": "1x1",
+                        "ct6e-standard-4t": "2x2", "ct6e-standard-8t": "2x4",
+                        "ct4p-hightpu-4t": "2x2x1", "ct5p-hightpu-4t": "2x2x1",
+                        "tpu7x-standard-4t": "2x2x1"}
+DEFAULT_VERSION = "1.35.0-gke.3065000"
+
+# What the managed add-on shows (names other than the CRD's are the stand-in's own: no
+# public source names the add-on's objects; the CRD is the connection operator's API,
+# GoogleCloudPlatform/kubernetes-engine-samples ai-ml/mldiagnostics-webhook-and-operator).
+MANAGED_ADDON_NAMESPACE = "gke-managed-mldiagnostics"
+MANAGED_ADDON_WEBHOOK = "gke-managed-mldiagnostics-injection-webhook"
+MLDIAG_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "mldiagnosticsconnections.diagon.gke.io"},
+    "spec": {"group": "diagon.gke.io", "scope": "Namespaced",
+             "names": {"kind": "MLDiagnosticsConnection", "listKind":
+                       "MLDiagnosticsConnectionList", "plural": "mldiagnosticsconnections",
+                       "singular": "mldiagnosticsconnection", "shortNames": ["mldc"]},
+             "versions": [{"name": "v1alpha1", "served": True, "storage": True,
+                           "schema": {"openAPIV3Schema": {"type": "object"}},
+                           "subresources": {"status": {}}}]},
+}
+
+
+def _docs(cloud: Path, type_name: str) -> list[dict]:
+    out = []
+    for p in sorted((cloud / type_name).glob("*.json")):
+        try:
+            out.append(json.loads(p.read_text(encoding="utf-8")))
+        except (OSError, ValueError):  # being rewritten right now: skip this once
+            continue
+    return out
+
+
+def _first(value: Any) -> dict:
+    return value[0] if isinstance(value, list) and value and isinstance(value[0], dict) else {}
+
+
+def find_cluster(cloud: Path, *, project: str | None = None, location: str | None = None,
+                 name: str | None = None) -> dict | None:
+    """The stored state of a ``google_container_cluster`` in a stand-in cloud (the first one
+    matching the given fields), or None."""
+    for doc in _docs(cloud, "google_container_cluster"):
+        st = doc.get("state") or {}
+        if all(v is None or st.get(k) == v for k, v in
+               (("project", project), ("location", location), ("name", name))):
+            return st
+    return None
+
+
+class GkeCloudView(ClusterView):
+    """The cluster of a stand-in cloud directory (``cluster_name``: which one, when several)."""
+
+    def __init__(self, cloud: Path, cluster_name: str | None = None) -> None:
+        self.cloud = Path(cloud)
+        self.cluster_name = cluster_name
+
+    def cluster(self) -> dict | None:
+        return find_cluster(self.cloud, name=self.cluster_name)
+
+    def identity(self) -> str | None:
+        c = self.cluster()
+        return None if c is None else str(c.get("id") or c.get("name"))
+
+    def autopilot(self) -> bool:
+        c = self.cluster() or {}
+        return bool(c.get("enable_autopilot"))
+
+    def version(self) -> dict:
+        c = self.cluster() or {}
+        version = next((str(v) for v in (c.get("master_version"), c.get("min_master_version"))
+                        if v and re.match(r"^\d+\.\d+", str(v))), DEFAULT_VERSION)
+        major, minor = version.split(".")[:2]
+        return {**super().version(), "major": major, "minor": minor,
+                "gitVersion": f"v{version}"}
+
+    # -- what the platform owns ------------------------------------------------------------
+    def system_objects(self) -> list[dict]:
+        c = self.cluster() or {}
+        owned = {SYSTEM_OWNER_LABEL: "gke"}
+        out: list[dict] = []
+        if c.get("enable_autopilot"):
+            out += [{"apiVersion": "v1", "kind": "Namespace",
+                     "metadata": {"name": ns, "labels": dict(owned)}}
+                    for ns in AUTOPILOT_MANAGED_NAMESPACES
+                    if ns not in ("kube-system", "kube-public", "kube-node-lease")]
+        if _first(c.get("managed_machine_learning_diagnostics_config")).get("enabled"):
+            crd = json.loads(json.dumps(MLDIAG_CRD))
+            crd["metadata"]["labels"] = dict(owned)
+            out += [
+                {"apiVersion": "v1", "kind": "Namespace",
+                 "metadata": {"name": MANAGED_ADDON_NAMESPACE, "labels": dict(owned)}},
+                crd,
+                {"apiVersion": "admissionregistration.k8s.io/v1",
+                 "kind": "MutatingWebhookConfiguration",
+                 "metadata": {"name": MANAGED_ADDON_WEBHOOK, "labels": dict(owned)},
+                 "webhooks": [{
+                     "name": f"diagon-webhook.{MANAGED_ADDON_NAMESPACE}.svc",
+                     "admissionReviewVersions": ["v1"], "sideEffects": "NoneOnDryRun",
+                     "failurePolicy": "Fail",
+                     "clientConfig": {"service": {"name": "diagon-webhook",
+                                                  "namespace": MANAGED_ADDON_NAMESPACE,
+                                                  "path": "/mutate"},
+                                      "caBundle": base64.b64encode(
+                                          b"stand-in managed add-on CA").decode()},
+                     "rules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                                "operations": ["CREATE"], "resources": ["pods"]}]}]},
+            ]
+        return out
+
+    def derived(self, res: Resource) -> list[dict] | None:
+        if (res.group, res.plural) != ("", "nodes"):
+            return None
+        c = self.cluster()
+        if c is None:
+            return []
+        nodes: list[dict] = []
+        for doc in _docs(self.cloud, "google_container_node_pool"):
+            pool = doc.get("state") or {}
+            if str(pool.get("cluster", "")).rsplit("/", 1)[-1] != c.get("name"):
+                continue
+            nodes += pool_nodes(c, pool)
+        return nodes
+
+    # -- GKE Warden and the webhook controller ---------------------------------------------------
+    def admit(self, verb: str, res: Resource, namespace: str, name: str,
+              obj: dict | None) -> list[str]:
+        if not self.autopilot():
+            return []
+        ns = name if res.plural == "namespaces" and not res.group else namespace
+        if ns in AUTOPILOT_MANAGED_NAMESPACES and (res.namespaced or res.plural == "namespaces"):
+            who = f'{res.plural} "{name}"' if name and verb != "create" else res.plural
+            raise ApiError(403, "Forbidden", f'{who} is forbidden: User '
+                           f'"{STANDIN_USER}" cannot {verb} resource "{res.plural}" in API '
+                           f'group "{res.group}" in the namespace "{ns}": GKE Warden authz '
+                           f'[denied by managed-namespaces-limitation]: the namespace "{ns}" '
+                           f'is managed and the request\'s verb "{verb}" is denied',
+                           {"name": name, "group": res.group, "kind": res.plural})
+        if obj is not None and res.group == "admissionregistration.k8s.io":
+            mutated = False
+            for hook in obj.get("webhooks") or []:
+                sel = hook.setdefault("namespaceSelector", {})
+                exprs = sel.setdefault("matchExpressions", [])
+                term = {"key": "kubernetes.io/metadata.name", "operator": "NotIn",
+                        "values": list(AUTOPILOT_WEBHOOK_EXCLUDED)}
+                if term not in exprs:
+                    exprs.append(term)
+                    mutated = True
+            return [AUTOPILOT_WEBHOOK_WARNING] if mutated else []
+        return []
+
+
+STANDIN_USER = "standin-user@example.com"
+
+
+def pool_nodes(cluster: dict, pool: dict) -> list[dict]:
+    """The Node objects GKE would show for one node pool (one per VM)."""
+    cfg = _first(pool.get("node_config"))
+    machine = str(cfg.get("machine_type") or "e2-medium")
+    zones = [str(z) for z in (pool.get("node_locations") or cluster.get("node_locations") or [])]
+    if not zones:
+        zones = [f"{cluster.get('location')}-a"]
+    count = pool.get("node_count")
+    if count is None:  # autoscaled pool: its minimum
+        auto = _first(pool.get("autoscaling"))
+        count = auto.get("min_node_count") or 0
+        total = auto.get("total_min_node_count")
+        per_zone = [int(total) // len(zones)] * len(zones) if total is not None else None
+    else:
+        per_zone = None
+    labels = {"cloud.google.com/gke-nodepool": str(pool.get("name")),
+              "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+              "node.kubernetes.io/instance-type": machine,
+              "topology.kubernetes.io/region": str(cluster.get("location"))}
+    labels.update({str(k): str(v) for k, v in (cfg.get("labels") or {}).items()})
+    if cfg.get("spot"):
+        labels["cloud.google.com/gke-spot"] = "true"
+    allocatable = {"pods": "110"}
+    taints = []
+    tpu = next((acc for prefix, acc in TPU_ACCELERATOR_BY_PREFIX.items()
+                if machine.startswith(prefix)), None)
+    if tpu:
+        topology = (_first(pool.get("placement_policy")).get("tpu_topology")
+                    or SINGLE_HOST_TOPOLOGY.get(machine))
+        labels["cloud.google.com/gke-tpu-accelerator"] = tpu
+        if topology:
+            labels["cloud.google.com/gke-tpu-topology"] = str(topology)
+        chips = re.search(r"-(\d+)t$", machine)
+        allocatable["google.com/tpu"] = chips.group(1) if chips else "0"
+        taints.append({"key": "google.com/tpu", "value": "present", "effect": "NoSchedule"})
+    gpu = _first(cfg.get("guest_accelerator"))
+    if gpu.get("type"):
+        labels["cloud.google.com/gke-accelerator"] = str(gpu["type"])
+        allocatable["nvidia.com/gpu"] = str(int(gpu.get("count") or 0))
+        taints.append({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"})
+    nodes = []
+    for zi, zone in enumerate(zones):
+        n = per_zone[zi] if per_zone is not None else int(count)
+        for i in range(n):
+            name = f"gke-{cluster.get('name')}-{pool.get('name')}-{zi}{i:03d}"[:63].rstrip("-")
+            nodes.append({
+                "apiVersion": "v1", "kind": "Node",
+                "metadata": {"name": name, "uid": f"standin-node-{name}",
+                             "labels": {**labels, "kubernetes.io/hostname": name,
+                                        "topology.kubernetes.io/zone": zone}},
+                "spec": {"taints": taints} if taints else {},
+                "status": {"allocatable": dict(allocatable), "capacity": dict(allocatable),
+                           "conditions": [{"type": "Ready", "status": "True",
+                                           "reason": "KubeletReady"}]}})
+    return nodes
+
+
+def serve_cloud(cloud: Path, *, token: str | None = None, port: int = 0,
+                cluster_name: str | None = None) -> ApiServer:
+    """Start (and return) a stand-in API server playing the cluster of ``cloud``."""
+    return ApiServer(GkeCloudView(cloud, cluster_name), token=token, port=port).start()
+
+
+def seed_gke_cluster(cloud: Path, *, project: str, location: str, name: str,
+                     api: ApiServer | None = None, autopilot: bool = False,
+                     managed_ml_diagnostics: bool = True, version: str = DEFAULT_VERSION,
+                     node_pools: list[dict] | None = None) -> dict:
+    """Put a GKE cluster that "already exists" into a stand-in cloud (for existing-cluster
+    recipes): a ``google_container_cluster`` object (endpoint and CA of ``api``) and its
+    ``google_container_node_pool`` objects.
+
+    ``node_pools``: dicts with ``name``, ``machine_type``, ``node_count`` and optionally
+    ``zone``, ``tpu_topology``, ``labels``, ``gpu_type``, ``gpu_count``, ``spot``.
+    Returns the cluster's state.
+    """
+    from standin.plugin import Cloud
+
+    store = Cloud(Path(cloud))
+    state = {
+        "id": f"projects/{project}/locations/{location}/clusters/{name}",
+        "project": project, "location": location, "name": name,
+        "enable_autopilot": autopilot, "master_version": version,
+        "min_master_version": version, "deletion_protection": True,
+        "endpoint": api.endpoint if api else "192.0.2.10",
+        "master_auth": [{"cluster_ca_certificate": base64.b64encode(
+            api.ca_pem if api else b"").decode(), "client_certificate": "", "client_key": "",
+            "client_certificate_config": []}],
+        "managed_machine_learning_diagnostics_config": [{"enabled": managed_ml_diagnostics}],
+        "workload_identity_config": [{"workload_pool": f"{project}.svc.id.goog"}],
+    }
+    store.put("google_container_cluster", f"google_container_cluster/{project}/{name}/{location}",
+              state)
+    for p in node_pools or []:
+        zone = p.get("zone") or f"{location}-a"
+        cfg: dict = {"machine_type": p["machine_type"], "labels": dict(p.get("labels") or {}),
+                     "spot": bool(p.get("spot")), "guest_accelerator": []}
+        if p.get("gpu_type"):
+            cfg["guest_accelerator"] = [{"type": p["gpu_type"], "count": p.get("gpu_count", 1)}]
+        pool = {"id": f"projects/{project}/locations/{location}/clusters/{name}/nodePools/"
+                      f"{p['name']}",
+                "project": project, "location": location, "cluster": name, "name": p["name"],
+                "node_count": p["node_count"], "node_locations": [zone],
+                "node_config": [cfg],
+                "placement_policy": ([{"type": "COMPACT", "tpu_topology": p["tpu_topology"]}]
+                                     if p.get("tpu_topology") else [])}
+        store.put("google_container_node_pool",
+                  f"google_container_node_pool/{project}/{p['name']}/{location}/{name}", pool)
+    return state
