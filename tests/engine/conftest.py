@@ -102,7 +102,7 @@ def seed_recipe_cluster(cloud: Path, recipe: Path, api: object, **kwargs: object
             pools.append(pool)
     return seed_gke_cluster(cloud, project=plan.project,
                             location=orch.get("clusterLocation") or plan.region,
-                            name=plan.agents["access"]["cluster"], api=api,  # type: ignore[arg-type]
+                            name=plan.agents.access.cluster, api=api,  # type: ignore[union-attr]
                             node_pools=pools, **kwargs)  # type: ignore[arg-type]
 
 
@@ -132,6 +132,20 @@ def offline_cluster(offline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
                              env=dict(os.environ))
     finally:
         api.stop()
+
+
+@pytest.fixture
+def gcs(offline, monkeypatch: pytest.MonkeyPatch):
+    """The stand-in Cloud Storage object listing for this test's cloud
+    (``STORAGE_EMULATOR_HOST``; tests/standin/gcs.py)."""
+    if offline is None:
+        yield None
+        return
+    from standin.gcs import GcsStandIn
+
+    with GcsStandIn(offline) as server:
+        monkeypatch.setenv("STORAGE_EMULATOR_HOST", server.url)
+        yield server
 
 
 def offline_recipe(recipe: Path, dest: Path, *, deletion_protection: bool | None = False,

@@ -45,28 +45,46 @@ def seed_existing_cluster(recipe: Path, cloud: Path) -> dict[str, int]:
 
 
 @pytest.mark.parametrize("recipe", RECIPES, ids=[r.stem for r in RECIPES])
-def test_apply_replan_destroy(recipe: Path, tmp_path: Path, offline, cli) -> None:
-    if offline is None:
+def test_apply_verify_replan_destroy(recipe: Path, tmp_path: Path, offline_cluster, gcs,
+                                     cli) -> None:
+    """From an empty stand-in cloud: ONE `apply` (every stage: project, cluster, workloads)
+    -> `verify` passes -> re-`plan` has no changes in any stage -> `destroy` leaves only what
+    the README says is kept (enabled APIs, _Default's Log Analytics, a pre-existing cluster)."""
+    if offline_cluster is None:
         return  # explicitly allowed by MLDIAG_ALLOW_NO_TERRAFORM=1
-    r = str(offline_recipe(recipe, tmp_path / "recipe.yaml"))
+    cloud = offline_cluster.cloud
+    r = offline_recipe(recipe, tmp_path / "recipe.yaml")
     work = str(tmp_path / "work")
-    kept = {**KEPT, **seed_existing_cluster(recipe, offline)}
+    existing = {}
+    if "existing" in recipe.stem:
+        offline_cluster.seed_existing_cluster(r)
+        existing = {k: v for k, v in cloud_objects(cloud).items()}
 
-    code, out, err = cli("apply", r, "-o", work, "--auto-approve")
+    code, out, err = cli("apply", str(r), "-o", work, "--auto-approve")
     assert code == 0, out + err
     assert "apply complete:" in out and " created" in out
-    created = sum(cloud_objects(offline).values())
-    assert created >= 5, cloud_objects(offline)
+    assert "terraform -chdir" not in out  # no step left for the user
+    assert sum(cloud_objects(cloud).values()) >= 5, cloud_objects(cloud)
+    has_cluster = (Path(work) / "agents" / "main.tf").is_file()
+    if has_cluster:
+        assert "stage cluster:" in out and "stage workloads:" in out, out
+        code, vout, verr = cli("verify", str(r), "-o", work)
+        assert code == 0, vout + verr
+        assert "FAIL" not in vout
 
-    code, out, err = cli("plan", r, "-o", work, "--detailed-exitcode")
+    code, out, err = cli("plan", str(r), "-o", work, "--detailed-exitcode")
     assert code == 0, out + err
-    assert "no changes" in out
+    assert "no changes" in out and "deferred" not in out
 
-    code, out, err = cli("destroy", r, "-o", work, "--auto-approve")
+    code, out, err = cli("destroy", str(r), "-o", work, "--auto-approve")
     assert code == 0, out + err
     assert "destroy complete:" in out
-    assert cloud_objects(offline) == kept
-    bucket = next((offline / "google_logging_project_bucket_config").glob("*.json"))
+    left = {k: v for k, v in cloud_objects(cloud).items()
+            if k not in ("google_project_service", "google_logging_project_bucket_config")}
+    assert left == {k: v for k, v in existing.items()
+                    if k not in ("google_project_service",
+                                 "google_logging_project_bucket_config")}, cloud_objects(cloud)
+    bucket = next((cloud / "google_logging_project_bucket_config").glob("*.json"))
     assert json.loads(bucket.read_text())["state"]["enable_analytics"] is True
 
 

@@ -19,19 +19,6 @@ SLURM = next(r for r in RECIPES if r.stem == "slurm-a3-ultra-lustre")
 KEPT = {"google_project_service", "google_logging_project_bucket_config"}
 
 
-@pytest.fixture
-def gcs(offline, monkeypatch: pytest.MonkeyPatch):
-    """The stand-in Cloud Storage listing for this test's cloud (STORAGE_EMULATOR_HOST)."""
-    if offline is None:
-        yield None
-        return
-    from standin.gcs import GcsStandIn
-
-    with GcsStandIn(offline) as server:
-        monkeypatch.setenv("STORAGE_EMULATOR_HOST", server.url)
-        yield server
-
-
 def _snapshot(cloud: Path) -> list[str]:
     return sorted(p.read_text() for p in cloud.rglob("*.json"))
 
