@@ -91,7 +91,7 @@ def test_apply_verify_replan_destroy(recipe: Path, tmp_path: Path, offline_clust
 AUTOPILOT = next(r for r in RECIPES if r.stem == "tpu-v4-2x2x4-autopilot")
 
 
-def test_drift_check_exit_codes(tmp_path: Path, offline, cli) -> None:
+def test_drift_check_exit_codes(tmp_path: Path, offline, offline_cluster, gcs, cli) -> None:
     if offline is None:
         return
     r = str(offline_recipe(AUTOPILOT, tmp_path / "recipe.yaml"))
@@ -119,7 +119,8 @@ def test_drift_check_exit_codes(tmp_path: Path, offline, cli) -> None:
     assert _rc(cli("plan", r, "-o", work)) == 0
 
 
-def test_destructive_change_is_announced_and_needs_confirmation(tmp_path: Path, offline, cli,
+def test_destructive_change_is_announced_and_needs_confirmation(tmp_path: Path, offline,
+                                                                offline_cluster, gcs, cli,
                                                                 monkeypatch) -> None:
     if offline is None:
         return

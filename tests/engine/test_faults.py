@@ -20,6 +20,13 @@ from stack_support import RECIPES
 
 pytestmark = pytest.mark.terraform
 
+
+@pytest.fixture(autouse=True)
+def _stand_in_cluster(offline_cluster, gcs):
+    """Every run here may go past the project stage: the stand-in cluster (API server) and
+    the stand-in Cloud Storage listing are up for the test's cloud."""
+    yield
+
 RECIPE = next(r for r in RECIPES if r.stem == "tpu-v4-2x2x4-autopilot")
 CLUSTER = "module.cluster.google_container_cluster.this"
 
