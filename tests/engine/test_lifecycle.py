@@ -155,3 +155,57 @@ def test_detailed_exitcode_errors_never_read_as_drift(tmp_path: Path, cli,
     assert code == 1, out + err
     code, _, _ = cli("plan", str(tmp_path / "missing.yaml"), "-o", str(tmp_path / "w"))
     assert code == 2  # without the flag a usage error keeps its own code
+
+
+MANUAL = next(r for r in RECIPES if r.stem == "tpu-v5e-manual-agents-standard")
+
+
+def test_failed_cluster_stage_then_rerun_converges(tmp_path: Path, offline_cluster, gcs, cli,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """An apply interrupted between stages (the in-cluster stage fails after the project
+    stage succeeded) keeps what was done; the same command re-run goes on from there."""
+    if offline_cluster is None:
+        return
+    r = str(offline_recipe(MANUAL, tmp_path / "recipe.yaml"))
+    work = str(tmp_path / "work")
+    monkeypatch.setenv("MLDIAG_STANDIN_FAIL",
+                       "helm_release:Error: INSTALLATION FAILED: context deadline exceeded")
+    code, out, err = cli("apply", r, "-o", work, "--auto-approve")
+    assert code == 4, out + err
+    assert "== project:" in out and "stage workloads" in out
+    assert "helm_release" in err and "full log:" in err
+    assert cloud_objects(offline_cluster.cloud).get("google_container_cluster") == 1
+    monkeypatch.delenv("MLDIAG_STANDIN_FAIL")
+    code, out, err = cli("apply", r, "-o", work, "--auto-approve")
+    assert code == 0, out + err
+    assert "stage project: no changes" in out  # nothing redone in the project stage
+    code, out, err = cli("verify", r, "-o", work)
+    assert code == 0, out + err
+    code, out, err = cli("plan", r, "-o", work, "--detailed-exitcode")
+    assert code == 0, out + err
+
+
+def test_cluster_that_never_answers_fails_the_bounded_wait_with_a_clear_message(
+        tmp_path: Path, offline_cluster, gcs, cli) -> None:
+    if offline_cluster is None:
+        return
+    r = str(offline_recipe(AUTOPILOT, tmp_path / "recipe.yaml"))
+    work = str(tmp_path / "work")
+    offline_cluster.api.stop()  # the endpoint the cluster gets never answers
+    code, out, err = cli("apply", r, "-o", work, "--auto-approve", "--wait-timeout", "3")
+    assert code == 4, out + err
+    assert "the cluster's API server (https://" in err and "is not ready after 3s" in err
+    assert "re-run the same command" in err
+    assert cloud_objects(offline_cluster.cloud).get("google_container_cluster") == 1
+
+
+def test_workloads_stage_alone_before_the_cluster_exists_says_what_to_do(
+        tmp_path: Path, offline_cluster, gcs, cli) -> None:
+    if offline_cluster is None:
+        return
+    r = str(offline_recipe(AUTOPILOT, tmp_path / "recipe.yaml"))
+    work = str(tmp_path / "work")
+    code, out, err = cli("apply", r, "-o", work, "--auto-approve", "--stage", "workloads")
+    assert code == 4, out + err
+    assert "the project stage has not created the cluster yet" in err
+    assert cloud_objects(offline_cluster.cloud) == {}
