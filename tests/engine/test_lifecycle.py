@@ -145,7 +145,10 @@ def test_slurm_destroy_names_the_slurm_cluster_and_its_storage(tmp_path: Path, o
 
 
 @pytest.mark.parametrize("argv", [["--detailed-exitcode", "--no-such-flag"],
-                                  ["--detailed-exitcode"]])
+                                  ["--detailed-exitcode"], ["--detailed"],
+                                  ["--detailed-exit", "--bogus"],
+                                  ["--detailed-exitcode", "--wait-timeout", "-1"],
+                                  ["--detailed-exitcode", "--wait-timeout", "nan"]])
 def test_detailed_exitcode_errors_never_read_as_drift(tmp_path: Path, cli,
                                                       argv: list[str]) -> None:
     """Under --detailed-exitcode 2 means changes; a usage error (bad flag, missing recipe)
@@ -155,6 +158,32 @@ def test_detailed_exitcode_errors_never_read_as_drift(tmp_path: Path, cli,
     assert code == 1, out + err
     code, _, _ = cli("plan", str(tmp_path / "missing.yaml"), "-o", str(tmp_path / "w"))
     assert code == 2  # without the flag a usage error keeps its own code
+
+
+def test_detailed_exitcode_engine_and_refusal_errors_exit_1(tmp_path: Path, offline, cli,
+                                                            monkeypatch) -> None:
+    """Not only usage errors: a terraform failure (4) and a refusal (3) exit 1 under
+    --detailed-exitcode too."""
+    if offline is None:
+        return
+    r = str(offline_recipe(AUTOPILOT, tmp_path / "recipe.yaml"))
+    work = str(tmp_path / "work")
+    code, out, err = cli("plan", r, "-o", work, "--detailed-exitcode", "--stage", "workloads")
+    assert code == 1, out + err  # refused: the cluster does not exist yet
+    monkeypatch.setenv("TF_CLI_CONFIG_FILE", str(tmp_path / "missing.tfrc"))
+    monkeypatch.setenv("MLDIAG_TERRAFORM", str(tmp_path / "no-terraform"))
+    code, out, err = cli("plan", r, "-o", work, "--detailed-exitcode")
+    assert code == 1, out + err
+    assert "terraform not found" in err
+    code, _, _ = cli("plan", r, "-o", work)
+    assert code == 4
+
+
+@pytest.mark.parametrize("value", ["-1", "0", "nan", "inf", "soon"])
+def test_wait_timeout_must_be_a_positive_number(tmp_path: Path, cli, value: str) -> None:
+    code, out, err = cli("apply", str(tmp_path / "r.yaml"), "-o", str(tmp_path / "w"),
+                         "--wait-timeout", value)
+    assert code == 2 and "--wait-timeout" in err, out + err
 
 
 MANUAL = next(r for r in RECIPES if r.stem == "tpu-v5e-manual-agents-standard")
@@ -206,6 +235,6 @@ def test_workloads_stage_alone_before_the_cluster_exists_says_what_to_do(
     r = str(offline_recipe(AUTOPILOT, tmp_path / "recipe.yaml"))
     work = str(tmp_path / "work")
     code, out, err = cli("apply", r, "-o", work, "--auto-approve", "--stage", "workloads")
-    assert code == 4, out + err
+    assert code == 3, out + err
     assert "the project stage has not created the cluster yet" in err
     assert cloud_objects(offline_cluster.cloud) == {}

@@ -293,7 +293,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv_list = list(sys.argv[1:] if argv is None else argv)
     # Under --detailed-exitcode, 2 means "changes" (drift): every error exits 1 instead, as
     # with Terraform's -detailed-exitcode, so a typo in a scheduled drift job is not drift.
-    detailed = "--detailed-exitcode" in argv_list
+    detailed = any(len(a) >= 5 and "--detailed-exitcode".startswith(a.split("=")[0])
+                   for a in argv_list)  # argparse accepts unique prefixes (--detailed)
     parser = build_parser()
     try:
         args = parser.parse_args(argv_list)
@@ -331,7 +332,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         err.print(f"{err.style('error', 'red', 'bold')}: {exc.message}")
         if exc.hint:
             err.print(f"  hint: {exc.hint}")
-        if detailed and exc.exit_code is ExitCode.USAGE:
+        if detailed:  # 2 is "changes": every error is 1, as with terraform
             return int(ExitCode.INVALID)
         return int(exc.exit_code)
     except KeyboardInterrupt:

@@ -73,14 +73,19 @@ def destroy_blockers(state: list[dict[str, Any]], *, disable_deletion_protection
 
 def blocked_error(blockers: list[Blocker]) -> ConflictError:
     """The refusal: every blocker, and the one command that lifts them all."""
-    flags = " ".join(sorted({b.flag for b in blockers}))
+    flags = sorted({b.flag for b in blockers})
     lines = "; ".join(f"{b.why} ({b.address})" for b in blockers)
-    return ConflictError(
-        f"destroy refused before deleting anything: {lines}",
-        hint=f"run the same destroy with {flags}: it first applies an update-only change "
-             "(deletion_protection = false / force_destroy = true) and then destroys; "
-             "--delete-profiles deletes the profiles with the bucket, so copy them first "
-             "(gcloud storage cp -r gs://BUCKET DEST) if you need them")
+    changes = []
+    if "--disable-deletion-protection" in flags:
+        changes.append("deletion_protection = false")
+    if "--delete-profiles" in flags:
+        changes.append("force_destroy = true")
+    hint = (f"run the same destroy with {' '.join(flags)}: it first applies an update-only "
+            f"change ({', '.join(changes)}) and then destroys")
+    if "--delete-profiles" in flags:
+        hint += ("; --delete-profiles deletes the profiles with the bucket, so copy them "
+                 "first (gcloud storage cp -r gs://BUCKET DEST) if you need them")
+    return ConflictError(f"destroy refused before deleting anything: {lines}", hint=hint)
 
 
 def override_for(state: list[dict[str, Any]], *, disable_deletion_protection: bool,

@@ -59,10 +59,11 @@ class StageResult:
     summary: PlanSummary = field(default_factory=PlanSummary)
     outputs: dict[str, Any] = field(default_factory=dict)
     skipped: str = ""  # why nothing was done, if nothing was
+    kept: int = 0  # destroy: objects removed from the state only (APIs, _Default)
 
     def to_dict(self) -> dict[str, Any]:
         return {"stage": str(self.stage), "summary": self.summary.to_dict(),
-                "skipped": self.skipped or None}
+                "skipped": self.skipped or None, "kept": self.kept}
 
 
 class Stack:
@@ -212,9 +213,10 @@ class Stack:
         if self._api is None:
             target = self.cluster_target()
             if target is None:
-                raise EngineError("the cluster's endpoint is unknown: the project stage has "
-                                  "not created the cluster yet",
-                                  hint="run `mldiag-provision apply` (all stages)")
+                raise ConflictError("the cluster's endpoint is unknown: the project stage has "
+                                    "not created the cluster yet",
+                                    hint="apply every stage first: `mldiag-provision apply "
+                                         f"RECIPE -o {self.workdir}` (without --stage)")
             self._api = (target, kube.api_client(target, self.workdir / ".mldiag"))
         target, api = self._api
         if wait:
@@ -445,7 +447,7 @@ class Stack:
                     sp = StagePlan(stage, "planned", eng.plan(destroy=True))
                 summary = (eng.apply(sp.plan, progress=self._progress(stage)).summary
                            if sp.plan and sp.plan.has_changes else PlanSummary())
-                result = StageResult(stage.name, summary)
+                result = StageResult(stage.name, summary, kept=len(kept))
             else:
                 result = StageResult(stage.name, self._workloads().apply(
                     sp.plan, progress=self._progress(stage)))

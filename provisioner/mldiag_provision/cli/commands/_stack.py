@@ -311,7 +311,7 @@ def open_stack(args: argparse.Namespace, command: str, *, reporter: Any = None) 
     if getattr(args, "kubeconfig", None) or getattr(args, "context", None):
         target = ClusterTarget(kubeconfig=args.kubeconfig, context=args.context)
     return Stack(Path(args.out), command, reporter=reporter, target=target,
-                 wait_timeout_s=float(getattr(args, "wait_timeout", 900) or 900))
+                 wait_timeout_s=float(getattr(args, "wait_timeout", 900.0)))
 
 
 def render_shown(stack: Any, args: argparse.Namespace, out: Console, *, quiet: bool) -> None:
@@ -351,11 +351,24 @@ def interrupted(stack: Any, command: str) -> None:
                      + (f" (log: {stack.log_path})" if stack.log_path else "") + "\n")
 
 
+def _seconds(text: str) -> float:
+    """``--wait-timeout``: a positive, finite number of seconds."""
+    import math
+
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text!r}")
+    return value
+
+
 def add_stage_args(p: argparse.ArgumentParser, *, wait: bool = True) -> None:
     p.add_argument("--stage", action="append", choices=("project", "cluster", "workloads"),
                    help="only this stage (repeatable); default: every stage of the stack")
     if wait:
-        p.add_argument("--wait-timeout", type=float, default=900, metavar="SECONDS",
+        p.add_argument("--wait-timeout", type=_seconds, default=900.0, metavar="SECONDS",
                        help="bound of each wait for the cluster between stages (default 900)")
         p.add_argument("--kubeconfig", metavar="PATH",
                        help="reach the cluster through this kubeconfig instead of the stack's "

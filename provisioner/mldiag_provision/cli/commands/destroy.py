@@ -83,10 +83,14 @@ def run(args: argparse.Namespace, out: Console) -> int:
             raise
         log = stack.log_path
     deleted = sum(r.summary.delete for r in results)
+    kept = sum(r.kept for r in results)
     if text:
         if deleted or any(not r.skipped for r in results):
             out.print(out.style("destroy complete:", "green", "bold")
-                      + f" {deleted} deleted" + (f" (log: {log})" if log else ""))
+                      + f" {deleted} deleted"
+                      + (f", {kept} kept (removed from the state only: enabled APIs, Log "
+                         "Analytics on _Default)" if kept else "")
+                      + (f" (log: {log})" if log else ""))
         else:
             out.print(out.style("nothing to destroy:", "green", "bold")
                       + " no stage has anything applied")

@@ -44,7 +44,9 @@ def run(args: argparse.Namespace, out: Console) -> int:
                          problems=res.report.errors)
     plan = build_plan(res.parsed.recipe, res.shapes, catalog)
     if plan.agents is None:
-        raise UsageError(f"{plan.blueprint} stacks have no Kubernetes cluster to verify")
+        raise UsageError(f"{plan.blueprint} stacks have no Kubernetes cluster to verify",
+                         hint="check a Slurm stack with `mldiag-provision output RECIPE -o DIR` "
+                              "(login node, cluster name) and its sbatch jobs' MLRuns")
 
     from kubernetes import config
     from kubernetes.config.config_exception import ConfigException
@@ -90,7 +92,12 @@ def _client_from_workdir(out: str) -> object:
 
     from mldiag_provision.stack import kube
     from mldiag_provision.stack.service import Stack
+    from mldiag_provision.stack.workdir import recipe_name_in
 
+    if recipe_name_in(Path(out).resolve()) is None:
+        raise UsageError(f"{out} holds no rendered stack",
+                         hint="give the work directory of `mldiag-provision apply RECIPE -o "
+                              "DIR`, or pass --kubeconfig")
     stack = Stack(Path(out), NAME)  # read-only: no lock
     try:
         target = stack.cluster_target()
