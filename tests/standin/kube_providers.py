@@ -88,8 +88,12 @@ class KubeClient:
                             "cluster_ca_certificate and token) or config_path")
         self.host = host if "://" in host else f"https://{host}"
         self.token = token
-        self.ctx = ssl.create_default_context(cadata=ca_pem) if ca_pem else (
-            ssl.create_default_context())
+        try:
+            self.ctx = ssl.create_default_context(cadata=ca_pem) if ca_pem else (
+                ssl.create_default_context())
+        except (ssl.SSLError, ValueError) as exc:  # as client-go's: the CA is not PEM
+            raise KubeError(0, "Failed to configure client: unable to load root certificates: "
+                            f"unable to parse bytes as PEM block ({exc})") from None
         if insecure:
             self.ctx.check_hostname = False
             self.ctx.verify_mode = ssl.CERT_NONE

@@ -323,7 +323,7 @@ class Provider:
                 return (os.environ.get("MLDIAG_STANDIN_APISERVER")
                         or "192.0.2.10")  # TEST-NET-1: documentation range, never routed
             if name == "master_auth.cluster_ca_certificate":
-                return _standin_cluster_ca() or f"standin:{type_name}.{name}"
+                return _standin_cluster_ca()
             if type_name == "google_client_config" and name == "access_token":
                 # the real provider's access_token: its argument, else GOOGLE_OAUTH_ACCESS_TOKEN
                 return (self.config.get("access_token")
@@ -368,7 +368,6 @@ class Provider:
             state["id"] = object_id
         return state
 
-
     def _read_cluster(self, config: dict) -> dict:
         """``data.google_container_cluster`` reads the stored cluster; a missing one fails as
         the real data source does: ``projects/P/locations/L/clusters/N not found``
@@ -386,19 +385,29 @@ class Provider:
         state = self.sch.conform({k: stored.get(k) for k in block.attributes}
                                  | {k: stored.get(k) for k in block.blocks},
                                  block.implied_type())
+        # a cluster seeded without its computed endpoint/CA (created outside the stack) has
+        # them as any GKE cluster does
+        if not state.get("endpoint"):
+            state["endpoint"] = os.environ.get("MLDIAG_STANDIN_APISERVER") or "192.0.2.10"
+        if not state.get("master_auth"):
+            state["master_auth"] = self.sch.conform(
+                [{"cluster_ca_certificate": _standin_cluster_ca()}],
+                block.implied_type()[1]["master_auth"])
         state["id"] = f"projects/{project}/locations/{location}/clusters/{name}"
         return state
 
 
-def _standin_cluster_ca() -> str | None:
-    """base64 PEM of the stand-in API server's CA (``MLDIAG_STANDIN_APISERVER_CA``)."""
+def _standin_cluster_ca() -> str:
+    """base64 PEM of the stand-in API server's CA (``MLDIAG_STANDIN_APISERVER_CA``); without
+    one, base64 of a placeholder (still valid base64, so ``base64decode()`` in a
+    configuration works; nothing answers at such a cluster's endpoint anyway)."""
     path = os.environ.get("MLDIAG_STANDIN_APISERVER_CA")
-    if not path:
-        return None
-    try:
-        return base64.b64encode(Path(path).read_bytes()).decode()
-    except OSError:
-        return None
+    if path:
+        try:
+            return base64.b64encode(Path(path).read_bytes()).decode()
+        except OSError:
+            pass
+    return base64.b64encode(b"stand-in cluster CA: no stand-in API server").decode()
 
 
 def _start_tls_relay(listen: str, backend: str, cert_pem: bytes, key_pem: bytes,
