@@ -239,7 +239,10 @@ class Stack:
         api = self._cluster_api(wait=False)
         kinds = sorted({(r.api_version, r.kind) for r, _, _ in
                         kube.load_manifests(self.workdir)})
-        namespaces = (self.saved.get("agents") or {}).get("agent_namespaces") or []
+        agents = self.saved.get("agents") or {}
+        namespaces = list(agents.get("agent_namespaces") or []) + [
+            str(a.get("namespace")) for a in agents.get("addons") or []
+            if isinstance(a, dict) and a.get("namespace")]
 
         def ready() -> str | None:
             from kubernetes import client
