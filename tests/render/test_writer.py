@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mldiag_provision.errors import ConflictError, ExitCode
+from mldiag_provision.errors import ExitCode, UsageError
 from mldiag_provision.render.writer import MANIFEST, write_tree
 from stack_support import RECIPES, read_tree
 
@@ -102,7 +102,7 @@ def test_write_tree_removes_files_no_longer_rendered(tmp_path: Path) -> None:
 def test_write_tree_refuses_a_file_as_out(tmp_path: Path) -> None:
     f = tmp_path / "file"
     f.write_text("x")
-    with pytest.raises(ConflictError):
+    with pytest.raises(UsageError, match="is a file"):  # exit 2, like apply/plan -o FILE
         write_tree(f, {"a.tf": b""}, generator="t")
     assert f.read_text() == "x"
 

@@ -17,3 +17,16 @@ def test_gpu_only_standard_with_manual_agents_and_no_min_version_renders() -> No
     main = files["main.tf"].decode()
     assert "min_master_version            = null" in main
     assert "the release channel's default" in files["README.md"].decode()
+
+
+def test_render_into_a_file_or_under_one_is_a_usage_error(tmp_path, cli) -> None:
+    """Same exit code (2) as apply/plan for -o naming a file, and the real cause named when
+    a parent of -o is a file."""
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    recipe = str(REPO_ROOT / "recipes/tpu-v4-2x2x4-autopilot.yaml")
+    code, out, err = cli("render", recipe, "-o", str(afile))
+    assert code == 2 and "is a file" in err, out + err
+    code, out, err = cli("render", recipe, "-o", str(afile / "sub"))
+    assert code == 2 and f"{afile} is a file" in err, out + err
+    assert afile.read_text() == "x"

@@ -128,8 +128,12 @@ def _write(out: Path, files: dict[str, bytes], *, generator: str, stack: str | N
     result = WriteResult(out=out)
     file_mode, dir_mode = 0o666 & ~_umask(), 0o777 & ~_umask()
     if out.exists() and not out.is_dir():
-        raise ConflictError(f"{out} exists and is not a directory",
-                            hint="choose another output directory with -o")
+        raise UsageError(f"{out} is a file, not a work directory",
+                         hint="choose another output directory with -o")
+    parent = next((p for p in out.parents if p.exists()), None)
+    if parent is not None and not parent.is_dir():
+        raise UsageError(f"cannot write the stack under {out}: {parent} is a file",
+                         hint="choose another output directory with -o")
     if not out.exists():
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
