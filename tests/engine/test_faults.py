@@ -128,7 +128,7 @@ def test_killed_mid_apply_keeps_state_and_lock_then_converges(tmp_path: Path, of
         code, out, err = cli("apply", r, "-o", str(work), "--auto-approve")
         assert code == 3, out + err
         assert "in use by another run" in err and '"command": "apply"' in err
-        assert "the terraform it started is still finishing" in err
+        assert "usually the terraform it started, finishing" in err and "fuser -v" in err
         wait_for(lambda: lock_free(work), 60, "the orphaned terraform to finish")
     finally:
         if proc.poll() is None:

@@ -44,9 +44,10 @@ class WorkdirLock:
                 pid = int(json.loads(holder)["pid"])
                 os.kill(pid, 0)
             except (ValueError, KeyError, TypeError, ProcessLookupError):
-                hint = ("that mldiag-provision run has ended, but the terraform it started is "
-                        "still finishing (it keeps the lock so that nothing else touches the "
-                        f"state); wait for it (`fuser {self.path}` lists it)")
+                hint = ("the run named in the lock file has ended, but a process still holds "
+                        "the lock: usually the terraform it started, finishing so that its state "
+                        f"is saved; `fuser -v {self.path}` lists the holder: wait for it, or "
+                        "stop it if it is not a terraform of this stack")
             except PermissionError:
                 pass
             raise ConflictError(f"{self.path.parent.parent} is in use by another run "
