@@ -359,6 +359,24 @@ class KubeProvider(Provider):
                 raise KubeError(0, f"timed out waiting for {what}")
             time.sleep(0.2)
 
+    @staticmethod
+    def _delete_named(c: Any, base: str, name: str) -> None:
+        """DELETE ``base/name``; already gone (404) is fine, as the provider treats it."""
+        try:
+            c.call("DELETE", f"{base}/{name}")
+        except KubeError as err:
+            if err.code != 404:
+                raise
+
+    @staticmethod
+    def _create_or_replace(c: Any, base: str, name: str, body: dict, *, exists: bool) -> Any:
+        """POST a new object, or PUT it over the existing one at its resourceVersion."""
+        if not exists:
+            return c.call("POST", base, body)
+        old = c.call("GET", f"{base}/{name}")
+        body["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
+        return c.call("PUT", f"{base}/{name}", body)
+
     def _apply_kubernetes_service_account_v1(self, prior: dict | None,
                                              planned: dict | None) -> Any:
         c = self.client()
@@ -368,11 +386,7 @@ class KubeProvider(Provider):
         ns = meta.get("namespace") or "default"
         base = f"/api/v1/namespaces/{ns}/serviceaccounts"
         if planned is None:
-            try:
-                c.call("DELETE", f"{base}/{meta['name']}")
-            except KubeError as err:
-                if err.code != 404:
-                    raise
+            self._delete_named(c, base, meta["name"])
             return None
         body: dict = {"apiVersion": "v1", "kind": "ServiceAccount",
                       "metadata": _meta_request(meta, True)}
@@ -381,12 +395,7 @@ class KubeProvider(Provider):
         for tf, k8s in (("secret", "secrets"), ("image_pull_secret", "imagePullSecrets")):
             if planned.get(tf):
                 body[k8s] = [{"name": s.get("name")} for s in planned[tf]]
-        if prior is None:
-            obj = c.call("POST", base, body)
-        else:
-            old = c.call("GET", f"{base}/{meta['name']}")
-            body["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
-            obj = c.call("PUT", f"{base}/{meta['name']}", body)
+        obj = self._create_or_replace(c, base, meta["name"], body, exists=prior is not None)
         state = dict(planned)
         state["metadata"] = [_meta_state(meta, obj)]
         state["id"] = f"{ns}/{obj['metadata']['name']}"
@@ -402,23 +411,14 @@ class KubeProvider(Provider):
         ns = meta.get("namespace") or "default"
         base = f"/apis/networking.k8s.io/v1/namespaces/{ns}/networkpolicies"
         if planned is None:
-            try:
-                c.call("DELETE", f"{base}/{meta['name']}")
-            except KubeError as err:
-                if err.code != 404:
-                    raise
+            self._delete_named(c, base, meta["name"])
             return None
         block = self.block("kubernetes_network_policy_v1")
         spec = to_k8s(block.blocks["spec"].block, (planned.get("spec") or [{}])[0] or {})
         spec.setdefault("podSelector", {})
         body = {"apiVersion": "networking.k8s.io/v1", "kind": "NetworkPolicy",
                 "metadata": _meta_request(meta, True), "spec": spec}
-        if prior is None:
-            obj = c.call("POST", base, body)
-        else:
-            old = c.call("GET", f"{base}/{meta['name']}")
-            body["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
-            obj = c.call("PUT", f"{base}/{meta['name']}", body)
+        obj = self._create_or_replace(c, base, meta["name"], body, exists=prior is not None)
         state = dict(planned)
         state["metadata"] = [_meta_state(meta, obj)]
         state["id"] = f"{ns}/{obj['metadata']['name']}"
