@@ -88,6 +88,7 @@ class Stack:
         self._runner: Any = None
         self._engines: dict[StageName, Any] = {}
         self._api: Any = None
+        self._target: ClusterTarget | None = None  # memo of cluster_target()
 
     # -- lifecycle --------------------------------------------------------------------------
     def __enter__(self) -> Stack:
@@ -118,6 +119,11 @@ class Stack:
             self._runner.close()
         if self._lock is not None:
             self._lock.release()
+
+    def log(self, text: str) -> None:
+        """One line in this run's log (when a log was opened)."""
+        if self._runner is not None:
+            self._runner.log(text)
 
     @property
     def log_path(self) -> Path | None:
@@ -185,6 +191,8 @@ class Stack:
         neither has been applied."""
         if self.target_override is not None:
             return self.target_override
+        if self._target is not None:
+            return self._target
         for stage in self.stages():
             if not stage.terraform:
                 continue
@@ -199,7 +207,9 @@ class Stack:
             endpoint = (outs.get("cluster_endpoint") or {}).get("value")
             if endpoint:
                 ca = (outs.get("cluster_ca_certificate") or {}).get("value")
-                return ClusterTarget(endpoint=str(endpoint), ca_certificate_b64=ca or None)
+                self._target = ClusterTarget(endpoint=str(endpoint),
+                                             ca_certificate_b64=ca or None)
+                return self._target
         return None
 
     def _cluster_api(self, *, wait: bool) -> Any:
@@ -387,7 +397,7 @@ class Stack:
                 res = self.engine(stage).apply(sp.plan, progress=self._progress(stage))
                 result = StageResult(stage.name, res.summary, res.outputs)
                 if stage.name is StageName.PROJECT:
-                    self._api = None  # the endpoint may be new
+                    self._api = self._target = None  # the endpoint may be new
             else:
                 result = StageResult(stage.name, self._workloads().apply(
                     sp.plan, progress=self._progress(stage)))

@@ -344,8 +344,7 @@ def render_shown(stack: Any, args: argparse.Namespace, out: Console, *, quiet: b
 
 
 def interrupted(stack: Any, command: str) -> None:
-    if stack.log_path is not None:
-        stack._runner.log("[mldiag] interrupted by the user")
+    stack.log("[mldiag] interrupted by the user")
     sys.stderr.write(f"interrupted: terraform was stopped gracefully and its state saved; "
                      f"re-run `mldiag-provision {command}` to converge"
                      + (f" (log: {stack.log_path})" if stack.log_path else "") + "\n")
