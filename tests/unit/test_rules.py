@@ -331,13 +331,17 @@ def test_backend_bucket_name(recipe: dict) -> None:
 # -- orchestrator -------------------------------------------------------------------------
 
 def test_orchestrator_not_supported(recipe: dict, monkeypatch: pytest.MonkeyPatch) -> None:
-    # every orchestrator the model accepts is supported now; the rule still guards new ones
-    from mldiag_provision.preflight import stack_rules
+    # every orchestrator the model accepts has a unit now; the rule still guards new ones:
+    # take the gke-autopilot unit out of the registry
+    from mldiag_provision import orchestrators
 
-    monkeypatch.setattr(stack_rules, "SUPPORTED_ORCHESTRATORS", ("gke-standard",))
+    registered = orchestrators.units()
+    monkeypatch.setattr(orchestrators, "units",
+                        lambda: tuple(u for u in registered if u.name != "gke-autopilot"))
     p = only(check(recipe), "orchestrator", "spec.orchestrator.type", ERROR)
     assert "not supported" in p.message
     assert p.value == "gke-autopilot"
+    assert p.expected == "gke-standard, existing-kubernetes, slurm"
 
 
 def test_gke_standard_needs_a_zone(recipe: dict) -> None:

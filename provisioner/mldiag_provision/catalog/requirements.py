@@ -22,9 +22,23 @@ class VersionNeed:
     confidence: str = "H"
 
 
-# GKE mode -> (key in tpu.yaml gke:, key suffix in gke.yaml multislice:, words)
-_MODES = {"gke-autopilot": ("autopilot", "autopilotMinVersion", "Autopilot"),
-          "gke-standard": ("standard", "standardMinVersion", "GKE Standard")}
+@dataclass(frozen=True)
+class GkeMode:
+    """Which GKE version gates apply to a cluster an orchestrator creates (its unit's
+    ``gke``).
+
+    Attributes:
+      tpu_key: key under a TPU version's ``gke:`` in tpu.yaml (``autopilot`` / ``standard``).
+      multislice_key: key under gke.yaml ``multislice:`` (``autopilotMinVersion``, ...).
+      words: how people call the mode (``Autopilot``, ``GKE Standard``).
+      base_need: a gke.yaml fact path whose version every such cluster needs, with its reason
+        (Autopilot: ``tpuAutopilot.minVersion``, "TPUs on GKE Autopilot"); ``None``: none.
+    """
+
+    tpu_key: str
+    multislice_key: str
+    words: str
+    base_need: tuple[tuple[str, ...], str] | None = None
 
 
 def _fact_need(catalog: Catalog, reason: str, *keys: str) -> VersionNeed:
@@ -34,30 +48,31 @@ def _fact_need(catalog: Catalog, reason: str, *keys: str) -> VersionNeed:
                        str(fact.get("confidence", "H")))
 
 
-def cluster_needs(orchestrator: str, shapes: list[tuple[SliceShape, int]],
+def cluster_needs(mode: GkeMode | None, shapes: list[tuple[SliceShape, int]],
                   catalog: Catalog) -> list[VersionNeed]:
-    """GKE minimums for TPU slices on the given orchestrator; [] when we create no cluster.
+    """GKE minimums for TPU slices on a cluster of ``mode``; [] when no cluster is created
+    (``mode`` None: the orchestrator unit's ``gke``).
 
     Args:
       shapes: ``(shape, count)`` per recipe slice; ``count`` > 1 means multislice.
     """
-    if orchestrator not in _MODES:
+    if mode is None:
         return []
-    mode, multislice_key, words = _MODES[orchestrator]
     needs: list[VersionNeed] = []
-    if orchestrator == "gke-autopilot":
-        needs.append(_fact_need(catalog, "TPUs on GKE Autopilot", "tpuAutopilot", "minVersion"))
+    if mode.base_need is not None:
+        keys, reason = mode.base_need
+        needs.append(_fact_need(catalog, reason, *keys))
     for shape, count in shapes:
         v = shape.version
-        minimum = v.autopilot_min if mode == "autopilot" else v.standard_min
+        minimum = v.gke_min(mode.tpu_key)
         if minimum is not None:
-            fact = v.raw.get("gke", {}).get(mode, {})
-            needs.append(VersionNeed(minimum, f"TPU {v.key} on {words}",
+            fact = v.raw.get("gke", {}).get(mode.tpu_key, {})
+            needs.append(VersionNeed(minimum, f"TPU {v.key} on {mode.words}",
                                      catalog.source_url(str(fact.get("source", ""))),
                                      str(fact.get("confidence", "H"))))
         if count > 1:
-            needs.append(_fact_need(catalog, f"multislice on {words}", "multislice",
-                                    multislice_key))
+            needs.append(_fact_need(catalog, f"multislice on {mode.words}", "multislice",
+                                    mode.multislice_key))
     return needs
 
 

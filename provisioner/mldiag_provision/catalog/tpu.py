@@ -50,6 +50,10 @@ class Large3D:
     source: str
 
 
+# tpu.yaml gke.multiHostPlacement.policy values (see TpuVersion.multi_host_placement)
+MULTI_HOST_PLACEMENTS = ("compact", "workload-policy")
+
+
 @dataclass(frozen=True)
 class TpuVersion:
     """One TPU generation as GKE exposes it."""
@@ -69,9 +73,18 @@ class TpuVersion:
     zones: tuple[str, ...]
     source: str
     raw: dict
+    multi_host_placement: str = "compact"
+    """How a multi-host slice's node pool is placed: ``compact`` (COMPACT placement with the
+    slice's ``tpu_topology``) or ``workload-policy`` (a HIGH_THROUGHPUT workload policy, TPU7x;
+    tpu.yaml ``gke.multiHostPlacement`` with its source)."""
 
     def all_names(self) -> tuple[str, ...]:
         return (self.key, self.accelerator, *self.aliases)
+
+    def gke_min(self, mode: str) -> GkeVersion | None:
+        """The minimum GKE version for this TPU in a GKE mode (``autopilot`` or
+        ``standard``, the keys under tpu.yaml ``gke:``); None when none is stated."""
+        return {"autopilot": self.autopilot_min, "standard": self.standard_min}.get(mode)
 
 
 @dataclass(frozen=True)
@@ -164,6 +177,10 @@ class Catalog:
                                   machine_type=str(large["machineType"]),
                                   source=str(large.get("source", "")))
             gke = raw.get("gke", {})
+            placement = str((gke.get("multiHostPlacement") or {}).get("policy", "compact"))
+            if placement not in MULTI_HOST_PLACEMENTS:
+                raise ValueError(f"gke.multiHostPlacement.policy {placement!r} is not one of "
+                                 + ", ".join(MULTI_HOST_PLACEMENTS))
             auto = gke.get("autopilot", {})
             std = gke.get("standard", {})
             return TpuVersion(
@@ -179,6 +196,7 @@ class Catalog:
                 multislice=bool(gke.get("multislice", {}).get("supported", False)),
                 zones=tuple((raw.get("zones") or {}).get("values", [])),
                 source=str(raw.get("source", "")), raw=raw,
+                multi_host_placement=placement,
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise CatalogError(f"catalog entry for TPU {key!r} is malformed: {exc!r}") from exc

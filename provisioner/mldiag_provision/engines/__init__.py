@@ -1,8 +1,13 @@
-"""Engines: what turns a rendered stack into real infrastructure (Terraform today).
+"""Engines: what turns a rendered stack into real infrastructure.
 
-An engine works in one rendered work directory and runs its tool through
-:class:`~mldiag_provision.runner.CommandRunner` only. Commands talk to the :class:`Engine`
-protocol and branch on :class:`EngineCapability`, never on an engine's name.
+Each engine is a unit: a module of this package that defines ``UNIT = EngineUnit(...)``
+(:mod:`~mldiag_provision.engines.terraform` today), found by :func:`units` on first use. A
+unit declares its :class:`EngineCapability` values, renders its files of a stack, names its
+resource types by what they hold (:class:`ResourceKinds`: danger warnings), translates its
+tool's and Google's errors, and makes the :class:`Engine` that works in one rendered
+directory, running its tool through :class:`~mldiag_provision.runner.CommandRunner` only.
+Commands talk to the :class:`Engine` protocol and branch on capabilities, never on an
+engine's name. Adding an engine is adding one module (README.md, "How to add an engine").
 
 NOTE: if you add an :class:`EngineCapability`, update every engine's ``capabilities``.
 """
@@ -10,10 +15,19 @@ NOTE: if you add an :class:`EngineCapability`, update every engine's ``capabilit
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable
+import importlib
+import pkgutil
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+from mldiag_provision.errors import UsageError
+
+if TYPE_CHECKING:
+    from mldiag_provision.plan.stack import StackPlan
+    from mldiag_provision.runner import CommandRunner
 
 
 class EngineCapability(enum.Enum):
@@ -24,16 +38,46 @@ class EngineCapability(enum.Enum):
     STATE_LOCKING = "state-locking"  # the engine locks its state (local file, GCS)
 
 
-# Resource types whose replacement or deletion loses a cluster, accelerator capacity, shared
-# storage or profile data; a plan that would do it gets a loud warning and needs an explicit
-# confirmation.
-CLUSTER_TYPES = frozenset({"google_container_cluster"})
-TPU_POOL_TYPES = frozenset({"google_container_node_pool", "google_tpu_v2_vm"})
-BUCKET_TYPES = frozenset({"google_storage_bucket"})
-SLURM_TYPES = frozenset({"google_hypercomputecluster_cluster"})
-# Removed from the state only: `disable_on_destroy = false` keeps the API enabled
-# (modules/project/services); the _Default log bucket cannot be deleted.
-KEPT_TYPES = frozenset({"google_project_service", "google_logging_project_bucket_config"})
+@dataclass(frozen=True)
+class ResourceKinds:
+    """An engine's resource type names, by what replacing or deleting them loses. Danger
+    warnings (:attr:`ResourceChange.danger`), the kept-on-destroy list and the "cluster not
+    there yet" check read these, so each engine unit keys them by its own type names.
+
+    Attributes:
+      cluster: a GKE cluster (every workload, node and slice on it).
+      accelerator_pool: a node pool or TPU VM (TPU/GPU kind from its machine type).
+      bucket: the profiles bucket.
+      slurm: a Cluster Director managed Slurm cluster (with the storage it created).
+      kept: removed from the state only on destroy (APIs with ``disable_on_destroy =
+        false``; the ``_Default`` log bucket cannot be deleted).
+    """
+
+    cluster: frozenset[str]
+    accelerator_pool: frozenset[str]
+    bucket: frozenset[str]
+    slurm: frozenset[str]
+    kept: frozenset[str]
+
+
+# Terraform (hashicorp/google, google-beta) type names. Replacing or deleting these loses a
+# cluster, accelerator capacity, shared storage or profile data: a plan that would do it gets
+# a loud warning and needs an explicit confirmation. Kept types: modules/project/services
+# (`disable_on_destroy = false`) and the _Default log bucket
+# (https://cloud.google.com/logging/docs/buckets#manage_buckets: _Default cannot be deleted).
+TERRAFORM_KINDS = ResourceKinds(
+    cluster=frozenset({"google_container_cluster"}),
+    accelerator_pool=frozenset({"google_container_node_pool", "google_tpu_v2_vm"}),
+    bucket=frozenset({"google_storage_bucket"}),
+    slurm=frozenset({"google_hypercomputecluster_cluster"}),
+    kept=frozenset({"google_project_service", "google_logging_project_bucket_config"}),
+)
+# The Terraform names under their earlier module-level names.
+CLUSTER_TYPES = TERRAFORM_KINDS.cluster
+TPU_POOL_TYPES = TERRAFORM_KINDS.accelerator_pool
+BUCKET_TYPES = TERRAFORM_KINDS.bucket
+SLURM_TYPES = TERRAFORM_KINDS.slurm
+KEPT_TYPES = TERRAFORM_KINDS.kept
 
 # TPU machine types: ct<gen>...-<n>t (ct4p, ct5lp, ct5p, ct6e) and tpu7x-standard-4t
 # (catalog/data/tpu.yaml machineTypes); GPU machine families carrying NVIDIA GPUs
@@ -86,6 +130,19 @@ class ResourceChange:
     before: dict[str, Any] | None = None
     after: dict[str, Any] | None = None
     replace_paths: tuple[str, ...] = ()  # attributes that force the replacement
+    kinds: ResourceKinds = field(default=TERRAFORM_KINDS, compare=False, repr=False)
+    """The engine's type names (:class:`ResourceKinds`); Terraform's unless the engine that
+    made this change says otherwise."""
+
+    @property
+    def is_cluster(self) -> bool:
+        """The change is to a GKE cluster."""
+        return self.type in self.kinds.cluster
+
+    @property
+    def kept(self) -> bool:
+        """A delete that only forgets (the object stays in Google Cloud)."""
+        return self.action == "delete" and self.type in self.kinds.kept
 
     @property
     def danger(self) -> str | None:
@@ -94,23 +151,23 @@ class ResourceChange:
             return None
         verb = "REPLACES" if self.action == "replace" else "DELETES"
         before = self.before or {}
-        if self.type in CLUSTER_TYPES:
+        if self.type in self.kinds.cluster:
             why = f" (because of {', '.join(self.replace_paths)})" if self.replace_paths else ""
             return (f"{verb} the GKE cluster {self.address}{why}: every workload, node and "
                     "TPU slice on it goes away")
-        if self.type in TPU_POOL_TYPES:
+        if self.type in self.kinds.accelerator_pool:
             kind = node_pool_kind(before or self.after)
             if kind == "TPU":
                 return f"{verb} the TPU node pool/VM {self.address}: running TPU jobs are killed"
             if kind == "GPU":
                 return f"{verb} the GPU node pool {self.address}: running GPU jobs are killed"
             return None  # a system pool: goes with the cluster, nothing of value is lost
-        if self.type in SLURM_TYPES:
+        if self.type in self.kinds.slurm:
             storage = slurm_storage(before)
             extra = (" and the storage it created: " + ", ".join(storage)) if storage else ""
             return (f"{verb} the managed Slurm cluster {self.address}: its login and compute "
                     f"nodes and running jobs{extra}")
-        if self.type in BUCKET_TYPES:
+        if self.type in self.kinds.bucket:
             name = before.get("name", self.address)
             if before.get("force_destroy"):
                 return (f"{verb} the profiles bucket {name} WITH every profile in it "
@@ -162,8 +219,7 @@ class PlanResult:
     @property
     def kept(self) -> list[str]:
         """Deletes that only forget: APIs stay enabled, the _Default log bucket stays."""
-        return [c.address for c in self.changes
-                if c.action == "delete" and c.type in KEPT_TYPES]
+        return [c.address for c in self.changes if c.kept]
 
     def to_dict(self) -> dict[str, Any]:
         return {"hasChanges": self.has_changes, "destroy": self.destroy,
@@ -237,3 +293,99 @@ class Engine(Protocol):
         Raises:
           EngineError: the tool failed.
         """
+
+
+# --- units and the registry --------------------------------------------------------------------
+
+EngineFactory = Callable[[Path, "CommandRunner", Iterable[int]], Engine]
+"""(stage directory, the run's recorded runner, file descriptors the tool's processes keep)
+-> the engine working there."""
+StackRenderer = Callable[["StackPlan", Mapping[str, Any], Path], dict[str, bytes]]
+"""(plan, the blueprint's ``blueprint.yaml`` as data, the data root holding blueprints/ and
+modules/) -> the engine's files of the stack, relative path -> bytes."""
+
+
+@dataclass(frozen=True)
+class EngineUnit:
+    """One engine: what it can do and how to reach it.
+
+    Attributes:
+      name: the recipe's ``spec.engine.name``; a blueprint's ``engines:`` lists it.
+      summary: one line for people.
+      capabilities: what it can do (:class:`EngineCapability`).
+      kinds: its resource type names (danger warnings, kept-on-destroy, cluster checks).
+      translate: ``text`` of a failure -> (what went wrong, what to do), or None when the
+        failure is not a known one (Google Cloud's errors as this engine's tool shows them).
+      marker: a file every directory this engine works in holds (``main.tf``): which engine
+        a rendered stage belongs to, without the recipe.
+      render: the engine's files of a stack (:data:`StackRenderer`).
+      make: the engine of one rendered stage (:data:`EngineFactory`).
+    """
+
+    name: str
+    summary: str
+    capabilities: frozenset[EngineCapability]
+    kinds: ResourceKinds
+    translate: Callable[[str], tuple[str, str] | None]
+    marker: str
+    render: StackRenderer
+    make: EngineFactory
+
+    def has(self, capability: EngineCapability) -> bool:
+        """Whether this engine has ``capability``."""
+        return capability in self.capabilities
+
+
+class UnknownEngineError(UsageError):
+    """No engine unit has this name; the message names the known ones."""
+
+    def __init__(self, name: str, known: tuple[str, ...]) -> None:
+        super().__init__(f"engine '{name}' is not supported by this version yet",
+                         hint="use " + " or ".join(f"'{k}'" for k in known))
+        self.name = name
+        self.known = known
+
+
+@cache
+def units() -> tuple[EngineUnit, ...]:
+    """Every registered engine unit, by name (modules of this package defining ``UNIT``).
+
+    Raises:
+      TypeError: a module's ``UNIT`` is not an :class:`EngineUnit` (a bug in that unit).
+      ValueError: two units share a name.
+    """
+    found: dict[str, EngineUnit] = {}
+    for info in pkgutil.iter_modules(__path__):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        unit = getattr(module, "UNIT", None)
+        if unit is None:
+            continue
+        if not isinstance(unit, EngineUnit):
+            raise TypeError(f"{module.__name__}.UNIT is not an EngineUnit")
+        if unit.name in found:
+            raise ValueError(f"two engine units are named '{unit.name}'")
+        found[unit.name] = unit
+    return tuple(found[n] for n in sorted(found))
+
+
+def names() -> tuple[str, ...]:
+    """The registered engine names, sorted."""
+    return tuple(u.name for u in units())
+
+
+def find(name: str) -> EngineUnit | None:
+    """The engine unit called ``name``, or None."""
+    return next((u for u in units() if u.name == name), None)
+
+
+def get(name: str) -> EngineUnit:
+    """The engine unit called ``name``.
+
+    Raises:
+      UnknownEngineError: none is (a usage error naming the known engines).
+    """
+    unit = find(name)
+    if unit is None:
+        raise UnknownEngineError(name, names())
+    return unit
+

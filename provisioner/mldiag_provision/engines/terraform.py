@@ -24,13 +24,15 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mldiag_provision.engines import (
+    TERRAFORM_KINDS,
     ApplyResult,
     EngineCapability,
+    EngineUnit,
     PlanResult,
     PlanSummary,
     ProgressEvent,
@@ -39,6 +41,9 @@ from mldiag_provision.engines import (
 )
 from mldiag_provision.errors import EngineError
 from mldiag_provision.runner import CommandRunner, RunResult
+
+if TYPE_CHECKING:
+    from mldiag_provision.plan.stack import StackPlan
 
 PLAN_FILE = ".mldiag/tfplan"
 PLAN_SUMMARY = ".mldiag/plan-summary.json"
@@ -63,7 +68,10 @@ def find_terraform() -> str:
 
 # --- error translation ------------------------------------------------------------------------
 
-_RULES: list[tuple[re.Pattern[str], str, str]] = [
+# Google Cloud's failures as the google provider reports them (API error codes and texts,
+# https://cloud.google.com/apis/design/errors#handling_errors), with hints in Terraform's
+# terms (another engine keys its own: EngineUnit.translate); then Terraform's own failures.
+_GOOGLE_RULES: list[tuple[re.Pattern[str], str, str]] = [
     (re.compile(r"could not find default credentials|default credentials.*not found|"
                 r"application default credentials", re.I),
      "no Google Cloud credentials (application default credentials) were found",
@@ -97,6 +105,9 @@ _RULES: list[tuple[re.Pattern[str], str, str]] = [
      "apply was interrupted, or it was created by hand)",
      "import it (`terraform import ADDRESS ID` in the work directory) or delete it, then "
      "re-run `apply`"),
+]
+
+_TERRAFORM_RULES: list[tuple[re.Pattern[str], str, str]] = [
     (re.compile(r"Error acquiring the state lock|state lock", re.I),
      "another Terraform run holds the state lock",
      "wait for it to finish; if none is running, see `terraform force-unlock` in the log"),
@@ -115,8 +126,12 @@ _RULES: list[tuple[re.Pattern[str], str, str]] = [
 ]
 
 
+_RULES = _GOOGLE_RULES + _TERRAFORM_RULES
+
+
 def translate(text: str) -> tuple[str, str] | None:
-    """(what went wrong, what to do) for a known failure in ``text``, else None."""
+    """(what went wrong, what to do) for a known failure in ``text`` (Google Cloud's errors
+    first, then Terraform's: lock, stale plan, provider install, backend), else None."""
     for pattern, what, hint in _RULES:
         if pattern.search(text):
             return what, hint
@@ -503,3 +518,25 @@ def _progress_event(ev: dict[str, Any]) -> ProgressEvent | None:
     return ProgressEvent(kind, hook.get("resource", {}).get("addr", "?"),
                          action=hook.get("action", ""),
                          elapsed_s=float(hook.get("elapsed_seconds") or 0))
+
+
+def _make(workdir: Path, runner: CommandRunner, keep_fds: Iterable[int]) -> TerraformEngine:
+    return TerraformEngine(workdir, runner, keep_fds=keep_fds)
+
+
+def _render(plan: StackPlan, manifest: Mapping[str, Any], root: Path) -> dict[str, bytes]:
+    from mldiag_provision.render.terraform import terraform_files
+
+    return terraform_files(plan, manifest, root)
+
+
+UNIT = EngineUnit(
+    name="terraform",
+    summary="Terraform >= 1.7 on the rendered HCL (hashicorp/google, google-beta 8.x)",
+    capabilities=TerraformEngine.capabilities,
+    kinds=TERRAFORM_KINDS,
+    translate=translate,
+    marker="main.tf",
+    render=_render,
+    make=_make,
+)

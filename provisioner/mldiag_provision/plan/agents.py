@@ -169,16 +169,19 @@ def decide_strategy(recipe: Recipe, *, creates_cluster: bool, managed_ok: bool) 
     return "manual", "self-managed Kubernetes has no managed add-on"
 
 
-def exempt_namespaces(orchestrator: str, catalog: Catalog) -> tuple[list[str], list[str]]:
+def exempt_namespaces(managed_namespaces: bool,
+                      catalog: Catalog) -> tuple[list[str], list[str]]:
     """(system namespaces to label exempt from the injection webhook, the ones skipped).
 
-    On GKE Autopilot kube-system, kube-public and kube-node-lease are managed namespaces:
+    ``managed_namespaces``: the orchestrator has GKE Autopilot's rules
+    (:attr:`~mldiag_provision.orchestrators.Capability.AUTOPILOT_RULES`). On GKE Autopilot
+    kube-system, kube-public and kube-node-lease are managed namespaces:
     GKE Warden refuses any write to them, the Namespace objects' labels included
     (``autopilot.managedNamespaces``), so none is labelled there. Autopilot itself keeps
     webhooks out of its system namespaces (``autopilot.webhookNamespaceExclusion``).
     """
     system = ["kube-system", "kube-public", "kube-node-lease"]
-    if orchestrator != "gke-autopilot":
+    if not managed_namespaces:
         return system, []
     entries = cast("list[dict[str, Any]]", catalog.fact("autopilot", "managedNamespaces"))
     managed = {str(n["name"]) for n in entries}
@@ -201,9 +204,11 @@ def workload_addons(kinds: list[str], catalog: Catalog) -> list[AddonPlan]:
 
 def plan_agents(recipe: Recipe, catalog: Catalog, *, creates_cluster: bool, managed_ok: bool,
                 cluster_name: str, gsa_email: str | None,
-                workload_kinds: list[str] | None = None) -> AgentsPlan:
+                workload_kinds: list[str] | None = None,
+                managed_namespaces: bool = False) -> AgentsPlan:
     """Everything the agents/ stage renders: strategy, charts, add-ons, namespace, KSA,
-    access. ``workload_kinds``: the kinds of the rendered workloads (``Job``, ``JobSet``)."""
+    access. ``workload_kinds``: the kinds of the rendered workloads (``Job``, ``JobSet``);
+    ``managed_namespaces``: see :func:`exempt_namespaces`."""
     diag = recipe.spec.diagnostics
     orch = recipe.spec.orchestrator
     strategy, why = decide_strategy(recipe, creates_cluster=creates_cluster,
@@ -253,7 +258,7 @@ def plan_agents(recipe: Recipe, catalog: Catalog, *, creates_cluster: bool, mana
         catalog.fact("mlDiagnostics", "managedNamespace")["value"])
     port = int(catalog.fact("ports", "mlDiagnosticsProfiler")["port"])
     access: GkeAccessPlan | KubeconfigAccessPlan
-    exempt_ns, skipped = exempt_namespaces(orch.type, catalog)
+    exempt_ns, skipped = exempt_namespaces(managed_namespaces, catalog)
     if strategy == "manual" and skipped:
         reasons.append("Autopilot-managed namespaces are not labelled (GKE Warden refuses "
                        "writes there; Autopilot keeps webhooks out of them): "

@@ -1,9 +1,10 @@
 """The Cluster Director managed Slurm part of a :class:`~mldiag_provision.plan.stack.StackPlan`.
 
-``build_plan`` decides what every stack shares (labels, profiles bucket, Log Analytics, IAM
-roles, slices); :func:`extend` then replaces the GKE-shaped parts with the Slurm cluster:
-``plan.slurm`` holds the network, storage, compute resources, login nodes, node sets,
-partitions, the nodes' ML Diagnostics grants and one sbatch job per workload. Every resource
+:func:`~mldiag_provision.plan.project.plan_project` decides what every stack shares (labels,
+profiles bucket, Log Analytics, IAM roles, slices); :func:`build` (the ``plan`` of the
+``slurm`` orchestrator unit) adds the Slurm cluster: ``plan.slurm`` holds the network,
+storage, compute resources, login nodes, node sets, partitions, the nodes' ML Diagnostics
+grants and one sbatch job per workload. Every resource
 path (``projects/P/...``) is spelled out here, so the templates only format.
 
 ML Diagnostics on Slurm is the SDK alone (no webhook, no operator exist for Compute Engine or
@@ -24,14 +25,14 @@ from mldiag_provision.recipe import slurm as view
 
 if TYPE_CHECKING:
     from mldiag_provision.catalog.tpu import Catalog
+    from mldiag_provision.orchestrators import Orchestrator
+    from mldiag_provision.plan.project import ProjectPlan
     from mldiag_provision.plan.stack import StackPlan
     from mldiag_provision.recipe.model import Recipe, SlurmBootDisk
 
 JOB_ENV = "/opt/mldiag/job-env.sh"
 SDK_VENV = "/opt/mldiag/venv"
 MASTER_PORT = 29500
-# build_plan's decisions that describe GKE things a Slurm stack does not have
-_GKE_ONLY = ("ML Diagnostics agents:", "workload ", "GKE minimum version")
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,19 +302,21 @@ def _boot_disk(disk: SlurmBootDisk | None) -> BootDiskPlan | None:
     return BootDiskPlan(type=disk.type, size_gb=disk.size_gb)
 
 
-def extend(plan: StackPlan, recipe: Recipe, catalog: Catalog) -> StackPlan:
-    """Return ``plan`` with the Slurm cluster in ``plan.slurm`` (and no GKE parts).
+def build(unit: Orchestrator, plan: ProjectPlan, recipe: Recipe,
+          catalog: Catalog) -> StackPlan:
+    """The stack of a Cluster Director managed Slurm cluster: the shared project plan plus
+    ``plan.slurm`` (no Kubernetes parts: no agents stage, workloads or node pools).
 
     Call only after preflight reported no errors.
     """
     from mldiag_provision.catalog.slurm import load_slurm_facts
+    from mldiag_provision.plan.stack import StackPlan
 
     facts = load_slurm_facts()
     spec = recipe.spec
     sspec = view.slurm_spec(recipe)
-    cluster = plan.cluster.name
-    diag = plan.diagnostics
-    decisions = [d for d in plan.decisions if not d.startswith(_GKE_ONLY)]
+    cluster = spec.orchestrator.cluster_name or recipe.metadata.name
+    decisions = list(plan.decisions)
 
     net = sspec.network
     net_name = net.name or names.slurm_network_name(cluster)
@@ -412,23 +415,23 @@ def extend(plan: StackPlan, recipe: Recipe, catalog: Catalog) -> StackPlan:
             image=w.image, pyxis_image=pyxis_image(w.image),
             container_runtime=sspec.container_runtime, container_mounts=mounts,
             command=tuple(w.command), args=tuple(w.args), env=dict(w.env),
-            ml_diagnostics=diag.enabled and w.ml_diagnostics,
+            ml_diagnostics=plan.diagnostics_enabled and w.ml_diagnostics,
         ))
         runner = ("srun --container-image (pyxis)" if sspec.container_runtime == "pyxis"
                   else "srun on the nodes (no container)")
         decisions.append(f"workload {w.name}: slurm/{w.name}.sbatch, partition {partition}, "
                          f"{sp.vms} node(s) x {gpus} GPUs, {runner}")
 
-    if diag.iam.mode == "predefined":
-        iam_what = ", ".join(diag.iam.roles)
+    if plan.iam.mode == "predefined":
+        iam_what = ", ".join(plan.iam.roles)
     else:
-        iam_what = f"custom role {diag.iam.custom_role_id}"
+        iam_what = f"custom role {plan.iam.custom_role_id}"
     services = sorted({*plan.services, *(str(s["service"]) for s in facts.services(kinds))}
                       - {"container.googleapis.com", "iamcredentials.googleapis.com"})
-    # no Kubernetes: the namespace label, the KSA and the workload service account go
+    # no Kubernetes: no namespace label, KSA or workload service account
     slurm_diag = DiagnosticsPlan(
-        enabled=diag.enabled, agents="sdk", mlrun_region=diag.mlrun_region,
-        profiles_bucket=diag.profiles_bucket, log_analytics=diag.log_analytics, iam=diag.iam,
+        enabled=plan.diagnostics_enabled, agents="sdk", mlrun_region=plan.mlrun_region,
+        profiles_bucket=plan.profiles_bucket, log_analytics=plan.log_analytics, iam=plan.iam,
         workload_identity_binding=False)
     slurm = SlurmPlan(
         cluster_id=cluster, location=spec.region, zone=spec.zone,
@@ -438,16 +441,16 @@ def extend(plan: StackPlan, recipe: Recipe, catalog: Catalog) -> StackPlan:
         login_nodes=login_nodes, node_sets=tuple(node_sets), partitions=partitions,
         default_partition=default,
         node_service_account=sa, node_roles_summary=iam_what,
-        sdk=SdkPlan(enabled=diag.enabled, package=sspec.sdk_package,
+        sdk=SdkPlan(enabled=plan.diagnostics_enabled, package=sspec.sdk_package,
                     pip_index_url=sspec.pip_index_url, venv=SDK_VENV, job_env=JOB_ENV,
-                    profiles_gcs_path=f"gs://{diag.profiles_bucket.name}",
-                    mlrun_region=diag.mlrun_region),
+                    profiles_gcs_path=f"gs://{plan.profiles_bucket.name}",
+                    mlrun_region=plan.mlrun_region),
         master_port=MASTER_PORT,
         jobs=tuple(jobs),
     )
-    cluster_info = SlurmClusterPlan(name=cluster, type="slurm", location=spec.region,
+    cluster_info = SlurmClusterPlan(name=cluster, type=unit.name, location=spec.region,
                                     zone=spec.zone,
                                     deletion_protection=spec.orchestrator.deletion_protection)
-    return dataclasses.replace(plan, cluster=cluster_info, diagnostics=slurm_diag,
-                               services=tuple(services), workloads=(), node_pools=(),
-                               agents=None, decisions=tuple(decisions), slurm=slurm)
+    return StackPlan(**plan.stack_fields(), cluster=cluster_info, diagnostics=slurm_diag,
+                     services=tuple(services), workloads=(), decisions=tuple(decisions),
+                     slurm=slurm)

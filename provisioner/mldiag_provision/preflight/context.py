@@ -12,6 +12,7 @@ from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.recipe.sourcemap import Path, SourceMap, format_path
 
 if TYPE_CHECKING:
+    from mldiag_provision.orchestrators import Capability, Orchestrator
     from mldiag_provision.recipe.model import Recipe
 
 
@@ -34,6 +35,19 @@ class Context:
         return Problem(rule=rule, message=message, path=format_path(path), value=value,
                        expected=expected, hint=hint, file=self.sourcemap.file, line=line,
                        column=col, severity=severity, source=source)
+
+    @property
+    def orchestrator(self) -> Orchestrator | None:
+        """The unit of the recipe's orchestrator type; None when no unit has that name (the
+        ``orchestrator`` rule reports it)."""
+        from mldiag_provision import orchestrators
+
+        return orchestrators.find(self.recipe.spec.orchestrator.type)
+
+    def has(self, capability: Capability) -> bool:
+        """Whether the recipe's orchestrator has ``capability`` (False when it is unknown)."""
+        unit = self.orchestrator
+        return unit is not None and unit.has(capability)
 
     def slice_index(self, name: str) -> int | None:
         for i, s in enumerate(self.recipe.spec.slices):

@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator
 
 from mldiag_provision.errors import Problem, Severity
+from mldiag_provision.orchestrators import Capability
 from mldiag_provision.preflight.context import Context, rule
 
 _JAX = re.compile(r"^\d+\.\d+(\.\d+)?$")
@@ -36,7 +37,7 @@ def strategy(ctx: Context) -> Iterator[Problem]:
         yield ctx.problem("diagnostics-strategy", (*base, "manual"),
                           "'manual' settings are ignored with agents: none",
                           severity=Severity.WARNING, hint="remove them, or set agents: manual")
-    if diag.agents == "managed" and orch.type == "existing-kubernetes" \
+    if diag.agents == "managed" and ctx.has(Capability.EXISTING_CLUSTER) \
             and not orch.workload_identity:
         yield ctx.problem(
             "diagnostics-strategy", (*base, "agents"),
@@ -65,7 +66,7 @@ def workload_kind(ctx: Context) -> Iterator[Problem]:
                               f"a multislice of {s.count} slices runs as a JobSet, not a Job",
                               value=w.kind, expected="JobSet or auto")
         elif (kind == "Job" and w.ml_diagnostics and ctx.recipe.spec.diagnostics.enabled
-              and ctx.recipe.spec.orchestrator.type != "slurm"):
+              and ctx.has(Capability.IN_CLUSTER_AGENTS)):
             yield ctx.problem(
                 "workload-kind", ("spec", "workloads", i, "kind"),
                 f"workload '{w.name}' runs as a batch/v1 Job: workload monitoring sees it, but "
@@ -79,12 +80,11 @@ def workload_kind(ctx: Context) -> Iterator[Problem]:
 @rule("workload-host-network")
 def host_network(ctx: Context) -> Iterator[Problem]:
     """hostNetwork pods: not on Autopilot; one per node (port 9999); node identity."""
-    orch = ctx.recipe.spec.orchestrator.type
     for i, w in enumerate(ctx.recipe.spec.workloads):
         if not w.host_network:
             continue
         path = ("spec", "workloads", i, "hostNetwork")
-        if orch == "gke-autopilot":
+        if ctx.has(Capability.AUTOPILOT_RULES):
             yield ctx.problem(
                 "workload-host-network", path, "GKE Autopilot does not allow hostNetwork pods",
                 value=True, expected="false", hint="use gke-standard, or drop hostNetwork",

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from mldiag_provision.catalog.names import NameLimit, load_name_limits
 from mldiag_provision.errors import Problem, Severity
+from mldiag_provision.orchestrators import Capability
 from mldiag_provision.plan import names
 from mldiag_provision.preflight.context import Context, rule
 from mldiag_provision.recipe.sourcemap import Path
@@ -56,7 +57,7 @@ def derived_names(ctx: Context) -> Iterator[DerivedName]:
     yield DerivedName("labelValue", meta.name, ("metadata", "name"),
                       "the label mldiag-stack=<metadata.name> on every resource",
                       "shorten metadata.name")
-    if orch.type == "slurm":
+    if ctx.has(Capability.MANAGED_SLURM):
         yield DerivedName("slurmId", cluster, cluster_path,
                           f"the Cluster Director cluster id (<{cluster_field}>)",
                           f"shorten {cluster_field}")
@@ -77,7 +78,7 @@ def derived_names(ctx: Context) -> Iterator[DerivedName]:
                         f"set slurm.storage[{i}].{field}.name, or use a shorter storage id "
                         f"or {cluster_field}")
         return
-    if orch.type not in ("gke-autopilot", "gke-standard"):
+    if not ctx.has(Capability.CREATES_CLUSTER):
         return
     yield DerivedName("gkeCluster", cluster, cluster_path, f"the GKE cluster (<{cluster_field}>)",
                       f"shorten {cluster_field}")
@@ -90,7 +91,7 @@ def derived_names(ctx: Context) -> Iterator[DerivedName]:
         yield DerivedName("customRoleId", diag.iam.custom_role_id,
                           ("spec", "diagnostics", "iam", "customRoleId"),
                           "the custom role", "choose another diagnostics.iam.customRoleId")
-    if orch.type != "gke-standard":
+    if not ctx.has(Capability.NODE_POOLS):
         return
     yield DerivedName("serviceAccountId", names.node_service_account_id(cluster), cluster_path,
                       f"the node service account '<{cluster_field}>-nodes'",
@@ -104,7 +105,8 @@ def derived_names(ctx: Context) -> Iterator[DerivedName]:
                                                else " (the slice name)"),
                               "shorten the slice name")
         shape = ctx.shapes.get(i)
-        if shape is not None and shape.multi_host and shape.version.key == "tpu7x":
+        if (shape is not None and shape.multi_host
+                and shape.version.multi_host_placement == "workload-policy"):
             for pool in pools:
                 yield DerivedName("computeResource", names.workload_policy_name(pool),
                                   ("spec", "slices", i, "name"),

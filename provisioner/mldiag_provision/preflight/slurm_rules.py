@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 from mldiag_provision.errors import Problem, Severity
+from mldiag_provision.orchestrators import Capability
 from mldiag_provision.preflight.context import Context, rule
 from mldiag_provision.preflight.stack_rules import bucket_name_problem, bucket_rule
 from mldiag_provision.recipe import slurm as view
@@ -22,7 +23,6 @@ from mldiag_provision.recipe.parse import suggest
 if TYPE_CHECKING:
     from mldiag_provision.catalog.slurm import SlurmFacts
 
-_ORCH = "slurm"
 _SHELL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # An absolute directory path without shell or Slurm metacharacters.
 _MOUNT = re.compile(r"^/[A-Za-z0-9._/-]*$")
@@ -40,7 +40,7 @@ _WRAPPER_BYTES = 8192
 
 
 def _slurm(ctx: Context) -> bool:
-    return ctx.recipe.spec.orchestrator.type == _ORCH
+    return ctx.has(Capability.MANAGED_SLURM)
 
 
 def _facts() -> SlurmFacts:

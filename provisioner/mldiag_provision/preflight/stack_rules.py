@@ -5,14 +5,13 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from mldiag_provision import orchestrators
 from mldiag_provision.catalog import requirements as req
 from mldiag_provision.catalog.gke_version import GkeVersion
 from mldiag_provision.catalog.names import load_name_limits
 from mldiag_provision.errors import Problem, Severity
+from mldiag_provision.orchestrators import Capability
 from mldiag_provision.preflight.context import Context, rule
-
-SUPPORTED_ORCHESTRATORS = ("gke-autopilot", "gke-standard", "existing-kubernetes", "slurm")
-SUPPORTED_ENGINES = ("terraform",)
 
 # Google Cloud labels: keys start with a lowercase letter; keys and values at most 63
 # characters of lowercase letters, digits, '_' and '-'
@@ -37,12 +36,24 @@ def bucket_rule() -> str:
 
 @rule("engine")
 def engine(ctx: Context) -> Iterator[Problem]:
+    """The engine has a unit (:mod:`mldiag_provision.engines`) and the orchestrator's
+    blueprint lists it (``engines:`` of its blueprint.yaml); a backend fits its type."""
+    from mldiag_provision import engines
+    from mldiag_provision.render.blueprint import load_blueprint, mismatch
+
     eng = ctx.recipe.spec.engine
-    if eng.name not in SUPPORTED_ENGINES:
+    known = engines.names()
+    if eng.name not in known:
         yield ctx.problem("engine", ("spec", "engine", "name"),
                           f"engine '{eng.name}' is not supported by this version yet",
-                          value=eng.name, expected=", ".join(SUPPORTED_ENGINES),
-                          hint="use 'terraform'")
+                          value=eng.name, expected=", ".join(known),
+                          hint="use " + " or ".join(f"'{k}'" for k in known))
+    elif ctx.orchestrator is not None:
+        found = mismatch(load_blueprint(ctx.orchestrator.blueprint), engine=eng.name)
+        if found is not None:
+            message, expected, hint = found
+            yield ctx.problem("engine", ("spec", "engine", "name"), message, value=eng.name,
+                              expected=expected, hint=hint)
     b = eng.backend
     base = ("spec", "engine", "backend")
     if b.type == "gcs" and not b.bucket:
@@ -63,20 +74,23 @@ def engine(ctx: Context) -> Iterator[Problem]:
 
 @rule("orchestrator")
 def orchestrator(ctx: Context) -> Iterator[Problem]:
+    """The orchestrator has a unit (:mod:`mldiag_provision.orchestrators`); node pools need a
+    zone; an existing cluster ignores minVersion and may lack Workload Identity."""
     orch = ctx.recipe.spec.orchestrator
-    if orch.type not in SUPPORTED_ORCHESTRATORS:
+    if ctx.orchestrator is None:
         yield ctx.problem("orchestrator", ("spec", "orchestrator", "type"),
                           f"orchestrator '{orch.type}' is not supported by this version yet",
-                          value=orch.type, expected=", ".join(SUPPORTED_ORCHESTRATORS),
+                          value=orch.type, expected=", ".join(orchestrators.names()),
                           hint="use one of the supported orchestrators")
         return
-    if orch.type == "gke-standard" and not ctx.recipe.spec.zone:
+    if ctx.has(Capability.NODE_POOLS) and not ctx.recipe.spec.zone:
         yield ctx.problem("orchestrator", ("spec", "zone"),
-                          "gke-standard needs spec.zone: a TPU slice node pool lives in one zone",
+                          f"{orch.type} needs spec.zone: a TPU slice node pool lives in one "
+                          "zone",
                           expected=f"a zone of {ctx.recipe.spec.region} that offers the TPUs",
                           hint="see `mldiag-provision catalog tpu VERSION` for zones",
                           source="https://cloud.google.com/kubernetes-engine/docs/concepts/tpus")
-    if orch.type == "existing-kubernetes":
+    if ctx.has(Capability.EXISTING_CLUSTER):
         if orch.min_version is not None:
             yield ctx.problem("orchestrator", ("spec", "orchestrator", "minVersion"),
                               "minVersion is ignored for an existing cluster (none is created)",
@@ -101,7 +115,8 @@ def parsed_min_version(ctx: Context) -> GkeVersion | None:
 def gke_version(ctx: Context) -> Iterator[Problem]:
     """A user-given minimum GKE version meets every TPU and ML Diagnostics minimum."""
     orch = ctx.recipe.spec.orchestrator
-    if orch.type not in ("gke-autopilot", "gke-standard") or orch.min_version is None:
+    unit = ctx.orchestrator
+    if unit is None or not unit.has(Capability.CREATES_CLUSTER) or orch.min_version is None:
         return
     path = ("spec", "orchestrator", "minVersion")
     version = parsed_min_version(ctx)
@@ -111,7 +126,7 @@ def gke_version(ctx: Context) -> Iterator[Problem]:
                           expected="MAJOR.MINOR[.PATCH[-gke.BUILD]], e.g. 1.35.0-gke.3065000")
         return
     shapes = [(s, ctx.recipe.spec.slices[i].count) for i, s in ctx.shapes.items() if s]
-    for need in req.cluster_needs(orch.type, shapes, ctx.catalog):
+    for need in req.cluster_needs(unit.gke, shapes, ctx.catalog):
         ok = req.satisfies(version, need)
         if ok is False:
             sev = Severity.WARNING if need.confidence == "L" else Severity.ERROR
@@ -156,7 +171,8 @@ def gke_channel(ctx: Context) -> Iterator[Problem]:
     unless marked verified).
     """
     orch = ctx.recipe.spec.orchestrator
-    if orch.type not in ("gke-autopilot", "gke-standard"):
+    unit = ctx.orchestrator
+    if unit is None or not unit.has(Capability.CREATES_CLUSTER):
         return
     fact = ctx.catalog.fact("releaseChannels")
     offer = fact["channels"].get(orch.release_channel)
@@ -173,7 +189,7 @@ def gke_channel(ctx: Context) -> Iterator[Problem]:
         origin = f"minVersion {version}"
     else:
         shapes = [(s, ctx.recipe.spec.slices[i].count) for i, s in ctx.shapes.items() if s]
-        needs = req.cluster_needs(orch.type, shapes, ctx.catalog)
+        needs = req.cluster_needs(unit.gke, shapes, ctx.catalog)
         if diag.enabled and diag.agents in ("auto", "managed"):
             needs.append(managed_need)
         if not needs:

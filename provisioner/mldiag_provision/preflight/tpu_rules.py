@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from mldiag_provision.catalog.gpu import GpuShape
 from mldiag_provision.catalog.tpu import ShapeError
 from mldiag_provision.errors import Problem, Severity
+from mldiag_provision.orchestrators import Capability
 from mldiag_provision.preflight.context import Context, rule
 from mldiag_provision.preflight.quantity import parse_quantity
 from mldiag_provision.recipe.parse import suggest
@@ -61,7 +62,6 @@ def slice_accelerator(ctx: Context) -> Iterator[Problem]:
 @rule("gpu-slice-shape")
 def gpu_slice_shapes(ctx: Context) -> Iterator[Problem]:
     """A GPU slice's type exists, its machine type carries it, and the orchestrator offers it."""
-    orch = ctx.recipe.spec.orchestrator.type
     for i, s in enumerate(ctx.recipe.spec.slices):
         if s.gpu is None or s.tpu is not None:
             continue
@@ -79,12 +79,12 @@ def gpu_slice_shapes(ctx: Context) -> Iterator[Problem]:
                               expected=exc.expected, hint=exc.hint, source=exc.source)
             continue
         ctx.gpu_shapes[i] = shape
-        if orch == "gke-standard" and s.machine_type is None:
+        if ctx.has(Capability.NODE_POOLS) and s.machine_type is None:
             yield ctx.problem("gpu-slice-shape", (*base, "machineType"),
                               f"a GKE Standard GPU node pool needs a machine type for "
                               f"{shape.gpu.display_name}", expected=", ".join(shape.gpu.machines),
                               hint="add machineType")
-        if orch == "gke-autopilot" and shape.gpu.autopilot is not True:
+        if ctx.has(Capability.AUTOPILOT_RULES) and shape.gpu.autopilot is not True:
             known = shape.gpu.autopilot is False
             yield ctx.problem(
                 "gpu-slice-shape", (*base, "gpu"),
@@ -126,7 +126,7 @@ def slice_names(ctx: Context) -> Iterator[Problem]:
 @rule("tpu-autopilot")
 def autopilot_support(ctx: Context) -> Iterator[Problem]:
     """The TPU version is offered on GKE Autopilot."""
-    if ctx.recipe.spec.orchestrator.type != "gke-autopilot":
+    if not ctx.has(Capability.AUTOPILOT_RULES):
         return
     for i, shape in ctx.shapes.items():
         if shape is not None and not shape.version.autopilot_supported:

@@ -23,7 +23,8 @@ from typing import Any
 import jinja2
 import yaml
 
-from mldiag_provision import __version__
+from mldiag_provision import __version__, orchestrators
+from mldiag_provision.orchestrators import Capability
 from mldiag_provision.plan.stack import StackPlan
 from mldiag_provision.render import k8s, slurm
 from mldiag_provision.render.hcl import hcl_value
@@ -46,7 +47,7 @@ def _comment(value: object) -> str:
     return " ".join(str(value).split())
 
 
-def _env(root: Path) -> jinja2.Environment:
+def template_env(root: Path) -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(root)),
         undefined=jinja2.StrictUndefined,
@@ -82,7 +83,7 @@ def _dump_yaml(docs: list[dict[str, Any]], head: str) -> bytes:
     return (head + "\n" + body).encode("utf-8")
 
 
-def _module_files(modules_root: Path, module: str, name: str) -> dict[str, bytes]:
+def module_files(modules_root: Path, module: str, name: str) -> dict[str, bytes]:
     out: dict[str, bytes] = {}
     src = modules_root / module
     if not src.is_dir():
@@ -125,7 +126,7 @@ def _readme(plan: StackPlan) -> str:
                   + "".join(f", {a.name} controller" for a in addons),
                   "terraform -chdir=agents init", "terraform -chdir=agents apply"]
     lines += ["# 3. the workloads"]
-    if plan.blueprint in ("gke-autopilot", "gke-standard"):
+    if orchestrators.get(plan.cluster.type).has(Capability.CREATES_CLUSTER):
         lines += ["$(terraform output -raw get_credentials)"]
     else:
         lines += ["# (kubectl pointed at your cluster)"]
@@ -140,28 +141,24 @@ def _readme(plan: StackPlan) -> str:
 def render_stack(plan: StackPlan, *, root: Path | None = None) -> dict[str, bytes]:
     """Render every file of the stack. Returns relative path -> bytes; writes nothing.
 
+    The blueprint (``blueprints/<plan.blueprint>/blueprint.yaml``) must list the plan's
+    orchestrator and engine; the engine unit (:mod:`mldiag_provision.engines`) renders its
+    own files (Terraform: the root module, its modules, the agents/ stage); the workloads,
+    sbatch scripts, README and ``.mldiag/plan.json`` are the same for every engine.
+
     Raises:
+      InputError: the blueprint does not list the plan's orchestrator or engine.
+      UnknownEngineError: no engine unit has the plan's engine.
       jinja2.TemplateError: a template is broken or uses an undefined value (a bug here).
       FileNotFoundError: a blueprint or module is missing from the installation.
     """
+    from mldiag_provision import engines
+    from mldiag_provision.render.blueprint import check, load_blueprint
+
     root = root or data_root()
-    bp_dir = root / "blueprints" / plan.blueprint
-    manifest = yaml.safe_load((bp_dir / "blueprint.yaml").read_text(encoding="utf-8"))
-    env = _env(root / "blueprints")
-    files: dict[str, bytes] = {}
-    for output, template in manifest["templates"].items():
-        text = env.get_template(template).render(plan=plan, banner=banner("hcl", plan.name))
-        files[output] = text.encode("utf-8")
-    for module in manifest["modules"]:
-        files.update(_module_files(root / "modules", module, plan.name))
-    stage = manifest.get("agents")
-    if stage and plan.agents is not None:
-        for output, template in stage["templates"].items():
-            text = env.get_template(template).render(plan=plan, banner=banner("hcl", plan.name))
-            files[f"agents/{output}"] = text.encode("utf-8")
-        for module in stage["modules"]:
-            files.update({f"agents/{rel}": data for rel, data in
-                          _module_files(root / "modules", module, plan.name).items()})
+    bp = load_blueprint(plan.blueprint, root)
+    check(bp, orchestrator=plan.cluster.type, engine=plan.engine)
+    files = engines.get(plan.engine).render(plan, bp.manifest, root)
     head = banner("yaml", plan.name)
     for w in plan.workloads:
         files[f"k8s/workloads/{w.name}.yaml"] = _dump_yaml(k8s.workload(plan, w), head)

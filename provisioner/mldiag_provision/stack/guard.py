@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mldiag_provision.engines import KEPT_TYPES, PlanResult
+from mldiag_provision.engines import PlanResult
 from mldiag_provision.errors import ConflictError
 
 OVERRIDE_FILE = "mldiag_destroy_override.tf"  # Terraform override file, removed afterwards
@@ -120,9 +120,9 @@ def override_for(state: list[dict[str, Any]], *, disable_deletion_protection: bo
 def forget_addresses(plan: PlanResult) -> list[str]:
     """Deletes in a destroy plan that must only forget: APIs stay enabled and Log Analytics
     stays on ``_Default`` (it cannot be turned off: https://cloud.google.com/logging/docs/
-    buckets#upgrade-bucket, "you can't downgrade"); see :data:`KEPT_TYPES`."""
-    return [c.address for c in plan.changes
-            if c.action == "delete" and c.type in KEPT_TYPES]
+    buckets#upgrade-bucket, "you can't downgrade"); the engine's
+    :attr:`~mldiag_provision.engines.ResourceKinds.kept` types."""
+    return [c.address for c in plan.changes if c.kept]
 
 
 def gcs_object_count(bucket: str) -> int:

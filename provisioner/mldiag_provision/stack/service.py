@@ -28,7 +28,6 @@ from mldiag_provision.stack.stages import ORDER, Stage, StageName, StagePlan, st
 from mldiag_provision.stack.workdir import RenderOutcome, render_into, saved_plan
 
 LOG_DIR = ".mldiag/logs"
-CREATES_CLUSTER = frozenset({"gke-autopilot", "gke-standard"})
 
 
 @dataclass(frozen=True)
@@ -149,6 +148,19 @@ class Stack:
     def saved(self) -> dict[str, Any]:
         return saved_plan(self.workdir) or {}
 
+    @property
+    def creates_cluster(self) -> bool:
+        """Whether the rendered stack's orchestrator creates its cluster in the project stage
+        (:attr:`~mldiag_provision.orchestrators.Capability.CREATES_CLUSTER`; the orchestrator
+        is ``plan.json`` ``cluster.type``; False for one this version does not know)."""
+        from mldiag_provision import orchestrators
+        from mldiag_provision.orchestrators import Capability
+
+        cluster = self.saved.get("cluster")
+        name = str(cluster.get("type", "")) if isinstance(cluster, dict) else ""
+        unit = orchestrators.find(name)
+        return unit is not None and unit.has(Capability.CREATES_CLUSTER)
+
     def stages(self, only: Iterable[StageName] | None = None) -> list[Stage]:
         """The rendered stages (in apply order), limited to ``only`` when given.
 
@@ -166,19 +178,33 @@ class Stack:
         return [s for s in have if s.name in wanted]
 
     # -- engines ----------------------------------------------------------------------------
+    @property
+    def engine_name(self) -> str:
+        """The engine of the rendered stack: ``plan.json`` ``engine`` (absent: Terraform,
+        :data:`~mldiag_provision.plan.stack.DEFAULT_ENGINE`)."""
+        from mldiag_provision.plan.stack import DEFAULT_ENGINE
+
+        return str(self.saved.get("engine") or DEFAULT_ENGINE)
+
     def engine(self, stage: Stage) -> Any:
-        """The Terraform engine of a Terraform stage (one shared log per run)."""
+        """The engine of an engine-driven stage (project, cluster), made by the stack's
+        engine unit (:func:`mldiag_provision.engines.get`); one shared log per run.
+
+        Raises:
+          UnknownEngineError: no unit has the stack's engine (a usage error naming them).
+        """
         if stage.name not in self._engines:
-            from mldiag_provision.engines.terraform import TerraformEngine
+            from mldiag_provision import engines
             from mldiag_provision.runner import CommandRunner, utc_stamp
+
+            unit = engines.get(self.engine_name)
 
             if self._runner is None:
                 self._runner = CommandRunner(
                     self.workdir / LOG_DIR / f"{self.command}-{utc_stamp()}.log")
                 self._runner.log(f"mldiag-provision {self.command} in {self.workdir}")
             keep = [self._lock.fd] if self._lock and self._lock.fd >= 0 else []
-            self._engines[stage.name] = TerraformEngine(stage.path, self._runner,
-                                                        keep_fds=keep)
+            self._engines[stage.name] = unit.make(stage.path, self._runner, keep)
         return self._engines[stage.name]
 
     def _progress(self, stage: Stage) -> Callable[[ProgressEvent], None]:
@@ -194,7 +220,7 @@ class Stack:
         if self._target is not None:
             return self._target
         for stage in self.stages():
-            if not stage.terraform:
+            if not stage.engine_driven:
                 continue
             eng = self.engine(stage)
             if not eng.state_resources() and stage.name is StageName.PROJECT:
@@ -302,7 +328,7 @@ class Stack:
         """
         self._require_lock()
         stages = self.stages(only)
-        blueprint = str(self.saved.get("blueprint", ""))
+        creates_cluster = self.creates_cluster
         plans: list[StagePlan] = []
         earlier_pending = ""
         for stage in stages:
@@ -319,13 +345,13 @@ class Stack:
                 eng = self.engine(stage)
                 eng.init()
                 sp = StagePlan(stage, "planned", eng.plan())
-                if blueprint in CREATES_CLUSTER and any(
-                        c.type == "google_container_cluster" and c.action in
-                        ("create", "replace") for c in sp.plan.changes):  # type: ignore[union-attr]
+                if creates_cluster and any(
+                        c.is_cluster and c.action in ("create", "replace")
+                        for c in sp.plan.changes):  # type: ignore[union-attr]
                     earlier_pending = ("planned once the project stage has created the "
                                        "cluster")
             elif stage.name is StageName.CLUSTER:
-                if blueprint in CREATES_CLUSTER and self.cluster_target() is None:
+                if creates_cluster and self.cluster_target() is None:
                     plans.append(StagePlan(stage, "deferred", reason="planned once the "
                                            "project stage has created the cluster"))
                     earlier_pending = "planned after the cluster stage"
@@ -393,7 +419,7 @@ class Stack:
                 continue
             self._emit("stage", stage.name, "applying " + stage.summary)
             start = time.monotonic()
-            if stage.terraform:
+            if stage.engine_driven:
                 res = self.engine(stage).apply(sp.plan, progress=self._progress(stage))
                 result = StageResult(stage.name, res.summary, res.outputs)
                 if stage.name is StageName.PROJECT:
@@ -450,7 +476,7 @@ class Stack:
                 continue
             self._emit("stage", stage.name, "destroying " + stage.summary)
             start = time.monotonic()
-            if stage.terraform:
+            if stage.engine_driven:
                 eng = self.engine(stage)
                 kept = guard.forget_addresses(sp.plan)
                 if kept:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mldiag_provision import engines
 from mldiag_provision.engines import PlanResult
 
 
@@ -36,16 +37,21 @@ class Stage:
     summary: str
 
     @property
-    def terraform(self) -> bool:
+    def engine_driven(self) -> bool:
+        """The stack's engine applies this stage (project, cluster); the workloads stage is
+        server-side applied with the Kubernetes client."""
         return self.name is not StageName.WORKLOADS
 
 
 def stages_of(workdir: Path, saved: dict[str, Any] | None) -> list[Stage]:
-    """The stages the rendered tree in ``workdir`` has, in apply order."""
+    """The stages the rendered tree in ``workdir`` has, in apply order (the cluster stage
+    when ``agents/`` holds the stack engine's marker file, e.g. Terraform's ``main.tf``)."""
     saved = saved or {}
     out = [Stage(StageName.PROJECT, workdir, "project stack: " + str(saved.get("blueprint",
                                                                            "?")))]
-    if (workdir / "agents" / "main.tf").is_file():
+    unit = engines.find(str(saved.get("engine") or "terraform"))
+    marker = unit.marker if unit is not None else "main.tf"
+    if (workdir / "agents" / marker).is_file():
         agents = saved.get("agents") or {}
         addons = ", ".join(a.get("name", "?") if isinstance(a, dict) else str(a)
                            for a in agents.get("addons", []) or [])

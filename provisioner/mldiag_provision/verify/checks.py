@@ -214,7 +214,12 @@ def _selector(sp: SlicePlan) -> dict[str, str]:
 
 
 def check_accelerator_nodes(cluster: Cluster, plan: StackPlan) -> list[CheckResult]:
-    """Each slice has nodes with the expected labels and allocatable chips."""
+    """Each slice has nodes with the expected labels and allocatable chips (where nodes
+    appear on demand, e.g. Autopilot, none yet is a SKIP and fewer is fine)."""
+    from mldiag_provision import orchestrators
+    from mldiag_provision.orchestrators import Capability
+
+    on_demand = orchestrators.get(plan.cluster.type).has(Capability.NODES_ON_DEMAND)
     results = []
     for sp in plan.slices:
         sel = _selector(sp)
@@ -228,7 +233,7 @@ def check_accelerator_nodes(cluster: Cluster, plan: StackPlan) -> list[CheckResu
             continue
         want = sp.vms * sp.count
         if not nodes:
-            if plan.blueprint == "gke-autopilot":
+            if on_demand:
                 results.append(CheckResult(check, SKIP, "no nodes yet: Autopilot creates them "
                                            "when a workload asks for the slice", evidence))
             else:
@@ -244,7 +249,7 @@ def check_accelerator_nodes(cluster: Cluster, plan: StackPlan) -> list[CheckResu
             results.append(CheckResult(
                 check, FAIL, f"{len(bad)} node(s) do not offer {per_node} {sp.resource}: "
                 + ", ".join(bad[:5]), evidence, "kubectl describe node " + bad[0]))
-        elif len(nodes) < want and plan.blueprint != "gke-autopilot":
+        elif len(nodes) < want and not on_demand:
             results.append(CheckResult(check, FAIL, f"{len(nodes)} of {want} nodes are there",
                                        evidence, "check the node pool's size and events"))
         else:

@@ -48,8 +48,11 @@ def _from_recipe(path: str) -> tuple[bool, str | None]:
     if recipe is None or not res.report.ok:
         raise UsageError(f"{path}: the recipe has errors, so lint cannot take settings from it",
                          hint=f"run mldiag-provision validate {path}")
+    from mldiag_provision import orchestrators
+    from mldiag_provision.orchestrators import Capability
+
     orch = recipe.spec.orchestrator
-    return orch.type == "gke-autopilot", orch.min_version
+    return (orchestrators.get(orch.type).has(Capability.AUTOPILOT_RULES), orch.min_version)
 
 
 def run(args: argparse.Namespace, out: Console) -> int:

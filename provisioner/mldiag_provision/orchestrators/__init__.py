@@ -1,0 +1,151 @@
+"""Orchestrators as units: one module per orchestrator, found by the registry, each declaring
+what it can do as :class:`Capability` values (the way SkyPilot's clouds declare features).
+
+Code that needs to know what an orchestrator does asks the unit (``unit.has(Capability.X)``,
+``unit.gke``, ``unit.build_plan(...)``), never compares its name. A unit is a module in this
+package that defines ``UNIT = Orchestrator(...)``; the registry imports every such module once,
+on first use (:func:`units`). Adding an orchestrator is adding one module plus its blueprint
+(``blueprints/<blueprint>/``): see README.md, "How to add an orchestrator".
+"""
+
+from __future__ import annotations
+
+import enum
+import importlib
+import pkgutil
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import cache
+from typing import TYPE_CHECKING
+
+from mldiag_provision.catalog.requirements import GkeMode
+
+if TYPE_CHECKING:
+    from mldiag_provision.catalog.tpu import Catalog
+    from mldiag_provision.plan.project import ProjectPlan
+    from mldiag_provision.plan.stack import StackPlan
+    from mldiag_provision.recipe.model import Recipe
+
+
+class Capability(enum.Enum):
+    """What an orchestrator does; a unit lists the ones it has."""
+
+    CREATES_CLUSTER = "creates-cluster"
+    """The project stage creates a GKE cluster: GKE version gates and release channel apply,
+    the cluster stage waits for it, ``get_credentials`` reaches it."""
+    NODE_POOLS = "node-pools"
+    """One accelerator node pool per slice (needs ``spec.zone``, a node service account; pods
+    select their pool by the slice label, GPU pools need a machine type)."""
+    AUTOPILOT_RULES = "autopilot-rules"
+    """GKE Autopilot's admission rules apply (no hostNetwork pods, managed namespaces, only
+    the accelerators Autopilot offers)."""
+    NODES_ON_DEMAND = "nodes-on-demand"
+    """Nodes appear when a workload asks for them (``verify`` does not count them)."""
+    KUBERNETES_WORKLOADS = "kubernetes-workloads"
+    """Workloads are Kubernetes Jobs/JobSets under ``k8s/workloads/``."""
+    IN_CLUSTER_AGENTS = "in-cluster-agents"
+    """The ``agents/`` stage: namespace label, KSA, agents strategy, workload add-ons."""
+    EXISTING_CLUSTER = "existing-cluster"
+    """The cluster exists already: ``minVersion`` is ignored, Workload Identity is optional."""
+    MANAGED_SLURM = "managed-slurm"
+    """A Cluster Director managed Slurm cluster from ``spec.slurm``; workloads are sbatch
+    scripts, ML Diagnostics is the SDK on the nodes."""
+
+
+PlanBuilder = Callable[["Orchestrator", "ProjectPlan", "Recipe", "Catalog"], "StackPlan"]
+
+
+@dataclass(frozen=True)
+class Orchestrator:
+    """One orchestrator unit.
+
+    Attributes:
+      name: the recipe's ``spec.orchestrator.type``.
+      summary: one line for people (error messages, docs).
+      capabilities: what it does (:class:`Capability`).
+      blueprint: directory under ``blueprints/`` whose ``blueprint.yaml`` must list ``name``
+        under ``orchestrators:`` (the engines it supports are that file's ``engines:``).
+      plan: builds the :class:`~mldiag_provision.plan.stack.StackPlan` from the shared
+        project plan (:mod:`mldiag_provision.plan.kubernetes` or
+        :mod:`mldiag_provision.plan.slurm`).
+      gke: the GKE mode whose version gates apply (``None``: no GKE cluster is created).
+    """
+
+    name: str
+    summary: str
+    capabilities: frozenset[Capability]
+    blueprint: str
+    plan: PlanBuilder
+    gke: GkeMode | None = None
+
+    def has(self, capability: Capability) -> bool:
+        """Whether this orchestrator has ``capability``."""
+        return capability in self.capabilities
+
+    def build_plan(self, project: ProjectPlan, recipe: Recipe, catalog: Catalog) -> StackPlan:
+        """The whole stack plan: the shared project plan plus this orchestrator's part."""
+        return self.plan(self, project, recipe, catalog)
+
+
+class UnknownOrchestratorError(KeyError):
+    """No unit has this name. ``str()`` is one line naming the known ones."""
+
+    def __init__(self, name: str, known: tuple[str, ...]) -> None:
+        super().__init__(name)
+        self.name = name
+        self.known = known
+
+    def __str__(self) -> str:
+        return (f"orchestrator '{self.name}' is not registered; known: "
+                + ", ".join(self.known))
+
+
+@cache
+def units() -> tuple[Orchestrator, ...]:
+    """Every registered unit, in :data:`ORDER` then by name (modules of this package that
+    define ``UNIT``).
+
+    Raises:
+      TypeError: a module's ``UNIT`` is not an :class:`Orchestrator` (a bug in that unit).
+      ValueError: two units share a name.
+    """
+    found: dict[str, Orchestrator] = {}
+    for info in pkgutil.iter_modules(__path__):
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        unit = getattr(module, "UNIT", None)
+        if unit is None:
+            continue
+        if not isinstance(unit, Orchestrator):
+            raise TypeError(f"{module.__name__}.UNIT is not an Orchestrator")
+        if unit.name in found:
+            raise ValueError(f"two orchestrator units are named '{unit.name}'")
+        found[unit.name] = unit
+    rank = {n: i for i, n in enumerate(ORDER)}
+    return tuple(sorted(found.values(), key=lambda u: (rank.get(u.name, len(ORDER)), u.name)))
+
+
+# The order people read them in (error messages list them so); units not named here follow,
+# by name.
+ORDER = ("gke-autopilot", "gke-standard", "existing-kubernetes", "slurm")
+
+
+def names() -> tuple[str, ...]:
+    """The registered orchestrator names (see :func:`units` for the order)."""
+    return tuple(u.name for u in units())
+
+
+def find(name: str) -> Orchestrator | None:
+    """The unit called ``name``, or None."""
+    return next((u for u in units() if u.name == name), None)
+
+
+def get(name: str) -> Orchestrator:
+    """The unit called ``name``.
+
+    Raises:
+      UnknownOrchestratorError: none is (the message lists the known names).
+    """
+    unit = find(name)
+    if unit is None:
+        raise UnknownOrchestratorError(name, names())
+    return unit

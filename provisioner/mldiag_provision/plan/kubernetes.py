@@ -1,0 +1,209 @@
+"""The Kubernetes part of a stack (GKE Autopilot, GKE Standard, an existing cluster): the GKE
+version, the agents stage, the cluster, GKE Standard's node pools and the workloads.
+
+:func:`build` is the ``plan`` of every orchestrator unit whose workloads run on Kubernetes;
+what differs between them comes from the unit's capabilities
+(:class:`~mldiag_provision.orchestrators.Capability`), never from its name.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from mldiag_provision.catalog import requirements as req
+from mldiag_provision.catalog.gke_version import GkeVersion
+from mldiag_provision.catalog.tpu import Catalog, SliceShape
+from mldiag_provision.plan.agents import plan_agents
+from mldiag_provision.plan.names import node_pool_names, node_service_account_id
+from mldiag_provision.plan.parts import (
+    KubernetesClusterPlan,
+    KubernetesDiagnosticsPlan,
+    KubernetesIdentityPlan,
+    NodePoolPlan,
+    ServiceAccountPlan,
+    StandardClusterPlan,
+)
+from mldiag_provision.plan.project import SLICE_LABEL, ProjectPlan
+
+if TYPE_CHECKING:
+    from mldiag_provision.orchestrators import Orchestrator
+    from mldiag_provision.plan.stack import SlicePlan, StackPlan, WorkloadPlan
+    from mldiag_provision.recipe.model import Recipe
+
+
+def _gke_version(unit: Orchestrator, project: ProjectPlan, recipe: Recipe, catalog: Catalog,
+                 decisions: list[str]) -> tuple[str | None, bool]:
+    """(minimum GKE version or None, managed add-on allowed by it) of the cluster the stack
+    creates; appends the decision line. Facts: catalog/data/gke.yaml, tpu.yaml ``gke:``."""
+    from mldiag_provision.orchestrators import Capability
+
+    spec = recipe.spec
+    diag = spec.diagnostics
+    if not unit.has(Capability.CREATES_CLUSTER):
+        return None, False
+    needs = req.cluster_needs(unit.gke, [(shape, s.count)
+                                         for i, s in enumerate(spec.slices)
+                                         if isinstance(shape := project.shapes.get(i),
+                                                       SliceShape)],
+                              catalog)
+    managed_need = req.managed_diagnostics_need(catalog)
+    wants_managed = diag.enabled and diag.agents in ("auto", "managed")
+    user_version = (GkeVersion.parse(spec.orchestrator.min_version)
+                    if spec.orchestrator.min_version else None)
+    if user_version is not None:
+        decisions.append(f"GKE minimum version {user_version} (from the recipe)")
+        return str(user_version), (wants_managed
+                                   and req.satisfies(user_version, managed_need) is True)
+    if not (needs or wants_managed):
+        # e.g. GPU slices only, agents manual/none: nothing sets a minimum
+        decisions.append("GKE minimum version: the release channel's default (nothing in "
+                         "the recipe needs a minimum)")
+        return None, False
+    chosen_needs = needs + ([managed_need] if wants_managed else [])
+    top = req.highest(chosen_needs)
+    channel = spec.orchestrator.release_channel
+    oldest = req.channel_oldest_minor(catalog, channel)
+    if not wants_managed and oldest is not None and (top.version.major,
+                                                     top.version.minor) < oldest:
+        # GKE refuses a min_master_version its channel does not offer (gke.yaml
+        # releaseChannels); every version the channel offers meets these minimums.
+        decisions.append(
+            f"GKE version: the {channel} channel's default (every minimum the recipe "
+            f"needs is below {oldest[0]}.{oldest[1]}, the oldest minor the channel offers "
+            "new clusters: " + ", ".join(f"{n.reason} {n.version}" for n in chosen_needs)
+            + ")")
+        return None, False
+    decisions.append(f"GKE minimum version {top.version} ({top.reason}; highest of: "
+                     + ", ".join(f"{n.reason} {n.version}" for n in chosen_needs) + ")")
+    return str(top.version), wants_managed
+
+
+def workload_kind(requested: str, sp: SlicePlan) -> str:
+    """The kind a workload renders as: the recipe's ``kind``, or for ``auto`` a JobSet on a
+    multislice (count > 1) and a Job otherwise."""
+    return requested if requested != "auto" else ("JobSet" if sp.count > 1 else "Job")
+
+
+def _workload_policy(project: ProjectPlan, index: int, sp: SlicePlan) -> bool:
+    """A multi-host TPU slice whose version is placed by a workload policy (tpu.yaml
+    ``gke.multiHostPlacement``; TPU7x:
+    https://cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood)."""
+    shape = project.shapes.get(index)
+    return (sp.kind == "tpu" and sp.multi_host and isinstance(shape, SliceShape)
+            and shape.version.multi_host_placement == "workload-policy")
+
+
+def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
+          catalog: Catalog) -> StackPlan:
+    """The stack of a Kubernetes orchestrator: ``project`` plus the GKE version, agents
+    stage, cluster (and node pools with :attr:`Capability.NODE_POOLS`) and workloads.
+
+    Call only after preflight reported no errors.
+    """
+    from mldiag_provision.orchestrators import Capability
+    from mldiag_provision.plan.stack import StackPlan, WorkloadPlan
+
+    spec = recipe.spec
+    diag = spec.diagnostics
+    orch = spec.orchestrator
+    decisions = list(project.decisions)
+    creates_cluster = unit.has(Capability.CREATES_CLUSTER)
+    min_version, managed = _gke_version(unit, project, recipe, catalog, decisions)
+    wi_binding = not unit.has(Capability.EXISTING_CLUSTER) or orch.workload_identity
+    gsa = diag.service_account.name
+    gsa_email = f"{gsa}@{spec.project}.iam.gserviceaccount.com"
+    by_name = {s.name: s for s in project.slices}
+    kinds = [workload_kind(w.kind, by_name[w.slice]) for w in spec.workloads]
+    cluster_name = orch.cluster_name or recipe.metadata.name
+    agents_plan = plan_agents(
+        recipe, catalog, creates_cluster=creates_cluster, managed_ok=managed,
+        workload_kinds=kinds, cluster_name=cluster_name,
+        gsa_email=gsa_email if wi_binding else None,
+        managed_namespaces=unit.has(Capability.AUTOPILOT_RULES))
+    agents = agents_plan.strategy
+    managed = managed and agents == "managed"
+    decisions.append(f"ML Diagnostics agents: {agents} ({agents_plan.reasons[0]})")
+
+    label_fact = catalog.fact("mlDiagnostics", "namespaceLabel")
+    diagnostics = KubernetesDiagnosticsPlan(
+        enabled=diag.enabled, agents=agents, mlrun_region=project.mlrun_region,
+        namespace_label={str(label_fact["key"]): str(label_fact["value"])},
+        profiles_bucket=project.profiles_bucket, log_analytics=project.log_analytics,
+        iam=project.iam,
+        service_account=ServiceAccountPlan(account_id=gsa, create=diag.service_account.create,
+                                           email=gsa_email),
+        kubernetes=KubernetesIdentityPlan(namespace=diag.kubernetes.namespace,
+                                          service_account=diag.kubernetes.service_account),
+        workload_identity_binding=wi_binding,
+    )
+    workload_pool = f"{spec.project}.svc.id.goog" if wi_binding else None
+    cluster: KubernetesClusterPlan
+    node_pools: list[NodePoolPlan] = []
+    if not unit.has(Capability.NODE_POOLS):
+        cluster = KubernetesClusterPlan(
+            name=cluster_name, type=unit.name, location=spec.region,
+            deletion_protection=orch.deletion_protection, release_channel=orch.release_channel,
+            min_master_version=min_version, managed_ml_diagnostics=managed,
+            network=orch.network, subnetwork=orch.subnetwork, workload_pool=workload_pool)
+    else:
+        roles = [str(r) for r in catalog.fact("standard", "nodeServiceAccountRoles")["roles"]]
+        if diag.enabled and any(w.host_network for w in spec.workloads):
+            # hostNetwork pods skip Workload Identity and act as the node's service account
+            ml_roles = [str(r["role"]) for r in catalog.fact("mlDiagnostics", "predefinedRoles")]
+            roles += [r for r in ml_roles if r not in roles]
+            decisions.append("hostNetwork workloads run as the node service account: it gets "
+                             "the ML Diagnostics roles too")
+        cluster = StandardClusterPlan(
+            name=cluster_name, type=unit.name, location=spec.region,
+            deletion_protection=orch.deletion_protection, release_channel=orch.release_channel,
+            min_master_version=min_version, managed_ml_diagnostics=managed,
+            network=orch.network, subnetwork=orch.subnetwork, workload_pool=workload_pool,
+            node_service_account_id=node_service_account_id(cluster_name),
+            node_service_account_roles=tuple(roles),
+            system_pool_machine_type=orch.system_pool_machine_type)
+        for i, sp in enumerate(project.slices):
+            workload_policy = _workload_policy(project, i, sp)
+            for name in node_pool_names(sp.name, sp.count):
+                node_pools.append(NodePoolPlan(
+                    name=name, slice=sp.name, zone=spec.zone,
+                    machine_type=sp.machine_type, node_count=sp.vms,
+                    topology=sp.topology, multi_host=sp.kind == "tpu" and sp.multi_host,
+                    gpu_type=sp.accelerator if sp.kind == "gpu" else None,
+                    gpu_count=sp.chips_per_vm if sp.kind == "gpu" else None,
+                    workload_policy=workload_policy, capacity=sp.capacity,
+                    reservation=sp.reservation,
+                    reservation_project=sp.reservation_project,
+                    node_labels={SLICE_LABEL: sp.name},
+                ))
+            placement = ("HIGH_THROUGHPUT workload policy" if workload_policy else
+                         "COMPACT placement" if sp.kind == "tpu" and sp.multi_host
+                         else "no placement policy")
+            decisions.append(f"slice {sp.name}: {sp.count} node pool(s) of {sp.vms} x "
+                             f"{sp.machine_type} in {spec.zone}, {placement}, capacity "
+                             f"{sp.capacity}")
+    workloads: list[WorkloadPlan] = []
+    for w in spec.workloads:
+        sp = by_name[w.slice]
+        kind = workload_kind(w.kind, sp)
+        per_pod = (w.gpus_per_pod or sp.chips_per_vm) if sp.kind == "gpu" else sp.chips_per_vm
+        workloads.append(WorkloadPlan(
+            name=w.name, slice=sp.name, kind=kind, resource=sp.resource, image=w.image,
+            command=tuple(w.command), args=tuple(w.args), env=dict(w.env),
+            chips_per_pod=per_pod,  # type: ignore[arg-type]  # preflight guarantees a value
+            pods_per_slice=sp.vms, slices=sp.count,
+            cpu=w.resources.cpu, memory=w.resources.memory,
+            ml_diagnostics_label=diag.enabled and w.ml_diagnostics,
+            backoff_limit=w.backoff_limit,
+            headless_service=f"{w.name}-workers" if (sp.multi_host and kind == "Job") else None,
+            host_network=w.host_network))
+        unit_word = "GPUs" if sp.kind == "gpu" else "chips"
+        decisions.append(f"workload {w.name}: {kind}, {sp.vms} pod(s) per slice x "
+                         f"{sp.count} slice(s), {per_pod} {unit_word} per pod")
+    for a in agents_plan.addons:
+        decisions.append(f"cluster add-on for {a.kind} workloads: {a.name} "
+                         f"{a.version} ({a.repository}/{a.chart}; CRD {a.crd}), "
+                         "installed by the agents stage before the workload namespace")
+    return StackPlan(
+        **project.stack_fields(), services=project.services, cluster=cluster,
+        diagnostics=diagnostics, workloads=tuple(workloads), node_pools=tuple(node_pools),
+        decisions=tuple(decisions), agents=agents_plan)

@@ -1,0 +1,190 @@
+"""The shared project plan: what every stack has whatever its orchestrator.
+
+APIs, labels, the state backend, the profiles bucket, Log Analytics on ``_Default``, the ML
+Diagnostics IAM, and the resolved slices. An orchestrator unit
+(:mod:`mldiag_provision.orchestrators`) adds its own part on top of this
+(:mod:`mldiag_provision.plan.kubernetes`, :mod:`mldiag_provision.plan.slurm`) and builds the
+:class:`~mldiag_provision.plan.stack.StackPlan`; nothing here is removed again later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from mldiag_provision import __version__
+from mldiag_provision.catalog.gpu import GPU_ACCELERATOR_LABEL, GPU_RESOURCE, GpuShape
+from mldiag_provision.catalog.tpu import Catalog, SliceShape
+from mldiag_provision.plan.names import default_profiles_bucket
+from mldiag_provision.plan.parts import (
+    BackendPlan,
+    IamPlan,
+    LogAnalyticsPlan,
+    ProfilesBucketPlan,
+)
+
+if TYPE_CHECKING:
+    from mldiag_provision.orchestrators import Orchestrator
+    from mldiag_provision.plan.stack import SlicePlan
+    from mldiag_provision.recipe.model import Recipe
+
+TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
+TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
+TPU_RESOURCE = "google.com/tpu"
+SLICE_LABEL = "mldiag-provision/slice"
+
+
+@dataclass(frozen=True)
+class ProjectPlan:
+    """The orchestrator-independent part of a stack (see the module docstring).
+
+    ``shapes`` are the resolved catalog shapes by slice index (for facts the slices' plain
+    data does not carry, e.g. a TPU version's multi-host placement); ``decisions`` are the
+    slice lines, first in every stack's decision list.
+    """
+
+    tool_version: str
+    blueprint: str
+    name: str
+    project: str
+    region: str
+    zone: str | None
+    labels: Mapping[str, str]
+    backend: BackendPlan
+    services: tuple[str, ...]
+    """The ML Diagnostics APIs, sorted (catalog ``mlDiagnostics.requiredServices``); an
+    orchestrator adds or removes its own."""
+    slices: tuple[SlicePlan, ...]
+    shapes: Mapping[int, SliceShape | GpuShape]
+    diagnostics_enabled: bool
+    mlrun_region: str
+    profiles_bucket: ProfilesBucketPlan
+    log_analytics: LogAnalyticsPlan
+    iam: IamPlan
+    decisions: tuple[str, ...]
+    engine: str
+    """The recipe's ``spec.engine.name``."""
+
+    def stack_fields(self) -> dict[str, Any]:
+        """The :class:`~mldiag_provision.plan.stack.StackPlan` fields this plan decides
+        (keyword arguments; services, decisions, cluster and diagnostics are the
+        orchestrator's to complete)."""
+        return {"tool_version": self.tool_version, "blueprint": self.blueprint,
+                "name": self.name, "project": self.project, "region": self.region,
+                "zone": self.zone, "labels": self.labels, "backend": self.backend,
+                "slices": self.slices, "engine": self.engine}
+
+
+def capacity_selector(node_pools: bool, slice_name: str, cap_type: str,
+                      reservation: str | None, reservation_project: str | None,
+                      zone: str | None) -> dict[str, str]:
+    """The nodeSelector entries beyond the accelerator labels.
+
+    Without node pools (Autopilot) the capacity is asked for by selector: spot, flex-start,
+    a specific reservation (Autopilot spot / flex-start / reservation docs:
+    https://cloud.google.com/kubernetes-engine/docs/how-to/autopilot-spot-pods,
+    https://cloud.google.com/kubernetes-engine/docs/how-to/consume-reservations); a recipe
+    zone pins the pods with the well-known ``topology.kubernetes.io/zone`` label. With node
+    pools (GKE Standard) the slice's own pools carry the capacity, and pods select them by the
+    slice label on those pools.
+    """
+    if node_pools:
+        return {SLICE_LABEL: slice_name}
+    sel: dict[str, str] = {}
+    if zone:
+        sel["topology.kubernetes.io/zone"] = zone
+    if cap_type == "spot":
+        sel["cloud.google.com/gke-spot"] = "true"
+    elif cap_type == "flex-start":
+        sel["cloud.google.com/gke-flex-start"] = "true"
+    elif cap_type == "reservation" and reservation:
+        sel["cloud.google.com/reservation-name"] = reservation
+        sel["cloud.google.com/reservation-affinity"] = "specific"
+        if reservation_project:
+            sel["cloud.google.com/reservation-project"] = reservation_project
+    return sel
+
+
+def plan_project(recipe: Recipe, shapes: Mapping[int, SliceShape | GpuShape | None],
+                 catalog: Catalog, unit: Orchestrator) -> ProjectPlan:
+    """Decide the shared part of the stack. Call only after preflight reported no errors.
+
+    Args:
+      shapes: resolved slice shapes by slice index, from preflight (none may be ``None``).
+      unit: the recipe's orchestrator (its node pools decide the slices' selectors).
+    Raises:
+      ValueError: a slice was left unresolved (preflight was skipped).
+    """
+    from mldiag_provision.orchestrators import Capability
+    from mldiag_provision.plan.stack import SlicePlan
+
+    spec = recipe.spec
+    pools = unit.has(Capability.NODE_POOLS)
+    decisions: list[str] = []
+    slices: list[SlicePlan] = []
+    resolved: dict[int, SliceShape | GpuShape] = {}
+    for i, s in enumerate(spec.slices):
+        shape = shapes.get(i)
+        if shape is None:
+            raise ValueError(f"slice {s.name} is unresolved; run preflight first")
+        resolved[i] = shape
+        sel_extra = capacity_selector(pools, s.name, s.capacity.type, s.capacity.reservation,
+                                      s.capacity.reservation_project, spec.zone)
+        if isinstance(shape, GpuShape):
+            sel = {GPU_ACCELERATOR_LABEL: shape.gpu.accelerator, **sel_extra}
+            vms = s.nodes or 1
+            slices.append(SlicePlan(
+                name=s.name, kind="gpu", accelerator_type=shape.gpu.key,
+                accelerator=shape.gpu.accelerator, resource=GPU_RESOURCE, topology=None,
+                machine_type=shape.machine.name if shape.machine else None,
+                chips=shape.gpus_per_vm * vms if shape.gpus_per_vm else None,
+                chips_per_vm=shape.gpus_per_vm, vms=vms, count=1, multi_host=vms > 1,
+                capacity=s.capacity.type, reservation=s.capacity.reservation,
+                reservation_project=s.capacity.reservation_project, node_selector=sel))
+        else:
+            sel = {TPU_ACCELERATOR_LABEL: shape.version.accelerator,
+                   TPU_TOPOLOGY_LABEL: shape.topology, **sel_extra}
+            slices.append(SlicePlan(
+                name=s.name, kind="tpu", accelerator_type=shape.version.key,
+                accelerator=shape.version.accelerator, resource=TPU_RESOURCE,
+                topology=shape.topology, machine_type=shape.machine_type.name, chips=shape.chips,
+                chips_per_vm=shape.chips_per_vm, vms=shape.vms, count=s.count,
+                multi_host=shape.multi_host, capacity=s.capacity.type,
+                reservation=s.capacity.reservation,
+                reservation_project=s.capacity.reservation_project, node_selector=sel))
+        decisions.append(f"slice {s.name}: {slices[-1].summary()}")
+
+    diag = spec.diagnostics
+    labels = {"managed-by": "mldiag-provision", "mldiag-stack": recipe.metadata.name,
+              **recipe.metadata.labels}
+    services = sorted({str(s["service"]) for s in catalog.fact("mlDiagnostics",
+                                                                  "requiredServices")})
+    if diag.iam.mode == "predefined":
+        roles = [str(r["role"]) for r in catalog.fact("mlDiagnostics", "predefinedRoles")]
+        permissions: list[str] = []
+    else:
+        roles = []
+        permissions = sorted(str(p["permission"]) for p in
+                             catalog.fact("mlDiagnostics", "customRolePermissions"))
+    bucket_name = (diag.profiles_bucket.name
+                   or default_profiles_bucket(spec.project, recipe.metadata.name))
+    return ProjectPlan(
+        tool_version=__version__, blueprint=unit.blueprint, name=recipe.metadata.name,
+        project=spec.project, region=spec.region, zone=spec.zone,
+        labels=dict(sorted(labels.items())),
+        backend=BackendPlan(type=spec.engine.backend.type, bucket=spec.engine.backend.bucket,
+                            prefix=spec.engine.backend.prefix),
+        services=tuple(services), slices=tuple(slices), shapes=resolved,
+        diagnostics_enabled=diag.enabled,
+        mlrun_region=diag.mlrun_region or spec.region,
+        profiles_bucket=ProfilesBucketPlan(
+            name=bucket_name, create=diag.profiles_bucket.create,
+            location=(diag.profiles_bucket.location or spec.region).upper(),
+            force_destroy=diag.profiles_bucket.delete_on_destroy),
+        log_analytics=LogAnalyticsPlan(enabled=diag.log_analytics.enabled,
+                                       retention_days=diag.log_analytics.retention_days),
+        iam=IamPlan(mode=diag.iam.mode, roles=tuple(roles),
+                    custom_role_id=diag.iam.custom_role_id, permissions=tuple(permissions)),
+        decisions=tuple(decisions), engine=spec.engine.name,
+    )

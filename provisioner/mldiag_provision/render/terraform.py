@@ -1,0 +1,42 @@
+"""The Terraform engine's files of a stack: the root module from the blueprint's
+``templates:``, the modules it calls (``modules:``), and the second stage under ``agents/``
+(``agents.templates`` / ``agents.modules``), each with the generated-file banner.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from mldiag_provision.plan.stack import StackPlan
+from mldiag_provision.render.stack import banner, module_files, template_env
+
+
+def terraform_files(plan: StackPlan, manifest: Mapping[str, Any],
+                    root: Path) -> dict[str, bytes]:
+    """Relative path -> bytes of the Terraform part of the stack.
+
+    Args:
+      manifest: the blueprint's ``blueprint.yaml`` as data.
+      root: the data root holding ``blueprints/`` and ``modules/``.
+    Raises:
+      jinja2.TemplateError: a template is broken (a bug here).
+      FileNotFoundError: a module is missing from the installation.
+    """
+    env = template_env(root / "blueprints")
+    files: dict[str, bytes] = {}
+    for output, template in manifest["templates"].items():
+        text = env.get_template(template).render(plan=plan, banner=banner("hcl", plan.name))
+        files[output] = text.encode("utf-8")
+    for module in manifest["modules"]:
+        files.update(module_files(root / "modules", module, plan.name))
+    stage = manifest.get("agents")
+    if stage and plan.agents is not None:
+        for output, template in stage["templates"].items():
+            text = env.get_template(template).render(plan=plan, banner=banner("hcl", plan.name))
+            files[f"agents/{output}"] = text.encode("utf-8")
+        for module in stage["modules"]:
+            files.update({f"agents/{rel}": data for rel, data in
+                          module_files(root / "modules", module, plan.name).items()})
+    return files
