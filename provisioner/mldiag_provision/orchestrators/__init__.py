@@ -13,7 +13,6 @@ from __future__ import annotations
 import enum
 import importlib
 import pkgutil
-from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING
@@ -52,9 +51,6 @@ class Capability(enum.Enum):
     scripts, ML Diagnostics is the SDK on the nodes."""
 
 
-PlanBuilder = Callable[["Orchestrator", "ProjectPlan", "Recipe", "Catalog"], "StackPlan"]
-
-
 @dataclass(frozen=True)
 class Orchestrator:
     """One orchestrator unit.
@@ -65,9 +61,12 @@ class Orchestrator:
       capabilities: what it does (:class:`Capability`).
       blueprint: directory under ``blueprints/`` whose ``blueprint.yaml`` must list ``name``
         under ``orchestrators:`` (the engines it supports are that file's ``engines:``).
-      plan: builds the :class:`~mldiag_provision.plan.stack.StackPlan` from the shared
-        project plan (:mod:`mldiag_provision.plan.kubernetes` or
-        :mod:`mldiag_provision.plan.slurm`).
+      plan: ``"module:function"`` that builds the
+        :class:`~mldiag_provision.plan.stack.StackPlan` from the shared project plan,
+        called as ``function(unit, project, recipe, catalog)``
+        (``mldiag_provision.plan.kubernetes:build``, ``mldiag_provision.plan.slurm:build``);
+        imported on first use, so that reading the registry (the recipe model does) never
+        imports the planners.
       gke: the GKE mode whose version gates apply (``None``: no GKE cluster is created).
     """
 
@@ -75,7 +74,7 @@ class Orchestrator:
     summary: str
     capabilities: frozenset[Capability]
     blueprint: str
-    plan: PlanBuilder
+    plan: str
     gke: GkeMode | None = None
 
     def has(self, capability: Capability) -> bool:
@@ -83,8 +82,15 @@ class Orchestrator:
         return capability in self.capabilities
 
     def build_plan(self, project: ProjectPlan, recipe: Recipe, catalog: Catalog) -> StackPlan:
-        """The whole stack plan: the shared project plan plus this orchestrator's part."""
-        return self.plan(self, project, recipe, catalog)
+        """The whole stack plan: the shared project plan plus this orchestrator's part.
+
+        Raises:
+          ImportError, AttributeError: ``plan`` names no function (a bug in the unit).
+        """
+        module, _, function = self.plan.partition(":")
+        builder = getattr(importlib.import_module(module), function)
+        plan: StackPlan = builder(self, project, recipe, catalog)
+        return plan
 
 
 class UnknownOrchestratorError(KeyError):
@@ -126,7 +132,7 @@ def units() -> tuple[Orchestrator, ...]:
 
 # The order people read them in (error messages list them so); units not named here follow,
 # by name.
-ORDER = ("gke-autopilot", "gke-standard", "existing-kubernetes", "slurm")
+ORDER = ("gke-autopilot", "gke-standard", "slurm", "existing-kubernetes")
 
 
 def names() -> tuple[str, ...]:

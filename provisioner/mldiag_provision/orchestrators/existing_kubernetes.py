@@ -8,7 +8,6 @@ you have; Workload Identity on GKE).
 from __future__ import annotations
 
 from mldiag_provision.orchestrators import Capability, Orchestrator
-from mldiag_provision.plan import kubernetes
 
 UNIT = Orchestrator(
     name="existing-kubernetes",
@@ -16,5 +15,5 @@ UNIT = Orchestrator(
     capabilities=frozenset({Capability.EXISTING_CLUSTER, Capability.KUBERNETES_WORKLOADS,
                             Capability.IN_CLUSTER_AGENTS}),
     blueprint="existing-kubernetes",
-    plan=kubernetes.build,
+    plan="mldiag_provision.plan.kubernetes:build",
 )

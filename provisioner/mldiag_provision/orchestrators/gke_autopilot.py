@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from mldiag_provision.catalog.requirements import GkeMode
 from mldiag_provision.orchestrators import Capability, Orchestrator
-from mldiag_provision.plan import kubernetes
 
 UNIT = Orchestrator(
     name="gke-autopilot",
@@ -19,7 +18,7 @@ UNIT = Orchestrator(
                             Capability.NODES_ON_DEMAND, Capability.KUBERNETES_WORKLOADS,
                             Capability.IN_CLUSTER_AGENTS}),
     blueprint="gke-autopilot",
-    plan=kubernetes.build,
+    plan="mldiag_provision.plan.kubernetes:build",
     gke=GkeMode(tpu_key="autopilot", multislice_key="autopilotMinVersion", words="Autopilot",
                 base_need=(("tpuAutopilot", "minVersion"), "TPUs on GKE Autopilot")),
 )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from mldiag_provision.catalog.requirements import GkeMode
 from mldiag_provision.orchestrators import Capability, Orchestrator
-from mldiag_provision.plan import kubernetes
 
 UNIT = Orchestrator(
     name="gke-standard",
@@ -16,6 +15,6 @@ UNIT = Orchestrator(
     capabilities=frozenset({Capability.CREATES_CLUSTER, Capability.NODE_POOLS,
                             Capability.KUBERNETES_WORKLOADS, Capability.IN_CLUSTER_AGENTS}),
     blueprint="gke-standard",
-    plan=kubernetes.build,
+    plan="mldiag_provision.plan.kubernetes:build",
     gke=GkeMode(tpu_key="standard", multislice_key="standardMinVersion", words="GKE Standard"),
 )

@@ -8,12 +8,11 @@ Slurm); facts in catalog/data/slurm.yaml.
 from __future__ import annotations
 
 from mldiag_provision.orchestrators import Capability, Orchestrator
-from mldiag_provision.plan import slurm
 
 UNIT = Orchestrator(
     name="slurm",
     summary="a Cluster Director managed Slurm cluster (sbatch workloads, the SDK on the nodes)",
     capabilities=frozenset({Capability.MANAGED_SLURM}),
     blueprint="slurm",
-    plan=slurm.build,
+    plan="mldiag_provision.plan.slurm:build",
 )

@@ -14,7 +14,15 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
+from mldiag_provision import engines, orchestrators
 from mldiag_provision.recipe.patterns import DNS_LABEL, ENV_NAME, GCE_NAME, IMAGE_REF
+
+# The names the recipe accepts come from the registries (a new unit is a new name; then run
+# `python -m mldiag_provision.recipe.generate` for the schema files). Orchestrators in the
+# registry's order; engines: the registered ones and "pulumi", which the recipe format has
+# room for before its unit exists (preflight then refuses it with a clear message).
+_ORCHESTRATORS = orchestrators.names()
+_ENGINES = tuple(dict.fromkeys(("terraform", "pulumi", *engines.names())))
 
 API_VERSION = "mldiag-provision/v1alpha1"
 
@@ -51,14 +59,14 @@ class Backend(_Model):
 
 
 class Engine(_Model):
-    name: Literal["terraform", "pulumi"] = "terraform"
+    name: Literal[_ENGINES] = "terraform"  # type: ignore[valid-type]
     backend: Backend = Field(default_factory=Backend)
 
 
 class Orchestrator(_Model):
     """How the accelerators are scheduled."""
 
-    type: Literal["gke-autopilot", "gke-standard", "slurm", "existing-kubernetes"]
+    type: Literal[_ORCHESTRATORS]  # type: ignore[valid-type]  # the registered units
     cluster_name: Annotated[str, Field(pattern=DNS_LABEL, max_length=40)] | None = Field(
         None, description="Defaults to metadata.name.")
     release_channel: Literal["RAPID", "REGULAR", "STABLE", "EXTENDED"] = "REGULAR"
