@@ -36,6 +36,9 @@ class EngineCapability(enum.Enum):
     DETAILED_EXITCODE = "detailed-exitcode"  # plan says "changes" vs "no changes" reliably
     PROGRESS_EVENTS = "progress-events"  # per-resource progress while applying
     STATE_LOCKING = "state-locking"  # the engine locks its state (local file, GCS)
+    # a file dropped into the stage directory overrides module arguments for one update-only
+    # apply (Terraform override files): how `destroy` lifts deletion protection/force_destroy
+    OVERRIDE_FILES = "override-files"
 
 
 @dataclass(frozen=True)
@@ -257,8 +260,9 @@ class Engine(Protocol):
     name: str
     capabilities: frozenset[EngineCapability]
 
-    def init(self) -> None:
-        """Prepare the directory (providers, modules, backend); idempotent.
+    def init(self, *, backend: bool = True) -> None:
+        """Prepare the directory (providers, modules, and with ``backend`` the state
+        backend); idempotent.
 
         Raises:
           EngineError: the tool failed; the message says why and names the log.
@@ -271,9 +275,10 @@ class Engine(Protocol):
           EngineError: the stack is invalid (resource address + attribute path per problem).
         """
 
-    def plan(self, *, destroy: bool = False,
-             progress: ProgressHandler | None = None) -> PlanResult:
-        """Plan and save the plan; ``destroy`` plans removing everything.
+    def plan(self, *, destroy: bool = False, progress: ProgressHandler | None = None,
+             targets: Iterable[str] = ()) -> PlanResult:
+        """Plan and save the plan; ``destroy`` plans removing everything; ``targets``
+        limits the plan to these addresses (and what they depend on).
 
         Raises:
           EngineError: planning failed.
@@ -289,6 +294,21 @@ class Engine(Protocol):
 
     def outputs(self) -> dict[str, Any]:
         """The stack's outputs: name -> {"value": ..., "sensitive": bool}.
+
+        Raises:
+          EngineError: the tool failed.
+        """
+
+    def state_resources(self) -> list[dict[str, Any]]:
+        """Managed resources in the state, each ``{"address", "type", "values"}`` (type
+        names as in the unit's :class:`ResourceKinds`); [] when nothing was applied.
+
+        Raises:
+          EngineError: the tool failed.
+        """
+
+    def forget(self, addresses: Iterable[str]) -> None:
+        """Stop managing these objects without deleting them (the kept types on destroy).
 
         Raises:
           EngineError: the tool failed.
@@ -320,6 +340,9 @@ class EngineUnit:
         a rendered stage belongs to, without the recipe.
       render: the engine's files of a stack (:data:`StackRenderer`).
       make: the engine of one rendered stage (:data:`EngineFactory`).
+      sources: a blueprint manifest -> the files and directories (relative to the data
+        root: ``blueprints/...``, ``modules/...``) :attr:`render` reads for it; the tests
+        check that each exists for every blueprint that lists the engine.
     """
 
     name: str
@@ -330,6 +353,7 @@ class EngineUnit:
     marker: str
     render: StackRenderer
     make: EngineFactory
+    sources: Callable[[Mapping[str, Any]], list[str]]
 
     def has(self, capability: EngineCapability) -> bool:
         """Whether this engine has ``capability``."""

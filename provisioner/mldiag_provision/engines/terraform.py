@@ -185,7 +185,8 @@ class TerraformEngine:
     capabilities = frozenset({EngineCapability.PLAN_FILE, EngineCapability.PLAN_JSON,
                               EngineCapability.DETAILED_EXITCODE,
                               EngineCapability.PROGRESS_EVENTS,
-                              EngineCapability.STATE_LOCKING})
+                              EngineCapability.STATE_LOCKING,
+                              EngineCapability.OVERRIDE_FILES})
 
     def __init__(self, workdir: Path, runner: CommandRunner, *, binary: str | None = None,
                  keep_fds: Iterable[int] = (), lock_timeout: str = "60s") -> None:
@@ -530,6 +531,15 @@ def _render(plan: StackPlan, manifest: Mapping[str, Any], root: Path) -> dict[st
     return terraform_files(plan, manifest, root)
 
 
+def _sources(manifest: Mapping[str, Any]) -> list[str]:
+    """The templates and modules a blueprint's Terraform files come from."""
+    agents = manifest.get("agents") or {}
+    return ([f"blueprints/{t}" for t in manifest.get("templates", {}).values()]
+            + [f"modules/{m}" for m in manifest.get("modules", [])]
+            + [f"blueprints/{t}" for t in agents.get("templates", {}).values()]
+            + [f"modules/{m}" for m in agents.get("modules", [])])
+
+
 UNIT = EngineUnit(
     name="terraform",
     summary="Terraform >= 1.7 on the rendered HCL (hashicorp/google, google-beta 8.x)",
@@ -539,4 +549,5 @@ UNIT = EngineUnit(
     marker="main.tf",
     render=_render,
     make=_make,
+    sources=_sources,
 )

@@ -504,6 +504,16 @@ class Stack:
         if override is None:
             return
         text, targets = override
+        from mldiag_provision import engines
+        from mldiag_provision.engines import EngineCapability
+
+        if not engines.get(self.engine_name).has(EngineCapability.OVERRIDE_FILES):
+            raise ConflictError(
+                f"destroy refused before deleting anything: engine {self.engine_name} cannot "
+                "lift deletion protection or force_destroy with an update-only apply",
+                hint="set spec.orchestrator.deletionProtection: false (and "
+                     "diagnostics.profilesBucket.deleteOnDestroy: true) in the recipe, run "
+                     "`apply`, then `destroy` again")
         path = project.path / guard.OVERRIDE_FILE
         eng = self.engine(project)
         self._emit("stage", project.name, "update-only apply: " + ", ".join(targets))

@@ -1,0 +1,312 @@
+"""Orchestrator and engine registries: lookups, capabilities, blueprint checks, catalog-driven
+per-version behaviour (issue 11, item 1)."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import shutil
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mldiag_provision import engines, orchestrators, pipeline
+from mldiag_provision.catalog.tpu import DATA_DIR, Catalog, load_catalog
+from mldiag_provision.engines import (
+    TERRAFORM_KINDS,
+    EngineCapability,
+    EngineUnit,
+    ResourceChange,
+    ResourceKinds,
+    UnknownEngineError,
+)
+from mldiag_provision.errors import CatalogError, InputError, Severity, UsageError
+from mldiag_provision.orchestrators import Capability, UnknownOrchestratorError
+from mldiag_provision.plan.stack import build_plan
+from mldiag_provision.render.blueprint import load_blueprint, mismatch
+from mldiag_provision.render.stack import render_stack
+from mldiag_provision.resources import data_root
+
+REPO = Path(__file__).resolve().parents[2]
+C = Capability
+
+RECIPE: dict = {
+    "apiVersion": "mldiag-provision/v1alpha1",
+    "kind": "Recipe",
+    "metadata": {"name": "reg-test"},
+    "spec": {
+        "project": "my-ml-project",
+        "region": "us-central1",
+        "zone": "us-central1-a",
+        "orchestrator": {"type": "gke-standard"},
+        "slices": [{"name": "p", "tpu": "v5p", "topology": "2x2x2"}],
+        "diagnostics": {"logAnalytics": {"retentionDays": 30}},
+        "workloads": [{"name": "train", "slice": "p", "image": "python:3.12"}],
+    },
+}
+
+
+def _check(doc: dict, catalog: Catalog | None = None) -> pipeline.CheckResult:
+    return pipeline.check_text(yaml.safe_dump(doc, sort_keys=False), "r.yaml", catalog)
+
+
+# -- lookups ------------------------------------------------------------------------------
+
+def test_the_four_orchestrators_are_registered_in_reading_order() -> None:
+    assert orchestrators.names() == ("gke-autopilot", "gke-standard", "slurm",
+                                     "existing-kubernetes")
+
+
+def test_unknown_orchestrator_names_the_known_ones() -> None:
+    with pytest.raises(UnknownOrchestratorError) as err:
+        orchestrators.get("nomad")
+    assert str(err.value) == ("orchestrator 'nomad' is not registered; known: gke-autopilot, "
+                              "gke-standard, slurm, existing-kubernetes")
+    assert orchestrators.find("nomad") is None
+
+
+def test_unknown_engine_is_a_usage_error_naming_the_known_ones() -> None:
+    with pytest.raises(UnknownEngineError) as err:
+        engines.get("opentofu")
+    assert isinstance(err.value, UsageError)
+    assert err.value.message == "engine 'opentofu' is not supported by this version yet"
+    assert "'terraform'" in (err.value.hint or "")
+
+
+def test_terraform_is_a_registered_engine_unit() -> None:
+    unit = engines.get("terraform")
+    assert "terraform" in engines.names()
+    assert unit.marker == "main.tf"
+    assert unit.has(EngineCapability.PLAN_FILE) and unit.has(EngineCapability.OVERRIDE_FILES)
+    assert unit.kinds is TERRAFORM_KINDS
+    assert unit.translate("Error 403: PERMISSION_DENIED") is not None
+
+
+def test_engine_pulumi_is_refused_until_its_unit_exists() -> None:
+    if engines.find("pulumi") is not None:
+        pytest.skip("the pulumi engine unit is registered: this guard no longer applies")
+    doc = copy.deepcopy(RECIPE)
+    doc["spec"]["engine"] = {"name": "pulumi"}
+    problems = [p for p in _check(doc).report.problems if p.rule == "engine"]
+    assert len(problems) == 1
+    p = problems[0]
+    assert p.severity is Severity.ERROR and p.path == "spec.engine.name"
+    assert p.message == "engine 'pulumi' is not supported by this version yet"
+    assert p.expected == ", ".join(engines.names())
+
+
+# -- capabilities -------------------------------------------------------------------------
+
+EXPECTED = {
+    "gke-autopilot": {C.CREATES_CLUSTER, C.AUTOPILOT_RULES, C.NODES_ON_DEMAND,
+                      C.KUBERNETES_WORKLOADS, C.IN_CLUSTER_AGENTS},
+    "gke-standard": {C.CREATES_CLUSTER, C.NODE_POOLS, C.KUBERNETES_WORKLOADS,
+                     C.IN_CLUSTER_AGENTS},
+    "existing-kubernetes": {C.EXISTING_CLUSTER, C.KUBERNETES_WORKLOADS, C.IN_CLUSTER_AGENTS},
+    "slurm": {C.MANAGED_SLURM},
+}
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_capabilities(name: str) -> None:
+    unit = orchestrators.get(name)
+    assert set(unit.capabilities) == EXPECTED[name]
+    for cap in Capability:
+        assert unit.has(cap) is (cap in EXPECTED[name])
+    # GKE version gates exactly where the stack creates a GKE cluster
+    assert (unit.gke is not None) is unit.has(C.CREATES_CLUSTER)
+
+
+def test_every_capability_is_used_by_some_unit() -> None:
+    used = set().union(*(u.capabilities for u in orchestrators.units()))
+    assert used == set(Capability)
+
+
+def test_a_unit_with_other_capabilities_changes_the_behaviour(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Behaviour follows capabilities, not names: gke-standard without NODE_POOLS plans no
+    node pools and selects capacity the Autopilot way."""
+    real = orchestrators.units()
+    std = orchestrators.get("gke-standard")
+    poolless = dataclasses.replace(std, capabilities=std.capabilities - {C.NODE_POOLS})
+    monkeypatch.setattr(orchestrators, "units",
+                        lambda: tuple(poolless if u.name == "gke-standard" else u
+                                      for u in real))
+    res = _check(RECIPE)
+    assert res.parsed.recipe is not None
+    plan = build_plan(res.parsed.recipe, res.shapes, load_catalog())
+    assert plan.node_pools == ()
+    assert "mldiag-provision/slice" not in plan.slices[0].node_selector
+    assert plan.cluster.type == "gke-standard"
+
+
+# -- blueprints ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("name", orchestrators.names())
+def test_every_orchestrator_unit_has_a_blueprint_with_existing_templates(name: str) -> None:
+    unit = orchestrators.get(name)
+    bp = load_blueprint(unit.blueprint)
+    assert name in bp.orchestrators, bp.where()
+    assert bp.engines, bp.where()
+    root = data_root()
+    for engine in bp.engines:
+        eu = engines.find(engine)
+        assert eu is not None, f"{bp.where()} lists engine {engine}, which has no unit"
+        sources = eu.sources(bp.manifest)
+        assert sources, f"{engine} reads nothing for {bp.where()}"
+        missing = [s for s in sources if not (root / s).exists()]
+        assert not missing, f"{bp.where()} ({engine}): missing {missing}"
+
+
+def test_every_blueprint_is_served_by_a_unit() -> None:
+    served = {orchestrators.get(n).blueprint for n in orchestrators.names()}
+    on_disk = {p.parent.name for p in (data_root() / "blueprints").glob("*/blueprint.yaml")}
+    assert on_disk == served
+
+
+def test_engine_the_blueprint_does_not_list_is_named_in_preflight(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A registered engine the orchestrator's blueprint does not list: one error on
+    spec.engine.name naming the blueprint file, what it lists, and the fix."""
+    fake = dataclasses.replace(engines.get("terraform"), name="pulumi")
+    real = engines.units()
+    monkeypatch.setattr(engines, "units", lambda: (*real, fake) if fake not in real else real)
+    doc = copy.deepcopy(RECIPE)
+    doc["spec"]["engine"] = {"name": "pulumi"}
+    problems = [p for p in _check(doc).report.problems if p.rule == "engine"]
+    assert len(problems) == 1, problems
+    p = problems[0]
+    assert p.path == "spec.engine.name" and p.severity is Severity.ERROR
+    assert p.message == ("engine 'pulumi' is not available for blueprint 'gke-standard': "
+                         "blueprints/gke-standard/blueprint.yaml lists engines: terraform")
+    assert p.expected == "terraform"
+    assert "set spec.engine.name to 'terraform'" in (p.hint or "")
+
+
+def _blueprint_copy(tmp_path: Path, name: str, **changes: object) -> Path:
+    """A data root in tmp_path: blueprints/ and modules/ copied, ``name``'s manifest changed."""
+    shutil.copytree(data_root() / "blueprints", tmp_path / "blueprints")
+    shutil.copytree(data_root() / "modules", tmp_path / "modules")
+    path = tmp_path / "blueprints" / name / "blueprint.yaml"
+    doc = yaml.safe_load(path.read_text())
+    doc.update(changes)
+    path.write_text(yaml.safe_dump(doc))
+    return tmp_path
+
+
+def test_render_refuses_a_blueprint_that_does_not_list_the_orchestrator(
+        tmp_path: Path) -> None:
+    root = _blueprint_copy(tmp_path, "gke-standard", orchestrators=["gke-autopilot"])
+    res = _check(RECIPE)
+    assert res.parsed.recipe is not None
+    plan = build_plan(res.parsed.recipe, res.shapes, load_catalog())
+    with pytest.raises(InputError) as err:
+        render_stack(plan, root=root)
+    assert err.value.message == (
+        "blueprint 'gke-standard' (blueprints/gke-standard/blueprint.yaml) does not list "
+        "orchestrator 'gke-standard' under orchestrators: (expected: gke-autopilot)")
+    assert "add 'gke-standard' to orchestrators:" in (err.value.hint or "")
+
+
+def test_mismatch_engine_message_and_no_mismatch() -> None:
+    bp = load_blueprint("slurm")
+    assert mismatch(bp, orchestrator="slurm", engine="terraform") is None
+    found = mismatch(bp, engine="cdktf")
+    assert found is not None and found[1] == "terraform"
+
+
+def test_blueprint_without_engines_is_a_packaging_error(tmp_path: Path) -> None:
+    root = _blueprint_copy(tmp_path, "slurm", engines=[])
+    with pytest.raises(CatalogError, match="'engines' must be a non-empty list"):
+        load_blueprint("slurm", root)
+
+
+# -- engines: danger classification keyed per engine ---------------------------------------
+
+OTHER_KINDS = ResourceKinds(cluster=frozenset({"gcp:container/cluster:Cluster"}),
+                            accelerator_pool=frozenset(), bucket=frozenset(),
+                            slurm=frozenset(), kept=frozenset({"gcp:projects/service:Service"}))
+
+
+def test_danger_and_kept_follow_the_engine_kinds() -> None:
+    tf = ResourceChange("a", "gcp:container/cluster:Cluster", "delete")
+    other = ResourceChange("a", "gcp:container/cluster:Cluster", "delete", kinds=OTHER_KINDS)
+    assert tf.danger is None and not tf.is_cluster
+    assert other.is_cluster and "DELETES the GKE cluster a" in (other.danger or "")
+    api = ResourceChange("s", "gcp:projects/service:Service", "delete", kinds=OTHER_KINDS)
+    assert api.kept
+    assert not ResourceChange("s", "gcp:projects/service:Service", "delete").kept
+    assert ResourceChange("s", "google_project_service", "delete").kept
+
+
+def test_engine_units_are_complete() -> None:
+    for unit in engines.units():
+        assert isinstance(unit, EngineUnit)
+        assert unit.capabilities and unit.marker and unit.summary
+        assert unit.kinds.cluster and unit.kinds.kept
+
+
+# -- per-version TPU behaviour from the catalog -------------------------------------------
+
+def test_multi_host_placement_is_catalog_data() -> None:
+    cat = load_catalog()
+    placements = {k: v.multi_host_placement for k, v in cat.versions.items()}
+    assert placements == {"v4": "compact", "v5e": "compact", "v5p": "compact",
+                          "v6e": "compact", "tpu7x": "workload-policy"}
+    raw = yaml.safe_load((DATA_DIR / "tpu.yaml").read_text())
+    fact = raw["versions"]["tpu7x"]["gke"]["multiHostPlacement"]
+    assert fact["source"] == "GKE-IRONWOOD"
+
+
+def _catalog_with(tmp_path: Path, version: str, policy: str) -> Catalog:
+    raw = yaml.safe_load((DATA_DIR / "tpu.yaml").read_text())
+    raw["versions"][version]["gke"]["multiHostPlacement"]["policy"] = policy
+    (tmp_path / "tpu.yaml").write_text(yaml.safe_dump(raw))
+    shutil.copy(DATA_DIR / "gke.yaml", tmp_path / "gke.yaml")
+    return load_catalog(tmp_path)
+
+
+def test_workload_policy_follows_the_catalog_not_the_version_name(tmp_path: Path) -> None:
+    """v5p marked workload-policy in the data: its multi-host pool gets the workload policy
+    (the code used to compare the version key with 'tpu7x')."""
+    catalog = _catalog_with(tmp_path, "v5p", "workload-policy")
+    res = _check(RECIPE, catalog)
+    assert res.parsed.recipe is not None and res.report.ok, res.report.problems
+    plan = build_plan(res.parsed.recipe, res.shapes, catalog)
+    assert [p.workload_policy for p in plan.node_pools] == [True]
+    assert any("HIGH_THROUGHPUT workload policy" in d for d in plan.decisions)
+    default = build_plan(res.parsed.recipe, _check(RECIPE).shapes, load_catalog())
+    assert [p.workload_policy for p in default.node_pools] == [False]
+
+
+def test_unknown_placement_policy_is_a_catalog_error(tmp_path: Path) -> None:
+    with pytest.raises(CatalogError, match=r"multiHostPlacement\.policy 'dense'"):
+        _catalog_with(tmp_path, "v4", "dense")
+
+
+# -- the Slurm plan is built, not stripped ------------------------------------------------
+
+def test_slurm_plan_never_goes_through_the_kubernetes_planner(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from mldiag_provision.plan import kubernetes
+
+    def boom(*args: object) -> None:
+        raise AssertionError("the Slurm plan must not be a Kubernetes plan stripped down")
+
+    monkeypatch.setattr(kubernetes, "build", boom)
+    catalog = load_catalog()
+    res = pipeline.check_file(str(REPO / "recipes/slurm-a3-ultra-lustre.yaml"), catalog)
+    assert res.parsed.recipe is not None
+    plan = build_plan(res.parsed.recipe, res.shapes, catalog)
+    assert plan.slurm is not None and plan.agents is None and plan.workloads == ()
+    assert not any(d.startswith(("GKE", "ML Diagnostics agents:")) for d in plan.decisions)
+
+
+def test_plan_json_names_the_engine_only_when_it_is_not_terraform() -> None:
+    res = _check(RECIPE)
+    assert res.parsed.recipe is not None
+    plan = build_plan(res.parsed.recipe, res.shapes, load_catalog())
+    assert plan.engine == "terraform" and "engine" not in plan.to_dict()
+    other = dataclasses.replace(plan, engine="pulumi")
+    assert other.to_dict()["engine"] == "pulumi"
