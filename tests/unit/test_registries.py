@@ -315,3 +315,56 @@ def test_plan_json_names_the_engine_only_when_it_is_not_terraform() -> None:
     assert plan.engine == "terraform" and "engine" not in plan.to_dict()
     other = dataclasses.replace(plan, engine="pulumi")
     assert other.to_dict()["engine"] == "pulumi"
+
+
+# -- engine capabilities are consulted ----------------------------------------------------
+
+def _stack_with_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                       capabilities: frozenset[EngineCapability]):
+    """A Stack over a work directory whose plan.json names engine 'fake', a registered unit
+    with ``capabilities``."""
+    from mldiag_provision.stack.service import Stack
+
+    fake = dataclasses.replace(engines.get("terraform"), name="fake",
+                               capabilities=capabilities)
+    real = engines.units()
+    monkeypatch.setattr(engines, "units", lambda: (*real, fake))
+    (tmp_path / ".mldiag").mkdir()
+    (tmp_path / ".mldiag/plan.json").write_text('{"engine": "fake", "cluster": '
+                                                '{"type": "gke-standard"}}')
+    return Stack(tmp_path, "destroy")
+
+
+def test_stack_picks_the_engine_unit_from_plan_json(tmp_path: Path,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    stack = _stack_with_engine(tmp_path, monkeypatch, frozenset({EngineCapability.PLAN_JSON}))
+    assert stack.engine_name == "fake" and stack.engine_unit.name == "fake"
+    assert stack.creates_cluster
+    (tmp_path / ".mldiag/plan.json").write_text('{"cluster": {"type": "slurm"}}')
+    assert stack.engine_name == "terraform" and not stack.creates_cluster
+
+
+def test_destroy_lift_needs_override_files(tmp_path: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    from mldiag_provision.errors import ConflictError
+    from mldiag_provision.stack.stages import Stage, StageName
+
+    stack = _stack_with_engine(tmp_path, monkeypatch, frozenset({EngineCapability.PLAN_JSON}))
+    state = [{"address": "module.cluster.google_container_cluster.this",
+              "type": "google_container_cluster",
+              "values": {"name": "c", "deletion_protection": True}}]
+    with pytest.raises(ConflictError) as err:
+        stack._lift_blocks(Stage(StageName.PROJECT, tmp_path, "project"), state,
+                           disable_deletion_protection=True, delete_profiles=False)
+    assert "engine fake cannot lift deletion protection" in err.value.message
+    assert not list(tmp_path.glob("*.tf")), "no override file may be written"
+
+
+def test_detailed_exitcode_needs_the_capability() -> None:
+    from mldiag_provision.cli.commands.plan import _require_detailed_exitcode
+
+    _require_detailed_exitcode(engines.get("terraform"))  # has it: no error
+    blind = dataclasses.replace(engines.get("terraform"), name="blind",
+                                capabilities=frozenset({EngineCapability.PLAN_JSON}))
+    with pytest.raises(UsageError, match="engine 'blind' cannot tell 'changes'"):
+        _require_detailed_exitcode(blind)

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mldiag_provision.engines import PlanResult
+from mldiag_provision.engines import TERRAFORM_KINDS, PlanResult, ResourceKinds
 from mldiag_provision.errors import ConflictError
 
 OVERRIDE_FILE = "mldiag_destroy_override.tf"  # Terraform override file, removed afterwards
@@ -45,16 +45,19 @@ def _module(address: str) -> str | None:
 
 
 def destroy_blockers(state: list[dict[str, Any]], *, disable_deletion_protection: bool,
-                     delete_profiles: bool, bucket_objects: ObjectCounter) -> list[Blocker]:
-    """Blockers among the project stage's resources (``state``: address/type/values)."""
+                     delete_profiles: bool, bucket_objects: ObjectCounter,
+                     kinds: ResourceKinds = TERRAFORM_KINDS) -> list[Blocker]:
+    """Blockers among the project stage's resources (``state``: address/type/values, type
+    names as in the engine's ``kinds``; attribute names as the google provider's:
+    ``deletion_protection``, ``force_destroy``, ``name``)."""
     out = []
     for r in state:
         values = r.get("values") or {}
-        if (r.get("type") == "google_container_cluster" and values.get("deletion_protection")
+        if (r.get("type") in kinds.cluster and values.get("deletion_protection")
                 and not disable_deletion_protection):
             out.append(Blocker(r["address"], f"the GKE cluster {values.get('name', '?')} has "
                                "deletion protection on", "--disable-deletion-protection"))
-        if (r.get("type") == "google_storage_bucket" and not values.get("force_destroy")
+        if (r.get("type") in kinds.bucket and not values.get("force_destroy")
                 and not delete_profiles):
             name = str(values.get("name", "?"))
             try:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mldiag_provision.engines import PlanSummary, ProgressEvent
+from mldiag_provision.engines import EngineCapability, EngineUnit, PlanSummary, ProgressEvent
 from mldiag_provision.errors import ConflictError, EngineError, UsageError
 from mldiag_provision.stack import guard
 from mldiag_provision.stack.kube import ClusterTarget
@@ -186,6 +186,17 @@ class Stack:
 
         return str(self.saved.get("engine") or DEFAULT_ENGINE)
 
+    @property
+    def engine_unit(self) -> EngineUnit:
+        """The unit of :attr:`engine_name` (its capabilities, resource kinds, errors).
+
+        Raises:
+          UnknownEngineError: no unit has that name (a usage error naming the known ones).
+        """
+        from mldiag_provision import engines
+
+        return engines.get(self.engine_name)
+
     def engine(self, stage: Stage) -> Any:
         """The engine of an engine-driven stage (project, cluster), made by the stack's
         engine unit (:func:`mldiag_provision.engines.get`); one shared log per run.
@@ -194,10 +205,9 @@ class Stack:
           UnknownEngineError: no unit has the stack's engine (a usage error naming them).
         """
         if stage.name not in self._engines:
-            from mldiag_provision import engines
             from mldiag_provision.runner import CommandRunner, utc_stamp
 
-            unit = engines.get(self.engine_name)
+            unit = self.engine_unit
 
             if self._runner is None:
                 self._runner = CommandRunner(
@@ -459,7 +469,8 @@ class Stack:
         blockers = guard.destroy_blockers(
             project_state, disable_deletion_protection=disable_deletion_protection,
             delete_profiles=delete_profiles,
-            bucket_objects=bucket_objects or guard.gcs_object_count)
+            bucket_objects=bucket_objects or guard.gcs_object_count,
+            kinds=self.engine_unit.kinds)
         if blockers:
             raise guard.blocked_error(blockers)
         plans = self.plan([s.name for s in stages], destroy=True)
@@ -504,10 +515,7 @@ class Stack:
         if override is None:
             return
         text, targets = override
-        from mldiag_provision import engines
-        from mldiag_provision.engines import EngineCapability
-
-        if not engines.get(self.engine_name).has(EngineCapability.OVERRIDE_FILES):
+        if not self.engine_unit.has(EngineCapability.OVERRIDE_FILES):
             raise ConflictError(
                 f"destroy refused before deleting anything: engine {self.engine_name} cannot "
                 "lift deletion protection or force_destroy with an update-only apply",

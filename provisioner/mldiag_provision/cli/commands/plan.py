@@ -9,8 +9,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+from typing import TYPE_CHECKING
 
 from mldiag_provision.console import Console
+from mldiag_provision.errors import UsageError
+
+if TYPE_CHECKING:
+    from mldiag_provision.engines import EngineUnit
 
 NAME = "plan"
 
@@ -26,6 +31,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--detailed-exitcode", action="store_true",
                    help="drift check: exit 0 when nothing would change, 2 when something "
                         "would, 1 on any error")
+
+
+def _require_detailed_exitcode(unit: EngineUnit) -> None:
+    """``--detailed-exitcode`` is a drift check only where the engine tells "changes" from
+    "no changes" reliably (:attr:`EngineCapability.DETAILED_EXITCODE`).
+
+    Raises:
+      UsageError: it does not; exit 1 with --detailed-exitcode, never read as drift.
+    """
+    from mldiag_provision.engines import EngineCapability
+
+    if not unit.has(EngineCapability.DETAILED_EXITCODE):
+        raise UsageError(f"engine '{unit.name}' cannot tell 'changes' from 'no changes' "
+                         "reliably, so --detailed-exitcode cannot be a drift check with it",
+                         hint="run `plan` without --detailed-exitcode and read the summary")
 
 
 def run(args: argparse.Namespace, out: Console) -> int:
@@ -50,6 +70,8 @@ def run(args: argparse.Namespace, out: Console) -> int:
             from mldiag_provision.stack.workdir import check_workdir_recipe
 
             check_workdir_recipe(stack.workdir, args.recipe)
+        if args.detailed_exitcode:
+            _require_detailed_exitcode(stack.engine_unit)
         with progress or contextlib.nullcontext():
             plans = stack.plan(stage_names(args.stage), destroy=args.destroy)
         decisions = list(stack.saved.get("decisions", []))
