@@ -250,6 +250,30 @@ def test_engine_units_are_complete() -> None:
         assert isinstance(unit, EngineUnit)
         assert unit.capabilities and unit.marker and unit.summary
         assert unit.kinds.cluster and unit.kinds.kept
+        assert unit.by_hand.project and unit.by_hand.cluster
+        assert "{name}" in unit.by_hand.output and "{name}" in unit.by_hand.output_raw
+
+
+def test_stack_readme_takes_the_engine_by_hand_steps(monkeypatch: pytest.MonkeyPatch) -> None:
+    from mldiag_provision.engines import ByHand
+
+    fake = dataclasses.replace(
+        engines.get("terraform"), name="pulumi",
+        by_hand=ByHand(project=("pulumi up",), cluster=("pulumi -C agents up",),
+                       output="pulumi stack output {name}",
+                       output_raw="pulumi stack output {name} --show-secrets"))
+    real = engines.units()
+    monkeypatch.setattr(engines, "units", lambda: (*real, fake))
+    res = _check(RECIPE)
+    assert res.parsed.recipe is not None
+    plan = dataclasses.replace(build_plan(res.parsed.recipe, res.shapes, load_catalog()),
+                               engine="pulumi")
+    from mldiag_provision.render.stack import _readme
+
+    text = _readme(plan)
+    assert "pulumi up\n" in text and "pulumi -C agents up" in text
+    assert "$(pulumi stack output get_credentials --show-secrets)" in text
+    assert "terraform" not in text
 
 
 # -- per-version TPU behaviour from the catalog -------------------------------------------

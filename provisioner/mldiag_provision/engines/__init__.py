@@ -326,6 +326,23 @@ modules/) -> the engine's files of the stack, relative path -> bytes."""
 
 
 @dataclass(frozen=True)
+class ByHand:
+    """The shell lines a person runs to apply a stack by hand (the stack's README.md).
+
+    Attributes:
+      project: apply the project stage, in the stack's root directory.
+      cluster: apply the cluster stage (``agents/``), from the root directory.
+      output: prints one output; ``{name}`` is replaced by the output's name.
+      output_raw: prints one string output's bare value (for ``$(...)``), ``{name}`` as above.
+    """
+
+    project: tuple[str, ...]
+    cluster: tuple[str, ...]
+    output: str
+    output_raw: str
+
+
+@dataclass(frozen=True)
 class EngineUnit:
     """One engine: what it can do and how to reach it.
 
@@ -343,6 +360,7 @@ class EngineUnit:
       sources: a blueprint manifest -> the files and directories (relative to the data
         root: ``blueprints/...``, ``modules/...``) :attr:`render` reads for it; the tests
         check that each exists for every blueprint that lists the engine.
+      by_hand: the commands the stack README shows for applying it by hand.
     """
 
     name: str
@@ -354,6 +372,7 @@ class EngineUnit:
     render: StackRenderer
     make: EngineFactory
     sources: Callable[[Mapping[str, Any]], list[str]]
+    by_hand: ByHand
 
     def has(self, capability: EngineCapability) -> bool:
         """Whether this engine has ``capability``."""

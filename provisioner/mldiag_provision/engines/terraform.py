@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from mldiag_provision.engines import (
     TERRAFORM_KINDS,
     ApplyResult,
+    ByHand,
     EngineCapability,
     EngineUnit,
     PlanResult,
@@ -550,4 +551,8 @@ UNIT = EngineUnit(
     render=_render,
     make=_make,
     sources=_sources,
+    by_hand=ByHand(project=("terraform init", "terraform plan -out tfplan",
+                            "terraform apply tfplan"),
+                   cluster=("terraform -chdir=agents init", "terraform -chdir=agents apply"),
+                   output="terraform output {name}", output_raw="terraform output -raw {name}"),
 )

@@ -94,14 +94,18 @@ def files(plan: StackPlan, banner: str) -> dict[str, bytes]:
 
 def readme(plan: StackPlan, banner: str) -> str:
     """README.md of a Slurm stack: decisions and the steps in order."""
+    from mldiag_provision import engines
+
+    by_hand = engines.get(plan.engine).by_hand
     slurm = _slurm(plan)
     lines = [banner, "", f"# Stack `{plan.name}`", "",
              f"Blueprint `{plan.blueprint}`, project `{plan.project}`, region `{plan.region}`, "
              f"zone `{slurm.zone}`.", "", "## Decisions", ""]
     lines += [f"- {d}" for d in plan.decisions]
     lines += ["", "## Apply", "", "```sh", "# 1. project pieces, IAM for the nodes, the cluster",
-              "terraform init", "terraform plan -out tfplan", "terraform apply tfplan",
-              "# 2. on a login node (terraform output login_instances), with slurm/ copied there"]
+              *by_hand.project,
+              f"# 2. on a login node ({by_hand.output.format(name='login_instances')}), with "
+              "slurm/ copied there"]
     lines += [f"sbatch slurm/{job.name}.sbatch" for job in slurm.jobs]
     lines += ["```", "", "## ML Diagnostics on Slurm", "",
               "- Every compute node installs the SDK at boot "

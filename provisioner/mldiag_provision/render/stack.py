@@ -106,6 +106,9 @@ def module_files(modules_root: Path, module: str, name: str) -> dict[str, bytes]
 
 
 def _readme(plan: StackPlan) -> str:
+    from mldiag_provision import engines
+
+    by_hand = engines.get(plan.engine).by_hand
     lines = [banner("md", plan.name), "", f"# Stack `{plan.name}`", "",
              f"Blueprint `{plan.blueprint}`, project `{plan.project}`, region `{plan.region}`.",
              "", "## Decisions", ""]
@@ -117,17 +120,16 @@ def _readme(plan: StackPlan) -> str:
               "`mldiag-provision apply RECIPE -o THIS_DIR` applies every stage below in one "
               "command (waiting for the cluster between them) and `mldiag-provision destroy` "
               "removes them in reverse. By hand, the same steps:", "",
-              "```sh", "# 1. project pieces and the cluster",
-              "terraform init", "terraform plan -out tfplan", "terraform apply tfplan"]
+              "```sh", "# 1. project pieces and the cluster", *by_hand.project]
     addons = plan.agents.addons if plan.agents is not None else ()
     if plan.agents is not None:
         lines += ["# 2. inside the cluster: namespace label, KSA"
                   + (", agents" if plan.agents.strategy == "manual" else "")
                   + "".join(f", {a.name} controller" for a in addons),
-                  "terraform -chdir=agents init", "terraform -chdir=agents apply"]
+                  *by_hand.cluster]
     lines += ["# 3. the workloads"]
     if orchestrators.get(plan.cluster.type).has(Capability.CREATES_CLUSTER):
-        lines += ["$(terraform output -raw get_credentials)"]
+        lines += [f"$({by_hand.output_raw.format(name='get_credentials')})"]
     else:
         lines += ["# (kubectl pointed at your cluster)"]
     if any(w.kind == "JobSet" for w in plan.workloads) and not any(
