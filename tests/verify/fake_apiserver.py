@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from urllib.parse import parse_qs, urlparse
@@ -26,6 +27,9 @@ class FakeApiServer:
         }
         self.logs: dict[str, str] = {}  # pod log path -> text
         self.requests: list[tuple[str, str, object]] = []
+        # called with (path, body) after a POST is accepted: a test plays a controller here
+        # (e.g. the pods a JobSet controller would create)
+        self.on_post: Callable[[str, dict], None] | None = None
         server = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -67,6 +71,8 @@ class FakeApiServer:
                 server.requests.append(("POST", path, payload))
                 if path not in server.objects:
                     return self._send(404, {"kind": "Status", "code": 404, "reason": "NotFound"})
+                if server.on_post is not None:
+                    server.on_post(path, payload)
                 return self._send(201, payload)
 
             def do_DELETE(self) -> None:

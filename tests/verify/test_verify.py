@@ -163,40 +163,6 @@ def test_text_output_lists_pass_fail_and_hint(tmp_path: Path,
     assert "PASS namespace-label" in out
 
 
-def test_smoke_jobset_reports_injection_and_devices(tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture) -> None:
-    objects = healthy()
-    jobsets = "/apis/jobset.x-k8s.io/v1alpha2/namespaces/mldiag/jobsets"
-    objects[jobsets] = {"kind": "JobSetList", "items": []}
-    pods = [{"apiVersion": "v1", "kind": "Pod",
-             "metadata": {"name": f"smoke-{i}", "namespace": "mldiag", "labels": {
-                 "jobset.sigs.k8s.io/jobset-name": "mldiag-smoke-tpu-v5e-manual-agents"}},
-             "spec": {"containers": [{"name": "smoke", "image": "x"}]},
-             "status": {"phase": "Succeeded"}} for i in range(4)]
-    objects["/api/v1/namespaces/mldiag/pods"] = {"kind": "PodList", "metadata": {},
-                                                 "items": pods}
-    with FakeApiServer() as api:
-        api.objects.update(objects)
-        for i in range(4):
-            api.logs[f"/api/v1/namespaces/mldiag/pods/smoke-{i}/log"] = (
-                'pip noise\nMLDIAG_SMOKE {"identifier": true, "metadata": true, "devices": 16}\n')
-        code = main(["verify", str(RECIPE), "--kubeconfig", str(api.kubeconfig(tmp_path / "k")),
-                     "--smoke", "--smoke-timeout", "30", "-O", "json"])
-        created = [r for r in api.requests if r[0] == "POST"]
-        deleted = [r for r in api.requests if r[0] == "DELETE"]
-    report = json.loads(capsys.readouterr().out)
-    assert code == 0, report
-    assert by_check(report)["smoke"]["status"] == "PASS"
-    [(_, path, body)] = created
-    assert path == jobsets and body["kind"] == "JobSet"
-    job = body["spec"]["replicatedJobs"][0]["template"]["spec"]
-    assert job["parallelism"] == job["completions"] == 4
-    container = job["template"]["spec"]["containers"][0]
-    assert container["resources"]["limits"] == {"google.com/tpu": 4}
-    assert body["metadata"]["labels"]["managed-mldiagnostics-gke"] == "true"
-    assert deleted, "the smoke JobSet must be cleaned up"
-
-
 def test_unreachable_cluster_is_a_failure_not_a_traceback(tmp_path: Path,
                                                           capsys: pytest.CaptureFixture) -> None:
     kc = tmp_path / "kc"

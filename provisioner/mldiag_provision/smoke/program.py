@@ -89,7 +89,7 @@ def _build_mesh(jax: object, axes: list[tuple[str, int]], slices: int) -> object
 
         if slices > 1 and names[0] == "dcn":
             dcn = (shape[0],) + (1,) * (len(shape) - 1)
-            ici = (1,) + shape[1:]
+            ici = (1, *shape[1:])
             grid = mesh_utils.create_hybrid_device_mesh(ici, dcn, devices)
         else:
             grid = mesh_utils.create_device_mesh(shape, devices)
@@ -191,6 +191,9 @@ def run(args: argparse.Namespace) -> dict:
     own_slices = sorted({_slice_of(d, devices.index(d), per_slice, args.simulate_slices)
                          for d in local})
     report.update({
+        # the ML Diagnostics injection webhook's variables (SDK README: GKE metadata)
+        "gke_metadata": bool(os.environ.get("GKE_DIAGON_IDENTIFIER")
+                             and os.environ.get("GKE_DIAGON_METADATA")),
         "platform": devices[0].platform, "device_kind": devices[0].device_kind,
         "devices": jax.device_count(), "local_devices": len(local),
         "processes": jax.process_count(), "process_index": jax.process_index(),

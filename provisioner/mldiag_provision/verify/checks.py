@@ -296,115 +296,176 @@ def run_checks(cluster: Cluster, plan: StackPlan, catalog: Catalog) -> list[Chec
 
 # -- smoke test -------------------------------------------------------------------------
 
-SMOKE_SCRIPT = """import json, os
-ident = os.environ.get("GKE_DIAGON_IDENTIFIER")
-meta = os.environ.get("GKE_DIAGON_METADATA")
-import jax
-print("MLDIAG_SMOKE " + json.dumps({"identifier": bool(ident), "metadata": bool(meta),
-                                    "devices": jax.device_count()}))
-"""
-
-
-def smoke_jobset(plan: StackPlan, sp: SlicePlan, name: str, image: str) -> dict:
-    """A one-replica JobSet on the slice that reports the injected env and jax.device_count()."""
-    install = ("pip install -q 'jax[tpu]'" if sp.kind == "tpu"
-               else "pip install -q 'jax[cuda12]'")
-    labels = {"app.kubernetes.io/name": name, "app.kubernetes.io/managed-by": "mldiag-provision"}
-    labels.update({k: v for k, v in plan.agents.namespace_labels.items()
-                   if k != "app.kubernetes.io/managed-by"})
-    per_pod = sp.chips_per_vm or 1
-    return {
-        "apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
-        "metadata": {"name": name, "namespace": plan.agents.namespace, "labels": labels},
-        "spec": {"replicatedJobs": [{"name": "slice", "replicas": 1, "template": {"spec": {
-            "backoffLimit": 0, "completions": sp.vms, "parallelism": sp.vms,
-            "completionMode": "Indexed",
-            "template": {"metadata": {"labels": labels}, "spec": {
-                "restartPolicy": "Never",
-                "serviceAccountName": plan.agents.service_account,
-                "nodeSelector": dict(sp.node_selector),
-                "containers": [{
-                    "name": "smoke", "image": image, "command": ["bash", "-c"],
-                    "args": [f"{install} && python3 -c " + _shell_quote(SMOKE_SCRIPT)],
-                    "resources": {"requests": {sp.resource: per_pod},
-                                  "limits": {sp.resource: per_pod}},
-                }]}}}}}]},
-    }
-
-
-def _shell_quote(text: str) -> str:
-    return "'" + text.replace("'", "'\"'\"'") + "'"
-
-
-def smoke_name(plan: StackPlan) -> str:
-    """The smoke JobSet's name: fixed per stack, so a leftover one is easy to find."""
-    return ("mldiag-smoke-" + plan.name)[:40].rstrip("-")
+JOBSET = ("jobset.x-k8s.io", "v1alpha2", "jobsets")
+JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"  # the slice of a multislice JobSet's pod
+JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 
 
 def parse_smoke_log(log: str) -> dict | None:
-    """The JSON line the smoke pod prints, or None."""
+    """The JSON line the smoke program prints (``MLDIAG_SMOKE {...}``), or None."""
     for line in reversed(log.splitlines()):
         if line.startswith("MLDIAG_SMOKE "):
             try:
-                return json.loads(line.removeprefix("MLDIAG_SMOKE "))
+                value = json.loads(line.removeprefix("MLDIAG_SMOKE "))
             except ValueError:
                 return None
+            return value if isinstance(value, dict) else None
     return None
 
 
-def run_smoke(cluster: Cluster, plan: StackPlan, *, image: str = "python:3.12",
-              timeout_s: float = 900, poll_s: float = 5.0) -> CheckResult:
-    """Create the smoke JobSet on the first slice, wait for its pods, judge their output.
-
-    PASS when every pod saw GKE_DIAGON_IDENTIFIER/GKE_DIAGON_METADATA and jax.device_count()
-    equals the slice's chips. The JobSet is deleted afterwards.
-    """
-    if not plan.slices:
-        return CheckResult("smoke", SKIP, "the recipe has no slice", "-")
-    sp = plan.slices[0]
-    ns = plan.agents.namespace
-    name = smoke_name(plan)
-    evidence = f"JobSet/{ns}/{name}"
-    body = smoke_jobset(plan, sp, name, image)
+def _create_or_replace_configmap(cluster: Cluster, body: dict) -> None:
+    ns, name = body["metadata"]["namespace"], body["metadata"]["name"]
     try:
-        cluster.custom.create_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", ns,
-                                                       "jobsets", body)
+        cluster.core.create_namespaced_config_map(ns, body)
     except Exception as exc:
-        if _not_found(exc):
-            return CheckResult("smoke", FAIL, "the JobSet API is not installed", evidence,
-                               "install the JobSet controller (kubernetes-sigs/jobset)")
-        return _api_error("smoke", evidence, exc)
+        if getattr(exc, "status", None) != 409:
+            raise
+        cluster.core.replace_namespaced_config_map(name, ns, body)
+
+
+def _pod_slice(pod: Any, report: dict) -> int:
+    labels = (pod.metadata.labels or {}) if pod.metadata else {}
+    value = labels.get(JOB_INDEX_LABEL)
+    if value is None:
+        value = report.get("slice_index", 0)
     try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
+
+
+def judge_smoke_slice(plan: StackPlan, sp: SlicePlan, pods: list[Any],
+                      logs: dict[str, str]) -> CheckResult:
+    """One slice's verdict from its finished pods and their logs (pod name -> log text).
+
+    PASS when every pod printed a report with ``ok`` true, the injected ML Diagnostics
+    variables (when the stack turns diagnostics on), and the pods of each slice of a
+    multislice hold that slice's devices together (``local_devices`` summed by JobSet job
+    index); FAIL names the slice (``name`` or ``name[i]`` of a multislice) and the pod.
+    """
+    from mldiag_provision.smoke import spec_for
+    from mldiag_provision.smoke.manifests import jobset_name, profile_path
+
+    spec = spec_for(sp)
+    ns = plan.agents.namespace if plan.agents else "default"
+    check = f"smoke:{sp.name}"
+    evidence = f"JobSet/{ns}/{jobset_name(sp)}"
+
+    def where(i: int) -> str:
+        return f"slice {sp.name}" + (f"[{i}] ({i + 1} of {sp.count})" if sp.count > 1 else "")
+
+    by_slice: dict[int, int] = {}
+    reports = []
+    for pod in sorted(pods, key=lambda p: p.metadata.name):
+        pod_name = pod.metadata.name
+        report = parse_smoke_log(logs.get(pod_name, ""))
+        pod_ref = f"Pod/{ns}/{pod_name}"
+        if report is None:
+            return CheckResult(check, FAIL, f"{where(0)}: pod {pod_name} printed no smoke "
+                               "report", pod_ref, f"kubectl -n {ns} logs {pod_name}")
+        idx = _pod_slice(pod, report)
+        if not report.get("ok"):
+            first = (report.get("errors") or ["the program failed"])[0]
+            return CheckResult(check, FAIL, f"{where(idx)}: {first}", pod_ref,
+                               f"kubectl -n {ns} logs {pod_name}; check the "
+                               f"{sp.resource} request and the slice's nodes")
+        if plan.diagnostics.enabled and report.get("gke_metadata") is False:
+            return CheckResult(check, FAIL, f"{where(idx)}: GKE_DIAGON_IDENTIFIER/"
+                               "GKE_DIAGON_METADATA were not injected", pod_ref,
+                               "check the namespace label and the injection webhook")
+        by_slice[idx] = by_slice.get(idx, 0) + int(report.get("local_devices") or 0)
+        reports.append(report)
+    for i in range(sp.count):
+        have = by_slice.get(i, 0)
+        if have != spec.per_slice:
+            return CheckResult(check, FAIL, f"{where(i)} reports {have} of {spec.per_slice} "
+                               "devices", evidence,
+                               f"kubectl -n {ns} describe pods -l {JOB_INDEX_LABEL}={i},"
+                               f"{JOBSET_NAME_LABEL}={jobset_name(sp)}; check its nodes")
+    coll = reports[0].get("collective") or {} if reports else {}
+    sdk = reports[0].get("sdk") if reports else None
+    counts = " + ".join(str(by_slice[i]) for i in sorted(by_slice))
+    return CheckResult(check, PASS,
+                       f"{len(reports)} pod(s): {reports[0].get('devices') if reports else 0} "
+                       f"devices ({counts}), {coll.get('op', 'collective')} = "
+                       f"{coll.get('got')} as expected; profile {profile_path(plan, sp)}"
+                       + (f"; ML Diagnostics: {sdk}" if sdk else ""), evidence)
+
+
+def run_smoke(cluster: Cluster, plan: StackPlan, *, image: str = "python:3.12",
+              timeout_s: float = 900, poll_s: float = 5.0,
+              progress: Callable[[str], None] | None = None) -> list[CheckResult]:
+    """Run the smoke program on every slice of the recipe, in the cluster; one result each.
+
+    Creates the program's ConfigMap and one JobSet per recipe slice (a multislice's
+    ``count`` slices are its replicated jobs), waits, bounded by ``timeout_s`` seconds, until
+    every pod finished (``progress`` gets a line whenever the count of finished pods
+    changes), judges each slice with :func:`judge_smoke_slice` and deletes what it created.
+    """
+    from mldiag_provision.smoke.manifests import configmap, jobset, jobset_name
+
+    if not plan.slices:
+        return [CheckResult("smoke", SKIP, "the recipe has no slice", "-")]
+    ns = plan.agents.namespace if plan.agents else "default"
+    created: list[str] = []
+    say = progress or (lambda _line: None)
+    try:
+        try:
+            _create_or_replace_configmap(cluster, configmap(plan))
+        except Exception as exc:
+            return [_api_error("smoke", f"ConfigMap/{ns}/mldiag-smoke-program", exc)]
+        for sp in plan.slices:
+            name = jobset_name(sp)
+            try:
+                cluster.custom.create_namespaced_custom_object(*JOBSET[:2], ns, JOBSET[2],
+                                                               jobset(plan, sp, image=image))
+            except Exception as exc:
+                if _not_found(exc):
+                    return [CheckResult("smoke", FAIL, "the JobSet API is not installed",
+                                        f"JobSet/{ns}/{name}",
+                                        "install the JobSet controller (kubernetes-sigs/jobset)")]
+                return [_api_error("smoke", f"JobSet/{ns}/{name}", exc)]
+            created.append(name)
+        want = {sp.name: sp.vms * sp.count for sp in plan.slices}
         deadline = time.monotonic() + timeout_s
-        selector = f"jobset.sigs.k8s.io/jobset-name={name}"
+        finished: dict[str, list[Any]] = {}
+        last = ""
         while True:
-            pods = cluster.core.list_namespaced_pod(ns, label_selector=selector).items
-            done = [p for p in pods if p.status and p.status.phase in ("Succeeded", "Failed")]
-            if pods and len(done) == len(pods) >= sp.vms:
+            for sp in plan.slices:
+                pods = cluster.core.list_namespaced_pod(
+                    ns, label_selector=f"{JOBSET_NAME_LABEL}={jobset_name(sp)}").items
+                finished[sp.name] = [p for p in pods if p.status
+                                     and p.status.phase in ("Succeeded", "Failed")]
+            line = ", ".join(f"{n} {len(finished[n])}/{want[n]}" for n in want)
+            if line != last:
+                say(f"smoke: pods finished: {line}")
+                last = line
+            if all(len(finished[n]) >= want[n] for n in want):
                 break
             if time.monotonic() > deadline:
-                return CheckResult("smoke", FAIL, f"pods did not finish in {timeout_s:.0f} s",
-                                   evidence, f"kubectl -n {ns} describe pods -l {selector}")
+                late = [n for n in want if len(finished[n]) < want[n]]
+                return [CheckResult(f"smoke:{n}", FAIL, f"slice {n}: {len(finished[n])} of "
+                                    f"{want[n]} pods finished in {timeout_s:.0f} s",
+                                    f"JobSet/{ns}/{jobset_name(sp)}",
+                                    f"kubectl -n {ns} describe pods -l {JOBSET_NAME_LABEL}="
+                                    f"{jobset_name(sp)}")
+                        for n, sp in ((s.name, s) for s in plan.slices) if n in late]
             time.sleep(poll_s)
-        want = (sp.chips or 0) * sp.count
-        for pod in done:
-            log = cluster.core.read_namespaced_pod_log(pod.metadata.name, ns)
-            report = parse_smoke_log(log or "")
-            where = f"Pod/{ns}/{pod.metadata.name}"
-            if report is None:
-                return CheckResult("smoke", FAIL, "the smoke pod printed no report", where,
-                                   f"kubectl -n {ns} logs {pod.metadata.name}")
-            if not (report.get("identifier") and report.get("metadata")):
-                return CheckResult("smoke", FAIL, "GKE_DIAGON_IDENTIFIER/GKE_DIAGON_METADATA "
-                                   "were not injected", where,
-                                   "check the namespace label and the injection webhook")
-            if want and report.get("devices") != want:
-                return CheckResult("smoke", FAIL, f"jax.device_count() is "
-                                   f"{report.get('devices')}, the slice has {want} chips", where,
-                                   "check the TPU request and the multi-host environment")
-        return CheckResult("smoke", PASS, f"{len(done)} pod(s): metadata injected, "
-                           f"{want or 'all'} devices", evidence)
+        results = []
+        for sp in plan.slices:
+            logs = {}
+            for pod in finished[sp.name]:
+                try:
+                    logs[pod.metadata.name] = cluster.core.read_namespaced_pod_log(
+                        pod.metadata.name, ns) or ""
+                except Exception:
+                    logs[pod.metadata.name] = ""
+            results.append(judge_smoke_slice(plan, sp, finished[sp.name], logs))
+        return results
     finally:
-        with contextlib.suppress(Exception):  # best-effort cleanup of our own object
-            cluster.custom.delete_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", ns,
-                                                           "jobsets", name)
+        for name in created:  # best-effort cleanup of our own objects
+            with contextlib.suppress(Exception):
+                cluster.custom.delete_namespaced_custom_object(*JOBSET[:2], ns, JOBSET[2], name,
+                                                               propagation_policy="Foreground")
+        with contextlib.suppress(Exception):
+            cluster.core.delete_namespaced_config_map("mldiag-smoke-program", ns)

@@ -1,8 +1,8 @@
 """``mldiag-provision verify RECIPE``: check a live cluster against the recipe's stack.
 
 Read-only checks (namespace label, KSA annotation, agents, CRD, webhook CA bundle,
-accelerator nodes); ``--smoke`` also runs a tiny JobSet on the first slice. Exit code 1 when
-any check FAILs, so a pipeline can gate on it.
+accelerator nodes); ``--smoke`` also runs the JAX + XProf smoke program on every slice.
+Exit code 1 when any check FAILs, so a pipeline can gate on it.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kubeconfig", metavar="PATH", help="default: $KUBECONFIG or ~/.kube/config")
     p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: current)")
     p.add_argument("--smoke", action="store_true",
-                   help="also run a tiny JobSet on the first slice (creates and deletes it)")
+                   help="also run the JAX + XProf smoke program on every slice (one JobSet per "
+                        "slice, multislice included; created and deleted)")
     p.add_argument("--smoke-image", default="python:3.12", metavar="IMAGE")
     p.add_argument("--smoke-timeout", type=float, default=900, metavar="SECONDS")
     p.add_argument("--output", "-O", choices=("text", "json"), default="text")
@@ -67,8 +68,13 @@ def run(args: argparse.Namespace, out: Console) -> int:
     cluster = Cluster(api)
     results = run_checks(cluster, plan, catalog)
     if args.smoke:
-        results.append(run_smoke(cluster, plan, image=args.smoke_image,
-                                 timeout_s=args.smoke_timeout))
+        import sys
+
+        def progress(line: str) -> None:  # on stderr: stdout stays one JSON document
+            print(line, file=sys.stderr, flush=True)
+
+        results.extend(run_smoke(cluster, plan, image=args.smoke_image,
+                                 timeout_s=args.smoke_timeout, progress=progress))
     failed = any(r.status == FAIL for r in results)
     if args.output == "json":
         out.print(json.dumps({"ok": not failed, "stack": plan.name,
