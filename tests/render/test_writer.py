@@ -121,9 +121,9 @@ def test_every_generated_file_has_the_banner(recipe: Path, cli, tmp_path: Path) 
         first = data.decode("utf-8").splitlines()[0]
         if first.startswith("#!"):  # scripts (sbatch, startup templates): banner after it
             first = data.decode("utf-8").splitlines()[1]
-        prefix = "<!-- " if rel.endswith(".md") else "# "
+        prefix = "<!-- " if rel.endswith((".md", ".svg")) else "# "
         assert first.startswith(prefix + BANNER), f"{rel}: first line is {first!r}"
-        if rel.endswith(".md"):
+        if rel.endswith((".md", ".svg")):
             assert first.endswith(" -->"), rel
         checked += 1
     assert checked >= 30

@@ -134,7 +134,7 @@ def test_spec_of_each_example_matches_the_catalog(catalog) -> None:
         res = check_file(str(recipe), catalog)
         plan = build_plan(res.parsed.recipe, res.shapes, catalog)
         for sp in plan.slices:
-            spec = spec_for(sp)
+            spec = spec_for(sp, plan)
             size = 1
             for _, s in spec.mesh:
                 size *= s
@@ -144,4 +144,4 @@ def test_spec_of_each_example_matches_the_catalog(catalog) -> None:
                                                                                    "x2x2")))]
     assert dict(tpu7x.mesh) == {"x": 2, "y": 2, "z": 2, "core": 2} and tpu7x.devices == 16
     gpu = next(v for (r, _), v in seen.items() if r == "gpu-h100-autopilot")
-    assert gpu.kind == "gpu" and dict(gpu.mesh)["node"] == 2
+    assert gpu.kind == "gpu" and dict(gpu.mesh) == {"node": 2, "gpu": 8} and gpu.devices == 16

@@ -77,6 +77,14 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("family", nargs="?", choices=("tpu",), default="tpu")
     c.add_argument("version", nargs="?", metavar="VERSION", help="e.g. v5e or tpu-v6e-slice")
     c.add_argument("--output", "-O", choices=("text", "json"), default="text")
+    c.add_argument("--topology", metavar="T", help="with --diagram: the slice to draw, e.g. 2x2x4")
+    c.add_argument("--chips-per-vm", type=int, metavar="N",
+                   help="with --diagram: chips per VM where a topology has two machine types")
+    c.add_argument("--slices", type=int, default=1, metavar="N",
+                   help="with --diagram: a multislice of N slices over DCN")
+    c.add_argument("--diagram", nargs="?", const="-", metavar="FILE.svg",
+                   help="draw the slice (VMs, chips, ICI, wrap, DCN): as text, or as SVG "
+                        "into FILE.svg")
 
     sub.add_parser("schema", help="print the recipe JSON Schema (for editors and CI)")
     for module in _command_modules():
@@ -234,6 +242,8 @@ def cmd_catalog(args: argparse.Namespace, out: Console) -> int:
         raise UsageError(f"unknown TPU version '{args.version}'",
                          hint=suggest(args.version, catalog.version_names())
                          or "known: " + ", ".join(sorted(catalog.versions)))
+    if args.diagram is not None or args.topology:
+        return _catalog_diagram(args, out, catalog, v)
     shapes = []
     for topo, names in v.topologies.items():
         for name in names:
@@ -275,6 +285,52 @@ def cmd_catalog(args: argparse.Namespace, out: Console) -> int:
                   "(google.com/tpu per pod) to choose")
     if v.zones:
         out.print(f"zones: {', '.join(v.zones)}")
+    return 0
+
+
+# Drawing more chips only makes an unreadable picture; the largest GKE v4 slice is 3072.
+MAX_DIAGRAM_CHIPS = 4096
+
+
+def _catalog_diagram(args: argparse.Namespace, out: Console, catalog, v) -> int:
+    """``catalog tpu VERSION --topology T --diagram [FILE.svg]``: text on the terminal, or
+    the SVG written to FILE.svg."""
+    from pathlib import Path
+
+    from mldiag_provision.catalog.tpu import ShapeError
+    from mldiag_provision.render import topology as pictures
+
+    if not args.topology or args.diagram is None:
+        raise UsageError("--topology and --diagram go together",
+                         hint=f"mldiag-provision catalog tpu {v.key} --topology T --diagram "
+                              "[FILE.svg]")
+    if args.slices < 1:
+        raise UsageError(f"--slices {args.slices}: a multislice has at least 1 slice")
+    try:
+        shape = catalog.resolve(v.key, args.topology, args.chips_per_vm)
+    except ShapeError as exc:
+        field = {"chipsPerVm": "--chips-per-vm", "topology": "--topology"}.get(exc.field,
+                                                                            exc.field)
+        raise UsageError(f"{field}: {exc.message}",
+                         hint=(f"allowed: {exc.expected}" if exc.expected else exc.hint)
+                         ) from None
+    if shape.chips * args.slices > MAX_DIAGRAM_CHIPS:
+        raise UsageError(f"{shape.chips * args.slices} chips are too many to draw "
+                         f"(at most {MAX_DIAGRAM_CHIPS})", hint="draw a smaller topology")
+    drawing = pictures.tpu_drawing(f"{v.key}-{args.topology}", v.key, v.dimensions,
+                                   shape.topology, shape.chips_per_vm,
+                                   shape.machine_type.name, args.slices)
+    if args.diagram == "-":
+        out.print(pictures.text([drawing]).rstrip("\n"))
+        return 0
+    path = Path(args.diagram)
+    try:
+        path.write_text(pictures.svg([drawing]), encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror}",
+                         hint="give a writable FILE.svg") from None
+    out.print(f"wrote {path}: {drawing.chips * drawing.count} chips on "
+              f"{drawing.vms * drawing.count} VMs")
     return 0
 
 

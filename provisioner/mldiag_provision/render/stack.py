@@ -27,6 +27,7 @@ from mldiag_provision import __version__, orchestrators
 from mldiag_provision.orchestrators import Capability
 from mldiag_provision.plan.stack import StackPlan
 from mldiag_provision.render import k8s, slurm
+from mldiag_provision.render import topology as pictures
 from mldiag_provision.render.hcl import hcl_value
 from mldiag_provision.resources import data_root
 
@@ -140,6 +141,34 @@ def _readme(plan: StackPlan) -> str:
     return "\n".join(lines)
 
 
+def _smoke_files(plan: StackPlan, head: str) -> dict[str, bytes]:
+    """``k8s/smoke/``: the smoke program's ConfigMap and one JobSet per slice (opt-in:
+    ``apply`` applies ``k8s/workloads/`` only)."""
+    from mldiag_provision.smoke import manifests
+
+    out = {"k8s/smoke/00-program.yaml": _dump_yaml([manifests.configmap(plan)], head)}
+    for sp in plan.slices:
+        out[f"k8s/smoke/{sp.name}.yaml"] = _dump_yaml([manifests.jobset(plan, sp)], head)
+    return out
+
+
+def _topology_section(plan: StackPlan, drawings: list[pictures.Drawing]) -> str:
+    """The README's picture of the slices, and how to smoke-test them."""
+    lines = ["", "## Topology", "", "![the slices of this stack](topology.svg)", "", "```text",
+             pictures.text(drawings).rstrip("\n"), "```", "", "## Smoke test", "",
+             "Before paying for the slice, on this machine (XLA simulates its devices on the "
+             "CPU; needs `pip install 'mldiag-provision[smoke]'`):", "", "```sh",
+             "mldiag-provision smoke RECIPE --local", "```", ""]
+    if plan.agents is not None:
+        lines += ["On the cluster, the same JAX + XProf program on every slice (device counts, "
+                  "a collective over every mesh axis, a profile in the profiles bucket under "
+                  "`mldiag-smoke/`), created and deleted by:", "", "```sh",
+                  "mldiag-provision verify RECIPE -o THIS_DIR --smoke",
+                  "# or by hand: kubectl apply -f k8s/smoke/ ... kubectl delete -f k8s/smoke/",
+                  "```", ""]
+    return "\n".join(lines)
+
+
 def render_stack(plan: StackPlan, *, root: Path | None = None) -> dict[str, bytes]:
     """Render every file of the stack. Returns relative path -> bytes; writes nothing.
 
@@ -166,8 +195,18 @@ def render_stack(plan: StackPlan, *, root: Path | None = None) -> dict[str, byte
         files[f"k8s/workloads/{w.name}.yaml"] = _dump_yaml(k8s.workload(plan, w), head)
     if plan.slurm is not None:  # Slurm: sbatch scripts, no Kubernetes manifests
         files.update(slurm.files(plan, banner("hcl", plan.name)))
-    files["README.md"] = (slurm.readme(plan, banner("md", plan.name)) if plan.slurm is not None
-                          else _readme(plan)).encode("utf-8")
+    if plan.agents is not None and plan.slices:  # Kubernetes: the opt-in smoke workload
+        files.update(_smoke_files(plan, head))
+    readme = (slurm.readme(plan, banner("md", plan.name)) if plan.slurm is not None
+              else _readme(plan))
+    if plan.slices:
+        drawings = [pictures.drawing_for(sp, plan) for sp in plan.slices]
+        # an XML comment may not hold "--": the banner names the flag in words
+        svg_banner = banner("md", plan.name).replace("without --force", "without its force "
+                                                     "flag")
+        files["topology.svg"] = (svg_banner + "\n" + pictures.svg(drawings)).encode("utf-8")
+        readme += _topology_section(plan, drawings)
+    files["README.md"] = readme.encode("utf-8")
     files[".mldiag/plan.json"] = (json.dumps(plan.to_dict(), indent=2, sort_keys=True)
                                   + "\n").encode("utf-8")
     return files

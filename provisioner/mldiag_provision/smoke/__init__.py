@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mldiag_provision.plan.stack import SlicePlan
+    from mldiag_provision.plan.stack import SlicePlan, StackPlan
 
 PROGRAM = Path(__file__).resolve().parent / "program.py"
 
@@ -55,8 +55,18 @@ class SmokeSpec:
         return ",".join(f"{n}={s}" for n, s in self.mesh)
 
 
-def spec_for(sp: SlicePlan) -> SmokeSpec:
-    """The expectations for a planned slice (see :class:`SmokeSpec`)."""
+def units_per_vm(sp: SlicePlan, plan: StackPlan | None = None) -> int:
+    """Chips (TPU) or GPUs of one VM. A GPU slice on Autopilot has no machine type in the
+    plan (Autopilot picks it): then the most GPUs a workload of the slice asks per pod."""
+    if sp.chips_per_vm:
+        return sp.chips_per_vm
+    asked = [w.chips_per_pod for w in (plan.workloads if plan else ()) if w.slice == sp.name]
+    return max(asked, default=1)
+
+
+def spec_for(sp: SlicePlan, plan: StackPlan | None = None) -> SmokeSpec:
+    """The expectations for a planned slice (see :class:`SmokeSpec`); ``plan`` gives the GPUs
+    per VM where the slice does not (:func:`units_per_vm`)."""
     if sp.kind == "tpu" and sp.topology:
         dims = [int(d) for d in sp.topology.split("x")]
         per_chip = DEVICES_PER_CHIP.get(sp.accelerator_type, 1)
@@ -69,7 +79,7 @@ def spec_for(sp: SlicePlan) -> SmokeSpec:
         return SmokeSpec(slice=sp.name, kind="tpu", devices=per_slice * sp.count,
                          per_slice=per_slice, processes=sp.vms * sp.count, slices=sp.count,
                          vms=sp.vms, devices_per_vm=per_vm, mesh=tuple(axes))
-    gpus = sp.chips_per_vm or 1
+    gpus = units_per_vm(sp, plan)
     return SmokeSpec(slice=sp.name, kind="gpu", devices=gpus * sp.vms, per_slice=gpus * sp.vms,
                      processes=sp.vms, slices=1, vms=sp.vms, devices_per_vm=gpus,
                      mesh=(("node", sp.vms), ("gpu", gpus)))

@@ -15,7 +15,7 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from mldiag_provision.smoke import PROGRAM, program_args, spec_for
+from mldiag_provision.smoke import PROGRAM, program_args, spec_for, units_per_vm
 
 if TYPE_CHECKING:
     from mldiag_provision.plan.stack import SlicePlan, StackPlan
@@ -57,7 +57,7 @@ def jobset(plan: StackPlan, sp: SlicePlan, *, image: str = DEFAULT_IMAGE) -> dic
     from mldiag_provision.render.k8s import _diagnostics, workload
 
     diag = _diagnostics(plan)
-    spec = spec_for(sp)
+    spec = spec_for(sp, plan)
     name = jobset_name(sp)
     coordinator = (f"{name}-slice-0-0.{name}:{COORDINATOR_PORT}"
                    if sp.kind == "gpu" and sp.vms > 1 else None)
@@ -70,7 +70,7 @@ def jobset(plan: StackPlan, sp: SlicePlan, *, image: str = DEFAULT_IMAGE) -> dic
     w = WorkloadPlan(
         name=name, slice=sp.name, kind="JobSet", resource=sp.resource, image=image,
         command=("bash", "-c"), args=(script,), env={},
-        chips_per_pod=sp.chips_per_vm or 1, pods_per_slice=sp.vms, slices=sp.count,
+        chips_per_pod=units_per_vm(sp, plan), pods_per_slice=sp.vms, slices=sp.count,
         cpu=None, memory=None, ml_diagnostics_label=bool(diag.namespace_label),
         backoff_limit=0, headless_service=None)
     [body] = workload(plan, w)

@@ -346,7 +346,7 @@ def judge_smoke_slice(plan: StackPlan, sp: SlicePlan, pods: list[Any],
     from mldiag_provision.smoke import spec_for
     from mldiag_provision.smoke.manifests import jobset_name, profile_path
 
-    spec = spec_for(sp)
+    spec = spec_for(sp, plan)
     ns = plan.agents.namespace if plan.agents else "default"
     check = f"smoke:{sp.name}"
     evidence = f"JobSet/{ns}/{jobset_name(sp)}"

@@ -64,7 +64,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
     base = Path(args.profile_dir) if args.profile_dir else Path("mldiag-smoke") / plan.name
     results = []
     for sp in slices:
-        spec = spec_for(sp)
+        spec = spec_for(sp, plan)
         if args.output == "text":
             out.print(f"slice {sp.name}: {spec.devices} simulated devices, mesh "
                       f"{spec.mesh_arg} ...")

@@ -1,0 +1,339 @@
+"""Pictures of a slice: the VMs as boxes holding their chips, the ICI dimensions and whether
+they wrap around, and for a multislice the slices joined by DCN. SVG (for a browser, written
+into each stack as ``topology.svg``) and plain text (for the terminal and the stack README),
+both drawn from the same :class:`Drawing`, with no dependency beyond the standard library.
+
+Facts used (each with its source; "unverified" where it could not be confirmed):
+
+* Chips of one VM form a block of the topology: 1 chip 1x1, 4 chips 2x2 (2x2x1 on 3-D
+  versions), 8 chips 2x4 (v5e/v6e single-host 2x4). GKE's multi-host examples place a v4
+  2x2x4 slice on four 4-chip VMs and a v5e 2x4 on two 4-chip VMs
+  (https://cloud.google.com/kubernetes-engine/docs/concepts/tpus); the block's orientation
+  inside the slice is our drawing convention (unverified).
+* Wraparound (torus) on 3-D versions (v4, v5p, TPU7x): a slice made of whole 4x4x4 cubes
+  (every dimension a multiple of 4) is a 3-D torus, smaller ones a mesh
+  (https://cloud.google.com/tpu/docs/v4 "3D mesh and 3D torus",
+  https://cloud.google.com/tpu/docs/v5p "full cube shapes"; confidence M).
+* Wraparound on 2-D versions (v5e, v6e): the 256-chip pod is a 2-D torus
+  (https://cloud.google.com/tpu/docs/v5e "Interconnect topology 2D Torus"); we draw wrap
+  only on the full 16x16 pod and a mesh below it (unverified for sub-slices).
+* Multislice: slices talk over the data-center network (DCN), not ICI
+  (https://cloud.google.com/kubernetes-engine/docs/how-to/tpu-multislice).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from xml.sax.saxutils import escape
+
+if TYPE_CHECKING:
+    from mldiag_provision.plan.stack import SlicePlan, StackPlan
+
+AXES = ("x", "y", "z")
+
+
+@dataclass(frozen=True)
+class Drawing:
+    """What a picture shows.
+
+    ``dims``: the topology (e.g. ``(2, 2, 4)``; GPU slices ``(gpus_per_vm, vms)``);
+    ``block``: the chips of one VM as a block of the topology; ``wrap``: per dimension;
+    ``count``: slices (multislice over DCN when > 1); ``kind``: ``tpu`` or ``gpu``.
+    """
+
+    name: str
+    title: str
+    kind: str
+    dims: tuple[int, ...]
+    block: tuple[int, ...]
+    wrap: tuple[bool, ...]
+    count: int
+    machine_type: str | None
+    chips_per_vm: int
+    wrap_note: str
+
+    @property
+    def chips(self) -> int:
+        n = 1
+        for d in self.dims:
+            n *= d
+        return n
+
+    @property
+    def vms(self) -> int:
+        return self.chips // max(self.chips_per_vm, 1)
+
+    def vm_of(self, coord: tuple[int, ...]) -> int:
+        """The VM index (0-based, x fastest) holding the chip at ``coord``."""
+        per = [d // b for d, b in zip(self.dims, self.block, strict=True)]
+        idx, stride = 0, 1
+        for c, b, p in zip(coord, self.block, per, strict=True):
+            idx += (c // b) * stride
+            stride *= p
+        return idx
+
+
+def _block(dims: tuple[int, ...], chips_per_vm: int) -> tuple[int, ...]:
+    """The chips of one VM as a block of ``dims`` (see the module docstring)."""
+    want = {1: (1, 1, 1), 2: (2, 1, 1), 4: (2, 2, 1), 8: (2, 4, 1)}.get(chips_per_vm)
+    if want is not None:
+        block = want[:len(dims)]
+        if all(d % b == 0 for d, b in zip(dims, block, strict=True)):
+            return block
+    # any other split: whole rows of x first (unverified layout)
+    block_l = [1] * len(dims)
+    left = chips_per_vm
+    for i, d in enumerate(dims):
+        take = min(d, left)
+        while take > 1 and (d % take or left % take):
+            take -= 1
+        block_l[i] = take
+        left //= take
+    return tuple(block_l)
+
+
+def tpu_wrap(dimensions: int, dims: tuple[int, ...]) -> tuple[tuple[bool, ...], str]:
+    """Which dimensions wrap around, and the one-line reason (see the module docstring)."""
+    if dimensions == 3:
+        torus = all(d % 4 == 0 for d in dims)
+        return ((torus,) * len(dims),
+                "3-D torus: whole 4x4x4 cubes" if torus
+                else "mesh: no wraparound below whole 4x4x4 cubes")
+    torus = tuple(dims) == (16, 16)
+    return ((torus,) * len(dims), "2-D torus: the full 16x16 pod" if torus
+            else "mesh: no wraparound below the full 16x16 pod (unverified)")
+
+
+def tpu_drawing(name: str, version: str, dimensions: int, topology: str, chips_per_vm: int,
+                machine_type: str | None, count: int = 1) -> Drawing:
+    """A TPU slice (``topology`` like ``2x2x4``) on VMs of ``chips_per_vm`` chips."""
+    dims = tuple(int(d) for d in topology.split("x"))
+    wrap, note = tpu_wrap(dimensions, dims)
+    title = f"TPU {version} {topology}"
+    return Drawing(name=name, title=title, kind="tpu", dims=dims,
+                   block=_block(dims, chips_per_vm), wrap=wrap, count=count,
+                   machine_type=machine_type, chips_per_vm=chips_per_vm, wrap_note=note)
+
+
+def gpu_drawing(name: str, gpu: str, gpus_per_vm: int, vms: int,
+                machine_type: str | None) -> Drawing:
+    """GPU VMs: each a row of its GPUs (NVLink inside the VM, the network between VMs)."""
+    return Drawing(name=name, title=f"{gpu} GPUs", kind="gpu", dims=(gpus_per_vm, vms),
+                   block=(gpus_per_vm, 1), wrap=(False, False), count=1,
+                   machine_type=machine_type, chips_per_vm=gpus_per_vm,
+                   wrap_note="GPUs of a VM share NVLink; VMs talk over the network")
+
+
+def drawing_for(sp: SlicePlan, plan: StackPlan | None = None) -> Drawing:
+    """The drawing of a planned slice (a topology of three numbers is a 3-D version); GPUs
+    per VM as :func:`mldiag_provision.smoke.units_per_vm` counts them."""
+    from mldiag_provision.smoke import units_per_vm
+
+    if sp.kind == "tpu" and sp.topology:
+        dims = len(sp.topology.split("x"))
+        return tpu_drawing(sp.name, sp.accelerator_type, dims, sp.topology,
+                           sp.chips_per_vm or 1, sp.machine_type, sp.count)
+    return gpu_drawing(sp.name, sp.accelerator_type, units_per_vm(sp, plan), sp.vms,
+                       sp.machine_type)
+
+
+def _summary(d: Drawing) -> str:
+    unit = "GPUs" if d.kind == "gpu" else "chips"
+    machine = d.machine_type or "machine chosen by Autopilot"
+    text = (f"{d.title}: {d.chips} {unit} on {d.vms} VM(s) x {machine} "
+            f"({d.chips_per_vm} {unit} each)")
+    if d.count > 1:
+        text += f"; {d.count} slices over DCN = {d.chips * d.count} {unit}"
+    return text
+
+
+def _coords(d: Drawing, layer: int) -> list[list[tuple[int, ...]]]:
+    """Rows (y) of coordinates (x) of one z layer."""
+    xs, ys = d.dims[0], d.dims[1] if len(d.dims) > 1 else 1
+    rows = []
+    for y in range(ys):
+        row = []
+        for x in range(xs):
+            c: tuple[int, ...] = (x, y, layer)[:len(d.dims)] if len(d.dims) > 1 else (x,)
+            row.append(c)
+        rows.append(row)
+    return rows
+
+
+def text(drawings: list[Drawing]) -> str:
+    """The slices as text: per slice (and z layer) a grid of chips, each cell the VM
+    holding that chip; ICI dimensions with wrap; DCN between the slices of a multislice."""
+    out: list[str] = []
+    for d in drawings:
+        out.append(f"slice {d.name}: {_summary(d)}")
+        if d.kind == "tpu":
+            dims = ", ".join(f"{a} {n}{' (wraps)' if w else ''}"
+                             for a, n, w in zip(AXES, d.dims, d.wrap, strict=False))
+            out.append(f"  ICI: {dims}; {d.wrap_note}")
+        else:
+            out.append(f"  {d.wrap_note}")
+        layers = d.dims[2] if len(d.dims) > 2 else 1
+        width = max(4, len(f"vm{d.vms - 1}") + 1)
+        sep = "   "
+        for s in range(d.count):
+            if d.count > 1:
+                out.append(f"  slice {d.name}[{s}]")
+            if d.kind == "gpu":
+                for vm in range(d.vms):
+                    out.append(f"    vm{vm:<3}" + "".join(f"{'g' + str(g):>{width}}"
+                                                      for g in range(d.dims[0])))
+                continue
+            grids = [_coords(d, z) for z in range(layers)]
+            layer_w = 4 + width * d.dims[0]
+            if layers > 1:
+                out.append("    " + sep.join(f"{'z=' + str(z):<{layer_w}}"
+                                             for z in range(layers)).rstrip())
+            out.append("    " + sep.join(
+                " " * 4 + "".join(f"{'x' + str(x):>{width}}" for x in range(d.dims[0]))
+                for _ in range(layers)).rstrip())
+            for y in range(len(grids[0])):
+                out.append("    " + sep.join(
+                    f"{'y' + str(y):<4}" + "".join(f"{'vm' + str(d.vm_of(c)):>{width}}"
+                                                   for c in grids[z][y])
+                    for z in range(layers)).rstrip())
+        if d.count > 1:
+            out.append("  DCN: " + " <-> ".join(f"{d.name}[{s}]" for s in range(d.count)))
+    return "\n".join(out) + "\n"
+
+
+# --- SVG -----------------------------------------------------------------------------
+
+CELL, GAP, PAD, HEAD = 28, 8, 16, 22
+COLOURS = ("#dbeafe", "#dcfce7", "#fef9c3", "#fce7f3", "#ede9fe", "#ffedd5", "#cffafe",
+           "#f1f5f9")
+
+
+def _attr(value: object) -> str:
+    return escape(str(value), {'"': "&quot;"})
+
+
+def svg(drawings: list[Drawing], *, desc: str | None = None) -> str:
+    """One SVG of every slice (top to bottom). Elements carry classes a test can count:
+    ``slice`` (one per slice of a multislice), ``vm`` (``data-vm``), ``chip``
+    (``data-coord``, ``data-vm``; its label is the VM index), ``ici`` links between
+    neighbours of a z layer, ``wrap`` (a wraparound link, dashed stubs at both ends of the
+    line) and ``dcn``."""
+    parts: list[str] = []
+    y0 = PAD
+    width = 0
+    for d in drawings:
+        layers = d.dims[2] if len(d.dims) > 2 else 1
+        xs, ys = d.dims[0], d.dims[1] if len(d.dims) > 1 else 1
+        layer_w = xs * CELL + (xs - 1) * GAP + 2 * GAP
+        layer_h = ys * CELL + (ys - 1) * GAP + 2 * GAP
+        slice_w = layers * layer_w + (layers - 1) * 2 * GAP + 2 * PAD
+        slice_h = layer_h + 2 * PAD + HEAD
+        parts.append(f'<text x="{PAD}" y="{y0 + 14}" class="title">'
+                     f'{escape(d.name)}: {escape(_summary(d))}</text>')
+        note = (", ".join(f"{a}={n}" for a, n in zip(AXES, d.dims, strict=False))
+                if d.kind == "tpu" else "")
+        if layers > 1:
+            note += " (z layers left to right)"
+        width = max(width, 2 * PAD + 7 * len(f"{d.name}: {_summary(d)}"))
+        parts.append(f'<text x="{PAD}" y="{y0 + 32}" class="note">'
+                     f'{escape(("ICI " + note + "; ") if note else "")}{escape(d.wrap_note)}'
+                     '</text>')
+        y0 += 44
+        sx = PAD
+        for s in range(d.count):
+            parts.append(f'<g class="slice" data-slice="{s}" data-name="{_attr(d.name)}">')
+            parts.append(f'<rect x="{sx}" y="{y0}" width="{slice_w}" height="{slice_h}" '
+                         'rx="8" class="slice-box"/>')
+            label = f"{d.name}[{s}]" if d.count > 1 else d.name
+            parts.append(f'<text x="{sx + PAD}" y="{y0 + 16}" class="label">'
+                         f'{escape(label)}</text>')
+            pos: dict[tuple[int, ...], tuple[int, int]] = {}
+            for z in range(layers):
+                lx = sx + PAD + z * (layer_w + 2 * GAP)
+                ly = y0 + HEAD + PAD
+                if layers > 1:
+                    parts.append(f'<text x="{lx}" y="{ly - 4}" class="note">z={z}</text>')
+                for row in _coords(d, z):
+                    for c in row:
+                        cx = lx + GAP + c[0] * (CELL + GAP)
+                        cy = ly + GAP + (c[1] if len(c) > 1 else 0) * (CELL + GAP)
+                        pos[c] = (cx, cy)
+            # VM boxes behind the chips
+            vm_cells: dict[int, list[tuple[int, int]]] = {}
+            for c, (cx, cy) in pos.items():
+                vm_cells.setdefault(d.vm_of(c), []).append((cx, cy))
+            for vm in sorted(vm_cells):
+                cells = vm_cells[vm]
+                x1 = min(c[0] for c in cells) - GAP // 2
+                y1 = min(c[1] for c in cells) - GAP // 2
+                x2 = max(c[0] for c in cells) + CELL + GAP // 2
+                y2 = max(c[1] for c in cells) + CELL + GAP // 2
+                parts.append(f'<rect class="vm" data-vm="{vm}" x="{x1}" y="{y1}" '
+                             f'width="{x2 - x1}" height="{y2 - y1}" rx="5" '
+                             f'fill="{COLOURS[vm % len(COLOURS)]}"><title>VM {vm}'
+                             f'{escape(" (" + d.machine_type + ")") if d.machine_type else ""}'
+                             '</title></rect>')
+            # ICI links between neighbouring chips of a layer (x and y); z links are listed
+            if d.kind == "tpu":
+                for c, (cx, cy) in sorted(pos.items()):
+                    for axis in range(min(2, len(c))):
+                        nxt = list(c)
+                        nxt[axis] += 1
+                        if tuple(nxt) in pos:
+                            nx, ny = pos[tuple(nxt)]
+                            parts.append(f'<line class="ici" x1="{cx + CELL // 2}" '
+                                         f'y1="{cy + CELL // 2}" x2="{nx + CELL // 2}" '
+                                         f'y2="{ny + CELL // 2}"/>')
+                        elif d.wrap[axis] and c[axis] == d.dims[axis] - 1 and d.dims[axis] > 2:
+                            # a wraparound link: a dashed stub out of each end of the line
+                            first = list(c)
+                            first[axis] = 0
+                            fx, fy = pos[tuple(first)]
+                            h = CELL // 2
+                            ends = ((cx + CELL, cy + h, cx + CELL + GAP, cy + h,
+                                     fx, fy + h, fx - GAP, fy + h) if axis == 0 else
+                                    (cx + h, cy + CELL, cx + h, cy + CELL + GAP,
+                                     fx + h, fy, fx + h, fy - GAP))
+                            parts.append(f'<path class="wrap" data-axis="{AXES[axis]}" '
+                                         'd="M{},{} L{},{} M{},{} L{},{}"/>'.format(*ends))
+            for c, (cx, cy) in sorted(pos.items()):
+                coord = ",".join(str(v) for v in c)
+                parts.append(f'<rect class="chip" data-coord="{coord}" data-vm="{d.vm_of(c)}" '
+                             f'x="{cx}" y="{cy}" width="{CELL}" height="{CELL}" rx="3">'
+                             f'<title>{"GPU" if d.kind == "gpu" else "chip"} ({coord}) on VM '
+                             f'{d.vm_of(c)}</title></rect>')
+                parts.append(f'<text class="chip-label" x="{cx + CELL // 2}" '
+                             f'y="{cy + CELL // 2 + 4}">{d.vm_of(c)}</text>')
+            parts.append("</g>")
+            sx += slice_w + 4 * GAP
+        width = max(width, sx)
+        y0 += slice_h
+        if d.count > 1:
+            y_dcn = y0 + 2 * GAP
+            first_c = PAD + slice_w // 2
+            last_c = PAD + (d.count - 1) * (slice_w + 4 * GAP) + slice_w // 2
+            parts.append(f'<g class="dcn"><line x1="{first_c}" y1="{y_dcn}" x2="{last_c}" '
+                         f'y2="{y_dcn}"/>')
+            for s in range(d.count):
+                cx = PAD + s * (slice_w + 4 * GAP) + slice_w // 2
+                parts.append(f'<line x1="{cx}" y1="{y0}" x2="{cx}" y2="{y_dcn}"/>')
+            parts.append(f'<text x="{first_c + 6}" y="{y_dcn + 16}" class="note">DCN '
+                         f'(data-center network) between the {d.count} slices</text></g>')
+            y0 = y_dcn + 24
+        y0 += 2 * PAD
+    width = max(width, 480)
+    style = ("text{font-family:sans-serif;font-size:12px;fill:#111827}"
+             ".title{font-weight:bold;font-size:13px}.note{fill:#4b5563}"
+             ".label{font-weight:bold}.slice-box{fill:#f9fafb;stroke:#9ca3af}"
+             ".vm{stroke:#374151;stroke-width:1.5}.chip{fill:#1d4ed8;stroke:#1e3a8a}"
+             ".chip-label{fill:#ffffff;font-size:10px;text-anchor:middle}"
+             ".ici{stroke:#f59e0b;stroke-width:3}"
+             ".wrap{stroke:#dc2626;stroke-width:2;fill:none;stroke-dasharray:4 3}"
+             ".dcn line{stroke:#059669;stroke-width:3}")
+    head = (f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{y0}" '
+            f'viewBox="0 0 {width} {y0}" role="img">'
+            f"<title>{escape('; '.join(_summary(d) for d in drawings))}</title>"
+            + (f"<desc>{escape(desc)}</desc>" if desc else "") +
+            f"<style>{style}</style>")
+    return head + "\n" + "\n".join(parts) + "\n</svg>\n"

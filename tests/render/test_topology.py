@@ -1,0 +1,133 @@
+"""Pictures of the slices: `catalog tpu VERSION --topology T --diagram [FILE.svg]` and the
+`topology.svg` + README section that `render` writes into every stack.
+
+Each SVG is parsed with xml.etree (well-formed) and its elements are counted against the
+catalog or the stack's plan: one ``chip`` per chip (or GPU), one ``vm`` box per VM, one
+``slice`` group per slice of a multislice, a ``dcn`` group exactly for multislices.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from mldiag_provision.render import topology as pictures
+
+SVG = "{http://www.w3.org/2000/svg}"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "stacks"
+STACKS = sorted(p for p in GOLDEN.iterdir() if p.is_dir())
+
+
+def classes(root: ET.Element, name: str) -> list[ET.Element]:
+    return [e for e in root.iter() if (e.get("class") or "").split() == [name]]
+
+
+def test_every_stack_holds_its_topology_picture() -> None:
+    assert len(STACKS) >= 10
+    for stack in STACKS:
+        plan = json.loads((stack / ".mldiag" / "plan.json").read_text())
+        root = ET.parse(stack / "topology.svg").getroot()  # well-formed, or this raises
+        assert root.tag == f"{SVG}svg", stack.name
+        slices = plan["slices"]
+        for s in slices:  # a GPU slice on Autopilot: the GPUs its workloads ask per pod
+            if s["chips"] is None:
+                s["chips"] = s["vms"] * max(w["chips_per_pod"] for w in plan["workloads"]
+                                            if w["slice"] == s["name"])
+        assert len(classes(root, "chip")) == sum(s["chips"] * s["count"] for s in slices), (
+            stack.name)
+        assert len(classes(root, "vm")) == sum(s["vms"] * s["count"] for s in slices)
+        assert len(classes(root, "slice")) == sum(s["count"] for s in slices)
+        assert len(classes(root, "dcn")) == sum(1 for s in slices if s["count"] > 1)
+        readme = (stack / "README.md").read_text()
+        assert "![the slices of this stack](topology.svg)" in readme
+        for s in slices:
+            assert f"slice {s['name']}: " in readme
+
+
+def test_every_kubernetes_stack_holds_the_smoke_workload() -> None:
+    program = (Path(pictures.__file__).parents[1] / "smoke" / "program.py").read_text()
+    for stack in STACKS:
+        plan = json.loads((stack / ".mldiag" / "plan.json").read_text())
+        if plan.get("agents") is None:
+            assert not (stack / "k8s" / "smoke").exists()
+            continue
+        import yaml
+
+        [cm] = list(yaml.safe_load_all((stack / "k8s/smoke/00-program.yaml").read_text()))
+        assert cm["kind"] == "ConfigMap" and cm["data"]["program.py"] == program
+        for s in plan["slices"]:
+            [js] = list(yaml.safe_load_all((stack / f"k8s/smoke/{s['name']}.yaml").read_text()))
+            [rjob] = js["spec"]["replicatedJobs"]
+            assert rjob["replicas"] == s["count"]
+            assert rjob["template"]["spec"]["parallelism"] == s["vms"]
+
+
+def _catalog_shapes(catalog) -> list[tuple[str, str, int, int, int]]:
+    rows = []
+    for v in catalog.versions.values():
+        for topo, names in v.topologies.items():
+            for name in names:
+                s = catalog.resolve(v.key, topo, v.machine_types[name].chips_per_vm)
+                rows.append((v.key, topo, s.chips_per_vm, s.chips, s.vms))
+    return rows
+
+
+def test_catalog_diagram_svg_counts_match_the_catalog(catalog, cli, tmp_path: Path) -> None:
+    rows = _catalog_shapes(catalog)
+    assert len(rows) > 20
+    for version, topo, per_vm, chips, vms in rows:
+        path = tmp_path / f"{version}-{topo}-{per_vm}.svg"
+        code, out, err = cli("catalog", "tpu", version, "--topology", topo, "--chips-per-vm",
+                             str(per_vm), "--diagram", str(path))
+        assert code == 0, err
+        assert f"{chips} chips on {vms} VMs" in out
+        root = ET.parse(path).getroot()
+        assert len(classes(root, "chip")) == chips, (version, topo)
+        assert len(classes(root, "vm")) == vms, (version, topo)
+        # every VM box holds exactly chips_per_vm chips
+        per = {}
+        for chip in classes(root, "chip"):
+            per[chip.get("data-vm")] = per.get(chip.get("data-vm"), 0) + 1
+        assert set(per.values()) == {per_vm}, (version, topo, per)
+
+
+def test_catalog_diagram_text_and_multislice(cli) -> None:
+    code, out, _ = cli("catalog", "tpu", "v6e", "--topology", "4x4", "--slices", "2",
+                       "--diagram")
+    assert code == 0
+    assert "16 chips on 4 VM(s)" in out and "2 slices over DCN = 32 chips" in out
+    assert "DCN: v6e-4x4[0] <-> v6e-4x4[1]" in out
+    assert out.count(" vm3") == 2 * 4  # VM 3 holds 4 chips, drawn in both slices
+    code, out, _ = cli("catalog", "tpu", "v4", "--topology", "2x2x4", "--diagram")
+    assert code == 0 and "z=3" in out and "x 2, y 2, z 4" in out
+
+
+def test_wraparound_only_on_whole_cubes_and_full_pods() -> None:
+    cube = ET.fromstring(pictures.svg([pictures.tpu_drawing("c", "v4", 3, "4x4x4", 4, "m")]))
+    assert {e.get("data-axis") for e in classes(cube, "wrap")} == {"x", "y"}
+    small = ET.fromstring(pictures.svg([pictures.tpu_drawing("s", "v4", 3, "2x2x4", 4, "m")]))
+    assert classes(small, "wrap") == []
+    pod = ET.fromstring(pictures.svg([pictures.tpu_drawing("p", "v5e", 2, "16x16", 4, "m")]))
+    assert classes(pod, "wrap") and len(classes(pod, "chip")) == 256
+    part = ET.fromstring(pictures.svg([pictures.tpu_drawing("q", "v5e", 2, "8x16", 4, "m")]))
+    assert classes(part, "wrap") == []
+
+
+def test_names_are_escaped_in_the_svg() -> None:
+    d = pictures.tpu_drawing('a<b&"c', "v5e", 2, "2x2", 4, "m<t>")
+    root = ET.fromstring(pictures.svg([d], desc="x -- <y>"))
+    assert any('a<b&"c' in (e.text or "") for e in root.iter())
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["v5e", "--topology", "2x4", "--diagram"], "--chips-per-vm"),
+    (["v4", "--topology", "2x2x3", "--diagram"], "--topology"),
+    (["v4", "--diagram"], "--topology and --diagram go together"),
+    (["v4", "--topology", "2x2x4", "--slices", "0", "--diagram"], "--slices 0"),
+])
+def test_catalog_diagram_usage_errors(cli, argv: list[str], message: str) -> None:
+    code, _, err = cli("catalog", "tpu", *argv)
+    assert code == 2 and message in err and "Traceback" not in err
