@@ -416,6 +416,9 @@ class Store:
         self.rv = 0
         self.cluster_id: str | None = None
         self.user = "standin-user@example.com"
+        # what GET .../pods/<name>/log answers, by (namespace, name): there is no kubelet, so
+        # a test that plays the workload's containers writes their output here ("" if none)
+        self.pod_logs: dict[tuple[str, str], str] = {}
 
     # -- lifecycle ----------------------------------------------------------------------------
     def sync(self) -> None:
@@ -1124,7 +1127,7 @@ class ApiServer:
             if req.name:
                 obj = store.get(res, req.namespace, req.name)
                 if req.subresource == "log":
-                    return 200, "", []
+                    return 200, store.pod_logs.get((req.namespace, req.name), ""), []
                 return 200, obj, []
             return 200, store.list(res, req.namespace, req.query.get("labelSelector", ""),
                                    req.query.get("fieldSelector", "")), []

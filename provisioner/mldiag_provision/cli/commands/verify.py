@@ -73,8 +73,13 @@ def run(args: argparse.Namespace, out: Console) -> int:
         def progress(line: str) -> None:  # on stderr: stdout stays one JSON document
             print(line, file=sys.stderr, flush=True)
 
+        import os
+
+        # how often the pods are polled (seconds); tests against stand-ins poll faster
+        poll_s = float(os.environ.get("MLDIAG_SMOKE_POLL_S", "5"))
         results.extend(run_smoke(cluster, plan, image=args.smoke_image,
-                                 timeout_s=args.smoke_timeout, progress=progress))
+                                 timeout_s=args.smoke_timeout, poll_s=poll_s,
+                                 progress=progress))
     failed = any(r.status == FAIL for r in results)
     if args.output == "json":
         out.print(json.dumps({"ok": not failed, "stack": plan.name,
