@@ -145,3 +145,56 @@ def test_spec_of_each_example_matches_the_catalog(catalog) -> None:
     assert dict(tpu7x.mesh) == {"x": 2, "y": 2, "z": 2, "core": 2} and tpu7x.devices == 16
     gpu = next(v for (r, _), v in seen.items() if r == "gpu-h100-autopilot")
     assert gpu.kind == "gpu" and dict(gpu.mesh) == {"node": 2, "gpu": 8} and gpu.devices == 16
+
+
+def _load_program():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("mldiag_smoke_program", PROGRAM)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_registers_the_run_with_the_sdk_when_it_is_there(monkeypatch: pytest.MonkeyPatch
+                                                         ) -> None:
+    """A module named like the SDK (test infrastructure) records the call; the program passes
+    the run name, the profile's gs:// path and the project/region; without the SDK it says
+    so; a raising SDK (missing IAM, SDK README) does not fail the smoke."""
+    import types
+
+    import jax
+
+    program = _load_program()
+    args = program._args(["--devices", "8", "--processes", "1", "--mesh", "x=8",
+                          "--profile-dir", "gs://b/mldiag-smoke/s", "--name", "stack-s",
+                          "--project", "p", "--region", "us-east5"])
+    calls = []
+    sdk = types.ModuleType("google_cloud_mldiagnostics")
+    sdk.machinelearning_run = lambda **kw: calls.append(kw)
+    monkeypatch.setitem(sys.modules, "google_cloud_mldiagnostics", sdk)
+    assert program._register(args, jax, {"devices": 8}) == "registered"
+    [kw] = calls
+    assert kw["name"] == "stack-s" and kw["gcs_path"] == "gs://b/mldiag-smoke/s"
+    assert kw["project"] == "p" and kw["region"] == "us-east5"
+
+    def refuse(**kw):
+        raise PermissionError("403 caller lacks hypercomputecluster.machineLearningRuns.create")
+
+    sdk.machinelearning_run = refuse
+    assert program._register(args, jax, {"devices": 8}).startswith(
+        "registration failed: PermissionError: 403")
+    local = program._args(["--devices", "8", "--processes", "1", "--mesh", "x=8",
+                           "--profile-dir", "/tmp/x"])
+    assert program._register(local, jax, {}) == "skipped: the profile is not in Cloud Storage"
+    monkeypatch.setitem(sys.modules, "google_cloud_mldiagnostics", None)  # not installed
+    assert program._register(args, jax, {}) == "sdk not installed"
+
+
+def test_malformed_mesh_is_exit_2_with_a_json_line(capsys: pytest.CaptureFixture) -> None:
+    program = _load_program()
+    code = program.main(["--devices", "8", "--processes", "1", "--mesh", "x=2,x=4",
+                         "--profile-dir", "/tmp/x"])
+    line = capsys.readouterr().out.strip()
+    assert code == 2 and json.loads(line.removeprefix("MLDIAG_SMOKE "))["errors"] == [
+        "mesh 'x=2,x=4' repeats an axis name"]
