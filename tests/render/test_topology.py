@@ -53,6 +53,10 @@ def test_every_kubernetes_stack_holds_the_smoke_workload() -> None:
         plan = json.loads((stack / ".mldiag" / "plan.json").read_text())
         if plan.get("agents") is None:
             assert not (stack / "k8s" / "smoke").exists()
+            if plan.get("slurm"):
+                for s in plan["slices"]:
+                    _check_smoke_sbatch(stack / "slurm" / f"mldiag-smoke-{s['name']}.sbatch",
+                                        program, s)
             continue
         import yaml
 
@@ -63,6 +67,21 @@ def test_every_kubernetes_stack_holds_the_smoke_workload() -> None:
             [rjob] = js["spec"]["replicatedJobs"]
             assert rjob["replicas"] == s["count"]
             assert rjob["template"]["spec"]["parallelism"] == s["vms"]
+
+
+def _check_smoke_sbatch(path: Path, program: str, s: dict) -> None:
+    """The Slurm smoke script is valid bash, asks for the slice's nodes, and its heredoc
+    gives back the shipped program (what `srun` exports to every task)."""
+    import subprocess
+
+    text = path.read_text()
+    assert f"#SBATCH --nodes={s['vms']}" in text and "--distributed" in text
+    subprocess.run(["bash", "-n", str(path)], check=True)
+    start = text.index("MLDIAG_SMOKE_PROGRAM=$(")
+    end = text.index("export MLDIAG_SMOKE_PROGRAM")
+    got = subprocess.run(["bash", "-c", text[start:end] + 'printf %s "$MLDIAG_SMOKE_PROGRAM"'],
+                         capture_output=True, text=True, check=True).stdout
+    assert got == program.rstrip("\n")  # $(...) drops the trailing newline only
 
 
 def _catalog_shapes(catalog) -> list[tuple[str, str, int, int, int]]:

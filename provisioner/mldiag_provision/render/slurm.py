@@ -12,7 +12,7 @@ from __future__ import annotations
 import shlex
 
 from mldiag_provision.plan.slurm import SlurmJobPlan, SlurmPlan
-from mldiag_provision.plan.stack import StackPlan
+from mldiag_provision.plan.stack import SlicePlan, StackPlan
 
 
 def _q(value: object) -> str:
@@ -86,10 +86,72 @@ def sbatch(plan: StackPlan, job: SlurmJobPlan, banner: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def smoke_sbatch(plan: StackPlan, sp: SlicePlan, banner: str) -> str | None:
+    """``slurm/mldiag-smoke-<slice>.sbatch``: the JAX + XProf smoke program on every node of
+    a GPU slice (opt-in: submit it yourself). The program travels in the job's environment
+    (srun exports it to every task), so no shared file system is assumed; each task runs it
+    with ``--distributed``, and ``jax.distributed.initialize()`` finds its peers from Slurm's
+    variables (https://docs.jax.dev/en/latest/multi_process.html). ``None`` when no
+    partition holds the slice's nodes.
+    """
+    from mldiag_provision.smoke import PROGRAM, program_args, spec_for
+    from mldiag_provision.smoke.manifests import jobset_name, profile_path
+
+    slurm = _slurm(plan)
+    sets = {n.id for n in slurm.node_sets if n.slice == sp.name}
+    partition = next((p.id for p in slurm.partitions if sets & set(p.node_set_ids)), None)
+    if partition is None:
+        return None
+    spec = spec_for(sp, plan)
+    name = jobset_name(sp)
+    args = program_args(spec, name=f"{plan.name}-{sp.name}", profile_dir=profile_path(plan, sp),
+                        project=plan.project, region=plan.diagnostics.mlrun_region)
+    program = PROGRAM.read_text(encoding="utf-8")
+    lines = [
+        "#!/bin/bash",
+        banner,
+        f"# JAX + XProf smoke test of slice {sp.name}: {sp.vms} x {sp.machine_type}, "
+        f"{spec.devices_per_vm} GPUs per node (opt-in).",
+        f"# Submit from a login node: sbatch slurm/{name}.sbatch",
+        f"#SBATCH --job-name={name}",
+        f"#SBATCH --partition={partition}",
+        f"#SBATCH --nodes={sp.vms}",
+        "#SBATCH --ntasks-per-node=1",
+        f"#SBATCH --gpus-per-node={spec.devices_per_vm}",
+        "#SBATCH --exclusive",
+        "#SBATCH --output=%x-%j.out",
+        "set -euo pipefail",
+        "",
+    ]
+    if plan.diagnostics.enabled:
+        lines += ["# The ML Diagnostics SDK's job environment (written by the node startup "
+                  "script).", f"source {_q(slurm.sdk.job_env)}"]
+    lines += [f'export PATH={_q(slurm.sdk.venv + "/bin")}:"$PATH"',
+              "srun --ntasks-per-node=1 pip install -q 'jax[cuda12]'",
+              "",
+              "# The program shipped with mldiag-provision (smoke/program.py), byte for byte.",
+              "MLDIAG_SMOKE_PROGRAM=$(cat <<'MLDIAG_SMOKE_EOF'",
+              program.rstrip("\n"),
+              "MLDIAG_SMOKE_EOF",
+              ")",
+              "export MLDIAG_SMOKE_PROGRAM",
+              "srun bash -c 'python3 -c \"$MLDIAG_SMOKE_PROGRAM\" \"$@\"' mldiag-smoke \\",
+              "  " + " ".join(_q(a) for a in [*args, "--distributed"])]
+    return "\n".join(lines) + "\n"
+
+
 def files(plan: StackPlan, banner: str) -> dict[str, bytes]:
-    """``slurm/<workload>.sbatch`` for every workload of a Slurm plan."""
-    return {f"slurm/{job.name}.sbatch": sbatch(plan, job, banner).encode("utf-8")
-            for job in (plan.slurm.jobs if plan.slurm is not None else ())}
+    """``slurm/<workload>.sbatch`` for every workload of a Slurm plan, and the opt-in smoke
+    script of each slice (:func:`smoke_sbatch`)."""
+    out = {f"slurm/{job.name}.sbatch": sbatch(plan, job, banner).encode("utf-8")
+           for job in (plan.slurm.jobs if plan.slurm is not None else ())}
+    for sp in plan.slices:
+        script = smoke_sbatch(plan, sp, banner)
+        if script is not None:
+            from mldiag_provision.smoke.manifests import jobset_name
+
+            out[f"slurm/{jobset_name(sp)}.sbatch"] = script.encode("utf-8")
+    return out
 
 
 def readme(plan: StackPlan, banner: str) -> str:

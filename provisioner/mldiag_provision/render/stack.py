@@ -166,6 +166,14 @@ def _topology_section(plan: StackPlan, drawings: list[pictures.Drawing]) -> str:
                   "mldiag-provision verify RECIPE -o THIS_DIR --smoke",
                   "# or by hand: kubectl apply -f k8s/smoke/ ... kubectl delete -f k8s/smoke/",
                   "```", ""]
+    elif plan.slurm is not None:
+        from mldiag_provision.smoke.manifests import jobset_name
+
+        lines += ["On the cluster, the same JAX + XProf program on every node of a slice "
+                  "(device counts, a collective over every mesh axis, a profile in the "
+                  "profiles bucket under `mldiag-smoke/`), from a login node:", "", "```sh"]
+        lines += [f"sbatch slurm/{jobset_name(sp)}.sbatch" for sp in plan.slices]
+        lines += ["```", ""]
     return "\n".join(lines)
 
 
