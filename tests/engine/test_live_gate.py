@@ -23,7 +23,8 @@ def gate(offline_cluster, monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     GOOGLE_OAUTH_ACCESS_TOKEN), live checks on, pointed at the stand-in APIs."""
     if offline_cluster is None:
         pytest.skip("terraform missing (explicitly allowed)")
-    recipe = offline_recipe(REPO_ROOT / "recipes" / "tpu-v4-2x2x4-autopilot.yaml", tmp_path / "r.yaml")
+    recipe = offline_recipe(REPO_ROOT / "recipes" / "tpu-v4-2x2x4-autopilot.yaml",
+                            tmp_path / "r.yaml")
     with GcpApis(all_pass_project(), token=offline_cluster.token) as apis:
         for key, value in apis.env().items():
             monkeypatch.setenv(key, value)
@@ -48,7 +49,7 @@ def test_a_live_fail_stops_plan_and_apply_before_terraform(gate, cli) -> None:
 def test_ignore_live_failures_goes_on_and_says_so(gate, cli) -> None:
     apis, recipe, work, _ = gate
     apis.project.state = "DELETE_REQUESTED"
-    rc, out, err = cli("plan", str(recipe), "-o", str(work), "--ignore-live-failures")
+    rc, _, err = cli("plan", str(recipe), "-o", str(work), "--ignore-live-failures")
     assert rc == 0, err
     assert "--ignore-live-failures: going on to Terraform despite 1 FAILED live check(s)" \
         in err

@@ -319,3 +319,22 @@ def test_no_credentials_is_a_usage_error(capsys, repo_root, monkeypatch, tmp_pat
 def test_without_live_no_request_is_made(gcp, capsys, repo_root):
     rc, out, _ = run_cli(capsys, ["preflight", str(repo_root / "recipes" / f"{V5P}.yaml")])
     assert rc == 0 and "add --live" in out and gcp.requests == []
+
+
+def test_validate_and_render_never_import_the_google_cloud_clients(repo_root, tmp_path):
+    """Cold start: the client libraries (the ``live`` extra) load only for live checks."""
+    import subprocess
+    import sys
+
+    code = ("import sys\nfrom mldiag_provision.cli.app import main\n"
+            f"main(['validate', {str(repo_root / 'recipes' / (V5P + '.yaml'))!r}])\n"
+            f"main(['render', {str(repo_root / 'recipes' / (V5P + '.yaml'))!r}, '-o', "
+            f"{str(tmp_path / 'out')!r}])\n"
+            "bad = sorted(m for m in sys.modules if m.startswith(('google.cloud.compute',"
+            " 'google.cloud.resourcemanager', 'google.cloud.iam_admin', 'grpc',"
+            " 'google.cloud.container', 'google.cloud.cloudquotas',"
+            " 'mldiag_provision.preflight.live')))\n"
+            "print('IMPORTED', bad)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True)
+    assert "IMPORTED []" in proc.stdout, proc.stdout[-500:]

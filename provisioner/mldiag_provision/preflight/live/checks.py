@@ -317,14 +317,25 @@ def check_roles(s: Session) -> list[LiveResult]:
     """Every predefined role the stack grants exists (IAM ``roles.get``)."""
     out: list[LiveResult] = []
     ok: list[str] = []
-    for role in s.target.roles:
+
+    def get(role: str) -> Any:
         try:
-            r = s.call("iam", "get_role", request={"name": role})
+            return s.call("iam", "get_role", request={"name": role})
         except Exception as exc:
+            return exc
+
+    roles = list(s.target.roles)
+    if not roles:
+        return []
+    with ThreadPoolExecutor(max_workers=min(16, len(roles))) as pool:  # one round trip
+        answers = list(pool.map(get, roles))
+    for role, r in zip(roles, answers, strict=True):
+        if isinstance(r, Exception):
+            exc = r
             if _kind(exc) == "notfound":
                 out.append(LiveResult("roles", FAIL, f"role {role} does not exist", role,
                                       "the catalog's role list is out of date: set "
-                                      "diagnostics.iam.mode: custom, or report it"))
+                                      "diagnostics.iam.mode: custom-role, or report it"))
             else:
                 out.append(_could_not("roles", f"role {role}", role, exc, s))
             continue
@@ -657,7 +668,7 @@ def tasks(s: Session) -> list[Callable[[], list[LiveResult]]]:
         if sl.capacity == "reservation" and sl.reservation:
             out.append(lambda sl=sl: check_reservation(s, sl))
         key = quota_key(sl)
-        if key is not None:
+        if key is not None and sl.chips > 0:  # 0: Autopilot picks the GPU count
             k = (key[0], tuple(sorted(key[1].items())))
             need, names = quotas.get(k, (0, []))
             quotas[k] = (need + sl.chips, [*names, sl.name])

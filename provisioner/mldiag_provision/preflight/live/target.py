@@ -104,7 +104,7 @@ def build_target(plan: StackPlan, files: Mapping[str, bytes | str]) -> Target:
     if sa is not None and not sa.create and not hasattr(cluster, "node_service_account_id"):
         types.discard("google_service_account")
     iam = getattr(diag, "iam", None)
-    custom = bool(iam is not None and iam.mode == "custom")
+    custom = bool(iam is not None and iam.mode != "predefined")
     if not custom and "google_project_iam_custom_role" in types and not node_sa_roles:
         types.discard("google_project_iam_custom_role")
     table = facts()["resources"]
