@@ -32,7 +32,7 @@ def _timeout(text: str) -> float:
     return value
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser(NAME, help="preflight one recipe; --live also asks its Google Cloud "
                                   "project whether it can succeed")
     p.add_argument("recipe", metavar="RECIPE")

@@ -21,6 +21,7 @@ APIs asked (REST reference of each):
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -107,7 +108,7 @@ class Session:
 
             grpc_endpoint = os.environ.get(GRPC_ENDPOINT_ENV, "").strip()
             if grpc_endpoint:  # a local plaintext server (tests/standin/gcp_apis.py)
-                import grpc
+                import grpc  # type: ignore[import-untyped]
                 from google.cloud.iam_admin_v1.services.iam.transports import IAMGrpcTransport
 
                 return iam_admin_v1.IAMClient(transport=IAMGrpcTransport(
@@ -423,16 +424,17 @@ def check_services(s: Session) -> list[LiveResult]:
 
 
 def _versions_ok(versions: list[str], minimum: str) -> list[str]:
+    """The full versions among ``versions`` at or above ``minimum`` (unparseable: left out)."""
     from mldiag_provision.catalog.gke_version import GkeVersion, at_least
 
     need = GkeVersion.parse(minimum)
+    if need is None:
+        return list(versions)
     ok = []
     for v in versions:
-        try:
-            if at_least(GkeVersion.parse(v), need):
-                ok.append(v)
-        except ValueError:
-            continue
+        parsed = GkeVersion.parse(v)
+        if parsed is not None and at_least(parsed, need):
+            ok.append(v)
     return ok
 
 
@@ -662,19 +664,18 @@ def tasks(s: Session) -> list[Callable[[], list[LiveResult]]]:
         if sl.machine_type:
             by_type.setdefault(sl.machine_type, []).append(sl.name)
     for mt, names in by_type.items():
-        out.append(lambda mt=mt, names=names: check_machine_type(s, mt, names))
+        out.append(functools.partial(check_machine_type, s, mt, names))
     quotas: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[int, list[str]]] = {}
     for sl in t.slices:
         if sl.capacity == "reservation" and sl.reservation:
-            out.append(lambda sl=sl: check_reservation(s, sl))
+            out.append(functools.partial(check_reservation, s, sl))
         key = quota_key(sl)
         if key is not None and sl.chips > 0:  # 0: Autopilot picks the GPU count
             k = (key[0], tuple(sorted(key[1].items())))
             need, names = quotas.get(k, (0, []))
             quotas[k] = (need + sl.chips, [*names, sl.name])
     for (qid, dims), (need, names) in quotas.items():
-        out.append(lambda qid=qid, dims=dims, need=need, names=names:
-                   check_quota(s, qid, dict(dims), need, names))
+        out.append(functools.partial(check_quota, s, qid, dict(dims), need, names))
     return out
 
 

@@ -27,7 +27,8 @@ _BLOCK = re.compile(r'^\s*(resource|data)\s+"(google[a-z0-9_-]*)"', re.MULTILINE
 @functools.cache
 def facts() -> dict[str, Any]:
     """The sourced facts of ``data/gcp.yaml`` (resources, roles, quotas)."""
-    return yaml.safe_load(DATA.read_text(encoding="utf-8"))
+    data: dict[str, Any] = yaml.safe_load(DATA.read_text(encoding="utf-8"))
+    return data
 
 
 def role_for(permission: str) -> str | None:
@@ -123,15 +124,15 @@ def build_target(plan: StackPlan, files: Mapping[str, bytes | str]) -> Target:
                getattr(cluster, "min_master_version", None))
     elif ctype == "existing-kubernetes" and plan.agents is not None:
         access = plan.agents.access
-        if getattr(access, "cluster", None):
+        if access.kind == "gke":  # a GKE cluster by name (not a kubeconfig context)
             need = None
             if plan.agents.strategy == "managed":  # the managed add-on's minimum GKE
                 from mldiag_provision.catalog.requirements import managed_diagnostics_need
                 from mldiag_provision.catalog.tpu import load_catalog
 
                 need = str(managed_diagnostics_need(load_catalog()).version)
-            existing = (getattr(access, "location", None) or cluster.location,
-                        access.cluster, need, getattr(cluster, "workload_pool", None))
+            existing = (access.location or cluster.location, access.cluster, need,
+                        getattr(cluster, "workload_pool", None))
     slices = []
     for s in plan.slices:
         per_vm = s.chips_per_vm or 0
