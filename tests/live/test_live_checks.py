@@ -302,18 +302,22 @@ def test_wrong_token_is_a_warn_per_check_not_a_crash(gcp, capsys, repo_root, mon
     assert rc == 0 and not rows(doc, "FAIL") and rows(doc, "WARN", "project")
 
 
-def test_no_credentials_is_a_usage_error(capsys, repo_root, monkeypatch, tmp_path):
-    monkeypatch.delenv("MLDIAG_OFFLINE", raising=False)
-    for key in ("GOOGLE_OAUTH_ACCESS_TOKEN", "GOOGLE_APPLICATION_CREDENTIALS"):
-        monkeypatch.delenv(key, raising=False)
-    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path))
-    monkeypatch.setenv("NO_GCE_CHECK", "True")  # google-auth: do not probe the metadata server
-    monkeypatch.setenv("GCE_METADATA_HOST", "127.0.0.1:9")
-    monkeypatch.setenv("GCE_METADATA_IP", "127.0.0.1:9")
-    rc, _, err = run_cli(capsys, ["preflight", str(repo_root / "recipes" / f"{V5P}.yaml"),
-                                  "--live"])
-    assert rc == 2 and "no Google Cloud credentials for the live checks" in err
-    assert "Traceback" not in err
+def test_no_credentials_is_a_usage_error(repo_root, tmp_path):
+    """A new process (google-auth reads NO_GCE_CHECK when imported: no metadata server
+    probe), with no token, no key file and an empty gcloud config."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k not in (
+        "GOOGLE_OAUTH_ACCESS_TOKEN", "GOOGLE_APPLICATION_CREDENTIALS", "MLDIAG_OFFLINE")}
+    env.update(CLOUDSDK_CONFIG=str(tmp_path), HOME=str(tmp_path), NO_GCE_CHECK="true")
+    proc = subprocess.run([sys.executable, "-m", "mldiag_provision", "preflight",
+                           str(repo_root / "recipes" / f"{V5P}.yaml"), "--live"],
+                          capture_output=True, text=True, env=env, timeout=120, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "no Google Cloud credentials for the live checks" in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_without_live_no_request_is_made(gcp, capsys, repo_root):
