@@ -123,8 +123,10 @@ def test_custom_role_permission_not_supported_fails(gcp, capsys, repo_root, tmp_
     assert [r["message"] for r in rows(doc, "WARN", "custom-role")] == [
         f"permission {perms[-1]} is TESTING in custom roles (may change without notice)"]
     del gcp.project.testable[perms[1]]  # both pages read: a permission missing from both
+    del gcp.project.testable[perms[2]]
     rc, doc, _ = live(capsys, repo_root, recipe)
-    assert any(perms[1] in r["message"] for r in rows(doc, "FAIL", "custom-role"))
+    assert f"permissions {perms[1]}, {perms[2]} of the custom role are not testable on " \
+        "project my-ml-project" in rows(doc, "FAIL", "custom-role")[0]["message"]
 
 
 def test_apis_off_and_caller_may_not_enable_them_fails(gcp, capsys, repo_root):
@@ -187,6 +189,24 @@ def test_reservation_failures(gcp, capsys, repo_root, case, expected):
                                                     "ct5p-hightpu-4t", count=4, in_use=3)
     rc, doc, _ = live(capsys, repo_root, V5P)
     assert rc == 1 and [r["message"] for r in rows(doc, "FAIL")] == [expected]
+    assert [r["message"] for r in rows(doc, "SKIP", "quota")] == [
+        "slice v5p-16: quota not checked (reserved capacity was counted against quota when "
+        "the reservation was made)"]
+
+
+def test_autopilot_reservation_is_found_in_the_region(gcp, capsys, repo_root):
+    recipe = "tpu-v6e-4x4-multislice-autopilot"  # no zone, reservation trillium-reservation
+    rc, doc, _ = live(capsys, repo_root, recipe)
+    assert rc == 1 and rows(doc, "FAIL", "reservation")[0]["message"] == (
+        "reservation trillium-reservation does not exist in project my-ml-project, region "
+        "us-east5")
+    key = ("my-ml-project", "us-east5-b", "trillium-reservation")
+    gcp.project.reservations[key] = reservation("trillium-reservation", "us-east5-b",
+                                                "ct6e-standard-4t", count=8)
+    rc, doc, _ = live(capsys, repo_root, recipe)
+    assert rows(doc, "PASS", "reservation")[0]["evidence"] == (
+        "projects/my-ml-project/zones/us-east5-b/reservations/trillium-reservation")
+    assert rc == 0, rows(doc, "FAIL")
 
 
 def test_reservation_owned_elsewhere_must_be_shared(gcp, capsys, repo_root, tmp_path):

@@ -108,6 +108,8 @@ _ROUTES: list[tuple[str, re.Pattern[str], str, str]] = [
          "container", "get_cluster"),
         ("GET", r"^/compute/v1/projects/(?P<p>[^/]+)/aggregated/machineTypes$", "compute",
          "machine_types"),
+        ("GET", r"^/compute/v1/projects/(?P<p>[^/]+)/aggregated/reservations$", "compute",
+         "reservations_aggregated"),
         ("GET", r"^/compute/v1/projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/reservations/"
                 r"(?P<r>[^/]+)$", "compute", "get_reservation"),
         ("GET", r"^/v1/projects/(?P<p>[^/]+)/locations/global/services/(?P<svc>[^/]+)/"
@@ -345,6 +347,16 @@ class GcpApis:
             raise _Error(404, "NOT_FOUND", f"The resource 'projects/{p}/zones/{z}/"
                          f"reservations/{r}' was not found")
         return found
+
+    def _reservations_aggregated(self, p: str, q: dict[str, str], **_: Any) -> dict[str, Any]:
+        m = re.fullmatch(r'\s*name\s*=\s*"?([^"]+)"?\s*', q.get("filter", ""))
+        wanted = m.group(1) if m else None
+        items: dict[str, Any] = {}
+        for (owner, zone, name), body in self.project.reservations.items():
+            if owner == p and (wanted is None or name == wanted):
+                items.setdefault(f"zones/{zone}", {"reservations": []})["reservations"].append(
+                    body)
+        return {"kind": "compute#reservationAggregatedList", "items": items}
 
     def _quota_info(self, p: str, svc: str, qid: str, **_: Any) -> dict[str, Any]:
         self._own(p)

@@ -370,20 +370,28 @@ def check_custom_role(s: Session) -> list[LiveResult]:
     level = {p.name: (p.custom_roles_support_level.name
                       if hasattr(p.custom_roles_support_level, "name")
                       else str(p.custom_roles_support_level)) for p in perms}
-    out: list[LiveResult] = []
+    groups: dict[str, list[str]] = {}
     for p in t.custom_role_permissions:
-        lv = level.get(p)
-        if lv is None:
-            out.append(LiveResult("custom-role", FAIL, f"permission {p} of the custom role is "
-                                  f"not a permission of project {t.project}", ev,
-                                  "set diagnostics.iam.mode: predefined, or report it"))
-        elif lv == "NOT_SUPPORTED":
-            out.append(LiveResult("custom-role", FAIL, f"permission {p} cannot be used in "
-                                  "custom roles (NOT_SUPPORTED)", ev,
-                                  "set diagnostics.iam.mode: predefined"))
-        elif lv == "TESTING":
-            out.append(LiveResult("custom-role", WARN, f"permission {p} is TESTING in custom "
-                                  "roles (may change without notice)", ev, None))
+        groups.setdefault(level.get(p) or "MISSING", []).append(p)
+
+    def named(perms: list[str]) -> str:
+        return ("permission " if len(perms) == 1 else "permissions ") + ", ".join(perms)
+
+    out: list[LiveResult] = []
+    if "MISSING" in groups:
+        perms = groups["MISSING"]
+        out.append(LiveResult("custom-role", FAIL, f"{named(perms)} of the custom role "
+                              f"{'is' if len(perms) == 1 else 'are'} not testable on project "
+                              f"{t.project} (unknown, or its API is off)", ev,
+                              "set diagnostics.iam.mode: predefined, or turn the API on first"))
+    if "NOT_SUPPORTED" in groups:
+        out.append(LiveResult("custom-role", FAIL, f"{named(groups['NOT_SUPPORTED'])} cannot "
+                              "be used in custom roles (NOT_SUPPORTED)", ev,
+                              "set diagnostics.iam.mode: predefined"))
+    if "TESTING" in groups:
+        out.append(LiveResult("custom-role", WARN, f"{named(groups['TESTING'])} "
+                              f"{'is' if len(groups['TESTING']) == 1 else 'are'} TESTING in "
+                              "custom roles (may change without notice)", ev, None))
     if not any(r.status == FAIL for r in out):
         out.insert(0, LiveResult("custom-role", PASS, f"all {len(t.custom_role_permissions)} "
                                  "custom role permissions are supported", ev))
@@ -552,19 +560,37 @@ def check_reservation(s: Session, sl: SliceNeed) -> list[LiveResult]:
     t = s.target
     owner = sl.reservation_project or t.project
     name = str(sl.reservation)
-    if not t.zone:
-        return [LiveResult("reservation", SKIP, f"reservation {name}: no spec.zone to look in",
-                           f"projects/{owner}/reservations/{name}", None)]
-    ev = f"projects/{owner}/zones/{t.zone}/reservations/{name}"
-    try:
-        r = s.call("reservations", "get", project=owner, zone=t.zone, reservation=name)
-    except Exception as exc:
-        if _kind(exc) == "notfound":
+    if not t.zone:  # Autopilot: find it in the region (aggregatedList filtered by name)
+        ev = f"projects/{owner}/aggregated/reservations?filter=name={name}"
+        try:
+            scoped = s.call("reservations", "aggregated_list",
+                            request={"project": owner, "filter": f'name = "{name}"'})
+        except Exception as exc:
+            return [_could_not("reservation", f"reservation {name}", ev, exc, s,
+                               permission="compute.reservations.list")]
+        found = [(scope.rsplit("/", 1)[-1], r) for scope, lst in scoped
+                 for r in lst.reservations if r.name == name
+                 and scope.rsplit("/", 1)[-1].rsplit("-", 1)[0] == t.region]
+        if not found:
             return [LiveResult("reservation", FAIL, f"reservation {name} does not exist in "
-                               f"project {owner}, zone {t.zone}", ev,
-                               "check capacity.reservation / reservationProject and spec.zone")]
-        return [_could_not("reservation", f"reservation {name}", ev, exc, s,
-                           permission="compute.reservations.get")]
+                               f"project {owner}, region {t.region}", ev,
+                               "check capacity.reservation / reservationProject and "
+                               "spec.region")]
+        zone, r = found[0]
+    else:
+        zone = t.zone
+        ev = f"projects/{owner}/zones/{zone}/reservations/{name}"
+        try:
+            r = s.call("reservations", "get", project=owner, zone=zone, reservation=name)
+        except Exception as exc:
+            if _kind(exc) == "notfound":
+                return [LiveResult("reservation", FAIL, f"reservation {name} does not exist "
+                                   f"in project {owner}, zone {zone}", ev,
+                                   "check capacity.reservation / reservationProject and "
+                                   "spec.zone")]
+            return [_could_not("reservation", f"reservation {name}", ev, exc, s,
+                               permission="compute.reservations.get")]
+    ev = f"projects/{owner}/zones/{zone}/reservations/{name}"
     out: list[LiveResult] = []
     if owner != t.project:
         share = r.share_settings
@@ -574,7 +600,7 @@ def check_reservation(s: Session, sl: SliceNeed) -> list[LiveResult]:
             out.append(LiveResult("reservation", FAIL, f"reservation {name} of project {owner} "
                                   f"is not shared with project {t.project}", ev,
                                   f"share it: gcloud compute reservations update {name} "
-                                  f"--project {owner} --zone {t.zone} "
+                                  f"--project {owner} --zone {zone} "
                                   f"--add-share-with={t.project}"))
     spec = r.specific_reservation
     if not spec or not spec.count:
@@ -650,6 +676,17 @@ def check_quota(s: Session, quota_id: str, dims: dict[str, str], need: int,
                        "(limit; current usage not counted)", name)]
 
 
+def _quota_skipped(sl: SliceNeed) -> list[LiveResult]:
+    """The SKIP row of a slice whose quota is not checked, and why."""
+    why = {"reservation": "reserved capacity was counted against quota when the reservation "
+                          "was made",
+           "flex-start": "flex-start capacity: which quota it draws is not on record"}.get(
+        sl.capacity, "the chip count is chosen by Autopilot" if sl.chips <= 0 else
+        f"no quota id on record for {sl.accelerator_type} ({sl.capacity})")
+    return [LiveResult("quota", SKIP, f"slice {sl.name}: quota not checked ({why})",
+                       f"slice/{sl.name}", None)]
+
+
 # --- driver -----------------------------------------------------------------------------------
 
 def tasks(s: Session) -> list[Callable[[], list[LiveResult]]]:
@@ -670,6 +707,8 @@ def tasks(s: Session) -> list[Callable[[], list[LiveResult]]]:
         if sl.capacity == "reservation" and sl.reservation:
             out.append(functools.partial(check_reservation, s, sl))
         key = quota_key(sl)
+        if key is None or sl.chips <= 0:
+            out.append(functools.partial(_quota_skipped, sl))
         if key is not None and sl.chips > 0:  # 0: Autopilot picks the GPU count
             k = (key[0], tuple(sorted(key[1].items())))
             need, names = quotas.get(k, (0, []))
