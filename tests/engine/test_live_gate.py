@@ -65,3 +65,17 @@ def test_offline_asks_nothing_and_all_pass_asks_first(gate, cli) -> None:
     assert rc == 0, err
     assert "live checks of project my-ml-project" in out and "0 failed" in out
     assert ("GET", "/v3/projects/my-ml-project") in apis.requests
+
+
+def test_json_output_carries_the_failed_checks(gate, cli) -> None:
+    import json
+
+    apis, recipe, work, _ = gate
+    apis.project.zones_offering["ct4p-hightpu-4t"] = []
+    rc, out, _ = cli("plan", str(recipe), "-o", str(work), "--output", "json")
+    assert rc == 1
+    doc = json.loads(out)
+    assert doc["ok"] is False
+    assert [p["rule"] for p in doc["error"]["problems"]] == ["live-machine-type"]
+    assert doc["error"]["problems"][0]["message"] == (
+        "ct4p-hightpu-4t (slice v4-16) is not offered in any zone of us-central2")

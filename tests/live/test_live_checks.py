@@ -304,6 +304,16 @@ def test_a_403_on_each_api_is_a_warn_naming_what_was_not_checked(gcp, capsys, re
     assert "permissions" in others or api == "cloudresourcemanager"
 
 
+def test_an_api_that_is_off_is_a_warn_naming_it(gcp, capsys, repo_root):
+    gcp.project.disabled = {"cloudquotas"}
+    rc, doc, _ = live(capsys, repo_root, V4)
+    warn = rows(doc, "WARN", "quota")[0]
+    assert rc == 0 and warn["message"] == (
+        "could not check quota TPU-V4-PODSLICE-per-project-region: cloudquotas.googleapis.com "
+        "is off in project my-ml-project")
+    assert warn["hint"].startswith("gcloud services enable cloudquotas.googleapis.com")
+
+
 def test_an_api_that_does_not_answer_in_time_is_a_warn(gcp, capsys, repo_root):
     gcp.project.delay_s = {"container": 3.0}
     started = time.monotonic()

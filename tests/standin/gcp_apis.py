@@ -62,6 +62,7 @@ class FakeProject:
     quotas: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # id -> dimInfos
     clusters: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     denied: set[str] = field(default_factory=set)  # API names answering 403
+    disabled: set[str] = field(default_factory=set)  # API names off: 403 SERVICE_DISABLED
     delay_s: dict[str, float] = field(default_factory=dict)
 
 
@@ -88,9 +89,11 @@ def reservation(name: str, zone: str, machine_type: str, count: int, in_use: int
 
 
 class _Error(Exception):
-    def __init__(self, code: int, status: str, message: str) -> None:
+    def __init__(self, code: int, status: str, message: str,
+                 details: list[dict[str, Any]] | None = None) -> None:
         super().__init__(message)
         self.code, self.status, self.message = code, status, message
+        self.details = details or []
 
 
 # (method, path regex, API name, handler name)
@@ -230,6 +233,8 @@ class GcpApis:
                     delay = self.project.delay_s.get(api)
                     if delay:
                         time.sleep(delay)
+                    if api in self.project.disabled:
+                        raise self._service_disabled(api)
                     if api in self.project.denied:
                         raise _Error(403, "PERMISSION_DENIED", f"Permission denied on "
                                      f"{api}.googleapis.com for this caller (stand-in).")
@@ -241,9 +246,23 @@ class GcpApis:
             raise _Error(404, "NOT_FOUND", f"no such method: {method} {url.path}")
         except _Error as err:
             self._send(h, err.code, {"error": {"code": err.code, "message": err.message,
-                                               "status": err.status}})
+                                               "status": err.status,
+                                               **({"details": err.details}
+                                                  if err.details else {})}})
         except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
             pass
+
+    def _service_disabled(self, api: str) -> _Error:
+        """Google's answer when an API is off in the project: 403 PERMISSION_DENIED with a
+        google.rpc.ErrorInfo of reason SERVICE_DISABLED
+        (https://cloud.google.com/apis/design/errors#error_info)."""
+        service = f"{api}.googleapis.com"
+        return _Error(403, "PERMISSION_DENIED", f"{service} API has not been used in project "
+                      f"{self.project.number} before or it is disabled.", [{
+                          "@type": "type.googleapis.com/google.rpc.ErrorInfo",
+                          "reason": "SERVICE_DISABLED", "domain": "googleapis.com",
+                          "metadata": {"service": service,
+                                       "consumer": f"projects/{self.project.number}"}}])
 
     @staticmethod
     def _send(h: BaseHTTPRequestHandler, code: int, obj: Any) -> None:

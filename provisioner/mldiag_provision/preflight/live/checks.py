@@ -199,6 +199,15 @@ def _kind(exc: BaseException) -> str:
     return "other"
 
 
+def _disabled_service(exc: BaseException) -> str | None:
+    """The API named by a SERVICE_DISABLED error (google.rpc.ErrorInfo ``reason`` and
+    ``metadata.service``, https://cloud.google.com/apis/design/errors#error_info), or None."""
+    if getattr(exc, "reason", None) != "SERVICE_DISABLED":
+        return None
+    meta = getattr(exc, "metadata", None) or {}
+    return str(meta.get("service") or "the API")
+
+
 def _why(exc: BaseException) -> str:
     msg = getattr(exc, "message", None) or str(exc) or type(exc).__name__
     return " ".join(str(msg).split())[:300]
@@ -208,6 +217,12 @@ def _could_not(check: str, what: str, evidence: str, exc: BaseException, s: Sess
                permission: str | None = None) -> LiveResult:
     """The WARN row of a call that did not answer: what could not be checked and why."""
     kind = _kind(exc)
+    off = _disabled_service(exc)
+    if off:  # the API is off in the project (ErrorInfo reason SERVICE_DISABLED)
+        return LiveResult(check, WARN, f"could not check {what}: {off} is off in project "
+                          f"{s.target.project}", evidence,
+                          f"gcloud services enable {off} --project {s.target.project} "
+                          "(or ignore: the stack does not need it)")
     if kind == "denied":
         role = role_for(permission) if permission else None
         hint = (f"to check it, grant {permission}" + (f" (e.g. {role})" if role else "")
