@@ -372,3 +372,60 @@ def test_validate_and_render_never_import_the_google_cloud_clients(repo_root, tm
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True)
     assert "IMPORTED []" in proc.stdout, proc.stdout[-500:]
+
+
+def _gate_args(recipe, **kw):
+    import argparse
+
+    base = {"recipe": recipe, "output": "text", "offline": False,
+            "ignore_live_failures": False, "live_timeout": 5.0}
+    base.update(kw)
+    return argparse.Namespace(**base)
+
+
+def test_plan_gate_runs_only_with_credentials(gcp, repo_root, monkeypatch, tmp_path):
+    import io
+
+    from mldiag_provision.cli.commands.preflight import live_gate
+    from mldiag_provision.console import Console
+
+    recipe = str(repo_root / "recipes" / f"{V5P}.yaml")
+    out, err = io.StringIO(), io.StringIO()
+    # credentials (the token the stand-in accepts): the checks run, all pass
+    rows_ = live_gate(_gate_args(recipe), Console(out, color=False), Console(err, color=False))
+    assert rows_ and all(r["status"] in ("PASS", "SKIP") for r in rows_)
+    assert "live checks of project my-ml-project" in out.getvalue()
+    asked = len(gcp.requests)
+    # --offline, or MLDIAG_OFFLINE: nothing asked
+    assert live_gate(_gate_args(recipe, offline=True), Console(out), Console(err)) == []
+    monkeypatch.setenv("MLDIAG_OFFLINE", "1")
+    assert live_gate(_gate_args(recipe), Console(out), Console(err)) == []
+    monkeypatch.delenv("MLDIAG_OFFLINE")
+    # no credentials anywhere: skipped with a note, nothing asked
+    monkeypatch.delenv("GOOGLE_OAUTH_ACCESS_TOKEN")
+    monkeypatch.delenv("GOOGLE_APPLICATION_CREDENTIALS", raising=False)
+    monkeypatch.setenv("CLOUDSDK_CONFIG", str(tmp_path))
+    monkeypatch.setattr("mldiag_provision.preflight.live._gce_residency", lambda: False)
+    out = io.StringIO()
+    assert live_gate(_gate_args(recipe), Console(out, color=False), Console(err)) == []
+    assert "live checks skipped: no Google Cloud credentials found" in out.getvalue()
+    assert len(gcp.requests) == asked
+
+
+def test_plan_gate_fail_raises_before_terraform_and_override_announces(gcp, repo_root):
+    import io
+
+    from mldiag_provision.cli.commands.preflight import live_gate
+    from mldiag_provision.console import Console
+    from mldiag_provision.errors import InputError
+
+    gcp.project.state = "DELETE_REQUESTED"
+    recipe = str(repo_root / "recipes" / f"{V5P}.yaml")
+    with pytest.raises(InputError) as info:
+        live_gate(_gate_args(recipe), Console(io.StringIO()), Console(io.StringIO()))
+    assert [p.rule for p in info.value.problems] == ["live-project"]
+    err = io.StringIO()
+    rows_ = live_gate(_gate_args(recipe, ignore_live_failures=True), Console(io.StringIO()),
+                      Console(err, color=False))
+    assert any(r["status"] == "FAIL" for r in rows_)
+    assert "--ignore-live-failures: going on to Terraform despite 1 FAILED" in err.getvalue()
