@@ -83,12 +83,17 @@ class Session:
         self.endpoint = os.environ.get(ENDPOINT_ENV, "").strip() or None
         self._lock = threading.Lock()
         self._clients: dict[str, Any] = {}
+        self._client_locks: dict[str, threading.Lock] = {}
         self._once: dict[str, tuple[threading.Event, list[Any]]] = {}
         self.calls = 0
         self.call_s = 0.0
 
     def client(self, name: str) -> Any:
+        """The client ``name``, built once; built under its own lock, so a slow import (the
+        compute library takes seconds) holds up only the checks that need that client."""
         with self._lock:
+            lock = self._client_locks.setdefault(name, threading.Lock())
+        with lock:
             if name not in self._clients:
                 self._clients[name] = self._build(name)
             return self._clients[name]
