@@ -22,6 +22,17 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                           "comparing against it")
 
 
+@pytest.fixture(autouse=True)
+def _no_live_google_checks(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``plan``/``apply`` run live checks against Google Cloud when credentials are found
+    (ADC, ``GOOGLE_OAUTH_ACCESS_TOKEN``; the engine fixtures set the latter for the stand-in
+    API server). No test may reach Google: every test starts with ``MLDIAG_OFFLINE=1``; the
+    live-check tests (tests/live/, tests/engine/test_live_gate.py) remove it and point the
+    clients at tests/standin/gcp_apis.py with ``MLDIAG_GOOGLE_API_ENDPOINT``."""
+    monkeypatch.setenv("MLDIAG_OFFLINE", "1")
+    monkeypatch.delenv("MLDIAG_GOOGLE_API_ENDPOINT", raising=False)
+
+
 @pytest.fixture(scope="session")
 def repo_root() -> Path:
     return REPO_ROOT

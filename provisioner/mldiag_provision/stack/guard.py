@@ -135,7 +135,7 @@ def gcs_object_count(bucket: str) -> int:
     Raises:
       Exception: no credentials, or the API failed.
     """
-    from google.cloud import storage
+    import google.cloud.storage as storage  # (a namespace package typed in part)
 
     if os.environ.get("STORAGE_EMULATOR_HOST"):
         client = storage.Client()

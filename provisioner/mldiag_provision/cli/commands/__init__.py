@@ -5,4 +5,5 @@ keeps heavy imports inside ``run`` so that building the parser stays cheap. Regi
 module in :data:`MODULES`.
 """
 
-MODULES: tuple[str, ...] = ("plan", "apply", "destroy", "output", "lint", "verify", "smoke")
+MODULES: tuple[str, ...] = ("plan", "apply", "destroy", "output", "lint", "verify", "smoke",
+                           "preflight")

@@ -23,6 +23,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     add_common(p)
     add_stage_args(p)
+    from mldiag_provision.cli.commands.preflight import add_live_args
+
+    add_live_args(p)  # live checks against Google Cloud before Terraform
     p.add_argument("--no-workloads", action="store_true",
                    help="leave the recipe's workloads out (project and cluster stages only)")
     p.add_argument("--auto-approve", action="store_true",
@@ -43,6 +46,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
         show_stage_plans,
         warn_dangers,
     )
+    from mldiag_provision.cli.commands.preflight import live_gate
     from mldiag_provision.stack.service import StageName, stage_names
 
     text = args.output == "text"
@@ -71,6 +75,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
     stack = open_stack(args, NAME, reporter=progress.stack_event if progress else None)
     with stack:
         render_shown(stack, args, out, quiet=not text)
+        live = live_gate(args, out, err)  # stops here, before Terraform, on a FAIL
         stages = [s.name for s in stack.stages(only)]
         if args.no_workloads:
             stages = [s for s in stages if s is not StageName.WORKLOADS]
@@ -81,7 +86,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
                 if text:
                     show_stage_plans(out, plans)
                 else:
-                    out.print(json.dumps({"ok": True, "applied": False,
+                    out.print(json.dumps({"ok": True, "applied": False, "live": live,
                                           "stages": [p.to_dict() for p in plans]}, indent=2))
                 return 0
             ask(plans)
@@ -108,7 +113,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
                   + (f" (log: {log})" if log else ""))
         print_outputs(out, outputs)
     else:
-        out.print(json.dumps({"ok": True, "applied": True,
+        out.print(json.dumps({"ok": True, "applied": True, "live": live,
                               "stages": [p.to_dict() for p in plans],
                               "results": [r.to_dict() for r in results],
                               "outputs": outputs, "log": str(log) if log else None}, indent=2))

@@ -27,6 +27,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     add_common(p)
     add_stage_args(p)
+    from mldiag_provision.cli.commands.preflight import add_live_args
+
+    add_live_args(p)  # live checks against Google Cloud before Terraform
     p.add_argument("--destroy", action="store_true", help="plan removing the whole stack")
     p.add_argument("--detailed-exitcode", action="store_true",
                    help="drift check: exit 0 when nothing would change, 2 when something "
@@ -58,14 +61,17 @@ def run(args: argparse.Namespace, out: Console) -> int:
         show_stage_plans,
         warn_dangers,
     )
+    from mldiag_provision.cli.commands.preflight import live_gate
     from mldiag_provision.stack.service import stage_names
 
     text = args.output == "text"
+    live: list = []
     progress = Progress(out) if text else None
     stack = open_stack(args, NAME, reporter=progress.stack_event if progress else None)
     with stack:
         if not args.destroy:
             render_shown(stack, args, out, quiet=not text)
+            live = live_gate(args, out, err_console(args))  # stops here on a FAIL
         else:
             from mldiag_provision.stack.workdir import check_workdir_recipe
 
@@ -79,7 +85,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
     changed = any(p.has_changes for p in plans)
     if not text:
         flat = all_dangers(plans)
-        out.print(json.dumps({"ok": True, "hasChanges": changed,
+        out.print(json.dumps({"ok": True, "hasChanges": changed, "live": live,
                               **({"summary": flat.summary.to_dict(),
                                   "dangers": flat.dangers} if flat else {}),
                               "stages": [p.to_dict() for p in plans],
