@@ -292,7 +292,8 @@ def _catalog_with(tmp_path: Path, version: str, policy: str) -> Catalog:
     raw = yaml.safe_load((DATA_DIR / "tpu.yaml").read_text())
     raw["versions"][version]["gke"]["multiHostPlacement"]["policy"] = policy
     (tmp_path / "tpu.yaml").write_text(yaml.safe_dump(raw))
-    shutil.copy(DATA_DIR / "gke.yaml", tmp_path / "gke.yaml")
+    for name in ("gke.yaml", "sources.yaml", "kubernetes.yaml"):  # catalog/store.py
+        shutil.copy(DATA_DIR / name, tmp_path / name)
     return load_catalog(tmp_path)
 
 

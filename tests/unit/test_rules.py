@@ -14,6 +14,7 @@ import yaml
 from mldiag_provision import pipeline
 from mldiag_provision.catalog.tpu import DATA_DIR, Catalog, load_catalog
 from mldiag_provision.errors import Problem, Severity
+from mldiag_provision.lint import tpu_rules as lint_tpu
 from mldiag_provision.preflight.context import RULES
 
 ERROR, WARNING = Severity.ERROR, Severity.WARNING
@@ -66,9 +67,9 @@ def test_base_recipe_is_clean(recipe: dict) -> None:
 
 def test_every_rule_has_a_test() -> None:
     tested = {"engine", "orchestrator", "gke-version", "diagnostics", "labels",
-              "tpu-slice-shape", "tpu-slice-names", "tpu-autopilot", "tpu-multislice",
-              "tpu-capacity", "tpu-zone", "workload-slice", "workload-chips",
-              "workload-resources", "workload-env", "names-length", "slice-accelerator",
+              "tpu-slice-shape", "tpu-slice-names", "tpu-autopilot", "slice-multislice",
+              "slice-capacity", "tpu-zone", "workload-slice", "workload-chips",
+              "workload-resources", "names-length", "slice-accelerator",
               "gpu-slice-shape", "workload-gpus", "diagnostics-strategy", "workload-kind",
               "workload-host-network",
               # tests/unit/test_google_rules.py
@@ -76,7 +77,9 @@ def test_every_rule_has_a_test() -> None:
               # tests/unit/test_slurm_rules.py
               "slurm-orchestrator", "slurm-tpu", "slurm-machine-type", "slurm-node-count",
               "slurm-ids", "slurm-partitions", "slurm-storage", "slurm-network",
-              "slurm-capacity", "slurm-startup-script", "slurm-workload"}
+              "slurm-capacity", "slurm-startup-script", "slurm-workload",
+              # lint's TPU rules over the rendered manifests (tests below, tests/rulebook)
+              "manifests:" + ",".join(r.id for r in lint_tpu.RULES)}
     assert {rule_id for rule_id, _ in RULES} == tested
 
 
@@ -140,13 +143,13 @@ def test_version_not_on_autopilot(recipe: dict) -> None:
     assert "v5e" in p.message
 
 
-# -- tpu-multislice -----------------------------------------------------------------------
+# -- slice-multislice ---------------------------------------------------------------------
 
 def test_multislice_on_single_host(recipe: dict) -> None:
     recipe["spec"]["slices"][0].update(topology="2x2", count=2)
     del recipe["spec"]["slices"][0]["chipsPerVm"]
     recipe["spec"]["workloads"][0]["chipsPerPod"] = 4
-    p = only(check(recipe), "tpu-multislice", "spec.slices[0].count", ERROR)
+    p = only(check(recipe), "slice-multislice", "spec.slices[0].count", ERROR)
     assert "multi-host" in p.message
     assert p.value == 2
 
@@ -154,7 +157,7 @@ def test_multislice_on_single_host(recipe: dict) -> None:
 def test_multislice_on_multi_host_is_fine(recipe: dict) -> None:
     recipe["spec"]["slices"][0].update(chipsPerVm=4, count=2)
     recipe["spec"]["workloads"][0]["chipsPerPod"] = 4
-    assert "tpu-multislice" not in rules_of(check(recipe))
+    assert "slice-multislice" not in rules_of(check(recipe))
 
 
 def test_multislice_unverified_version_warns(recipe: dict) -> None:
@@ -162,28 +165,28 @@ def test_multislice_unverified_version_warns(recipe: dict) -> None:
     recipe["spec"]["slices"][0] = {"name": "s8", "tpu": "tpu7x", "topology": "2x2x2",
                                    "count": 2}
     recipe["spec"]["workloads"][0]["chipsPerPod"] = 4
-    p = only(check(recipe), "tpu-multislice", "spec.slices[0].count", WARNING)
+    p = only(check(recipe), "slice-multislice", "spec.slices[0].count", WARNING)
     assert "not confirmed" in p.message
 
 
-# -- tpu-capacity -------------------------------------------------------------------------
+# -- slice-capacity -----------------------------------------------------------------------
 
 def test_reservation_without_name(recipe: dict) -> None:
     recipe["spec"]["slices"][0]["capacity"] = {"type": "reservation"}
-    p = only(check(recipe), "tpu-capacity", "spec.slices[0].capacity.reservation", ERROR)
+    p = only(check(recipe), "slice-capacity", "spec.slices[0].capacity.reservation", ERROR)
     assert "reservation's name" in p.message
 
 
 def test_reservation_name_with_spot(recipe: dict) -> None:
     recipe["spec"]["slices"][0]["capacity"] = {"type": "spot", "reservation": "r1"}
-    p = only(check(recipe), "tpu-capacity", "spec.slices[0].capacity.reservation", ERROR)
+    p = only(check(recipe), "slice-capacity", "spec.slices[0].capacity.reservation", ERROR)
     assert p.value == "r1"
     assert "spot VMs never consume a reservation" in (p.hint or "")
 
 
 def test_reservation_project_with_on_demand(recipe: dict) -> None:
     recipe["spec"]["slices"][0]["capacity"] = {"reservationProject": "other-project"}
-    only(check(recipe), "tpu-capacity", "spec.slices[0].capacity.reservationProject", ERROR)
+    only(check(recipe), "slice-capacity", "spec.slices[0].capacity.reservationProject", ERROR)
 
 
 # -- tpu-zone -----------------------------------------------------------------------------
@@ -241,11 +244,11 @@ def test_workload_chips_single_host(recipe: dict) -> None:
     assert "single-host" in p.message and p.expected == "8"
 
 
-# -- workload-resources -------------------------------------------------------------------
+# -- tpu-resources (lint's rule over the rendered manifest) / workload-resources --------------
 
 def test_cpu_above_the_machine(recipe: dict) -> None:
     recipe["spec"]["workloads"][0]["resources"] = {"cpu": 300}
-    p = only(check(recipe), "workload-resources", "spec.workloads[0].resources.cpu", ERROR)
+    p = only(check(recipe), "tpu-resources", "spec.workloads[0].resources.cpu", ERROR)
     assert "ct5lp-hightpu-8t" in p.message and "224" in p.message
     assert p.value == "300"
 
@@ -260,7 +263,7 @@ def test_memory_above_an_unverified_machine_warns(recipe: dict) -> None:
     recipe["spec"]["diagnostics"]["mlrunRegion"] = "us-central1"
     recipe["spec"]["slices"][0] = {"name": "s8", "tpu": "v4", "topology": "2x2x4"}
     recipe["spec"]["workloads"][0].update(chipsPerPod=4, resources={"memory": "500Gi"})
-    p = only(check(recipe), "workload-resources", "spec.workloads[0].resources.memory", WARNING)
+    p = only(check(recipe), "tpu-resources", "spec.workloads[0].resources.memory", WARNING)
     assert "unverified" in p.message
 
 
@@ -271,13 +274,21 @@ def test_memory_not_a_quantity(recipe: dict, bad: str) -> None:
     assert p.value == bad
 
 
-# -- workload-env -------------------------------------------------------------------------
+# -- tpu-worker-env (lint's rule over the rendered manifest; was workload-env) -----------------
 
 def test_worker_env_on_multi_host(recipe: dict) -> None:
     recipe["spec"]["slices"][0]["chipsPerVm"] = 4
     recipe["spec"]["workloads"][0].update(chipsPerPod=4, env={"TPU_WORKER_ID": "0"})
-    p = only(check(recipe), "workload-env", "spec.workloads[0].env.TPU_WORKER_ID", WARNING)
-    assert p.value == "0"
+    p = only(check(recipe), "tpu-worker-env", "spec.workloads[0].env.TPU_WORKER_ID", WARNING)
+    assert p.value == "TPU_WORKER_ID" and "GKE injects it" in p.message
+
+
+def test_worker_hostnames_that_do_not_match_the_slice(recipe: dict) -> None:
+    recipe["spec"]["slices"][0]["chipsPerVm"] = 4
+    recipe["spec"]["workloads"][0].update(chipsPerPod=4, env={"TPU_WORKER_HOSTNAMES": "a,b,c"})
+    p = only(check(recipe), "tpu-worker-env", "spec.workloads[0].env.TPU_WORKER_HOSTNAMES",
+             ERROR)
+    assert "lists 3 host(s)" in p.message and p.line > 0
 
 
 def test_worker_env_on_single_host_is_fine(recipe: dict) -> None:

@@ -394,8 +394,10 @@ def test_every_slurm_fact_names_a_source_that_resolves() -> None:
             return [s for v in node for s in sources(v)]
         return []
 
-    used = sources({k: v for k, v in facts.raw.items() if k != "sources"})
+    from mldiag_provision.catalog.store import store
+
+    used = sources(facts.raw)
     assert len(used) > 20
     for tag in used:
-        assert tag in facts.raw["sources"], tag
+        assert tag in store().sources, tag
         assert facts.source_url(tag) != tag

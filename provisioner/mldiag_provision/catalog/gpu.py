@@ -8,12 +8,13 @@ sources live in the YAML; this module only answers questions.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 
-from mldiag_provision.catalog.tpu import DATA_DIR, ShapeError
+from mldiag_provision.catalog.store import DATA_DIR, Fact, FactStore, make_fact, store
+from mldiag_provision.catalog.tpu import ShapeError
 from mldiag_provision.errors import CatalogError
 
 try:
@@ -21,8 +22,8 @@ try:
 except AttributeError:  # pragma: no cover
     _Loader = yaml.SafeLoader
 
-GPU_ACCELERATOR_LABEL = "cloud.google.com/gke-accelerator"
-GPU_RESOURCE = "nvidia.com/gpu"
+GPU_ACCELERATOR_LABEL = str(store().fact("kubernetes", "gpu", "acceleratorLabel")["key"])
+GPU_RESOURCE = str(store().fact("kubernetes", "gpu", "resource")["name"])
 
 
 @dataclass(frozen=True)
@@ -34,6 +35,7 @@ class GpuMachine:
     slurm: bool
     confidence: str
     source: str
+    fact: Fact | None = field(default=None, compare=False, repr=False)  # the catalog entry
 
 
 @dataclass(frozen=True)
@@ -63,9 +65,16 @@ class GpuShape:
         return self.machine.gpus if self.machine else None
 
 
+def _entry_fact(path: tuple[str, ...], node: dict, parent: dict) -> Fact:
+    """The fact of a gpu.yaml entry; one without a source inherits its parent's."""
+    facts = store()
+    if "source" not in node:
+        node = {"source": parent.get("source", ""), **node}
+    return facts.of(node) or make_fact("gpu.yaml", path, node, facts.sources)
+
+
 class GpuCatalog:
     def __init__(self, data: dict) -> None:
-        self.sources: dict[str, dict] = data.get("sources", {})
         self.raw = data
         self.gpus: dict[str, GpuType] = {}
         try:
@@ -74,7 +83,9 @@ class GpuCatalog:
                     name: GpuMachine(name=name, gpus=int(m["gpus"]), vcpu=m.get("vcpu"),
                                      memory_gb=m.get("memoryGb"), slurm=bool(m.get("slurm")),
                                      confidence=str(m.get("confidence", "H")),
-                                     source=str(m.get("source", raw.get("source", ""))))
+                                     source=str(m.get("source", raw.get("source", ""))),
+                                     fact=_entry_fact(("gpus", key, "machineTypes", name),
+                                                      m, raw))
                     for name, m in (raw.get("machineTypes") or {}).items()
                 }
                 auto = raw.get("autopilot") or {}
@@ -90,8 +101,8 @@ class GpuCatalog:
         self._by_machine = {m: g for g in self.gpus.values() for m in g.machines}
 
     def source_url(self, tag: str) -> str:
-        src = self.sources.get(tag) or {}
-        return str(src.get("url") or src.get("path") or tag)
+        """What to cite for a source tag of ``sources.yaml`` (URL, else path)."""
+        return store().source_url(tag) or tag
 
     def names(self) -> list[str]:
         return sorted(self._by_name)
@@ -132,8 +143,5 @@ class GpuCatalog:
 
 @functools.lru_cache(maxsize=1)
 def load_gpu_catalog(data_dir: Path = DATA_DIR) -> GpuCatalog:
-    try:
-        with open(data_dir / "gpu.yaml", encoding="utf-8") as f:
-            return GpuCatalog(yaml.load(f, Loader=_Loader))
-    except (OSError, yaml.YAMLError) as exc:
-        raise CatalogError(f"cannot read the GPU catalog in {data_dir}: {exc}") from exc
+    """The GPU catalog of the fact store. Raises CatalogError if the data is broken."""
+    return GpuCatalog((store() if data_dir == DATA_DIR else FactStore(data_dir)).doc("gpu"))

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from mldiag_provision.catalog.tpu import DATA_DIR
+from mldiag_provision.catalog.store import DATA_DIR, FactStore, store
 from mldiag_provision.errors import CatalogError
 
 try:
@@ -87,21 +87,20 @@ def load_name_limits(data_dir: Path = DATA_DIR) -> dict[str, NameLimit]:
     Raises:
       CatalogError: names.yaml is missing or malformed.
     """
+    facts = store() if data_dir == DATA_DIR else FactStore(data_dir)
+    doc = facts.doc("names")
     try:
-        with open(data_dir / "names.yaml", encoding="utf-8") as f:
-            doc = yaml.load(f, Loader=_Loader)
-        sources = doc.get("sources", {})
         out: dict[str, NameLimit] = {}
         for key, raw in doc["names"].items():
-            src = sources.get(raw["source"], {})
+            src = facts.sources[raw["source"]]
             out[key] = NameLimit(
                 key=key, what=str(raw["what"]), pattern=re.compile(str(raw["pattern"])),
                 min=int(raw["min"]), max=int(raw["max"]),
-                source=str(src.get("url") or src.get("path") or raw["source"]),
+                source=src.ref,
                 confidence=str(raw.get("confidence", "L")),
                 max_with_dots=int(raw["maxWithDots"]) if raw.get("maxWithDots") else None,
                 reserved_prefixes=tuple(raw.get("reservedPrefixes", [])),
                 reserved_words=tuple(raw.get("reservedWords", [])))
         return out
-    except (OSError, yaml.YAMLError, KeyError, TypeError, ValueError, re.error) as exc:
+    except (KeyError, TypeError, ValueError, re.error) as exc:
         raise CatalogError(f"catalog names.yaml in {data_dir} is unreadable: {exc!r}") from exc

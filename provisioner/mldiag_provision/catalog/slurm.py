@@ -14,7 +14,7 @@ from pathlib import Path
 import yaml
 
 from mldiag_provision.catalog.gpu import load_gpu_catalog
-from mldiag_provision.catalog.tpu import DATA_DIR
+from mldiag_provision.catalog.store import DATA_DIR, FactStore, store
 from mldiag_provision.errors import CatalogError
 
 try:
@@ -26,9 +26,8 @@ except AttributeError:  # pragma: no cover
 class SlurmFacts:
     """slurm.yaml plus gpu.yaml's ``clusterDirectorSlurm``."""
 
-    def __init__(self, data: dict, managed: dict, gpu_sources: dict) -> None:
+    def __init__(self, data: dict, managed: dict) -> None:
         self.raw = data
-        self.sources: dict[str, dict] = {**gpu_sources, **data.get("sources", {})}
         self.managed = managed
 
     def fact(self, *keys: str) -> dict:
@@ -47,8 +46,8 @@ class SlurmFacts:
         return node
 
     def source_url(self, tag: str) -> str:
-        src = self.sources.get(tag) or {}
-        return str(src.get("url") or src.get("path") or tag)
+        """What to cite for a source tag of ``sources.yaml`` (URL, else path)."""
+        return store().source_url(tag) or tag
 
     def cite(self, fact: dict) -> str:
         return self.source_url(str(fact.get("source", "")))
@@ -80,13 +79,12 @@ def load_slurm_facts(data_dir: Path = DATA_DIR) -> SlurmFacts:
       CatalogError: a file is missing or malformed.
     """
     gpus = load_gpu_catalog(data_dir)
+    data = (store() if data_dir == DATA_DIR else FactStore(data_dir)).doc("slurm")
     try:
-        with open(data_dir / "slurm.yaml", encoding="utf-8") as f:
-            data = yaml.load(f, Loader=_Loader)
         managed = gpus.raw["clusterDirectorSlurm"]
         for key in ("supportedMachineTypes", "loginNodeMachineTypes"):
             if not isinstance(managed[key]["values"], list):
                 raise TypeError(f"clusterDirectorSlurm.{key}.values is not a list")
-    except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
+    except (KeyError, TypeError) as exc:
         raise CatalogError(f"cannot read the managed Slurm facts in {data_dir}: {exc!r}") from exc
-    return SlurmFacts(data, managed, gpus.sources)
+    return SlurmFacts(data, managed)

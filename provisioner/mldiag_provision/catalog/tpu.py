@@ -1,29 +1,24 @@
 """The TPU catalog: typed, read-only views over ``catalog/data/tpu.yaml`` and ``gke.yaml``.
 
-Facts live in the YAML files, each with its source tag (``sources:`` maps a tag to a doc page
-or repository path); this module only loads them and answers questions: which accelerator a
-name means, whether a topology exists for a TPU version, and which machine type(s), chips per
-VM and VMs per slice it has.
+Facts live in the YAML files of the fact store (:mod:`mldiag_provision.catalog.store`), each
+with its source tag (defined once, in ``sources.yaml``); this module only answers questions:
+which accelerator a name means, whether a topology exists for a TPU version, and which
+machine type(s), chips per VM and VMs per slice it has.
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-
-import yaml
+from typing import Any
 
 from mldiag_provision.catalog.gke_version import GkeVersion
+from mldiag_provision.catalog.store import DATA_DIR, Fact, FactStore, make_fact, store
 from mldiag_provision.errors import CatalogError
 
-DATA_DIR = Path(__file__).parent / "data"
-
-try:
-    _Loader: type = yaml.CSafeLoader
-except AttributeError:  # pragma: no cover
-    _Loader = yaml.SafeLoader
+__all__ = ["DATA_DIR", "Catalog", "Fact", "load_catalog"]
 
 
 @dataclass(frozen=True)
@@ -36,6 +31,7 @@ class MachineType:
     memory_gb: float | None
     source: str
     confidence: str = "H"  # of vcpu/memory_gb: H verified, M secondary, L unverified
+    fact: Fact | None = field(default=None, compare=False, repr=False)  # the catalog entry
 
 
 @dataclass(frozen=True)
@@ -142,8 +138,8 @@ def parse_topology(text: str) -> tuple[int, ...] | None:
 class Catalog:
     """All catalog facts; build with :func:`load_catalog`."""
 
-    def __init__(self, tpu: dict, gke: dict) -> None:
-        self.sources: dict[str, dict] = {**tpu.get("sources", {}), **gke.get("sources", {})}
+    def __init__(self, tpu: dict, gke: dict, facts: FactStore | None = None) -> None:
+        self.store = facts or store()
         self.gke: dict = gke
         self.versions: dict[str, TpuVersion] = {}
         for key, raw in tpu["versions"].items():
@@ -154,13 +150,21 @@ class Catalog:
                 self._by_name[name.lower()] = v
 
     # -- construction -------------------------------------------------------------------
+    def _entry_fact(self, path: tuple[str, ...], node: dict, parent: dict) -> Fact:
+        """The fact of a tpu.yaml entry; one without a source inherits its parent's."""
+        if "source" not in node:
+            node = {"source": parent.get("source", ""), **node}
+        return self.store.of(node) or make_fact("tpu.yaml", path, node, self.store.sources)
+
     def _version(self, key: str, raw: dict) -> TpuVersion:
         try:
             mts = {
                 name: MachineType(name=name, chips_per_vm=int(m["chipsPerVm"]),
                                   vcpu=m.get("vcpu"), memory_gb=m.get("memoryGb"),
                                   source=str(m.get("source", raw.get("source", ""))),
-                                  confidence=str(m.get("confidence", "H")))
+                                  confidence=str(m.get("confidence", "H")),
+                                  fact=self._entry_fact(("versions", key, "machineTypes", name),
+                                                        m, raw))
                 for name, m in raw["machineTypes"].items()
             }
             topologies = {str(t["topology"]): tuple(t["machineTypes"]) for t in raw["topologies"]}
@@ -210,17 +214,52 @@ class Catalog:
         return sorted({n for v in self.versions.values() for n in v.all_names()})
 
     def source_url(self, tag: str) -> str:
-        src = self.sources.get(tag) or {}
-        return str(src.get("url") or src.get("path") or tag)
+        """What to cite for a source tag of ``sources.yaml`` (URL, else path)."""
+        return self.store.source_url(tag) or tag
 
-    def fact(self, *keys: str) -> dict:
-        """A fact from gke.yaml, e.g. ``fact("mlDiagnostics", "managedMinVersion")``."""
+    def fact(self, *keys: str) -> Any:
+        """A fact from gke.yaml, e.g. ``fact("mlDiagnostics", "managedMinVersion")``: a
+        :class:`Fact` where the mapping names a source, else the data there (a list of
+        facts such as ``requiredServices``)."""
         node: object = self.gke
         for k in keys:
             if not isinstance(node, dict) or k not in node:
                 raise CatalogError(f"gke.yaml has no fact {'.'.join(keys)}")
             node = node[k]
-        return node  # type: ignore[return-value]
+        if isinstance(node, dict) and "source" in node:
+            return self.store.of(node) or make_fact("gke.yaml", keys, node, self.store.sources)
+        return node
+
+    def version_fact(self, version: TpuVersion) -> Fact:
+        """The fact of a TPU version's entry (its topology list, machine types, labels)."""
+        return self.store.as_fact(version.raw)
+
+    def topology_fact(self, version: TpuVersion, topology: str) -> Fact:
+        """The fact that ``topology`` runs on its machine types (chips per VM): its entry in
+        the version's ``topologies``, the ``large3d`` rule above 64 chips, else the version."""
+        for entry in version.raw.get("topologies", []):
+            if str(entry.get("topology")) == topology:
+                return self._entry_fact(("versions", version.key, "topologies", topology),
+                                        entry, version.raw)
+        large = version.raw.get("large3d")
+        if isinstance(large, dict):
+            return self._entry_fact(("versions", version.key, "large3d"), large, version.raw)
+        return self.version_fact(version)
+
+    def tpu_fact(self, version: TpuVersion, *keys: str) -> Fact | None:
+        """A fact inside a TPU version's entry, e.g. ``tpu_fact(v, "gke", "multislice")``;
+        None where the catalog states nothing."""
+        node: object = version.raw
+        for k in keys:
+            if not isinstance(node, dict) or k not in node:
+                return None
+            node = node[k]
+        if not isinstance(node, dict):
+            return None
+        if "source" not in node:  # inherits the version's source and confidence
+            node = {"source": version.source, **node}
+        return self.store.of(node) or make_fact(
+            "tpu.yaml", ("versions", version.key, *keys), node, self.store.sources)
 
     def fact_version(self, *keys: str) -> GkeVersion:
         v = GkeVersion.parse(str(self.fact(*keys)["version"]))
@@ -333,12 +372,7 @@ class Catalog:
 
 @functools.lru_cache(maxsize=1)
 def load_catalog(data_dir: Path = DATA_DIR) -> Catalog:
-    """Load and cache the bundled catalog. Raises CatalogError if the data is broken."""
-    try:
-        with open(data_dir / "tpu.yaml", encoding="utf-8") as f:
-            tpu = yaml.load(f, Loader=_Loader)
-        with open(data_dir / "gke.yaml", encoding="utf-8") as f:
-            gke = yaml.load(f, Loader=_Loader)
-    except (OSError, yaml.YAMLError) as exc:
-        raise CatalogError(f"cannot read the TPU catalog in {data_dir}: {exc}") from exc
-    return Catalog(tpu, gke)
+    """Load and cache the bundled catalog. Raises CatalogError if the data is broken (a fact
+    naming an unknown source, a confidence other than H/M/L, a malformed TPU entry)."""
+    facts = store() if data_dir == DATA_DIR else FactStore(data_dir)
+    return Catalog(facts.doc("tpu"), facts.doc("gke"), facts)

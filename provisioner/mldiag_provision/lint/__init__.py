@@ -12,8 +12,9 @@ The pipeline, one module per step::
     linter.py             runs the above over one input set -> LintResult
     output.py, sarif.py   text / JSON, and SARIF 2.1.0
 
-Design constraints: facts are data with sources (the TPU catalog, ``data/facts.yaml``,
+Design constraints: facts are data with sources (the fact store: ``catalog/data/*.yaml``,
 ``data/crds.yaml``), never constants in rule code; every rule has a stable id declared in
-``rules.py``; errors only on verified facts; no input makes lint raise (property-tested);
+the rulebook (``rules.py`` -> ``mldiag_provision/rulebook.py``); errors only on verified
+facts; no input makes lint raise (property-tested);
 1,000 manifests lint in under two seconds in one process (tests/benchmarks/lint_1000.py).
 """

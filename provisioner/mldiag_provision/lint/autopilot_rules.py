@@ -2,7 +2,7 @@
 
 Autopilot enforces the Kubernetes Pod Security Standards' Baseline profile plus its own
 constraints (GKE Warden). Each rule names the constraint, and its severity follows the
-confidence of the fact in ``lint/data/facts.yaml``: documented constraints are errors, those
+confidence of the fact in ``catalog/data/kubernetes.yaml``: documented constraints are errors, those
 known only from GKE's error messages as users quote them are warnings.
 CPU and memory against the TPU machine type are checked for every mode by ``tpu-resources``.
 """
@@ -36,7 +36,7 @@ ANNOTATIONS = define("autopilot-annotations", "no annotations Autopilot refuses 
                      severity=Severity.WARNING, source=source_url("WARDEN"))
 NAMESPACE = define("autopilot-managed-namespace", "nothing created in namespaces Autopilot "
                    "manages", severity=Severity.WARNING,
-                   source=fact_source("autopilot", "managedNamespaces"))
+                   source=source_url("AP-MANAGED-NS"))
 WEBHOOK = define("autopilot-webhook", "admission webhooks do not match every group and resource",
                  severity=Severity.WARNING, source=fact_source("autopilot", "webhookWildcard"))
 TPU_SUPPORT = define("autopilot-tpu", "the TPU version is offered on Autopilot",
@@ -166,14 +166,15 @@ def check_scheduling(ctx: LintContext) -> Iterator[Problem]:
 
 def check_cluster_objects(ctx: LintContext) -> Iterator[Problem]:
     """Objects in managed namespaces; webhooks that match every resource; TPU support."""
-    managed = fact("autopilot", "managedNamespaces")
+    managed = {str(e["name"]): e for e in ctx.catalog.fact("autopilot", "managedNamespaces")}
     wild = fact("autopilot", "webhookWildcard")
     for res in ctx.resources:
-        if res.namespace in managed["values"]:
+        if res.namespace in managed:
             yield ctx.problem(
                 res, NAMESPACE.id, ("metadata", "namespace"),
                 f"namespace '{res.namespace}' is managed by Autopilot; creating objects in it "
-                "is denied", value=res.namespace, severity=severity_of(managed),
+                "is denied", value=res.namespace,
+                facts=[ctx.catalog.store.of(managed[res.namespace])],
                 hint="use a namespace of your own")
         if res.group == "admissionregistration.k8s.io" and res.kind in (
                 "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):

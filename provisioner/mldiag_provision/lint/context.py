@@ -3,15 +3,17 @@ lookups across objects (the Service a Job names, the Namespace a workload lives 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from mldiag_provision.catalog.store import Fact
 from mldiag_provision.catalog.tpu import Catalog
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.lint.loading import Resource
 from mldiag_provision.lint.rules import RULES
 from mldiag_provision.lint.workloads import PodTemplate, pod_templates
 from mldiag_provision.recipe.sourcemap import Path
+from mldiag_provision.rulebook import settle
 
 
 @dataclass(frozen=True)
@@ -63,18 +65,22 @@ class LintContext:
     # -- problems ---------------------------------------------------------------------------
     def problem(self, res: Resource, rule: str, path: Path, message: str, *,
                 value: object = None, expected: str | None = None, hint: str | None = None,
-                severity: Severity | None = None, source: str | None = None) -> Problem:
+                severity: Severity | None = None, source: str | None = None,
+                facts: Iterable[Fact | None] = ()) -> Problem:
         """A problem at ``path`` inside ``res``; severity and source default to the rule's.
 
-        The caret goes under the value when the problem is about a value, under the key
-        otherwise (a missing or unknown field)."""
+        ``facts``: the facts this case stands on besides the rule's declared ones; the
+        severity is settled by :func:`mldiag_provision.rulebook.settle` (never an error on
+        an unverified fact). The caret goes under the value when the problem is about a
+        value, under the key otherwise (a missing or unknown field)."""
         info = RULES[rule]
+        severity = settle(rule, severity, facts)
         line, col = res.locate(path, prefer_value=value is not None)
         if isinstance(value, (dict, list)):
             value = None
         return Problem(rule=rule, message=message, path=res.full_path(path), value=value,
                        expected=expected, hint=hint, file=res.file, line=line, column=col,
-                       severity=severity or info.severity, source=source or info.source)
+                       severity=severity, source=source or info.source)
 
 
 Check = Callable[[LintContext], Iterator[Problem]]

@@ -4,7 +4,7 @@ Checks what the workload side needs (shared/reference/ml-diagnostics-facts.md): 
 ``managed-mldiagnostics-gke=true`` label on a kind the injection webhook supports (or on its
 namespace) before the pods exist; no clash on the profiler port 9999; a Google identity through
 Workload Identity, which ``hostNetwork`` pods do not use. The label and ports come from the
-catalog (``catalog/data/gke.yaml``), the supported kinds from ``lint/data/facts.yaml``.
+catalog (``catalog/data/gke.yaml``), the supported kinds from ``catalog/data/kubernetes.yaml``.
 Skipped with ``--no-diagnostics``.
 """
 

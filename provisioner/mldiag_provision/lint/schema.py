@@ -30,7 +30,7 @@ import yaml
 from mldiag_provision.errors import CatalogError, MldiagError, Problem, Severity, UsageError
 from mldiag_provision.lint.loading import Resource, field_path
 from mldiag_provision.lint.rules import DATA_DIR, define
-from mldiag_provision.preflight.quantity import parse_quantity
+from mldiag_provision.quantity import parse_quantity
 from mldiag_provision.recipe.parse import suggest
 from mldiag_provision.recipe.sourcemap import Path
 

@@ -4,7 +4,7 @@ multi-host slice gets exactly one pod per VM, wired together the way GKE expects
 The TPU facts (accelerator labels, topologies, machine types, chips per VM, VM sizes) come from
 the catalog (``catalog/data/tpu.yaml``) through :meth:`Catalog.resolve`, which also settles the
 v5e/v6e ``2x4`` ambiguity by the pod's ``google.com/tpu`` request (8: one VM, 4: two VMs).
-Label keys, env names and the multi-host Job recipe are in ``lint/data/facts.yaml``.
+Label keys, env names and the multi-host Job recipe are in ``catalog/data/kubernetes.yaml``.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from mldiag_provision.lint.context import LintContext
 from mldiag_provision.lint.loading import get
 from mldiag_provision.lint.rules import define, fact, fact_source, severity_of, source_url
 from mldiag_provision.lint.workloads import PodTemplate, get_int, selects
-from mldiag_provision.preflight.quantity import parse_quantity
+from mldiag_provision.quantity import parse_quantity
 from mldiag_provision.recipe.parse import suggest
 from mldiag_provision.recipe.sourcemap import Path
 
@@ -59,6 +59,10 @@ CAPACITY = define("tpu-capacity", "Spot, reservation and provisioning selectors 
                   source=fact_source("capacity", "spotWithReservation"))
 RESOURCES = define("tpu-resources", "CPU and memory requests fit the TPU VM's machine type",
                    source=source_url("GKE-ABOUT"))
+
+# The rules this module reports (preflight runs them over the manifests a recipe renders).
+RULES = (ACCELERATOR, TOPOLOGY, CHIPS, REQ_LIM, SELECTORS, CONTAINERS, JOB_SHAPE, SERVICE, KIND,
+         MULTISLICE, ENV, PORTS, CAPACITY, RESOURCES)
 
 _MAX_CHIPS = 10**6
 _INJECTING = {("batch", "Job"), ("batch", "CronJob"), ("jobset.x-k8s.io", "JobSet")}
@@ -368,15 +372,14 @@ def check_resources(ctx: LintContext) -> Iterator[Problem]:
             total, where, text = found
             if total <= Decimal(str(cap)) * scale:
                 continue
-            unverified = mt.confidence != "H"
+            unverified = mt.fact is not None and not mt.fact.verified
             yield ctx.problem(
                 tp.template.resource, RESOURCES.id, where,
                 f"{resource} request {text} is more than the whole {mt.name} VM ({cap} {unit}"
                 + (", an unverified catalog figure); the pod may not schedule" if unverified
                    else "); the pod can never schedule"),
                 value=text, expected=f"below {cap} {unit} (allocatable is lower still)",
-                severity=Severity.WARNING if unverified else Severity.ERROR,
-                source=ctx.catalog.source_url(mt.source))
+                source=ctx.catalog.source_url(mt.source), facts=[mt.fact])
 
 
 # --- checks: the controller around the pods ---------------------------------------------------

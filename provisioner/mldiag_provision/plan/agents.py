@@ -280,7 +280,8 @@ def plan_agents(recipe: Recipe, catalog: Catalog, *, creates_cluster: bool, mana
         namespace=diag.kubernetes.namespace,
         namespace_labels=ns_labels,
         service_account=diag.kubernetes.service_account,
-        service_account_annotations=({"iam.gke.io/gcp-service-account": gsa_email}
+        service_account_annotations=({str(catalog.store.fact(
+            "kubernetes", "mlDiagnostics", "workloadIdentityAnnotation")["key"]): gsa_email}
                                      if gsa_email else {}),
         exempt_label={str(exempt["key"]): str(exempt["value"])},
         exempt_existing_namespaces=tuple(exempt_ns),

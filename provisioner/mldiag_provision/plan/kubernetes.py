@@ -8,7 +8,7 @@ what differs between them comes from the unit's capabilities
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mldiag_provision.catalog import requirements as req
 from mldiag_provision.catalog.gke_version import GkeVersion
@@ -93,6 +93,46 @@ def _workload_policy(project: ProjectPlan, index: int, sp: SlicePlan) -> bool:
             and shape.version.multi_host_placement == "workload-policy")
 
 
+def diagnostics_plan(project: ProjectPlan, recipe: Recipe, catalog: Catalog, agents: str,
+                     wi_binding: bool) -> KubernetesDiagnosticsPlan:
+    """The ML Diagnostics side of a Kubernetes stack (shared with preflight, which renders
+    the workloads' manifests to lint them)."""
+    diag = recipe.spec.diagnostics
+    gsa = diag.service_account.name
+    label_fact = catalog.fact("mlDiagnostics", "namespaceLabel")
+    return KubernetesDiagnosticsPlan(
+        enabled=diag.enabled, agents=agents, mlrun_region=project.mlrun_region,
+        namespace_label={str(label_fact["key"]): str(label_fact["value"])},
+        profiles_bucket=project.profiles_bucket, log_analytics=project.log_analytics,
+        iam=project.iam,
+        service_account=ServiceAccountPlan(
+            account_id=gsa, create=diag.service_account.create,
+            email=f"{gsa}@{recipe.spec.project}.iam.gserviceaccount.com"),
+        kubernetes=KubernetesIdentityPlan(namespace=diag.kubernetes.namespace,
+                                          service_account=diag.kubernetes.service_account),
+        workload_identity_binding=wi_binding,
+    )
+
+
+def workload_plan(recipe: Recipe, w: Any, sp: SlicePlan) -> WorkloadPlan:
+    """One recipe workload on its planned slice (shared with preflight)."""
+    from mldiag_provision.plan.stack import WorkloadPlan
+
+    diag = recipe.spec.diagnostics
+    kind = workload_kind(w.kind, sp)
+    per_pod = (w.gpus_per_pod or sp.chips_per_vm) if sp.kind == "gpu" else sp.chips_per_vm
+    return WorkloadPlan(
+        name=w.name, slice=sp.name, kind=kind, resource=sp.resource, image=w.image,
+        command=tuple(w.command), args=tuple(w.args), env=dict(w.env),
+        chips_per_pod=per_pod,  # type: ignore[arg-type]  # preflight guarantees a value
+        pods_per_slice=sp.vms, slices=sp.count,
+        cpu=w.resources.cpu, memory=w.resources.memory,
+        ml_diagnostics_label=diag.enabled and w.ml_diagnostics,
+        backoff_limit=w.backoff_limit,
+        headless_service=f"{w.name}-workers" if (sp.multi_host and kind == "Job") else None,
+        host_network=w.host_network)
+
+
 def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
           catalog: Catalog) -> StackPlan:
     """The stack of a Kubernetes orchestrator: ``project`` plus the GKE version, agents
@@ -101,7 +141,7 @@ def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
     Call only after preflight reported no errors.
     """
     from mldiag_provision.orchestrators import Capability
-    from mldiag_provision.plan.stack import StackPlan, WorkloadPlan
+    from mldiag_provision.plan.stack import StackPlan
 
     spec = recipe.spec
     diag = spec.diagnostics
@@ -124,18 +164,7 @@ def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
     managed = managed and agents == "managed"
     decisions.append(f"ML Diagnostics agents: {agents} ({agents_plan.reasons[0]})")
 
-    label_fact = catalog.fact("mlDiagnostics", "namespaceLabel")
-    diagnostics = KubernetesDiagnosticsPlan(
-        enabled=diag.enabled, agents=agents, mlrun_region=project.mlrun_region,
-        namespace_label={str(label_fact["key"]): str(label_fact["value"])},
-        profiles_bucket=project.profiles_bucket, log_analytics=project.log_analytics,
-        iam=project.iam,
-        service_account=ServiceAccountPlan(account_id=gsa, create=diag.service_account.create,
-                                           email=gsa_email),
-        kubernetes=KubernetesIdentityPlan(namespace=diag.kubernetes.namespace,
-                                          service_account=diag.kubernetes.service_account),
-        workload_identity_binding=wi_binding,
-    )
+    diagnostics = diagnostics_plan(project, recipe, catalog, agents, wi_binding)
     workload_pool = f"{spec.project}.svc.id.goog" if wi_binding else None
     cluster: KubernetesClusterPlan
     node_pools: list[NodePoolPlan] = []
@@ -185,17 +214,8 @@ def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
     for w in spec.workloads:
         sp = by_name[w.slice]
         kind = workload_kind(w.kind, sp)
-        per_pod = (w.gpus_per_pod or sp.chips_per_vm) if sp.kind == "gpu" else sp.chips_per_vm
-        workloads.append(WorkloadPlan(
-            name=w.name, slice=sp.name, kind=kind, resource=sp.resource, image=w.image,
-            command=tuple(w.command), args=tuple(w.args), env=dict(w.env),
-            chips_per_pod=per_pod,  # type: ignore[arg-type]  # preflight guarantees a value
-            pods_per_slice=sp.vms, slices=sp.count,
-            cpu=w.resources.cpu, memory=w.resources.memory,
-            ml_diagnostics_label=diag.enabled and w.ml_diagnostics,
-            backoff_limit=w.backoff_limit,
-            headless_service=f"{w.name}-workers" if (sp.multi_host and kind == "Job") else None,
-            host_network=w.host_network))
+        workloads.append(workload_plan(recipe, w, sp))
+        per_pod = workloads[-1].chips_per_pod
         unit_word = "GPUs" if sp.kind == "gpu" else "chips"
         decisions.append(f"workload {w.name}: {kind}, {sp.vms} pod(s) per slice x "
                          f"{sp.count} slice(s), {per_pod} {unit_word} per pod")

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from mldiag_provision import __version__
 from mldiag_provision.catalog.gpu import GPU_ACCELERATOR_LABEL, GPU_RESOURCE, GpuShape
+from mldiag_provision.catalog.store import store
 from mldiag_provision.catalog.tpu import Catalog, SliceShape
 from mldiag_provision.plan.names import default_profiles_bucket
 from mldiag_provision.plan.parts import (
@@ -29,9 +30,13 @@ if TYPE_CHECKING:
     from mldiag_provision.plan.stack import SlicePlan
     from mldiag_provision.recipe.model import Recipe
 
-TPU_ACCELERATOR_LABEL = "cloud.google.com/gke-tpu-accelerator"
-TPU_TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
-TPU_RESOURCE = "google.com/tpu"
+_K8S = store().doc("kubernetes")  # the scheduling vocabulary, from the fact store
+TPU_ACCELERATOR_LABEL = str(_K8S["tpu"]["acceleratorLabel"]["key"])
+TPU_TOPOLOGY_LABEL = str(_K8S["tpu"]["topologyLabel"]["key"])
+TPU_RESOURCE = str(_K8S["tpu"]["resource"]["name"])
+_SPOT = _K8S["capacity"]["spot"]
+_RESERVATION_NAME = str(_K8S["capacity"]["reservationName"]["key"])
+_RESERVATION_AFFINITY = _K8S["capacity"]["reservationAffinity"]
 SLICE_LABEL = "mldiag-provision/slice"
 
 
@@ -95,12 +100,12 @@ def capacity_selector(node_pools: bool, slice_name: str, cap_type: str,
     if zone:
         sel["topology.kubernetes.io/zone"] = zone
     if cap_type == "spot":
-        sel["cloud.google.com/gke-spot"] = "true"
+        sel[str(_SPOT["key"])] = str(_SPOT["value"])
     elif cap_type == "flex-start":
         sel["cloud.google.com/gke-flex-start"] = "true"
     elif cap_type == "reservation" and reservation:
-        sel["cloud.google.com/reservation-name"] = reservation
-        sel["cloud.google.com/reservation-affinity"] = "specific"
+        sel[_RESERVATION_NAME] = reservation
+        sel[str(_RESERVATION_AFFINITY["key"])] = str(_RESERVATION_AFFINITY["specific"])
         if reservation_project:
             sel["cloud.google.com/reservation-project"] = reservation_project
     return sel

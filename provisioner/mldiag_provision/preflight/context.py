@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mldiag_provision.catalog.gpu import GpuShape
+from mldiag_provision.catalog.store import Fact, store
 from mldiag_provision.catalog.tpu import Catalog, SliceShape
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.recipe.sourcemap import Path, SourceMap, format_path
+from mldiag_provision.rulebook import RULES as RULES_BY_ID
+from mldiag_provision.rulebook import define, settle
 
 if TYPE_CHECKING:
     from mldiag_provision.orchestrators import Capability, Orchestrator
@@ -29,12 +32,25 @@ class Context:
 
     def problem(self, rule: str, path: Path, message: str, *, value: object = None,
                 expected: str | None = None, hint: str | None = None,
-                severity: Severity = Severity.ERROR, source: str | None = None,
-                prefer_value: bool = True) -> Problem:
+                severity: Severity | None = None,
+                source: str | Mapping[str, Any] | None = None,
+                prefer_value: bool = True, facts: Iterable[Fact | None] = ()) -> Problem:
+        """A problem of a declared rule at ``path`` of the recipe.
+
+        ``source``: a URL, or the fact the problem stands on (a :class:`Fact` or a fact
+        mapping of a data file: cited by its source's URL and added to ``facts``).
+        ``facts``: what this case stands on besides the rule's declared facts; the severity
+        is settled by :func:`mldiag_provision.rulebook.settle` (never an error on an
+        unverified fact)."""
         line, col = self.sourcemap.locate(path, prefer_value=prefer_value)
+        info = RULES_BY_ID[rule]
+        if isinstance(source, Mapping):
+            fact = store().as_fact(source)
+            source, facts = fact.url, [*facts, fact]
         return Problem(rule=rule, message=message, path=format_path(path), value=value,
                        expected=expected, hint=hint, file=self.sourcemap.file, line=line,
-                       column=col, severity=severity, source=source)
+                       column=col, severity=settle(rule, severity, facts),
+                       source=source or info.source)
 
     @property
     def orchestrator(self) -> Orchestrator | None:
@@ -60,11 +76,33 @@ RuleFn = Callable[[Context], Iterator[Problem]]
 RULES: list[tuple[str, RuleFn]] = []
 
 
-def rule(rule_id: str) -> Callable[[RuleFn], RuleFn]:
-    """Register a preflight rule; rules run in registration order and yield problems."""
+def rule(rule_id: str, *, facts: Iterable[str] = (), source: str | None = None,
+         severity: Severity = Severity.ERROR) -> Callable[[RuleFn], RuleFn]:
+    """Declare a recipe rule in the rulebook and register its function, in one statement.
+
+    The title is the first line of the function's docstring. Rules run in registration order
+    and yield problems. ``facts``: fact ids the rule reads (their confidence caps its
+    severity); see :func:`mldiag_provision.rulebook.define`.
+    """
 
     def deco(fn: RuleFn) -> RuleFn:
+        title = (fn.__doc__ or rule_id).strip().splitlines()[0]
+        define(rule_id, title, scope="recipe", severity=severity, source=source, facts=facts)
         RULES.append((rule_id, fn))
+        return fn
+
+    return deco
+
+
+def runs(*rule_ids: str) -> Callable[[RuleFn], RuleFn]:
+    """Register a function that reports under rules declared elsewhere (lint's, run over the
+    manifests a recipe renders); each id must already be declared."""
+
+    def deco(fn: RuleFn) -> RuleFn:
+        missing = [r for r in rule_ids if r not in RULES_BY_ID]
+        if missing:
+            raise ValueError(f"{fn.__name__} runs undeclared rules {missing}")
+        RULES.append(("manifests:" + ",".join(rule_ids), fn))
         return fn
 
     return deco

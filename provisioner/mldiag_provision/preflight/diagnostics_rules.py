@@ -53,7 +53,7 @@ def strategy(ctx: Context) -> Iterator[Problem]:
 @rule("workload-kind")
 def workload_kind(ctx: Context) -> Iterator[Problem]:
     """JobSet for multislice; warn that the injection webhook does not handle batch/v1 Job."""
-    kinds = ctx.catalog.fact("mlDiagnostics", "webhookSupportedKinds")
+    kinds = ctx.catalog.store.fact("kubernetes", "mlDiagnostics", "webhookKinds")
     for i, w in enumerate(ctx.recipe.spec.workloads):
         idx = ctx.slice_index(w.slice)
         if idx is None:
@@ -71,7 +71,7 @@ def workload_kind(ctx: Context) -> Iterator[Problem]:
                 "workload-kind", ("spec", "workloads", i, "kind"),
                 f"workload '{w.name}' runs as a batch/v1 Job: workload monitoring sees it, but "
                 "the injection webhook (GKE_DIAGON_* for the SDK's MLRuns and on-demand "
-                f"profiling) supports {', '.join(kinds['values'])}",
+                f"profiling) supports {', '.join(kinds['kinds'])}",
                 value=w.kind, severity=Severity.WARNING,
                 hint="set kind: JobSet (the cluster needs the JobSet controller)",
                 source=ctx.catalog.source_url(kinds["source"]))

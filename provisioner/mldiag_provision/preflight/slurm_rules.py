@@ -76,7 +76,7 @@ def orchestrator(ctx: Context) -> Iterator[Problem]:
                           "Filestore and Lustre live in one zone",
                           expected=f"a zone of {spec.region} that offers the node machine types",
                           hint=f"add 'zone: {spec.region}-b' (or the zone of your reservation)",
-                          source=facts.cite(fact))
+                          source=fact)
     for key, instead in (("releaseChannel", None), ("minVersion", None),
                          ("systemPoolMachineType", None), ("workloadIdentity", None),
                          ("network", "spec.slurm.network.name"),
@@ -92,7 +92,7 @@ def orchestrator(ctx: Context) -> Iterator[Problem]:
         yield ctx.problem("slurm-orchestrator", ("spec", "slurm", "loginNodes", "zone"),
                           f"login nodes in {login_zone}, but the cluster is in {spec.zone}: "
                           "every resource of the cluster must be in one zone",
-                          value=login_zone, expected=spec.zone, source=facts.cite(fact),
+                          value=login_zone, expected=spec.zone, source=fact,
                           hint="remove loginNodes.zone (it defaults to spec.zone)")
     agents = spec.diagnostics.agents
     if spec.diagnostics.enabled and agents in ("managed", "manual"):
@@ -101,7 +101,7 @@ def orchestrator(ctx: Context) -> Iterator[Problem]:
                           f"diagnostics.agents '{agents}' installs Kubernetes components; on "
                           "Slurm nothing but the SDK exists, and the node startup script "
                           "installs it", value=agents, expected="auto or none",
-                          severity=Severity.WARNING, source=facts.cite(fact),
+                          severity=Severity.WARNING, source=fact,
                           hint="use 'auto'")
     sa = spec.slurm.node_service_account
     if sa is not None and not _EMAIL.match(sa):
@@ -140,7 +140,9 @@ def tpu_on_slurm(ctx: Context) -> Iterator[Problem]:
             "compute resources are machine types of "
             + ", ".join(facts.node_machine_types()) + ")",
             value=s.tpu, expected="a GPU slice: gpu + machineType + nodes",
-            source=facts.cite(tpu_fact),
+            # an error whatever the fact's confidence: the Slurm blueprint renders GPU and
+            # CPU node sets only, so the tool cannot build this recipe (the fact is cited)
+            source=_facts().source_url(str(tpu_fact["source"])),
             hint="run TPU slices with orchestrator.type gke-standard or gke-autopilot")
 
 
@@ -180,7 +182,7 @@ def machine_types(ctx: Context) -> Iterator[Problem]:
                     f"'{v.id}')", expected=", ".join(machines) or ", ".join(
                         facts.node_machine_types()),
                     hint=f"add 'machineType: {machines[0]}'" if machines else None,
-                    source=facts.cite(supported))
+                    source=supported)
             elif ns is not None and ns.slice is None:
                 yield ctx.problem("slurm-machine-type", v.path,
                                   f"node set '{v.id}' needs a slice or a machineType",
@@ -200,7 +202,7 @@ def machine_types(ctx: Context) -> Iterator[Problem]:
                 hint=(f"for {sl.gpu} use {', '.join(same_gpu)}" if sl is not None and same_gpu
                       else suggest(v.machine_type, [m for m in facts.node_machine_types()
                                                     if "*" not in m])),
-                source=facts.cite(supported))
+                source=supported)
     login = spec.slurm.login_nodes
     allowed = facts.login_machine_types()
     if login.machine_type not in allowed:
@@ -209,7 +211,7 @@ def machine_types(ctx: Context) -> Iterator[Problem]:
             "slurm-machine-type", ("spec", "slurm", "loginNodes", "machineType"),
             f"login nodes run on N2 standard machine types of at most 32 vCPUs; "
             f"'{login.machine_type}' is not one", value=login.machine_type,
-            expected=", ".join(allowed), source=facts.cite(fact),
+            expected=", ".join(allowed), source=fact,
             hint=suggest(login.machine_type, allowed) or f"use {allowed[1]}")
 
 
@@ -290,7 +292,7 @@ def ids(ctx: Context) -> Iterator[Problem]:
             where = (*path, "name") if path[1] == "slices" else (*path, "id")
             if ident in seen:
                 yield ctx.problem("slurm-ids", where, f"{what} id '{ident}' is used twice",
-                                  value=ident, source=facts.cite(fact),
+                                  value=ident, source=fact,
                                   hint=f"give every {what} its own id"
                                   + (" (a GPU slice without a node set gets one named after "
                                      "it)" if what == "node set" else ""))
@@ -300,7 +302,7 @@ def ids(ctx: Context) -> Iterator[Problem]:
                     "slurm-ids", where,
                     f"{what} id '{ident}' has a hyphen; the API describes ids as lower-case "
                     "alphanumeric and Google's examples use none for node sets and partitions",
-                    value=ident, severity=Severity.WARNING, source=facts.cite(fact),
+                    value=ident, severity=Severity.WARNING, source=fact,
                     hint=f"use '{ident.replace('-', '')}'")
 
 
@@ -326,7 +328,7 @@ def partitions(ctx: Context) -> Iterator[Problem]:
                     value=ref, expected="one of: " + ", ".join(ids_),
                     hint=suggest(ref, ids_) or "GPU slices without a node set entry get a "
                                                "node set named after the slice",
-                    source=facts.cite(ref_fact))
+                    source=ref_fact)
     default_fact = facts.fact("cluster", "defaultPartition")
     pids = [p.id for p in parts]
     if sspec.default_partition is not None and sspec.default_partition not in pids:
@@ -334,14 +336,14 @@ def partitions(ctx: Context) -> Iterator[Problem]:
                           f"no partition named '{sspec.default_partition}'",
                           value=sspec.default_partition, expected="one of: " + ", ".join(pids),
                           hint=suggest(sspec.default_partition, pids),
-                          source=facts.cite(default_fact))
+                          source=default_fact)
     elif sspec.default_partition is None and sspec.partitions and len(parts) > 1:
         yield ctx.problem("slurm-partitions", ("spec", "slurm", "partitions"),
                           f"{len(parts)} partitions and no defaultPartition: jobs submitted "
                           "without --partition need one", prefer_value=False,
                           expected="defaultPartition: one of " + ", ".join(pids),
                           hint=f"add 'defaultPartition: {pids[0]}' under spec.slurm",
-                          source=facts.cite(default_fact))
+                          source=default_fact)
     covered = {ref for p in parts for ref in p.node_sets}
     for v in views:
         if v.id not in covered:
@@ -392,14 +394,14 @@ def storage(ctx: Context) -> Iterator[Problem]:
                 yield ctx.problem("slurm-storage", (*path, "capacityGb"),
                                   f"Filestore capacity {fs.capacity_gb} GB is outside the "
                                   f"{lo}-{hi} GB Cluster Director accepts", value=fs.capacity_gb,
-                                  expected=f"{lo} to {hi}", source=facts.cite(fs_fact))
+                                  expected=f"{lo} to {hi}", source=fs_fact)
             share = facts.fact("storage", "fileShareName")
             if not re.match(share["pattern"], fs.file_share):
                 yield ctx.problem("slurm-storage", (*path, "fileShare"),
                                   f"'{fs.file_share}' is not a Filestore file share name",
                                   value=fs.file_share,
                                   expected="1-63 of a-z, 0-9, '_', starting with a letter",
-                                  source=facts.cite(share))
+                                  source=share)
         if st.lustre is not None:
             lu = st.lustre
             path = (*base, "lustre")
@@ -409,18 +411,18 @@ def storage(ctx: Context) -> Iterator[Problem]:
                 yield ctx.problem("slurm-storage", (*path, "capacityGb"),
                                   "a new Managed Lustre instance needs capacityGb",
                                   expected=f"{lo} to {hi} GiB", prefer_value=False,
-                                  source=facts.cite(lu_fact))
+                                  source=lu_fact)
             elif lu.create and lu.capacity_gb is not None and not lo <= lu.capacity_gb <= hi:
                 yield ctx.problem("slurm-storage", (*path, "capacityGb"),
                                   f"Lustre capacity {lu.capacity_gb} GiB is outside the "
                                   f"{lo}-{hi} GiB Cluster Director accepts",
                                   value=lu.capacity_gb, expected=f"{lo} to {hi}",
-                                  source=facts.cite(lu_fact))
+                                  source=lu_fact)
             if not re.match(lu_fact["filesystemPattern"], lu.filesystem):
                 yield ctx.problem("slurm-storage", (*path, "filesystem"),
                                   f"Lustre filesystem name '{lu.filesystem}' is not allowed",
                                   value=lu.filesystem, expected="1-8 letters and digits",
-                                  source=facts.cite(lu_fact))
+                                  source=lu_fact)
             tp = facts.fact("storage", "lustreThroughput")
             step = tp["minAndStepGib"].get(lu.throughput)
             if lu.throughput is not None and lu.throughput not in tp["values"]:
@@ -428,7 +430,7 @@ def storage(ctx: Context) -> Iterator[Problem]:
                                   f"{lu.throughput} MBps per TiB is not a Managed Lustre "
                                   "performance tier", value=lu.throughput,
                                   expected=", ".join(map(str, tp["values"])),
-                                  severity=Severity.WARNING, source=facts.cite(tp))
+                                  severity=Severity.WARNING, source=tp)
             elif (step and lu.create and lu.capacity_gb is not None
                   and (lu.capacity_gb < step or lu.capacity_gb % step)):
                 yield ctx.problem("slurm-storage", (*path, "capacityGb"),
@@ -436,7 +438,7 @@ def storage(ctx: Context) -> Iterator[Problem]:
                                   f"{step} GiB or more, in steps of {step} GiB",
                                   value=lu.capacity_gb,
                                   expected=f"{step}, {2 * step}, {3 * step}, ...",
-                                  severity=Severity.WARNING, source=facts.cite(tp))
+                                  severity=Severity.WARNING, source=tp)
         if st.bucket is not None:
             why = bucket_name_problem(st.bucket.name)
             if why:
@@ -460,7 +462,7 @@ def storage(ctx: Context) -> Iterator[Problem]:
         yield ctx.problem("slurm-storage", ("spec", "slurm", "storage"),
                           "no Filestore is mounted at /home; the shared /home every node "
                           "needs comes from a Filestore instance", severity=Severity.WARNING,
-                          prefer_value=False, source=facts.cite(fact),
+                          prefer_value=False, source=fact,
                           hint="add {id: home, mount: /home, filestore: {tier: ZONAL, "
                                "capacityGb: 1024}} to spec.slurm.storage")
 
@@ -562,7 +564,7 @@ def capacity(ctx: Context) -> Iterator[Problem]:
                                   f"{cap.max_run_duration} is longer than the seven days "
                                   "flex-start VMs may run", value=cap.max_run_duration,
                                   expected="at most 7d (168h)", severity=Severity.WARNING,
-                                  source=facts.cite(limit))
+                                  source=limit)
 
 
 @rule("slurm-startup-script")
@@ -589,7 +591,7 @@ def startup_scripts(ctx: Context) -> Iterator[Problem]:
                               f"installer around it, it exceeds the API's {limit // 1024} KiB",
                               expected=f"at most {budget} bytes",
                               hint="keep a short script that fetches the rest (e.g. from "
-                                   "Cloud Storage)", source=facts.cite(fact),
+                                   "Cloud Storage)", source=fact,
                               prefer_value=False)
         if "\x00" in script:
             yield ctx.problem("slurm-startup-script", path,

@@ -9,18 +9,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from mldiag_provision.catalog.gpu import GpuShape
+from mldiag_provision.catalog.store import store
 from mldiag_provision.catalog.tpu import ShapeError
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.orchestrators import Capability
 from mldiag_provision.preflight.context import Context, rule
-from mldiag_provision.preflight.quantity import parse_quantity
+from mldiag_provision.quantity import parse_quantity
 from mldiag_provision.recipe.parse import suggest
 
 _FIELD = {"tpu": "tpu", "topology": "topology", "chipsPerVm": "chipsPerVm"}
 
-# Kubernetes label values and DNS labels: at most 63 characters
-# (https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/).
-LABEL_MAX = 63
 
 
 @rule("slice-accelerator")
@@ -74,9 +72,11 @@ def gpu_slice_shapes(ctx: Context) -> Iterator[Problem]:
         except ShapeError as exc:
             ctx.gpu_shapes[i] = None
             field = {"gpu": "gpu", "machineType": "machineType"}[exc.field]
+            known = gpus.gpu(s.gpu) if field == "machineType" else None
             yield ctx.problem("gpu-slice-shape", (*base, field), exc.message,
                               value=s.gpu if field == "gpu" else s.machine_type,
-                              expected=exc.expected, hint=exc.hint, source=exc.source)
+                              expected=exc.expected, hint=exc.hint, source=exc.source,
+                              facts=[store().get("gpu", "gpus", known.key)] if known else [])
             continue
         ctx.gpu_shapes[i] = shape
         if ctx.has(Capability.NODE_POOLS) and s.machine_type is None:
@@ -107,9 +107,11 @@ def slice_shapes(ctx: Context) -> Iterator[Problem]:
             ctx.shapes[i] = None
             field = _FIELD[exc.field]
             value = {"tpu": s.tpu, "topology": s.topology, "chipsPerVm": s.chips_per_vm}[field]
+            version = ctx.catalog.version(s.tpu)  # None: a name the catalog does not know
             yield ctx.problem("tpu-slice-shape", ("spec", "slices", i, field), exc.message,
                               value=value, expected=exc.expected, hint=exc.hint,
-                              source=exc.source)
+                              source=exc.source,
+                              facts=[ctx.catalog.version_fact(version)] if version else [])
 
 
 @rule("tpu-slice-names")
@@ -136,7 +138,7 @@ def autopilot_support(ctx: Context) -> Iterator[Problem]:
                               hint="use orchestrator type gke-standard")
 
 
-@rule("tpu-multislice")
+@rule("slice-multislice", facts=("gke.multislice.multiHostOnly",))
 def multislice(ctx: Context) -> Iterator[Problem]:
     """Multislice (count > 1): only multi-host slices, only versions that support it."""
     fact = ctx.catalog.fact("multislice", "multiHostOnly")
@@ -147,41 +149,41 @@ def multislice(ctx: Context) -> Iterator[Problem]:
             continue
         path = ("spec", "slices", i, "count")
         if not shape.version.multislice:
-            yield ctx.problem("tpu-multislice", path,
+            yield ctx.problem("slice-multislice", path,
                               f"TPU {shape.version.key} does not support multislice",
-                              value=s.count, expected="1", source=src)
+                              value=s.count, expected="1", source=src,
+                              facts=[ctx.catalog.tpu_fact(shape.version, "gke", "multislice")])
         elif not shape.multi_host:
             yield ctx.problem(
-                "tpu-multislice", path,
+                "slice-multislice", path,
                 f"multislice needs multi-host slices; {shape.version.key} {shape.topology} "
                 f"with {shape.chips_per_vm} chips per VM is a single VM",
                 value=s.count, expected="1, or a topology with more than one VM",
                 hint="use one larger slice, or a multi-host topology", source=src)
         else:
-            ms = shape.version.raw.get("gke", {}).get("multislice", {})
-            if str(ms.get("confidence", "H")) == "L":
+            ms = ctx.catalog.tpu_fact(shape.version, "gke", "multislice")
+            if ms is not None and ms.confidence == "L":
                 yield ctx.problem(
-                    "tpu-multislice", path,
+                    "slice-multislice", path,
                     f"multislice on {shape.version.key} is not confirmed by a GKE doc "
-                    f"({ms.get('note', 'unverified')})",
-                    value=s.count, severity=Severity.WARNING,
-                    source=ctx.catalog.source_url(str(ms.get("source", ""))))
+                    f"({ms.note or 'unverified'})",
+                    value=s.count, severity=Severity.WARNING, source=ms.url)
 
 
-@rule("tpu-capacity")
+@rule("slice-capacity")
 def capacity(ctx: Context) -> Iterator[Problem]:
     """Spot / reservation / on-demand settings do not contradict each other."""
     for i, s in enumerate(ctx.recipe.spec.slices):
         cap = s.capacity
         base = ("spec", "slices", i, "capacity")
         if cap.type == "reservation" and not cap.reservation:
-            yield ctx.problem("tpu-capacity", (*base, "reservation"),
+            yield ctx.problem("slice-capacity", (*base, "reservation"),
                               "capacity type 'reservation' needs the reservation's name",
                               expected="a reservation name",
                               hint="add 'reservation: NAME' (gcloud compute reservations list)")
         if cap.type != "reservation" and (cap.reservation or cap.reservation_project):
             key = "reservation" if cap.reservation else "reservationProject"
-            yield ctx.problem("tpu-capacity", (*base, key),
+            yield ctx.problem("slice-capacity", (*base, key),
                               f"a reservation is named but capacity type is '{cap.type}'",
                               value=cap.reservation or cap.reservation_project,
                               expected="type: reservation",
@@ -260,7 +262,8 @@ def workload_chips(ctx: Context) -> Iterator[Problem]:
                 value=w.chips_per_pod, expected=str(shape.chips_per_vm),
                 hint=f"set chipsPerPod: {shape.chips_per_vm}, or remove it to use the slice's "
                      "chips per VM",
-                source=ctx.catalog.source_url("GKE-ABOUT"))
+                source=ctx.catalog.source_url("GKE-ABOUT"),
+                facts=[ctx.catalog.topology_fact(shape.version, shape.topology)])
 
 
 @rule("workload-gpus")
@@ -307,12 +310,12 @@ def _gpu_source(shape: GpuShape) -> str:
 
 @rule("workload-resources")
 def workload_resources(ctx: Context) -> Iterator[Problem]:
-    """CPU and memory requests fit the TPU VM (a request above the machine never schedules)."""
+    """CPU and memory are quantities and fit a GPU slice's VM (TPU workloads: lint's
+    ``tpu-resources`` over the rendered manifest, preflight/manifest_rules.py)."""
     for i, w in enumerate(ctx.recipe.spec.workloads):
         idx = ctx.slice_index(w.slice)
-        shape = ctx.shapes.get(idx) if idx is not None else None
         gpu = ctx.gpu_shapes.get(idx) if idx is not None else None
-        machine = shape.machine_type if shape else (gpu.machine if gpu else None)
+        machine = gpu.machine if gpu else None
         for key, attr, unit, scale in (("cpu", "vcpu", "vCPU", 1), ("memory", "memory_gb", "GB",
                                                                       10**9)):
             raw = getattr(w.resources, key)
@@ -327,7 +330,8 @@ def workload_resources(ctx: Context) -> Iterator[Problem]:
                 continue
             cap = getattr(machine, attr) if machine else None
             if cap and qty > cap * scale:
-                unverified = machine.confidence == "L"
+                # the severity is the machine fact's: an unverified size must not block
+                unverified = machine.fact is not None and not machine.fact.verified
                 yield ctx.problem(
                     "workload-resources", path,
                     f"{key} request {raw} is more than the whole {machine.name} VM "
@@ -335,27 +339,8 @@ def workload_resources(ctx: Context) -> Iterator[Problem]:
                                         "schedule" if unverified else "); the pod can never "
                                                                        "schedule"),
                     value=raw, expected=f"below {cap} {unit} (allocatable is lower still)",
-                    source=(ctx.catalog.source_url(machine.source) if shape
-                            else _gpu_source(gpu)),
-                    # an unverified machine size must not block a recipe
-                    severity=Severity.WARNING if unverified else Severity.ERROR)
-
-
-@rule("workload-env")
-def workload_env(ctx: Context) -> Iterator[Problem]:
-    """TPU_WORKER_ID / TPU_WORKER_HOSTNAMES are injected by GKE on multi-host Indexed Jobs."""
-    for i, w in enumerate(ctx.recipe.spec.workloads):
-        idx = ctx.slice_index(w.slice)
-        shape = ctx.shapes.get(idx) if idx is not None else None
-        if shape is None or not shape.multi_host:
-            continue
-        for key in ("TPU_WORKER_ID", "TPU_WORKER_HOSTNAMES"):
-            if key in w.env:
-                yield ctx.problem(
-                    "workload-env", ("spec", "workloads", i, "env", key),
-                    f"{key} is set by hand; GKE injects it for multi-host Indexed Jobs and a "
-                    "fixed value breaks the other workers", value=w.env[key],
-                    severity=Severity.WARNING, hint=f"remove {key}")
+                    source=_gpu_source(gpu),
+                    facts=[machine.fact])
 
 
 def _longest_generated_name(name: str, slice_count: int, vms: int) -> tuple[str, int]:
@@ -386,6 +371,8 @@ class _GpuVms:
 def names_length(ctx: Context) -> Iterator[Problem]:
     """Names that become Kubernetes labels or DNS labels stay within 63 characters (Google
     Cloud names the tool derives, node pools among them, are rule ``gcp-names``)."""
+    limit = ctx.catalog.fact("labelMaxLength")
+    label_max = int(limit["value"])
     for i, w in enumerate(ctx.recipe.spec.workloads):
         idx = ctx.slice_index(w.slice)
         shape = ctx.shapes.get(idx) if idx is not None else None
@@ -395,12 +382,11 @@ def names_length(ctx: Context) -> Iterator[Problem]:
             continue
         count = ctx.recipe.spec.slices[idx].count  # type: ignore[index]
         host, n = _longest_generated_name(w.name, count, shape.vms)
-        if n > LABEL_MAX:
-            room = len(w.name) - (n - LABEL_MAX)
+        if n > label_max:
+            room = len(w.name) - (n - label_max)
             what = "headless Service" if host.endswith("-workers") else "pod hostname"
             yield ctx.problem("names-length", ("spec", "workloads", i, "name"),
                               f"{what} name '{host}' would be {n} characters", value=w.name,
                               expected=f"a workload name of at most {room} characters",
-                              hint="shorten the workload name",
-                              source="https://kubernetes.io/docs/concepts/overview/"
-                                     "working-with-objects/names/")
+                              hint="shorten the workload name", source=limit.url,
+                              facts=[limit])

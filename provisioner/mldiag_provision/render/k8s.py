@@ -10,20 +10,38 @@ headless Service and ``subdomain`` so that GKE injects ``TPU_WORKER_ID`` and
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
-from mldiag_provision.plan.parts import KubernetesDiagnosticsPlan
-from mldiag_provision.plan.stack import TPU_RESOURCE, StackPlan, WorkloadPlan
+from mldiag_provision.catalog.store import store
+from mldiag_provision.plan.parts import DiagnosticsPlan, KubernetesDiagnosticsPlan
+from mldiag_provision.plan.stack import TPU_RESOURCE, SlicePlan, WorkloadPlan
 
-# Ports (catalog gke.yaml `ports`): 8471 TPU worker communication, 8431 TPU runtime metrics
-# (seed 004); 8080 megascale coordinator (xpk, confidence M).
-TPU_WORKER_PORT = 8471
-TPU_METRICS_PORT = 8431
-MEGASCALE_PORT = 8080
+# Ports: the fact store's gke.yaml `ports` (TPU worker communication and runtime metrics from
+# the GKE Autopilot TPU page; the megascale coordinator from xpk, confidence M).
+_PORTS = store().doc("gke")["ports"]
+TPU_WORKER_PORT = int(_PORTS["tpuWorker"]["port"])
+TPU_METRICS_PORT = int(_PORTS["tpuRuntimeMetrics"]["port"])
+MEGASCALE_PORT = int(_PORTS["megascaleCoordinator"]["port"])
+_EXCLUSIVE = store().fact("kubernetes", "tpu", "exclusiveTopology")
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
 
 
-def _diagnostics(plan: StackPlan) -> KubernetesDiagnosticsPlan:
+class WorkloadSource(Protocol):
+    """What rendering a workload reads of a plan: a :class:`~mldiag_provision.plan.stack.
+    StackPlan`, or preflight's partial plan of the slices and diagnostics (preflight lints the
+    manifests a recipe renders, before the whole plan exists)."""
+
+    @property
+    def blueprint(self) -> str: ...
+
+    @property
+    def diagnostics(self) -> DiagnosticsPlan: ...
+
+    @property
+    def slices(self) -> tuple[SlicePlan, ...]: ...
+
+
+def _diagnostics(plan: WorkloadSource) -> KubernetesDiagnosticsPlan:
     """The plan's diagnostics with the Kubernetes identity (every plan with workloads).
 
     Raises:
@@ -34,7 +52,7 @@ def _diagnostics(plan: StackPlan) -> KubernetesDiagnosticsPlan:
     return plan.diagnostics
 
 
-def _container(plan: StackPlan, w: WorkloadPlan, multi_host: bool) -> dict[str, object]:
+def _container(plan: WorkloadSource, w: WorkloadPlan, multi_host: bool) -> dict[str, object]:
     limits: dict[str, object] = {}
     if w.cpu is not None:
         limits["cpu"] = w.cpu
@@ -90,7 +108,7 @@ def _megascale_env(w: WorkloadPlan) -> list[dict[str, Any]]:
 RENDEZVOUS_PORT = 29500
 
 
-def _rendezvous_env(plan: StackPlan, w: WorkloadPlan) -> list[dict[str, Any]]:
+def _rendezvous_env(plan: WorkloadSource, w: WorkloadPlan) -> list[dict[str, Any]]:
     """Multi-node GPU Job: where pod 0 is, and this pod's rank, for torchrun / JAX.
 
     Pod 0 of an Indexed Job is ``<job>-0.<headless service>``; the index is the annotation
@@ -106,7 +124,7 @@ def _rendezvous_env(plan: StackPlan, w: WorkloadPlan) -> list[dict[str, Any]]:
     ]
 
 
-def _pod_template(plan: StackPlan, w: WorkloadPlan, labels: dict[str, str]) -> dict[str, Any]:
+def _pod_template(plan: WorkloadSource, w: WorkloadPlan, labels: dict[str, str]) -> dict[str, Any]:
     sp = next(s for s in plan.slices if s.name == w.slice)
     spec: dict[str, object] = {
         "restartPolicy": "Never",
@@ -123,14 +141,14 @@ def _pod_template(plan: StackPlan, w: WorkloadPlan, labels: dict[str, str]) -> d
     return {"metadata": {"labels": labels}, "spec": spec}
 
 
-def _labels(plan: StackPlan, w: WorkloadPlan) -> dict[str, str]:
+def _labels(plan: WorkloadSource, w: WorkloadPlan) -> dict[str, str]:
     labels = {"app.kubernetes.io/name": w.name, "app.kubernetes.io/managed-by": "mldiag-provision"}
     if w.ml_diagnostics_label:
         labels.update(_diagnostics(plan).namespace_label)
     return labels
 
 
-def workload(plan: StackPlan, w: WorkloadPlan) -> list[dict[str, Any]]:
+def workload(plan: WorkloadSource, w: WorkloadPlan) -> list[dict[str, Any]]:
     """The objects of one workload: [headless Service,] Job or JobSet."""
     ns = _diagnostics(plan).kubernetes.namespace
     labels = _labels(plan, w)
@@ -146,7 +164,7 @@ def workload(plan: StackPlan, w: WorkloadPlan) -> list[dict[str, Any]]:
             "apiVersion": JOBSET_API, "kind": "JobSet",
             "metadata": {"name": w.name, "namespace": ns, "labels": labels, "annotations": {
                 # one slice per node pool (xpk, tpu-provisioner)
-                "alpha.jobset.sigs.k8s.io/exclusive-topology": "cloud.google.com/gke-nodepool"}},
+                str(_EXCLUSIVE["annotation"]): str(_EXCLUSIVE["value"])}},
             "spec": {
                 "failurePolicy": {"maxRestarts": 0},
                 "replicatedJobs": [{"name": "slice", "replicas": w.slices,

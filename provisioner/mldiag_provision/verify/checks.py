@@ -16,7 +16,9 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any
 
+from mldiag_provision.catalog.gpu import GPU_ACCELERATOR_LABEL
 from mldiag_provision.catalog.tpu import Catalog
+from mldiag_provision.plan.stack import TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL
 
 if TYPE_CHECKING:
     from mldiag_provision.plan.stack import SlicePlan, StackPlan
@@ -208,8 +210,7 @@ def check_webhook_ca(cluster: Cluster, plan: StackPlan) -> CheckResult:
 
 
 def _selector(sp: SlicePlan) -> dict[str, str]:
-    keys = ("cloud.google.com/gke-tpu-accelerator", "cloud.google.com/gke-tpu-topology",
-            "cloud.google.com/gke-accelerator")
+    keys = (TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL, GPU_ACCELERATOR_LABEL)
     return {k: v for k, v in sp.node_selector.items() if k in keys}
 
 

@@ -1,0 +1,188 @@
+"""Preflight's workload rules are lint's: render each TPU workload's manifests the way the plan
+would, run lint's TPU checks (``lint/tpu_rules.py``) over them, and point every problem at the
+recipe line it comes from.
+
+So a workload in a recipe and the manifest rendered from it get the same verdict, rule id and
+severity (``tests/rulebook/test_recipe_lint_agreement.py``): CPU and memory against the TPU
+VM (``tpu-resources``), hand-set TPU worker variables (``tpu-worker-env``), chips, selectors,
+Job shape and Service wiring. Preflight keeps only what is about the recipe itself (slice
+shapes, versions, capacity, names, Slurm, ``chipsPerPod`` as written: the plan renders the
+slice's chips per VM, so that field is checked on the recipe, ``workload-chips``).
+
+The manifests come from the plan's own functions (:func:`~mldiag_provision.plan.project.
+plan_project`, :func:`~mldiag_provision.plan.kubernetes.workload_plan`, :func:`~mldiag_provision.
+render.k8s.workload`) on a partial plan (the workload's slice and the diagnostics settings),
+so preflight runs before the whole plan exists and whatever else in the recipe is wrong.
+:func:`recipe_path` maps a manifest field path to the recipe field that produced it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from mldiag_provision.catalog.store import Fact
+from mldiag_provision.catalog.tpu import SliceShape
+from mldiag_provision.errors import Problem, Severity
+from mldiag_provision.lint import tpu_rules as lint_tpu
+from mldiag_provision.lint.context import LintContext, LintOptions
+from mldiag_provision.lint.loading import Resource, get
+from mldiag_provision.plan.parts import DiagnosticsPlan
+from mldiag_provision.plan.project import TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL
+from mldiag_provision.plan.stack import SlicePlan
+from mldiag_provision.preflight.context import Context, runs
+from mldiag_provision.recipe.sourcemap import Path, SourceMap
+from mldiag_provision.render import k8s
+
+# The pod template and the Job spec inside each rendered kind (render/k8s.py).
+_POD = {"Job": ("spec", "template", "spec"),
+        "JobSet": ("spec", "replicatedJobs", 0, "template", "spec", "template", "spec")}
+_JOB = {"Job": ("spec",), "JobSet": ("spec", "replicatedJobs", 0, "template", "spec")}
+
+
+@dataclass(frozen=True)
+class _PartialPlan:
+    """What :func:`mldiag_provision.render.k8s.workload` reads of a plan."""
+
+    blueprint: str
+    diagnostics: DiagnosticsPlan
+    slices: tuple[SlicePlan, ...]
+
+
+@dataclass(frozen=True)
+class Origin:
+    """Where a rendered object comes from: workload and slice index, and the workload."""
+
+    workload: int
+    slice: int
+    spec: Any  # the recipe's workload
+
+
+def recipe_path(origin: Origin, res: Resource, path: Path) -> Path:
+    """The recipe field a manifest field of ``res`` was rendered from.
+
+    E.g. a Job's ``spec.template.spec.containers[0].resources.requests.memory`` ->
+    ``spec.workloads[i].resources.memory``; ``nodeSelector[gke-tpu-topology]`` and
+    ``completions`` -> ``spec.slices[j].topology``; a JobSet's ``replicas`` ->
+    ``spec.slices[j].count``; anything else -> the workload (``spec.workloads[i]``).
+    """
+    w_path: Path = ("spec", "workloads", origin.workload)
+    s_path: Path = ("spec", "slices", origin.slice)
+    w = origin.spec
+    kind = res.kind
+    if kind not in _POD:  # the headless Service: named after the workload
+        return (*w_path, "name")
+    pod, job = _POD[kind], _JOB[kind]
+    if path[:len(pod)] == pod:
+        rest = path[len(pod):]
+        head = rest[:1]
+        if head == ("containers",) and len(rest) >= 3:
+            sub = rest[2:]
+            if sub[:1] == ("resources",) and len(sub) >= 3:
+                if sub[2] in ("cpu", "memory"):
+                    return (*w_path, "resources", str(sub[2]))
+                if w.chips_per_pod is not None:
+                    return (*w_path, "chipsPerPod")
+                if w.gpus_per_pod is not None:
+                    return (*w_path, "gpusPerPod")
+                return (*s_path, "topology")
+            if sub[:1] == ("env",):
+                name = get(res.data, *pod, *rest[:2], "env", sub[1], "name") \
+                    if len(sub) >= 2 else None
+                if isinstance(name, str) and name in w.env:
+                    return (*w_path, "env", name)
+                return (*w_path, "env") if w.env else w_path
+            if sub[:1] in (("image",), ("command",), ("args",)):
+                return (*w_path, str(sub[0]))
+            return w_path
+        if head == ("nodeSelector",) and len(rest) >= 2:
+            if rest[1] == TPU_ACCELERATOR_LABEL:
+                return (*s_path, "tpu")
+            if rest[1] == TPU_TOPOLOGY_LABEL:
+                return (*s_path, "topology")
+            return (*s_path, "capacity")
+        if head == ("hostNetwork",):
+            return (*w_path, "hostNetwork")
+        if head == ("subdomain",):
+            return (*w_path, "name")
+        return w_path
+    if path[:len(job)] == job and path[len(job):len(job) + 1] in (
+            ("completions",), ("parallelism",), ("completionMode",)):
+        return (*s_path, "topology")
+    if kind == "JobSet" and path[:4] == ("spec", "replicatedJobs", 0, "replicas"):
+        return (*s_path, "count")
+    if path[:2] == ("metadata", "name"):
+        return (*w_path, "name")
+    return w_path
+
+
+@dataclass
+class RecipeLintContext(LintContext):
+    """Lint's context over rendered objects whose problems land on the recipe."""
+
+    preflight: Context | None = None
+    origins: dict[int, Origin] = field(default_factory=dict)
+
+    def problem(self, res: Resource, rule: str, path: Path, message: str, *,
+                value: object = None, expected: str | None = None, hint: str | None = None,
+                severity: Severity | None = None, source: str | None = None,
+                facts: Iterable[Fact | None] = ()) -> Problem:
+        assert self.preflight is not None
+        if isinstance(value, (dict, list)):
+            value = None
+        return self.preflight.problem(
+            rule, recipe_path(self.origins[id(res)], res, path), message, value=value,
+            expected=expected, hint=hint, severity=severity, source=source, facts=facts,
+            prefer_value=value is not None)
+
+
+def rendered_workloads(ctx: Context) -> tuple[list[Resource], dict[int, Origin]]:
+    """The objects the plan renders for each TPU workload, as lint :class:`Resource` objects
+    (positions: the recipe's), with their origins. Needs every slice resolved (the project
+    plan does); a recipe whose slices fail preflight gets its slice errors first."""
+    from mldiag_provision.orchestrators import Capability, find
+    from mldiag_provision.plan.kubernetes import diagnostics_plan, workload_plan
+    from mldiag_provision.plan.project import plan_project
+
+    recipe = ctx.recipe
+    spec = recipe.spec
+    unit = find(spec.orchestrator.type)
+    shapes = {**ctx.shapes, **ctx.gpu_shapes}
+    if unit is None or unit.has(Capability.MANAGED_SLURM):
+        return [], {}
+    if any(shapes.get(i) is None for i in range(len(spec.slices))):
+        return [], {}
+    project = plan_project(recipe, shapes, ctx.catalog, unit)
+    diagnostics = diagnostics_plan(project, recipe, ctx.catalog, "none", True)
+    partial = _PartialPlan(blueprint=project.blueprint, diagnostics=diagnostics,
+                           slices=project.slices)
+    by_name = {sp.name: (j, sp) for j, sp in enumerate(project.slices)}
+    empty = SourceMap(file=ctx.sourcemap.file)
+    resources: list[Resource] = []
+    origins: dict[int, Origin] = {}
+    for i, w in enumerate(spec.workloads):
+        found = by_name.get(w.slice)
+        if found is None or not isinstance(shapes.get(found[0]), SliceShape):
+            continue
+        j, sp = found
+        for obj in k8s.workload(partial, workload_plan(recipe, w, sp)):
+            res = Resource(ctx.sourcemap.file, empty, obj)
+            resources.append(res)
+            origins[id(res)] = Origin(i, j, w)
+    return resources, origins
+
+
+@runs(*(c.id for c in lint_tpu.RULES))
+def workload_manifests(ctx: Context) -> Iterator[Problem]:
+    """Lint's TPU checks over the manifests the plan would render for each workload."""
+    resources, origins = rendered_workloads(ctx)
+    if not resources:
+        return
+    lctx = RecipeLintContext(resources, ctx.catalog,
+                             LintOptions(kubernetes_version="",
+                                         autopilot=ctx.recipe.spec.orchestrator.type
+                                         == "gke-autopilot"),
+                             preflight=ctx, origins=origins)
+    for check in lint_tpu.CHECKS:
+        yield from check(lctx)
