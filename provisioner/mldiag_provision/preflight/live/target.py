@@ -117,12 +117,16 @@ def build_target(plan: StackPlan, files: Mapping[str, bytes | str]) -> Target:
     if iam is not None and not custom:
         roles += list(iam.roles)
     roles += [r for r in node_sa_roles if r.startswith("roles/")]
+    from mldiag_provision import orchestrators
+    from mldiag_provision.orchestrators import Capability
+
     gke = existing = None
-    ctype = cluster.type
-    if ctype in ("gke-autopilot", "gke-standard"):
+    unit = orchestrators.find(cluster.type)
+    if unit is not None and unit.has(Capability.CREATES_CLUSTER):
         gke = (cluster.location, str(getattr(cluster, "release_channel", "REGULAR")),
                getattr(cluster, "min_master_version", None))
-    elif ctype == "existing-kubernetes" and plan.agents is not None:
+    elif (unit is not None and unit.has(Capability.EXISTING_CLUSTER)
+          and plan.agents is not None):
         access = plan.agents.access
         if access.kind == "gke":  # a GKE cluster by name (not a kubeconfig context)
             need = None
