@@ -72,3 +72,11 @@ def cli(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
         return run_cli(capsys, list(argv))
 
     return _run
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _policy_parse_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The policy gate's HCL parse cache lives in a temporary directory, not in ~/.cache."""
+    import os
+
+    os.environ["MLDIAG_CACHE_DIR"] = str(tmp_path_factory.mktemp("mldiag-cache"))

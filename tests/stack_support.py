@@ -11,6 +11,7 @@ import pytest
 from mldiag_provision.catalog.tpu import Catalog, load_catalog
 from mldiag_provision.pipeline import check_file, check_text
 from mldiag_provision.plan.stack import build_plan
+from mldiag_provision.policy import policy_data
 from mldiag_provision.render.stack import render_stack
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -31,7 +32,8 @@ def render_files(recipe: Path | None = None, *, text: str | None = None,
            else check_text(text, "<test>", catalog))
     errors = [p for p in res.report.problems if p.severity.value == "error"]
     assert res.parsed.recipe is not None and not errors, [p.message for p in errors]
-    return render_stack(build_plan(res.parsed.recipe, res.shapes, catalog))
+    return render_stack(build_plan(res.parsed.recipe, res.shapes, catalog),
+                        policy=policy_data(res.parsed.recipe))
 
 
 def terraform_binary() -> str | None:

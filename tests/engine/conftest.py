@@ -159,6 +159,10 @@ def offline_recipe(recipe: Path, dest: Path, *, deletion_protection: bool | None
     if deletion_protection is not None and orch.get("type") in ("gke-autopilot",
                                                                 "gke-standard"):
         orch["deletionProtection"] = deletion_protection
+        if not deletion_protection:  # the policy gate of plan/apply would stop it
+            waivers = spec.setdefault("policy", {}).setdefault("waivers", [])
+            waivers.append({"rule": "gke-deletion-protection",
+                            "reason": "offline test stack, destroyed by the test itself"})
     spec.update(spec_changes)
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")

@@ -71,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("-o", "--out", required=True, metavar="DIR", help="stack directory")
     r.add_argument("--force", action="store_true",
                    help="overwrite rendered files that were edited by hand")
+    r.add_argument("--check", action="store_true",
+                   help="write nothing: exit 0 when DIR is exactly what a render writes now, "
+                        "1 (listing changed/added/removed files) when it is stale")
     r.add_argument("--output", "-O", choices=("text", "json"), default="text")
 
     c = sub.add_parser("catalog", help="list accelerators and explain their topologies")
@@ -171,6 +174,7 @@ def cmd_render(args: argparse.Namespace, out: Console) -> int:
     from mldiag_provision.catalog.tpu import load_catalog
     from mldiag_provision.pipeline import check_file
     from mldiag_provision.plan.stack import build_plan
+    from mldiag_provision.policy import policy_data
     from mldiag_provision.render.stack import GENERATOR, render_stack
     from mldiag_provision.render.writer import write_tree
 
@@ -187,9 +191,11 @@ def cmd_render(args: argparse.Namespace, out: Console) -> int:
             out.print(f"nothing rendered: {errors} error(s) in {res.report.file}")
         return int(ExitCode.INVALID)
     plan = build_plan(res.parsed.recipe, res.shapes, catalog)
-    files = render_stack(plan)
+    files = render_stack(plan, policy=policy_data(res.parsed.recipe))
     if not args.out.strip():
         raise UsageError("-o/--out is empty", hint="give the stack directory, e.g. -o out/stack")
+    if args.check:
+        return _render_check(args, out, files, plan.name)
     from mldiag_provision.plan.previous import render_time_problems
 
     # checks against the stack already in the directory (before its plan.json is replaced)
@@ -214,6 +220,47 @@ def cmd_render(args: argparse.Namespace, out: Console) -> int:
               + (f", removed {len(written.removed)}" if written.removed else "")
               + (f"; {warnings} warning(s)" if warnings else ""))
     return int(ExitCode.OK)
+
+
+def _render_check(args: argparse.Namespace, out: Console, files: dict[str, bytes],
+                  stack: str) -> int:
+    """``render --check``: compare DIR with the in-memory render; 0 identical, 1 stale."""
+    from pathlib import Path
+
+    from mldiag_provision.render.check import check_tree
+    from mldiag_provision.render.stack import GENERATOR
+
+    target = Path(args.out)
+    if target.exists() and not target.is_dir():
+        raise UsageError(f"{target} is a file, not a work directory",
+                         hint="give the stack directory with -o")
+    res = check_tree(target, files, generator=GENERATOR, stack=stack)
+    if args.output == "json":
+        out.print(json.dumps({"ok": res.identical, **res.to_dict()}, indent=2))
+        return int(ExitCode.OK if res.identical else ExitCode.INVALID)
+    if res.identical:
+        out.print(out.style("up to date:", "green", "bold")
+                  + f" {target} is exactly what `render` writes for {args.recipe}")
+        return int(ExitCode.OK)
+    if not res.exists:
+        out.print(out.style("stale:", "red", "bold") + f" {target} does not exist; a render "
+                  f"would write {len(res.added)} file(s)")
+    else:
+        count = len(res.changed) + len(res.added) + len(res.removed) + len(res.unmanaged)
+        out.print(out.style("stale:", "red", "bold") + f" {target} differs from what `render` "
+                  f"writes for {args.recipe} ({count} file(s))")
+        edited = set(res.edited)
+        rows = ([("changed", r, " (edited by hand)" if r in edited else "")
+                 for r in res.changed]
+                + [("added", r, "") for r in res.added]
+                + [("removed", r, "") for r in res.removed]
+                + [("unmanaged", r, " (not written by render)") for r in res.unmanaged])
+        for kind, rel, note in rows:
+            out.print(f"  {kind:<9} {rel}{note}")
+    out.print(f"  hint: run `mldiag-provision render {args.recipe} -o {args.out}"
+              + (" --force" if res.edited else "") + "` and commit the result"
+              + ("; move hand edits into the recipe first" if res.edited else ""))
+    return int(ExitCode.INVALID)
 
 
 def cmd_catalog(args: argparse.Namespace, out: Console) -> int:

@@ -378,6 +378,34 @@ class SlurmSpec(_Model):
                              "--container-image; none: the command runs on the node itself.")
 
 
+class PolicyWaiver(_Model):
+    """One policy-gate rule switched off for this stack, and why (the gate prints both)."""
+
+    rule: Annotated[str, Field(min_length=1, description="Rule id, e.g. gke-deletion-protection.")]
+    reason: Annotated[str, Field(min_length=10, description="Why the rule does not apply: "
+                                                            "printed by every gate run.")]
+
+
+class Policy(_Model):
+    """The policy gate (``mldiag-provision policy``; ``plan``/``apply`` run it too)."""
+
+    directories: list[str] = Field(
+        default_factory=list,
+        description="Your own Rego policy directories, relative to this recipe file, "
+                    "evaluated with the bundled ones.")
+    required_labels: list[str] = Field(
+        default_factory=list,
+        description="Label keys every labelled resource must carry (rule required-labels).")
+    allowed_regions: list[str] = Field(
+        default_factory=list, description="Regions the stack may use; empty: any.")
+    allowed_zones: list[str] = Field(
+        default_factory=list, description="Zones the stack may use; empty: any.")
+    allow_deletes: list[Literal["cluster", "node-pool", "profiles-bucket"]] = Field(
+        default_factory=list,
+        description="What a plan may delete (rule plan-destructive-delete); default: none.")
+    waivers: list[PolicyWaiver] = Field(default_factory=list)
+
+
 class Spec(_Model):
     project: Annotated[str, Field(pattern=r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$",
                                   description="Google Cloud project id.")]
@@ -392,6 +420,9 @@ class Spec(_Model):
         default_factory=SlurmSpec,
         description="orchestrator.type slurm: the managed Slurm cluster (defaults apply when "
                     "left out).")
+    policy: Policy | None = Field(
+        None, description="Policy gate settings: your policy directories, parameters of the "
+                          "bundled rules, waivers with reasons.")
 
 
 class Recipe(_Model):

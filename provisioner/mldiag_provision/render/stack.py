@@ -7,6 +7,7 @@ Layout of the rendered tree::
     modules/...          the reusable modules the root calls, copied from modules/
     k8s/                 namespace, Workload Identity KSA, one file per TPU workload
     .mldiag/plan.json    the StackPlan, for review and diffs
+    .gitignore           keeps local state (.terraform/, state, logs, saved plans) out of git
     .mldiag/manifest.json  sha256 of every generated file (written by render.writer)
 
 The same plan always gives byte-identical files: no timestamps, sorted iteration, and the
@@ -26,7 +27,8 @@ import yaml
 from mldiag_provision import __version__, orchestrators
 from mldiag_provision.orchestrators import Capability
 from mldiag_provision.plan.stack import StackPlan
-from mldiag_provision.render import k8s, slurm
+from mldiag_provision.policy import POLICY_JSON
+from mldiag_provision.render import gitignore, k8s, slurm
 from mldiag_provision.render import topology as pictures
 from mldiag_provision.render.hcl import hcl_value
 from mldiag_provision.resources import data_root
@@ -177,8 +179,12 @@ def _topology_section(plan: StackPlan, drawings: list[pictures.Drawing]) -> str:
     return "\n".join(lines)
 
 
-def render_stack(plan: StackPlan, *, root: Path | None = None) -> dict[str, bytes]:
+def render_stack(plan: StackPlan, *, root: Path | None = None,
+                 policy: dict[str, Any] | None = None) -> dict[str, bytes]:
     """Render every file of the stack. Returns relative path -> bytes; writes nothing.
+
+    ``policy``: the recipe's ``spec.policy`` as data (camelCase keys), written to
+    ``.mldiag/policy.json`` for ``mldiag-provision policy DIR``; no file when None.
 
     The blueprint (``blueprints/<plan.blueprint>/blueprint.yaml``) must list the plan's
     orchestrator and engine; the engine unit (:mod:`mldiag_provision.engines`) renders its
@@ -217,4 +223,7 @@ def render_stack(plan: StackPlan, *, root: Path | None = None) -> dict[str, byte
     files["README.md"] = readme.encode("utf-8")
     files[".mldiag/plan.json"] = (json.dumps(plan.to_dict(), indent=2, sort_keys=True)
                                   + "\n").encode("utf-8")
+    files[gitignore.PATH] = gitignore.text(banner("hcl", plan.name)).encode("utf-8")
+    if policy is not None:
+        files[POLICY_JSON] = (json.dumps(policy, indent=2, sort_keys=True) + "\n").encode()
     return files

@@ -140,6 +140,7 @@ def render_into(workdir: Path, recipe_path: str, *, force: bool = False) -> Rend
     from mldiag_provision.catalog.tpu import load_catalog
     from mldiag_provision.pipeline import check_file
     from mldiag_provision.plan.stack import build_plan
+    from mldiag_provision.policy import policy_data
     from mldiag_provision.render.stack import GENERATOR, render_stack
     from mldiag_provision.render.writer import write_tree
 
@@ -162,8 +163,8 @@ def render_into(workdir: Path, recipe_path: str, *, force: bool = False) -> Rend
     # checks against the stack already in the directory (before its plan.json is replaced)
     problems = (*res.report.problems,
                 *render_time_problems(workdir, recipe, res.parsed.sourcemap))
-    written = write_tree(workdir, render_stack(plan), generator=GENERATOR, stack=plan.name,
-                         force=force)
+    written = write_tree(workdir, render_stack(plan, policy=policy_data(recipe)),
+                         generator=GENERATOR, stack=plan.name, force=force)
     (workdir / RENDER_STAMP).write_text(json.dumps({"digest": digest}) + "\n")
     return RenderOutcome(workdir, recipe.metadata.name, tuple(plan.decisions), cached=False,
                          changed=len(written.written) + len(written.removed),

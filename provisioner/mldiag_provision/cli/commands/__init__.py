@@ -6,4 +6,4 @@ module in :data:`MODULES`.
 """
 
 MODULES: tuple[str, ...] = ("plan", "apply", "destroy", "output", "lint", "verify", "smoke",
-                           "preflight")
+                           "preflight", "policy")

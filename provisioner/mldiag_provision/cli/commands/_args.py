@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 
 
-def add_common(p: argparse.ArgumentParser, *, render: bool = True) -> None:
+def add_common(p: argparse.ArgumentParser, *, render: bool = True,
+               outputs: tuple[str, ...] = ("text", "json")) -> None:
     p.add_argument("recipe", metavar="RECIPE")
     p.add_argument("-o", "--out", required=True, metavar="DIR",
                    help="the stack's work directory (rendered files, Terraform state, logs)")
     if render:
         p.add_argument("--force", action="store_true",
                        help="re-render over rendered files that were edited by hand")
-    p.add_argument("--output", "-O", choices=("text", "json"), default="text")
+    p.add_argument("--output", "-O", choices=outputs, default="text")

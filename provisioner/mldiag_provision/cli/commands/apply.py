@@ -82,6 +82,12 @@ def run(args: argparse.Namespace, out: Console) -> int:
         try:
             with progress or contextlib.nullcontext():
                 plans = stack.plan(stages)
+            from mldiag_provision.cli.commands.policy import gate_stage_plans, show_gate
+
+            gate = gate_stage_plans(stack.workdir, args.recipe, plans)
+            if gate.failed() and text:
+                show_stage_plans(out, plans)
+            show_gate(gate, out, stack.workdir, text=text, verb="nothing was applied")
             if not any(p.has_changes for p in plans):
                 if text:
                     show_stage_plans(out, plans)

@@ -25,7 +25,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     from mldiag_provision.cli.commands._args import add_common
     from mldiag_provision.cli.commands._stack import add_stage_args
 
-    add_common(p)
+    add_common(p, outputs=("text", "json", "markdown"))
     add_stage_args(p)
     from mldiag_provision.cli.commands.preflight import add_live_args
 
@@ -80,20 +80,36 @@ def run(args: argparse.Namespace, out: Console) -> int:
             _require_detailed_exitcode(stack.engine_unit)
         with progress or contextlib.nullcontext():
             plans = stack.plan(stage_names(args.stage), destroy=args.destroy)
+        gate = None
+        if not args.destroy:  # the gate: the stack and these plans (a destroy deletes all)
+            from mldiag_provision.cli.commands.policy import gate_stage_plans, show_gate
+
+            gate = gate_stage_plans(stack.workdir, args.recipe, plans)
         decisions = list(stack.saved.get("decisions", []))
+        stack_name = str(stack.saved.get("name") or stack.workdir.name)
         log = stack.log_path
     changed = any(p.has_changes for p in plans)
-    if not text:
+    blocked = gate is not None and gate.failed()
+    if args.output == "markdown":
+        from mldiag_provision.cli.commands._markdown import plan_markdown
+
+        out.print(plan_markdown(stack_name, plans, gate, decisions, destroy=args.destroy))
+    elif not text:
         flat = all_dangers(plans)
-        out.print(json.dumps({"ok": True, "hasChanges": changed, "live": live,
+        out.print(json.dumps({"ok": not blocked, "hasChanges": changed, "live": live,
                               **({"summary": flat.summary.to_dict(),
                                   "dangers": flat.dangers} if flat else {}),
                               "stages": [p.to_dict() for p in plans],
-                              "decisions": decisions, "log": str(log) if log else None},
+                              "decisions": decisions, "log": str(log) if log else None,
+                              "policy": gate.to_dict() if gate else None},
                              indent=2))
     else:
         show_stage_plans(out, plans)
         merged = all_dangers(plans)
         if merged is not None:
             warn_dangers(err_console(args), merged, destroy=args.destroy)
+    if gate is not None:
+        if blocked and args.output == "json":  # one JSON document: "ok": false says it
+            return 1
+        show_gate(gate, out, stack.workdir, text=text, verb="apply would stop here")
     return 2 if args.detailed_exitcode and changed else 0

@@ -1,0 +1,195 @@
+"""``mldiag-provision policy RECIPE|DIR [--plan]``: the policy gate.
+
+RECIPE: preflight and render in memory (nothing is written), then evaluate the bundled Rego
+policies, the recipe's ``spec.policy.directories`` and every ``--policy DIR`` over the stack;
+with ``--plan -o DIR`` also over the saved plans in ``DIR`` (``terraform show -json``).
+DIR: evaluate the stack rendered in DIR (settings from its ``.mldiag/policy.json``); with
+``--plan`` also its saved plans. Exit 0 when no error-severity finding is left unwaived
+(``--strict``: no warning either), 1 otherwise, 2 for a broken policy or bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from mldiag_provision.console import Console
+
+NAME = "policy"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(NAME, help="run the policy gate (Rego) over a recipe's stack or a "
+                                  "rendered directory, and its saved plan",
+                       description=__doc__.split("\n\n", 1)[1] if __doc__ else None)
+    p.add_argument("target", metavar="RECIPE|DIR", help="a recipe, or a rendered work directory")
+    p.add_argument("-o", "--out", metavar="DIR",
+                   help="with RECIPE and --plan: the work directory holding the saved plan")
+    p.add_argument("--plan", action="store_true",
+                   help="also check the saved plan(s) (run `mldiag-provision plan` first)")
+    p.add_argument("--policy", action="append", default=[], metavar="DIR",
+                   help="another directory of Rego policies (repeatable)")
+    p.add_argument("--no-default-policies", action="store_true",
+                   help="evaluate only your own policies")
+    p.add_argument("--waive", action="append", default=[], metavar="RULE=REASON",
+                   help="waive a rule for this run, with the reason printed (repeatable)")
+    p.add_argument("--output", "-O", choices=("text", "json", "sarif"), default="text")
+    p.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
+
+
+def _waivers(items: list[str]) -> dict[str, str]:
+    from mldiag_provision.errors import UsageError
+
+    out: dict[str, str] = {}
+    for item in items:
+        rule, sep, reason = item.partition("=")
+        if not sep or not rule.strip() or len(reason.strip()) < 10:
+            raise UsageError(f"--waive {item!r}: expected RULE=REASON with a reason of at "
+                             "least 10 characters",
+                             hint='e.g. --waive gke-deletion-protection="throw-away test '
+                                  'cluster, destroyed nightly"')
+        out[rule.strip()] = reason.strip()
+    return out
+
+
+def _from_recipe(path: str, out: Console) -> tuple[dict[str, bytes], Any]:
+    """(rendered files in memory, recipe) of a valid recipe; its problems printed."""
+    from mldiag_provision.catalog.tpu import load_catalog
+    from mldiag_provision.errors import InputError
+    from mldiag_provision.pipeline import check_file
+    from mldiag_provision.plan.stack import build_plan
+    from mldiag_provision.policy import policy_data
+    from mldiag_provision.render.stack import render_stack
+
+    catalog = load_catalog()
+    res = check_file(path, catalog)
+    errors = [p for p in res.report.problems if p.severity.value == "error"]
+    if errors or res.parsed.recipe is None:
+        for p in res.report.problems:
+            out.problem(p, res.parsed.sourcemap)
+        raise InputError(f"the policy gate needs a valid recipe: {len(errors)} error(s) in "
+                         f"{res.report.file}", problems=list(res.report.problems))
+    recipe = res.parsed.recipe
+    plan = build_plan(recipe, res.shapes, catalog)
+    return render_stack(plan, policy=policy_data(recipe)), recipe
+
+
+def settings_for(recipe: Any, recipe_path: str | None, stack_files: dict[str, bytes],
+                 extra_dirs: list[str], waive: dict[str, str]) -> Any:
+    """The gate's :class:`Settings`: the recipe's ``spec.policy`` (or, without a recipe,
+    the stack's ``.mldiag/policy.json``), plus ``--policy`` directories and ``--waive``.
+
+    Raises:
+      PolicyError: a rendered ``policy.json`` names directories that only the recipe can
+        locate, and no ``--policy`` was given.
+    """
+    from mldiag_provision.policy import POLICY_JSON, policy_data
+    from mldiag_provision.policy.engine import PolicyError
+
+    base = Path(recipe_path).resolve().parent if recipe_path else Path.cwd()
+    data = policy_data(recipe) if recipe is not None else None
+    if recipe is None and POLICY_JSON in stack_files:
+        try:
+            data = json.loads(stack_files[POLICY_JSON])
+        except ValueError as exc:
+            raise PolicyError(f"{POLICY_JSON} of the stack is not JSON ({exc})",
+                              hint="re-render the stack") from None
+        if not recipe_path:  # directories are relative to a recipe we do not have
+            if data.get("directories") and not extra_dirs:
+                raise PolicyError(
+                    "the stack's recipe names policy directories ("
+                    + ", ".join(data["directories"]) + ") relative to the recipe file",
+                    hint="run `mldiag-provision policy RECIPE`, or pass them with --policy")
+            data = {**data, "directories": []}
+    return _settings(data, base, extra_dirs, waive)
+
+
+def _settings(data: dict[str, Any] | None, base: Path, extra_dirs: list[str],
+              waive: dict[str, str]) -> Any:
+    from mldiag_provision.policy.gate import Settings
+
+    s = Settings.from_data(data, base)
+    return Settings(directories=(*s.directories, *(Path(d) for d in extra_dirs)),
+                    params=s.params, waivers={**s.waivers, **waive})
+
+
+def gate_stage_plans(workdir: Path, recipe_path: str, stage_plans: list[Any]) -> Any:
+    """The gate of ``plan``/``apply``: the stack rendered in ``workdir`` (settings from its
+    ``.mldiag/policy.json``, directories relative to ``recipe_path``) and the stage plans just
+    made. Returns the :class:`~mldiag_provision.policy.gate.GateResult`.
+
+    Raises:
+      PolicyError, PolicyEngineError: a policy is broken, or the engine crashed.
+    """
+    from mldiag_provision.policy.gate import run_gate
+    from mldiag_provision.policy.inputs import plan_document, read_stack_dir, stack_document
+
+    files = read_stack_dir(workdir)
+    settings = settings_for(None, recipe_path, files, [], {})
+    return run_gate(lambda: stack_document(files), plan_document(stage_plans), settings)
+
+
+def show_gate(result: Any, out: Console, workdir: Path, *, text: bool, verb: str) -> None:
+    """Print the gate's findings (text mode); stop the command when it failed.
+
+    Raises:
+      InputError: an error-severity finding is not waived (exit 1; nothing is applied).
+    """
+    from mldiag_provision.errors import InputError
+    from mldiag_provision.policy import report
+
+    if text and (result.findings or result.failed()):
+        report.write_text(result, out, target=str(workdir))
+    if result.failed():
+        raise InputError(f"the policy gate failed: {len(result.errors)} error(s) "
+                         f"({', '.join(sorted({f.rule.id for f in result.errors}))}); "
+                         f"{verb}",
+                         hint="fix the recipe, or waive a rule with a reason in "
+                              "spec.policy.waivers",
+                         problems=[f.to_problem(str(workdir)) for f in result.errors])
+
+
+def run(args: argparse.Namespace, out: Console) -> int:
+    from mldiag_provision.errors import ExitCode, UsageError
+    from mldiag_provision.policy import report
+    from mldiag_provision.policy.gate import run_gate
+    from mldiag_provision.policy.inputs import read_plans, read_stack_dir, stack_document
+
+    target = Path(args.target)
+    waive = _waivers(args.waive)
+    recipe = None
+    if target.is_dir():
+        if args.out:
+            raise UsageError("-o is for a RECIPE target; a directory is its own work "
+                             "directory", hint=f"mldiag-provision policy {args.target} --plan")
+        files = read_stack_dir(target)
+        workdir: Path | None = target
+        recipe_path = None
+    elif target.is_file():
+        files, recipe = _from_recipe(args.target, out)
+        workdir = Path(args.out) if args.out else None
+        recipe_path = args.target
+    else:
+        raise UsageError(f"{args.target} does not exist",
+                         hint="give a recipe file or a rendered work directory")
+    plan_doc = None
+    if args.plan:
+        if workdir is None:
+            raise UsageError("--plan with a recipe needs -o DIR (where `plan` saved it)",
+                             hint=f"mldiag-provision policy {args.target} -o DIR --plan")
+        plan_doc = read_plans(workdir)
+        if plan_doc is None:
+            raise UsageError(f"{workdir} holds no saved plan",
+                             hint="run `mldiag-provision plan RECIPE -o DIR` first")
+    settings = settings_for(recipe, recipe_path, files, args.policy, waive)
+    result = run_gate(lambda: stack_document(files), plan_doc, settings,
+                      use_bundled=not args.no_default_policies)
+    if args.output == "json":
+        out.print(report.to_json(result, target=args.target))
+    elif args.output == "sarif":
+        out.print(report.to_sarif(result, target=args.target))
+    else:
+        report.write_text(result, out, target=args.target)
+    return int(ExitCode.INVALID if result.failed(args.strict) else ExitCode.OK)

@@ -1,0 +1,25 @@
+"""The policy gate: Rego policies over a rendered stack and its saved plan (see gate.py).
+
+Light on purpose (imported by ``render`` and by the ``policy`` command's DIR mode).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+POLICY_JSON = ".mldiag/policy.json"
+"""Where a stack keeps its recipe's ``spec.policy`` (only when the recipe has one)."""
+
+
+def policy_data(recipe: Any) -> dict[str, Any] | None:
+    """``recipe.spec.policy`` as JSON-ready data (the recipe's camelCase keys), or None.
+    Works on the validator's attribute objects and on the pydantic models alike."""
+    policy = getattr(recipe.spec, "policy", None)
+    if policy is None:
+        return None
+    return {"directories": list(policy.directories),
+            "requiredLabels": list(policy.required_labels),
+            "allowedRegions": list(policy.allowed_regions),
+            "allowedZones": list(policy.allowed_zones),
+            "allowDeletes": list(policy.allow_deletes),
+            "waivers": [{"rule": w.rule, "reason": w.reason} for w in policy.waivers]}

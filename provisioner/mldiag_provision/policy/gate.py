@@ -1,0 +1,256 @@
+"""The policy gate: Rego policies (bundled ``policies/`` + your directories) over a rendered
+stack and, when one exists, its saved plan.
+
+A rule is a Rego package that defines ``deny`` (a set of ``{"msg": ..., "resource": ...}``
+objects, or of strings) and ``metadata`` (an object with ``id``, ``severity`` ``error`` or
+``warning``, ``title``, ``rationale`` and ``source``, a URL). Packages without ``deny`` are
+helper libraries. Parameters reach the rules as ``input.params``; waivers (rule id + reason)
+turn a rule's findings into waived ones, still printed with the reason, never failing.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mldiag_provision.errors import Problem, Severity
+from mldiag_provision.policy.engine import Evaluation, Module, PolicyError
+
+_PACKAGE = re.compile(r"^\s*package\s+([A-Za-z_][A-Za-z0-9_.]*)\s*$", re.M)
+_RULE_ID = re.compile(r"^[a-z0-9][a-z0-9-]{1,62}$")
+PARAM_KEYS = ("required_labels", "allowed_regions", "allowed_zones", "allow_deletes")
+
+
+def bundled_dir() -> Path:
+    """The bundled policy bundle: ``policies/`` of the checkout, or of the wheel."""
+    from mldiag_provision.resources import data_root
+
+    return data_root() / "policies"
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    severity: Severity
+    title: str
+    rationale: str
+    source: str
+    package: str
+    file: str
+    bundled: bool
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: Rule
+    message: str
+    resource: str
+    waived: str | None = None  # the waiver's reason
+
+    def to_problem(self, file: str) -> Problem:
+        """As a :class:`Problem` located in ``file`` (the recipe or stack directory)."""
+        return Problem(rule=self.rule.id, message=self.message, path=self.resource,
+                       severity=self.rule.severity, source=self.rule.source,
+                       hint=f"waived: {self.waived}" if self.waived else None, file=file)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"rule": self.rule.id, "severity": self.rule.severity.value,
+                "resource": self.resource, "message": self.message, "waived": self.waived,
+                "source": self.rule.source}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What a recipe's ``spec.policy`` (or ``--policy``/``--waive``) says."""
+
+    directories: tuple[Path, ...] = ()
+    params: dict[str, list[str]] = field(default_factory=dict)
+    waivers: dict[str, str] = field(default_factory=dict)  # rule id -> reason
+
+    @classmethod
+    def from_data(cls, policy: dict[str, Any] | None, base: Path) -> Settings:
+        """From ``spec.policy`` as data (camelCase keys, as
+        :func:`~mldiag_provision.render.stack.policy_data` gives it) or None; directories
+        are relative to ``base`` (the recipe's folder)."""
+        if not policy:
+            return cls()
+        return cls(directories=tuple(base / d for d in policy.get("directories", [])),
+                   params={"required_labels": list(policy.get("requiredLabels", [])),
+                           "allowed_regions": list(policy.get("allowedRegions", [])),
+                           "allowed_zones": list(policy.get("allowedZones", [])),
+                           "allow_deletes": list(policy.get("allowDeletes", []))},
+                   waivers={w["rule"]: w["reason"] for w in policy.get("waivers", [])})
+
+
+@dataclass
+class GateResult:
+    rules: list[Rule]
+    findings: list[Finding]
+    engine: str
+    with_plan: bool
+    elapsed_s: float
+    unused_waivers: list[str] = field(default_factory=list)
+    external_waivers: list[dict[str, str]] = field(default_factory=list)
+
+    @property
+    def errors(self) -> list[Finding]:
+        return [f for f in self.findings if f.waived is None
+                and f.rule.severity is Severity.ERROR]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.waived is None
+                and f.rule.severity is Severity.WARNING]
+
+    @property
+    def waived(self) -> list[Finding]:
+        return [f for f in self.findings if f.waived is not None]
+
+    def failed(self, strict: bool = False) -> bool:
+        return bool(self.errors) or (strict and bool(self.warnings))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"ok": not self.errors, "engine": self.engine, "withPlan": self.with_plan,
+                "elapsedSeconds": round(self.elapsed_s, 3),
+                "errors": len(self.errors), "warnings": len(self.warnings),
+                "waived": len(self.waived),
+                "rules": [{"id": r.id, "severity": r.severity.value, "title": r.title,
+                           "rationale": r.rationale, "source": r.source, "file": r.file}
+                          for r in self.rules],
+                "findings": [f.to_dict() for f in self.findings],
+                "unusedWaivers": self.unused_waivers,
+                "externalWaivers": self.external_waivers}
+
+
+def load_modules(directories: list[Path]) -> tuple[list[Module], dict[str, str]]:
+    """Every ``*.rego`` file below ``directories`` (``*_test.rego`` skipped) and the package
+    each declares: (modules, {package: file}).
+
+    Raises:
+      PolicyError: a directory is missing or holds no policy, or a file has no package.
+    """
+    modules: list[Module] = []
+    packages: dict[str, str] = {}
+    for d in directories:
+        if not d.is_dir():
+            raise PolicyError(f"policy directory {d} does not exist",
+                              hint="check --policy / spec.policy.directories (relative to "
+                                   "the recipe file)")
+        files = sorted(p for p in d.rglob("*.rego") if not p.name.endswith("_test.rego"))
+        if not files:
+            raise PolicyError(f"policy directory {d} holds no *.rego file")
+        for path in files:
+            try:
+                text = path.read_text(encoding="utf-8")
+            except (OSError, UnicodeDecodeError) as exc:
+                raise PolicyError(f"cannot read the policy {path}: {exc}") from None
+            m = _PACKAGE.search(text)
+            if m is None:
+                raise PolicyError(f"{path}: no `package` line",
+                                  hint="start the file with e.g. `package myorg.rules.x`")
+            modules.append(Module(name=str(path), source=text))
+            packages.setdefault(m.group(1), str(path))
+    return modules, packages
+
+
+def _rule(meta: Any, pkg: str, file: str, bundled: bool) -> Rule:
+    where = f"{file} (package {pkg})"
+    if not isinstance(meta, dict):
+        raise PolicyError(f"{where} defines `deny` but no `metadata` object",
+                          hint='add metadata := {"id": "...", "severity": "error", "title": '
+                               '"...", "rationale": "...", "source": "https://..."}')
+    missing = [k for k in ("id", "severity", "title", "rationale", "source")
+               if not isinstance(meta.get(k), str) or not meta.get(k)]
+    if missing:
+        raise PolicyError(f"{where}: metadata lacks {', '.join(missing)}",
+                          hint="every rule needs id, severity, title, rationale and source")
+    if not _RULE_ID.match(meta["id"]):
+        raise PolicyError(f"{where}: metadata.id {meta['id']!r} is not a lowercase id "
+                          "(letters, digits, '-')")
+    if meta["severity"] not in ("error", "warning"):
+        raise PolicyError(f"{where}: metadata.severity {meta['severity']!r} is not "
+                          "'error' or 'warning'")
+    return Rule(id=meta["id"], severity=Severity(meta["severity"]), title=meta["title"],
+                rationale=meta["rationale"], source=meta["source"], package=pkg, file=file,
+                bundled=bundled)
+
+
+def _denials(value: Any, rule: Rule) -> list[tuple[str, str]]:
+    items = value if isinstance(value, list) else (
+        list(value) if isinstance(value, dict) else None)
+    if items is None:
+        raise PolicyError(f"{rule.file}: `deny` of rule {rule.id} is not a set")
+    out = []
+    for item in items:
+        if isinstance(item, str):
+            out.append((item, ""))
+        elif isinstance(item, dict) and isinstance(item.get("msg"), str):
+            out.append((item["msg"], str(item.get("resource", ""))))
+        else:
+            raise PolicyError(f"{rule.file}: rule {rule.id} denies {item!r}, which is neither "
+                              "a string nor an object with a string `msg`")
+    return sorted(set(out))
+
+
+def run_gate(stack: dict[str, Any] | Callable[[], dict[str, Any]], plan: dict[str, Any] | None,
+             settings: Settings, *, use_bundled: bool = True) -> GateResult:
+    """Evaluate every rule over ``{"stack": stack, "plan": plan, "params": ...}``.
+
+    ``stack`` may be a function that builds it: it is then called while the engine process
+    starts and compiles the policies (parsing the HCL overlaps with it).
+
+    Raises:
+      PolicyError: a policy is broken (does not compile, lacks metadata, returns a
+        malformed finding, fails at run time), two rules share an id, or a waiver names
+        an unknown rule.
+      PolicyEngineError: the engine process crashed or timed out.
+    """
+    start = time.perf_counter()
+    dirs = ([bundled_dir()] if use_bundled else []) + list(settings.directories)
+    modules, packages = load_modules(dirs)
+    params = {k: list(settings.params.get(k, [])) for k in PARAM_KEYS}
+    evaluation = Evaluation(modules, sorted(packages))
+    if callable(stack):
+        try:
+            stack = stack()
+        except BaseException:
+            evaluation.cancel()
+            raise
+    document = {"stack": stack, "plan": plan, "params": params}
+    engine, answers = evaluation.finish(document)
+    bundled_root = str(bundled_dir())
+    rules: dict[str, Rule] = {}
+    findings: list[Finding] = []
+    for pkg in sorted(packages):
+        answer = answers.get(pkg, {})
+        value = answer.get("value")
+        file = packages[pkg]
+        if answer.get("error"):
+            raise PolicyError(f"{file} (package {pkg}): the policy failed while evaluating: "
+                              f"{answer['error']}",
+                              hint="fix the rule; rego-cpp lacks http.send, net.cidr_*, "
+                                   "strings.render_template, print, trace and rego.metadata.*")
+        if not isinstance(value, dict) or "deny" not in value:
+            continue  # a helper library
+        rule = _rule(value.get("metadata"), pkg, file, file.startswith(bundled_root))
+        if rule.id in rules:
+            raise PolicyError(f"two policies use the rule id {rule.id}: {rules[rule.id].file} "
+                              f"and {file}", hint="give each rule its own metadata.id")
+        rules[rule.id] = rule
+        for message, resource in _denials(value["deny"], rule):
+            findings.append(Finding(rule=rule, message=message, resource=resource,
+                                    waived=settings.waivers.get(rule.id)))
+    unknown = sorted(set(settings.waivers) - set(rules))
+    if unknown:
+        raise PolicyError(f"waiver for unknown rule(s) {', '.join(unknown)}",
+                          hint="known rules: " + ", ".join(sorted(rules)))
+    fired = {f.rule.id for f in findings}
+    return GateResult(rules=sorted(rules.values(), key=lambda r: r.id), findings=findings,
+                      engine=engine, with_plan=plan is not None,
+                      elapsed_s=time.perf_counter() - start,
+                      unused_waivers=sorted(set(settings.waivers) - fired),
+                      external_waivers=list(stack.get("external_waivers", [])))
