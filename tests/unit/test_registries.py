@@ -173,10 +173,13 @@ def test_every_blueprint_is_served_by_a_unit() -> None:
 def test_engine_the_blueprint_does_not_list_is_named_in_preflight(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A registered engine the orchestrator's blueprint does not list: one error on
-    spec.engine.name naming the blueprint file, what it lists, and the fix."""
-    fake = dataclasses.replace(engines.get("terraform"), name="pulumi")
-    real = engines.units()
-    monkeypatch.setattr(engines, "units", lambda: (*real, fake) if fake not in real else real)
+    spec.engine.name naming the blueprint file, what it lists, and the fix (the gke-standard
+    blueprint as if it listed terraform only)."""
+    from mldiag_provision.render import blueprint as bp_mod
+
+    real_load = bp_mod.load_blueprint
+    monkeypatch.setattr(bp_mod, "load_blueprint", lambda name, root=None: dataclasses.replace(
+        real_load(name, root), engines=("terraform",)))
     doc = copy.deepcopy(RECIPE)
     doc["spec"]["engine"] = {"name": "pulumi"}
     problems = [p for p in _check(doc).report.problems if p.rule == "engine"]
@@ -217,8 +220,9 @@ def test_render_refuses_a_blueprint_that_does_not_list_the_orchestrator(
 def test_mismatch_engine_message_and_no_mismatch() -> None:
     bp = load_blueprint("slurm")
     assert mismatch(bp, orchestrator="slurm", engine="terraform") is None
+    assert mismatch(bp, orchestrator="slurm", engine="pulumi") is None
     found = mismatch(bp, engine="cdktf")
-    assert found is not None and found[1] == "terraform"
+    assert found is not None and found[1] == "terraform, pulumi"
 
 
 def test_blueprint_without_engines_is_a_packaging_error(tmp_path: Path) -> None:
@@ -262,7 +266,7 @@ def test_stack_readme_takes_the_engine_by_hand_steps(monkeypatch: pytest.MonkeyP
         by_hand=ByHand(project=("pulumi up",), cluster=("pulumi -C agents up",),
                        output="pulumi stack output {name}",
                        output_raw="pulumi stack output {name} --show-secrets"))
-    real = engines.units()
+    real = tuple(u for u in engines.units() if u.name != "pulumi")
     monkeypatch.setattr(engines, "units", lambda: (*real, fake))
     res = _check(RECIPE)
     assert res.parsed.recipe is not None

@@ -317,10 +317,9 @@ def test_pod_hostname_multislice(recipe: dict) -> None:
 
 # -- engine -------------------------------------------------------------------------------
 
-def test_engine_pulumi(recipe: dict) -> None:
+def test_engine_pulumi_is_accepted(recipe: dict) -> None:
     recipe["spec"]["engine"] = {"name": "pulumi"}
-    p = only(check(recipe), "engine", "spec.engine.name", ERROR)
-    assert "not supported" in p.message
+    assert "engine" not in rules_of(check(recipe))
 
 
 def test_gcs_backend_without_bucket(recipe: dict) -> None:
@@ -577,12 +576,12 @@ def test_all_schema_problems_at_once(recipe: dict) -> None:
 
 def test_all_preflight_problems_at_once(recipe: dict) -> None:
     recipe["metadata"]["labels"] = {"Team": "ml"}
-    recipe["spec"]["engine"] = {"name": "pulumi"}
+    recipe["spec"]["engine"] = {"backend": {"type": "gcs"}}
     recipe["spec"]["workloads"][0]["slice"] = "s9"
     problems = check(recipe)
     assert {(p.rule, p.path) for p in problems} == {
         ("labels", "metadata.labels.Team"),
-        ("engine", "spec.engine.name"),
+        ("engine", "spec.engine.backend.bucket"),
         ("workload-slice", "spec.workloads[0].slice"),
     }
     assert all(p.severity is ERROR and p.line > 0 for p in problems)
