@@ -159,6 +159,10 @@ gcp.container.NodePool(
         "oauth_scopes": ["https://www.googleapis.com/auth/cloud-platform"],
         "resource_labels": LABELS,
         "workload_metadata_config": {"mode": "GKE_METADATA"},
+        # Shielded GKE node with secure boot (E2 machine types support Shielded VM):
+        # https://cloud.google.com/kubernetes-engine/docs/how-to/shielded-gke-nodes
+        "shielded_instance_config": {"enable_secure_boot": True,
+                                     "enable_integrity_monitoring": True},
     },
     management={"auto_repair": True, "auto_upgrade": True},
     opts=opts(depends_on=[*services, *node_grants]),
