@@ -58,17 +58,40 @@ class Source:
 MAX_BYTES = 64 << 20
 
 
+def _decode(raw: bytes, name: str) -> Source:
+    """Bytes -> a :class:`Source`; the same size and UTF-8 rules for files and stdin.
+
+    Raises:
+      UsageError: over :data:`MAX_BYTES`, or not UTF-8.
+    """
+    if len(raw) > MAX_BYTES:
+        raise UsageError(f"{name}: larger than {MAX_BYTES >> 20} MiB; not a manifest?")
+    try:
+        return Source(name, raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})",
+                         hint="a manifest is a YAML text file in UTF-8") from None
+
+
+def _read_stdin() -> Source:
+    """``-``: stdin read as bytes (not through the locale's text layer, which would turn
+    undecodable bytes into surrogates), decoded like a file."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # a text-only stdin (tests replace sys.stdin with StringIO)
+        text = sys.stdin.read(MAX_BYTES + 1)
+        raw = text.encode("utf-8", "surrogateescape")
+    else:
+        raw = stream.read(MAX_BYTES + 1)
+    return _decode(raw, "<stdin>")
+
+
 def _read(path: FsPath, name: str) -> Source:
     try:
         with open(path, "rb") as f:
             raw = f.read(MAX_BYTES + 1)
-        if len(raw) > MAX_BYTES:
-            raise UsageError(f"{name}: larger than {MAX_BYTES >> 20} MiB; not a manifest?")
-        return Source(name, raw.decode("utf-8"))
+        return _decode(raw, name)
     except FileNotFoundError:
         raise UsageError(f"{name}: no such file or directory", hint="check the path") from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise UsageError(f"{name}: cannot be read ({exc.strerror})") from None
 
@@ -87,7 +110,7 @@ def read_sources(paths: Iterable[str]) -> list[Source]:
     seen: set[str] = set()
     for raw in paths:
         if raw == "-":
-            out.append(Source("<stdin>", sys.stdin.read()))
+            out.append(_read_stdin())
             continue
         p = FsPath(raw)
         if p.is_dir():
