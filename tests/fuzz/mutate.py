@@ -91,7 +91,7 @@ def mutated(draw: st.DrawFn, seeds: list[Any], max_mutations: int = 3) -> Any:
                                    "repeat"]))
         if op == "replace":
             tree = _set(tree, path, draw(shapes()))
-        elif op == "tricky" and isinstance(node, (str, int, float, bool)) or op == "tricky":
+        elif op == "tricky":
             tree = _set(tree, path, draw(st.sampled_from(TRICKY_STRINGS)))
         elif op == "drop" and path:
             parent = _get(tree, path[:-1])

@@ -32,6 +32,7 @@ from mldiag_provision.render import gitignore, k8s, slurm
 from mldiag_provision.render import topology as pictures
 from mldiag_provision.render.hcl import hcl_value
 from mldiag_provision.resources import data_root
+from mldiag_provision.yaml11 import confusable, needs_escape
 
 GENERATOR = f"mldiag-provision {__version__}"
 
@@ -72,8 +73,19 @@ class _ManifestDumper(yaml.SafeDumper):
 
 
 def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    # PyYAML falls back to a quoted style by itself when a block scalar cannot hold the value
-    style = "|" if "\n" in value else None
+    """Every string keeps its type and text through Kubernetes' YAML 1.1 reader
+    (:mod:`mldiag_provision.yaml11`): NEL, LS, PS and control characters go double-quoted
+    with escapes; strings such as ``y``, ``08`` or ``1e3``, which PyYAML would leave plain,
+    are quoted; multi-line text is a ``|`` block (PyYAML falls back to a quoted style by
+    itself when a block scalar cannot hold the value)."""
+    if needs_escape(value):
+        style: str | None = '"'
+    elif confusable(value):
+        style = "'"
+    elif "\n" in value:
+        style = "|"
+    else:
+        style = None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
