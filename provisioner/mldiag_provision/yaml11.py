@@ -34,7 +34,7 @@ _NULLS = frozenset(["", "~", "null", "Null", "NULL"])
 _SPECIAL = frozenset(["<<", "="])  # merge key and YAML 1.1 "value" key
 _INF_NAN = re.compile(r"[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
 # Go's ParseInt(s, 0, 64) forms (after go-yaml drops '_'), plus YAML 1.1's own int forms
-_INT = re.compile(r"[-+]?(?:0[bB][01]+|0[oO][0-7]+|0[xX][0-9a-fA-F]+|[0-9]+)")
+_INT = re.compile(r"[-+]?(?:0[bB][01]+|0[oO][0-7]+|0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
 _SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?")
 # go-yaml's yamlStyleFloat, and YAML 1.1's float (which allows "1." and "." forms)
 _FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")

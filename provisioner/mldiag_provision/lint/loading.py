@@ -27,8 +27,17 @@ from mldiag_provision.recipe.sourcemap import Path, SourceMap
 OBJECT = define("k8s-object", "each YAML document is a Kubernetes object with apiVersion and kind",
                 source="https://kubernetes.io/docs/concepts/overview/working-with-objects/")
 
+CONFUSABLE = define(
+    "yaml-confusable-scalar", "an unquoted value that Kubernetes' YAML 1.1 reader takes for a "
+    "boolean, number, null or date, where this reader sees a string",
+    source="https://github.com/go-yaml/yaml/blob/v2.4.0/resolve.go")
+
 _PLAIN_KEY = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$-]*$")
 SUFFIXES = (".yaml", ".yml")
+
+
+def _article(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
 
 
 def field_path(path: Iterable[str | int]) -> str:
@@ -248,7 +257,22 @@ def _add(out: Loaded, sm: SourceMap, data: object, base: Path, document: int) ->
         for i, item in enumerate(items):
             _add(out, sm, item, (*base, "items", i), document)
         return
-    out.resources.append(Resource(sm.file, sm, data, base, document))
+    res = Resource(sm.file, sm, data, base, document)
+    out.resources.append(res)
+    n = len(base)
+    for path, kind in sorted(sm.confusables.items(), key=lambda kv: sm.locate(kv[0])):
+        if path[:n] != base:
+            continue
+        value = get(data, *path[n:])
+        line, col = sm.locate(path, prefer_value=True)
+        out.problems.append(Problem(
+            rule=CONFUSABLE.id, file=sm.file, line=line, column=col, path=field_path(path),
+            value=value,
+            message=f"unquoted {value!r} reads as {_article(kind)} {kind} in Kubernetes (its "
+                    "YAML reader follows "
+                    "YAML 1.1: y/n/on/off, 08, 0o17, 1e3, +.5, ~ ...), not the string "
+                    f"{value!r}; the object is refused or means something else",
+            hint=f"quote it: \"{value}\"", source=CONFUSABLE.source))
 
 
 def load_sources(sources: Iterable[Source]) -> Loaded:
