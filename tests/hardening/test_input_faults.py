@@ -28,3 +28,24 @@ def test_lint_utf8_stdin_still_reads() -> None:
     proc = _cli("--no-color", "lint", "-", stdin="a: é\n".encode())
     assert proc.returncode == 1  # a mapping without apiVersion/kind: a lint error, not a crash
     assert "not a Kubernetes object" in proc.stdout.decode()
+
+
+def test_render_is_refused_while_another_run_holds_the_work_directory(tmp_path: Path) -> None:
+    """render used to rewrite main.tf while an apply ran on the same directory."""
+    from mldiag_provision.stack.lock import locked
+
+    recipe = str(REPO_ROOT / "recipes" / "tpu-v4-2x2x4-autopilot.yaml")
+    out = tmp_path / "stack"
+    assert _cli("render", recipe, "-o", str(out)).returncode == 0
+    main_tf = out / "main.tf"
+    main_tf.write_text(main_tf.read_text() + "\n# edited while a run holds the lock\n")
+    before = main_tf.read_bytes()
+    with locked(out, "apply"):  # what a running plan/apply/destroy holds
+        proc = _cli("--no-color", "render", recipe, "-o", str(out), "--force")
+    err = proc.stderr.decode()
+    assert proc.returncode == 3, err
+    assert "in use by another run" in err and '"command": "apply"' in err
+    assert main_tf.read_bytes() == before
+    # once the run is over, render works again (and the lock does not linger)
+    assert _cli("render", recipe, "-o", str(out), "--force").returncode == 0
+    assert main_tf.read_bytes() != before
