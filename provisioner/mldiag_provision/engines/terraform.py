@@ -404,7 +404,7 @@ class TerraformEngine:
     def show(self, plan_file: Path, *, destroy: bool = False) -> PlanResult:
         """The saved plan as data (``terraform show -json``)."""
         result = self._run(["show", "-json", "-no-color", str(plan_file)],
-                           "terraform show (saved plan)", capture=True)
+                           "terraform show (saved plan)", capture=True, sensitive_json=True)
         if result.returncode != 0:
             raise self._fail("terraform show", result, [])
         try:
@@ -446,7 +446,7 @@ class TerraformEngine:
                 self.workdir / ".terraform" / "terraform.tfstate").is_file():
             return []
         result = self._run(["show", "-json", "-no-color"], "terraform show (state)",
-                           capture=True)
+                           capture=True, sensitive_json=True)
         if result.returncode != 0:
             raise self._fail("terraform show", result, [])
         try:
@@ -478,7 +478,8 @@ class TerraformEngine:
 
     # -- outputs -------------------------------------------------------------------------------
     def outputs(self) -> dict[str, Any]:
-        result = self._run(["output", "-json", "-no-color"], "terraform output", capture=True)
+        result = self._run(["output", "-json", "-no-color"], "terraform output", capture=True,
+                           sensitive_json=True)
         if result.returncode != 0:
             raise self._fail("terraform output", result, [])
         try:
