@@ -92,10 +92,15 @@ def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
 _ManifestDumper.add_representer(str, _str_representer)
 
 
-def _dump_yaml(docs: list[dict[str, Any]], head: str) -> bytes:
-    body = yaml.dump_all(docs, Dumper=_ManifestDumper, sort_keys=False,
+def manifest_yaml(docs: list[dict[str, Any]]) -> str:
+    """Kubernetes objects as multi-document YAML that Kubernetes' YAML 1.1 reader reads back
+    with every value's type (see :func:`_str_representer`)."""
+    return yaml.dump_all(docs, Dumper=_ManifestDumper, sort_keys=False,
                          default_flow_style=False, allow_unicode=True, width=100)
-    return (head + "\n" + body).encode("utf-8")
+
+
+def _dump_yaml(docs: list[dict[str, Any]], head: str) -> bytes:
+    return (head + "\n" + manifest_yaml(docs)).encode("utf-8")
 
 
 def module_files(modules_root: Path, module: str, name: str) -> dict[str, bytes]:
