@@ -127,3 +127,15 @@ def manifest_seeds() -> list[Any]:
     for f in files:
         out += [d for d in yaml.safe_load_all(f.read_text(encoding="utf-8")) if d]
     return out
+
+
+def mutate_random(tree: Any, rng: Any, mutations: int = 2) -> Any:
+    """A copy of ``tree`` with typed mutations chosen by ``rng`` (a ``random.Random``): for
+    places where a Hypothesis strategy cannot be drawn (inside a running example)."""
+    tree = copy.deepcopy(tree)
+    pool: list[Any] = [None, True, 0, -1, 2**40, 1.5, "", "x", [], {}, [None], {"a": None},
+                       *TRICKY_STRINGS[:20]]
+    for _ in range(mutations):
+        path = rng.choice(_paths(tree))
+        tree = _set(tree, path, copy.deepcopy(rng.choice(pool)))
+    return tree

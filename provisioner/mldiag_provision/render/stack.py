@@ -17,6 +17,7 @@ and YAML through PyYAML's emitter.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -51,7 +52,10 @@ def _comment(value: object) -> str:
     return " ".join(str(value).split())
 
 
+@functools.lru_cache(maxsize=4)
 def template_env(root: Path) -> jinja2.Environment:
+    """The Jinja environment of a blueprints folder, kept per process: compiling the
+    templates is most of a render's time, and the loader still reloads a changed file."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(root)),
         undefined=jinja2.StrictUndefined,
