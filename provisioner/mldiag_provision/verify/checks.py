@@ -284,7 +284,7 @@ def check_reachable(cluster: Cluster) -> CheckResult:
             return _api_error("api-server", evidence, exc)
         if is_timeout(exc):
             return CheckResult("api-server", FAIL, f"GET /version got no answer within "
-                               f"{request_timeout_s():.0f} s (MLDIAG_REQUEST_TIMEOUT_S)",
+                               f"{request_timeout_s():g} s (MLDIAG_REQUEST_TIMEOUT_S)",
                                evidence, "the server accepted the connection but sent no "
                                "answer: check the address in --kubeconfig, the network path "
                                "and any proxy in between")
