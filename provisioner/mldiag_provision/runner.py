@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from mldiag_provision.secrets import redact, sensitive_in_json_text
+
 LineHandler = Callable[[str], None]
 
 
@@ -69,18 +71,26 @@ class CommandRunner:
         self.tail_lines = tail_lines
         self._log: IO[str] | None = None
         self._log_lock = threading.Lock()
+        self.secrets: set[str] = set()  # sensitive values seen so far: never logged
 
     # -- logging ------------------------------------------------------------------------------
     def log(self, text: str) -> None:
         """Append ``text`` (one or more lines) to the log."""
         if self.log_path is None:
             return
+        if self.secrets:
+            text = redact(text, self.secrets)
         with self._log_lock:
             if self._log is None:
-                self.log_path.parent.mkdir(parents=True, exist_ok=True)
-                self._log = open(self.log_path, "a", encoding="utf-8")  # noqa: SIM115
+                _private_dir(self.log_path.parent)
+                fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+                self._log = open(fd, "a", encoding="utf-8")  # noqa: SIM115
             self._log.write(text if text.endswith("\n") else text + "\n")
             self._log.flush()
+
+    def add_secrets(self, values: Iterable[str]) -> None:
+        """Never log these values (nor their JSON-escaped forms) from now on."""
+        self.secrets.update(v for v in values if v)
 
     def close(self) -> None:
         with self._log_lock:
@@ -91,20 +101,27 @@ class CommandRunner:
     def _spool_dir(self) -> str | None:
         if self.log_path is None:
             return None
-        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        _private_dir(self.log_path.parent)
         return str(self.log_path.parent)
 
     # -- running ------------------------------------------------------------------------------
     def run(self, argv: Sequence[str], *, cwd: Path, task: str,
             on_line: LineHandler | None = None, env: Mapping[str, str] | None = None,
-            capture: bool = False, keep_fds: Iterable[int] = ()) -> RunResult:
+            capture: bool = False, keep_fds: Iterable[int] = (),
+            sensitive_json: bool = False) -> RunResult:
         """Run ``argv`` in ``cwd``; never raises for a non-zero exit (the caller decides).
+
+        The child runs with umask 077, so what it writes (Terraform's state, saved plans,
+        backups) is readable by the owner only.
 
         Args:
           task: a few words for the log ("terraform plan").
           on_line: called with each stdout line (without the newline), as it arrives.
           capture: keep the whole stdout in :attr:`RunResult.stdout`.
           keep_fds: file descriptors the child inherits (e.g. a held lock).
+          sensitive_json: stdout is one Terraform JSON document (``show -json``, ``output
+            -json``): it is logged only once complete, after its sensitive values
+            (:mod:`mldiag_provision.secrets`) were added to :attr:`secrets`.
 
         Raises:
           FileNotFoundError: the program does not exist.
@@ -122,11 +139,16 @@ class CommandRunner:
         err_tail: deque[str] = deque(maxlen=self.tail_lines)
         captured: list[str] = []
 
+        held: list[str] = []
+
         def take(line: str) -> None:
             out_tail.append(line)
             if capture:
                 captured.append(line)
-            self.log(line)
+            if sensitive_json:
+                held.append(line)
+            else:
+                self.log(line)
             if on_line is not None:
                 on_line(line)
 
@@ -137,7 +159,7 @@ class CommandRunner:
             with open(out_path, "wb") as fout, open(err_path, "wb") as ferr:
                 proc = subprocess.Popen(argv, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,
                                         stdout=fout, stderr=ferr, start_new_session=True,
-                                        pass_fds=tuple(keep_fds))
+                                        pass_fds=tuple(keep_fds), umask=0o077)
             with open(out_path, encoding="utf-8", errors="replace", newline="\n") as reader:
                 try:
                     _follow(reader, proc, take)
@@ -147,6 +169,9 @@ class CommandRunner:
                              "for it to stop gracefully")
                     _wait_gracefully(proc)
                     _follow(reader, proc, take)
+            if held:
+                self.add_secrets(sensitive_in_json_text("\n".join(held)))
+                self.log("\n".join(held))
             for line in err_path.read_text(encoding="utf-8", errors="replace").splitlines():
                 err_tail.append(line)
                 self.log(f"[stderr] {line}")
@@ -160,6 +185,14 @@ class CommandRunner:
         if interrupted:
             raise KeyboardInterrupt
         return result
+
+
+def _private_dir(path: Path) -> None:
+    """Create ``path`` (and parents) owner-only; tighten it if it exists looser."""
+    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with contextlib.suppress(OSError):
+        if path.stat().st_mode & 0o077:
+            path.chmod(0o700)
 
 
 def _follow(reader: IO[str], proc: subprocess.Popen[bytes], take: LineHandler) -> None:
@@ -241,7 +274,8 @@ class RecordingRunner(CommandRunner):
 
     def run(self, argv: Sequence[str], *, cwd: Path, task: str,
             on_line: LineHandler | None = None, env: Mapping[str, str] | None = None,
-            capture: bool = False, keep_fds: Iterable[int] = ()) -> RunResult:
+            capture: bool = False, keep_fds: Iterable[int] = (),
+            sensitive_json: bool = False) -> RunResult:
         args = tuple(str(a) for a in argv)
         self.calls.append(Recorded(task, args, cwd))
         answer = self.responder(args, cwd) if self.responder else None

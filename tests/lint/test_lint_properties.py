@@ -17,6 +17,7 @@ from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.lint.loading import field_path
 from mldiag_provision.lint.schema import available_versions
 from mldiag_provision.lint.tpu_rules import ACC_KEY, TOPO_KEY, TPU
+from mldiag_provision.render.stack import manifest_yaml
 
 from .support import lint, show
 
@@ -48,7 +49,8 @@ class Workload:
     autopilot: bool
 
     def text(self) -> str:
-        return yaml.safe_dump_all(self.docs, sort_keys=False)
+        # as render writes manifests: a name like "n" quoted, else Kubernetes reads false
+        return manifest_yaml(self.docs)
 
     def at(self, *path: str | int) -> dict:
         node: object = self.docs[self.main]

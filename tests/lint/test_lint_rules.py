@@ -151,7 +151,7 @@ def test_crd_schema_checks_embedded_pod_spec_strictly_and_crd_fields_softly() ->
     "[{name: h, image: ray}]}}}}}\n",
     "apiVersion: diagon.gke.io/v1alpha1\nkind: MLDiagnosticsConnection\nmetadata: {name: c}\n"
     "spec: {triggerCapture: {capturePort: 9999, durationSeconds: 5, podName: a, podNamespace: "
-    "n, profiler: google_cloud_mldiagnostics, storageLocation: gs://b/p}}\n",
+    "ns, profiler: google_cloud_mldiagnostics, storageLocation: gs://b/p}}\n",
 ], ids=["lws", "rayjob", "mldiagnosticsconnection"])
 def test_known_crds_validate(text: str) -> None:
     assert errors(lint(text)) == [], show(lint(text))
@@ -451,7 +451,7 @@ def test_host_network_port_and_identity() -> None:
         "listens on in the TPU process")
     conn = ("apiVersion: diagon.gke.io/v1alpha1\nkind: MLDiagnosticsConnection\nmetadata: "
             "{name: c}\nspec: {triggerCapture: {capturePort: 9000, durationSeconds: 5, podName: "
-            "a, podNamespace: n, profiler: google_cloud_mldiagnostics, storageLocation: gs://b}}\n")
+            "a, podNamespace: ns, profiler: google_cloud_mldiagnostics, storageLocation: gs://b}}\n")
     assert one(lint(conn), "mldiag-connection").message == \
         "capturePort 9000, but the ML Diagnostics profiler listens on 9999"
     assert not [p for p in lint(hostnet, diagnostics=False).problems

@@ -26,6 +26,12 @@ class FakeApiServer:
                          "compiler": "gc", "platform": "linux/amd64"},
         }
         self.logs: dict[str, str] = {}  # pod log path -> text
+        # hostile behaviour, for the hardening and fuzz tests: a path in ``hang`` is accepted
+        # and never answered (until the server stops); a path in ``raw`` is answered with
+        # exactly (status, content type, body bytes), e.g. 200 with an HTML login page
+        self.hang: set[str] = set()
+        self.raw: dict[str, tuple[int, str, bytes]] = {}
+        self.stopping = threading.Event()
         self.requests: list[tuple[str, str, object]] = []
         # called with (path, body) after a POST is accepted: a test plays a controller here
         # (e.g. the pods a JobSet controller would create)
@@ -48,6 +54,17 @@ class FakeApiServer:
                 url = urlparse(self.path)
                 url = url._replace(path=url.path.rstrip("/") or "/")  # "/version/" == "/version"
                 server.requests.append(("GET", url.path, None))
+                if url.path in server.hang or "*" in server.hang:
+                    server.stopping.wait(120)  # accepted, never answered
+                    return None
+                if url.path in server.raw:
+                    code, ctype, data = server.raw[url.path]
+                    self.send_response(code)
+                    self.send_header("Content-Type", ctype)
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return None
                 if url.path in server.logs:
                     return self._send(200, server.logs[url.path], "text/plain")
                 body = server.objects.get(url.path)
@@ -91,6 +108,7 @@ class FakeApiServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.stopping.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 

@@ -196,14 +196,23 @@ def cmd_render(args: argparse.Namespace, out: Console) -> int:
         raise UsageError("-o/--out is empty", hint="give the stack directory, e.g. -o out/stack")
     if args.check:
         return _render_check(args, out, files, plan.name)
-    from mldiag_provision.plan.previous import render_time_problems
+    import contextlib
 
-    # checks against the stack already in the directory (before its plan.json is replaced)
-    res.report.problems.extend(render_time_problems(Path(args.out), res.parsed.recipe,
-                                                    res.parsed.sourcemap))
-    errors, warnings = severity_counts(res.report.problems)
-    written = write_tree(Path(args.out), files, generator=GENERATOR, stack=plan.name,
-                         force=args.force)
+    from mldiag_provision.plan.previous import render_time_problems
+    from mldiag_provision.stack.lock import locked
+
+    # A stack already rendered here may be in use by plan/apply/destroy: take the same
+    # work-directory lock (refused, exit 3, while one runs). A directory without .mldiag/ is
+    # new or not ours; write_tree judges it, and no lock file is created there first.
+    guard = (locked(Path(args.out), "render") if (Path(args.out) / ".mldiag").is_dir()
+             else contextlib.nullcontext())
+    with guard:
+        # checks against the stack already in the directory (before its plan.json is replaced)
+        res.report.problems.extend(render_time_problems(Path(args.out), res.parsed.recipe,
+                                                        res.parsed.sourcemap))
+        errors, warnings = severity_counts(res.report.problems)
+        written = write_tree(Path(args.out), files, generator=GENERATOR, stack=plan.name,
+                             force=args.force)
     if args.output == "json":
         out.print(json.dumps({"ok": True, "out": str(written.out), "written": written.written,
                               "unchanged": written.unchanged, "removed": written.removed,

@@ -101,7 +101,27 @@ _GOOGLE_RULES: list[tuple[re.Pattern[str], str, str]] = [
      "the cluster has deletion protection on",
      "set spec.orchestrator.deletionProtection: false in the recipe, run `apply`, then "
      "`destroy` again"),
-    (re.compile(r"Error 409|alreadyExists|already exists", re.I),
+    # Before the generic 409: Cloud Storage answers 409 for other reasons than "exists".
+    # Deleting a bucket with objects: the JSON API's 409 "The bucket you tried to delete is
+    # not empty." (older wording "was not empty"; kestra-io/plugin-gcp#321 shows the body,
+    # crossplane-contrib/provider-gcp#295 the googleapi form), and the google provider's own
+    # refusal "Error trying to delete bucket NAME containing objects without `force_destroy`
+    # set to true" (terraform-provider-google resource_storage_bucket.go, quoted in
+    # hashicorp/terraform-provider-google#1509).
+    (re.compile(r"bucket you tried to delete (?:is|was) not empty|containing objects without "
+                r"`?force_destroy`? set to true", re.I),
+     "the bucket still holds objects, and Google refuses to delete a non-empty bucket",
+     "nothing is wrong with the state: keep the bucket (destroy keeps the profiles bucket "
+     "unless you pass --delete-profiles), or copy what you need (gcloud storage cp -r "
+     "gs://BUCKET DEST) and re-run destroy with --delete-profiles"),
+    # Bucket names are global: "The requested bucket name is not available. The bucket
+    # namespace is shared by all users of the system." (409; percona/mongo_terraform_ansible#24,
+    # hashicorp/terraform-provider-google#6542)
+    (re.compile(r"requested bucket name is not available", re.I),
+     "the bucket name is taken by another project (bucket names are global)",
+     "choose another name in spec.diagnostics.profilesBucket.name (or the stack name that "
+     "derives it)"),
+    (re.compile(r"Error 409|alreadyExists|already exists|already own it", re.I),
      "a resource already exists in Google Cloud but not in the Terraform state (an earlier "
      "apply was interrupted, or it was created by hand)",
      "import it (`terraform import ADDRESS ID` in the work directory) or delete it, then "
@@ -109,6 +129,16 @@ _GOOGLE_RULES: list[tuple[re.Pattern[str], str, str]] = [
 ]
 
 _TERRAFORM_RULES: list[tuple[re.Pattern[str], str, str]] = [
+    # A truncated or damaged terraform.tfstate: Terraform 1.11 reports it *inside* "Error
+    # acquiring the state lock" ("Unsupported state file format: The state file could not be
+    # parsed as JSON: syntax error at byte offset N." / "does not have a \"version\"
+    # attribute"; captured from terraform 1.11 on a truncated local state, statefile/read.go
+    # in hashicorp/terraform), so it must be matched before the lock rule.
+    (re.compile(r"Unsupported state file format|state file could not be parsed", re.I),
+     "the Terraform state file is damaged or unreadable (no other run holds a lock)",
+     "do not force-unlock: restore the state, e.g. copy terraform.tfstate.backup over "
+     "terraform.tfstate in the stage's directory (or an earlier object version of a GCS "
+     "backend's state), then re-run the command"),
     (re.compile(r"Error acquiring the state lock|state lock", re.I),
      "another Terraform run holds the state lock",
      "wait for it to finish; if none is running, see `terraform force-unlock` in the log"),
@@ -374,7 +404,7 @@ class TerraformEngine:
     def show(self, plan_file: Path, *, destroy: bool = False) -> PlanResult:
         """The saved plan as data (``terraform show -json``)."""
         result = self._run(["show", "-json", "-no-color", str(plan_file)],
-                           "terraform show (saved plan)", capture=True)
+                           "terraform show (saved plan)", capture=True, sensitive_json=True)
         if result.returncode != 0:
             raise self._fail("terraform show", result, [])
         try:
@@ -416,7 +446,7 @@ class TerraformEngine:
                 self.workdir / ".terraform" / "terraform.tfstate").is_file():
             return []
         result = self._run(["show", "-json", "-no-color"], "terraform show (state)",
-                           capture=True)
+                           capture=True, sensitive_json=True)
         if result.returncode != 0:
             raise self._fail("terraform show", result, [])
         try:
@@ -448,7 +478,8 @@ class TerraformEngine:
 
     # -- outputs -------------------------------------------------------------------------------
     def outputs(self) -> dict[str, Any]:
-        result = self._run(["output", "-json", "-no-color"], "terraform output", capture=True)
+        result = self._run(["output", "-json", "-no-color"], "terraform output", capture=True,
+                           sensitive_json=True)
         if result.returncode != 0:
             raise self._fail("terraform output", result, [])
         try:

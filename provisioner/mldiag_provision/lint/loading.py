@@ -27,8 +27,17 @@ from mldiag_provision.recipe.sourcemap import Path, SourceMap
 OBJECT = define("k8s-object", "each YAML document is a Kubernetes object with apiVersion and kind",
                 source="https://kubernetes.io/docs/concepts/overview/working-with-objects/")
 
+CONFUSABLE = define(
+    "yaml-confusable-scalar", "an unquoted value that Kubernetes' YAML 1.1 reader takes for a "
+    "boolean, number, null or date, where this reader sees a string",
+    source="https://github.com/go-yaml/yaml/blob/v2.4.0/resolve.go")
+
 _PLAIN_KEY = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$-]*$")
 SUFFIXES = (".yaml", ".yml")
+
+
+def _article(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
 
 
 def field_path(path: Iterable[str | int]) -> str:
@@ -58,17 +67,40 @@ class Source:
 MAX_BYTES = 64 << 20
 
 
+def _decode(raw: bytes, name: str) -> Source:
+    """Bytes -> a :class:`Source`; the same size and UTF-8 rules for files and stdin.
+
+    Raises:
+      UsageError: over :data:`MAX_BYTES`, or not UTF-8.
+    """
+    if len(raw) > MAX_BYTES:
+        raise UsageError(f"{name}: larger than {MAX_BYTES >> 20} MiB; not a manifest?")
+    try:
+        return Source(name, raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})",
+                         hint="a manifest is a YAML text file in UTF-8") from None
+
+
+def _read_stdin() -> Source:
+    """``-``: stdin read as bytes (not through the locale's text layer, which would turn
+    undecodable bytes into surrogates), decoded like a file."""
+    stream = getattr(sys.stdin, "buffer", None)
+    if stream is None:  # a text-only stdin (tests replace sys.stdin with StringIO)
+        text = sys.stdin.read(MAX_BYTES + 1)
+        raw = text.encode("utf-8", "surrogateescape")
+    else:
+        raw = stream.read(MAX_BYTES + 1)
+    return _decode(raw, "<stdin>")
+
+
 def _read(path: FsPath, name: str) -> Source:
     try:
         with open(path, "rb") as f:
             raw = f.read(MAX_BYTES + 1)
-        if len(raw) > MAX_BYTES:
-            raise UsageError(f"{name}: larger than {MAX_BYTES >> 20} MiB; not a manifest?")
-        return Source(name, raw.decode("utf-8"))
+        return _decode(raw, name)
     except FileNotFoundError:
         raise UsageError(f"{name}: no such file or directory", hint="check the path") from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise UsageError(f"{name}: cannot be read ({exc.strerror})") from None
 
@@ -87,7 +119,7 @@ def read_sources(paths: Iterable[str]) -> list[Source]:
     seen: set[str] = set()
     for raw in paths:
         if raw == "-":
-            out.append(Source("<stdin>", sys.stdin.read()))
+            out.append(_read_stdin())
             continue
         p = FsPath(raw)
         if p.is_dir():
@@ -225,7 +257,22 @@ def _add(out: Loaded, sm: SourceMap, data: object, base: Path, document: int) ->
         for i, item in enumerate(items):
             _add(out, sm, item, (*base, "items", i), document)
         return
-    out.resources.append(Resource(sm.file, sm, data, base, document))
+    res = Resource(sm.file, sm, data, base, document)
+    out.resources.append(res)
+    n = len(base)
+    for path, kind in sorted(sm.confusables.items(), key=lambda kv: sm.locate(kv[0])):
+        if path[:n] != base:
+            continue
+        value = get(data, *path[n:])
+        line, col = sm.locate(path, prefer_value=True)
+        out.problems.append(Problem(
+            rule=CONFUSABLE.id, file=sm.file, line=line, column=col, path=field_path(path),
+            value=value,
+            message=f"unquoted {value!r} reads as {_article(kind)} {kind} in Kubernetes (its "
+                    "YAML reader follows "
+                    "YAML 1.1: y/n/on/off, 08, 0o17, 1e3, +.5, ~ ...), not the string "
+                    f"{value!r}; the object is refused or means something else",
+            hint=f"quote it: \"{value}\"", source=CONFUSABLE.source))
 
 
 def load_sources(sources: Iterable[Source]) -> Loaded:

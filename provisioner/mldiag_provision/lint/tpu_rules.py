@@ -537,6 +537,11 @@ def check_multihost(ctx: LintContext) -> Iterator[Problem]:
                     hint=f"set replicas: {shape.vms}, or use an Indexed Job or JobSet")
 
 
+def _shown(value: object) -> str:
+    """A label value as text: a string as is, any other YAML shape as its repr."""
+    return value if isinstance(value, str) else repr(value)
+
+
 def check_multislice(ctx: LintContext) -> Iterator[Problem]:
     """JobSet replicas > 1: multi-host slices only, one shape, exclusive node pools."""
     by_jobset: dict[int, list[TpuPod]] = {}
@@ -557,7 +562,9 @@ def check_multislice(ctx: LintContext) -> Iterator[Problem]:
                 "hostnames, so TPU_WORKER_HOSTNAMES cannot be built", value=False,
                 severity=severity_of(f), source=source_url(f["source"]),
                 hint="remove enableDNSHostnames or set it to true")
-        shapes = {(tp.accelerator, tp.topology) for tp in pods}
+        # the labels as written may be of any YAML shape (a list or mapping by mistake; the
+        # selector rules report that): compare them by their text, which is always hashable
+        shapes = {(_shown(tp.accelerator), _shown(tp.topology)) for tp in pods}
         if len(shapes) > 1:
             tp = pods[1]
             yield ctx.problem(

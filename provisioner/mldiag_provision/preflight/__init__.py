@@ -12,6 +12,7 @@ from mldiag_provision.catalog.tpu import Catalog, SliceShape
 from mldiag_provision.errors import Problem
 from mldiag_provision.preflight import (  # noqa: F401  (importing registers the rules)
     diagnostics_rules,
+    format_rules,
     manifest_rules,
     name_rules,
     slurm_rules,

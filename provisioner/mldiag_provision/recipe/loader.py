@@ -16,6 +16,7 @@ import yaml
 
 from mldiag_provision.errors import Problem
 from mldiag_provision.recipe.sourcemap import Path, SourceMap
+from mldiag_provision.yaml11 import confusable
 
 try:  # the C loader is several times faster; fall back to pure Python when libyaml is absent
     _Loader: type = yaml.CSafeLoader
@@ -101,7 +102,12 @@ class _Builder:
         where = {"path": _fmt(path), "file": self.sm.file, "line": node.start_mark.line + 1,
                  "column": node.start_mark.column + 1}
         try:
-            return self.loader.construct_object(node, deep=True)
+            value = self.loader.construct_object(node, deep=True)
+            if isinstance(value, str) and isinstance(node, yaml.ScalarNode) and not node.style:
+                kind = confusable(value)
+                if kind:
+                    self.sm.confusables[path] = kind
+            return value
         except yaml.constructor.ConstructorError as exc:
             what = exc.problem or "it cannot be read"
             tagged = "tag" in what

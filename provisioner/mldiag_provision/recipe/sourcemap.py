@@ -37,6 +37,9 @@ class SourceMap:
     lines: list[str] = field(default_factory=list)
     keys: dict[Path, tuple[int, int]] = field(default_factory=dict)
     values: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    # plain (unquoted) scalars read here as strings that a YAML 1.1 reader such as
+    # Kubernetes' reads as another type: path -> that type (mldiag_provision.yaml11)
+    confusables: dict[Path, str] = field(default_factory=dict)
 
     def locate(self, path: Path, *, prefer_value: bool = False) -> tuple[int, int]:
         """Position of ``path``, or of its nearest existing ancestor; ``(0, 0)`` if none.

@@ -17,6 +17,7 @@ and YAML through PyYAML's emitter.
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from mldiag_provision.render import gitignore, k8s, slurm
 from mldiag_provision.render import topology as pictures
 from mldiag_provision.render.hcl import hcl_value
 from mldiag_provision.resources import data_root
+from mldiag_provision.yaml11 import confusable, needs_escape
 
 GENERATOR = f"mldiag-provision {__version__}"
 
@@ -50,7 +52,10 @@ def _comment(value: object) -> str:
     return " ".join(str(value).split())
 
 
+@functools.lru_cache(maxsize=4)
 def template_env(root: Path) -> jinja2.Environment:
+    """The Jinja environment of a blueprints folder, kept per process: compiling the
+    templates is most of a render's time, and the loader still reloads a changed file."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(root)),
         undefined=jinja2.StrictUndefined,
@@ -72,18 +77,34 @@ class _ManifestDumper(yaml.SafeDumper):
 
 
 def _str_representer(dumper: yaml.SafeDumper, value: str) -> yaml.Node:
-    # PyYAML falls back to a quoted style by itself when a block scalar cannot hold the value
-    style = "|" if "\n" in value else None
+    """Every string keeps its type and text through Kubernetes' YAML 1.1 reader
+    (:mod:`mldiag_provision.yaml11`): NEL, LS, PS and control characters go double-quoted
+    with escapes; strings such as ``y``, ``08`` or ``1e3``, which PyYAML would leave plain,
+    are quoted; multi-line text is a ``|`` block (PyYAML falls back to a quoted style by
+    itself when a block scalar cannot hold the value)."""
+    if needs_escape(value):
+        style: str | None = '"'
+    elif confusable(value):
+        style = "'"
+    elif "\n" in value:
+        style = "|"
+    else:
+        style = None
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
 _ManifestDumper.add_representer(str, _str_representer)
 
 
-def _dump_yaml(docs: list[dict[str, Any]], head: str) -> bytes:
-    body = yaml.dump_all(docs, Dumper=_ManifestDumper, sort_keys=False,
+def manifest_yaml(docs: list[dict[str, Any]]) -> str:
+    """Kubernetes objects as multi-document YAML that Kubernetes' YAML 1.1 reader reads back
+    with every value's type (see :func:`_str_representer`)."""
+    return yaml.dump_all(docs, Dumper=_ManifestDumper, sort_keys=False,
                          default_flow_style=False, allow_unicode=True, width=100)
-    return (head + "\n" + body).encode("utf-8")
+
+
+def _dump_yaml(docs: list[dict[str, Any]], head: str) -> bytes:
+    return (head + "\n" + manifest_yaml(docs)).encode("utf-8")
 
 
 def module_files(modules_root: Path, module: str, name: str) -> dict[str, bytes]:

@@ -58,6 +58,13 @@ def _not_found(exc: Exception) -> bool:
 
 
 def _api_error(check: str, evidence: str, exc: Exception) -> CheckResult:
+    from mldiag_provision.stack.kube import is_timeout
+
+    if is_timeout(exc):
+        return CheckResult(check, FAIL, f"the API server did not answer in time (reading "
+                           f"{evidence}; MLDIAG_REQUEST_TIMEOUT_S)", evidence,
+                           "the server accepted the connection but sent no answer: check the "
+                           "network path, a proxy in between, and the API server's health")
     status = getattr(exc, "status", None)
     reason = getattr(exc, "reason", None) or type(exc).__name__
     hint = ("your credentials may not read it: check RBAC (kubectl auth can-i get ...)"
@@ -260,18 +267,62 @@ def check_accelerator_nodes(cluster: Cluster, plan: StackPlan) -> list[CheckResu
 
 
 def check_reachable(cluster: Cluster) -> CheckResult:
-    """The API server answers at all (GET /version)."""
+    """The API server answers at all (GET /version), in time, with Kubernetes' JSON.
+
+    The body is read raw (not through the client's models), so a proxy or login page that
+    answers 200 with HTML is named as such instead of passing or crashing the model code.
+    """
+    from mldiag_provision.stack.kube import is_timeout, request_timeout_s
+
     evidence = f"API server {cluster.host}"
     try:
-        info = cluster.version.get_code()
+        resp = cluster.version.get_code(_preload_content=False)
+        body = resp.data
+        ctype = str(resp.headers.get("Content-Type") or "no content type")
     except Exception as exc:
         if getattr(exc, "status", None):  # it answered, with an HTTP error
             return _api_error("api-server", evidence, exc)
+        if is_timeout(exc):
+            return CheckResult("api-server", FAIL, f"GET /version got no answer within "
+                               f"{request_timeout_s():g} s (MLDIAG_REQUEST_TIMEOUT_S)",
+                               evidence, "the server accepted the connection but sent no "
+                               "answer: check the address in --kubeconfig, the network path "
+                               "and any proxy in between")
         return CheckResult("api-server", FAIL, f"cannot reach the API server "
                            f"({type(exc).__name__})", evidence,
                            "check --kubeconfig/--context, the network path and that the "
                            "cluster exists (gcloud container clusters list)")
-    return CheckResult("api-server", PASS, f"Kubernetes {info.git_version}", evidence)
+    try:
+        info = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        info = None
+    version = info.get("gitVersion") if isinstance(info, dict) else None
+    if not isinstance(version, str) or not version:
+        return CheckResult("api-server", FAIL, f"the server answered GET /version with "
+                           f"{ctype} that is not a Kubernetes version object", evidence,
+                           "this address is not a Kubernetes API server (a proxy, load "
+                           "balancer or login page?): check the server in --kubeconfig")
+    return CheckResult("api-server", PASS, f"Kubernetes {version}", evidence)
+
+
+# what a well-formed request gives back in a shape the checks cannot read (a hostile or
+# broken server): a field of the wrong type, a null where an object belongs
+_SHAPE_ERRORS = (AttributeError, TypeError, ValueError, KeyError, IndexError)
+
+
+def guarded(check: str, step: Callable[[], CheckResult | list[CheckResult]],
+             ) -> list[CheckResult]:
+    """Run one check; a network failure or an answer of the wrong shape becomes its FAIL."""
+    try:
+        result = step()
+    except _SHAPE_ERRORS as exc:
+        return [CheckResult(check, FAIL, "the API server's answer has an unexpected shape "
+                            f"({type(exc).__name__}: {' '.join(str(exc).split())[:160]})", "-",
+                            "is this a Kubernetes API server of a supported version? "
+                            "kubectl get --raw /version")]
+    except Exception as exc:  # urllib3 / client errors raised outside a check's own try
+        return [_api_error(check, "-", exc)]
+    return result if isinstance(result, list) else [result]
 
 
 def run_checks(cluster: Cluster, plan: StackPlan, catalog: Catalog) -> list[CheckResult]:
@@ -280,18 +331,17 @@ def run_checks(cluster: Cluster, plan: StackPlan, catalog: Catalog) -> list[Chec
     reach = check_reachable(cluster)
     if reach.status == FAIL:
         return [reach]
-    steps: list[Callable[[], CheckResult | list[CheckResult]]] = [
-        lambda: check_namespace_label(cluster, plan),
-        lambda: check_ksa_annotation(cluster, plan),
-        lambda: check_agents_ready(cluster, plan, catalog),
-        lambda: check_crd_established(cluster, plan, catalog),
-        lambda: check_webhook_ca(cluster, plan),
-        lambda: check_accelerator_nodes(cluster, plan),
+    steps: list[tuple[str, Callable[[], CheckResult | list[CheckResult]]]] = [
+        ("namespace-label", lambda: check_namespace_label(cluster, plan)),
+        ("ksa-annotation", lambda: check_ksa_annotation(cluster, plan)),
+        ("agents-ready", lambda: check_agents_ready(cluster, plan, catalog)),
+        ("crd-established", lambda: check_crd_established(cluster, plan, catalog)),
+        ("webhook-ca-bundle", lambda: check_webhook_ca(cluster, plan)),
+        ("nodes", lambda: check_accelerator_nodes(cluster, plan)),
     ]
     out: list[CheckResult] = [reach]
-    for step in steps:
-        result = step()
-        out.extend(result if isinstance(result, list) else [result])
+    for name, step in steps:
+        out.extend(guarded(name, step))
     return out
 
 

@@ -39,8 +39,9 @@ def run(args: argparse.Namespace, out: Console) -> int:
         out.print(value if isinstance(value, str) else json.dumps(value))
         return 0
     if args.output == "json":
-        out.print(json.dumps({k: v.get("value") for k, v in sorted(outputs.items())},
-                             indent=2))
+        # sensitive values stay off the terminal here too; --name NAME prints one on request
+        out.print(json.dumps({k: ("(sensitive)" if v.get("sensitive") else v.get("value"))
+                              for k, v in sorted(outputs.items())}, indent=2))
     elif outputs:
         print_outputs(out, outputs)
     else:

@@ -49,37 +49,29 @@ def run(args: argparse.Namespace, out: Console) -> int:
                          hint="check a Slurm stack with `mldiag-provision output RECIPE -o DIR` "
                               "(login node, cluster name) and its sbatch jobs' MLRuns")
 
-    from kubernetes import config
-    from kubernetes.config.config_exception import ConfigException
-
+    from mldiag_provision.stack import kube
     from mldiag_provision.verify.checks import FAIL, Cluster, run_checks, run_smoke
 
     if args.out and not (args.kubeconfig or args.context):
         api = _client_from_workdir(args.out)
     else:
-        try:
-            api = config.new_client_from_config(config_file=args.kubeconfig,
-                                                context=args.context)
-        except (ConfigException, OSError, ValueError, TypeError) as exc:
-            raise UsageError(f"cannot load the kubeconfig: {exc}",
-                             hint="pass --kubeconfig/--context or -o DIR (the stack's work "
-                                  "directory), or run the get_credentials output of the "
-                                  "stack") from None
+        api = kube.kubeconfig_client(args.kubeconfig, args.context)
     cluster = Cluster(api)
     results = run_checks(cluster, plan, catalog)
     if args.smoke:
+        import os
         import sys
+
+        from mldiag_provision.verify.checks import guarded
 
         def progress(line: str) -> None:  # on stderr: stdout stays one JSON document
             print(line, file=sys.stderr, flush=True)
 
-        import os
-
         # how often the pods are polled (seconds); tests against stand-ins poll faster
         poll_s = float(os.environ.get("MLDIAG_SMOKE_POLL_S", "5"))
-        results.extend(run_smoke(cluster, plan, image=args.smoke_image,
-                                 timeout_s=args.smoke_timeout, poll_s=poll_s,
-                                 progress=progress))
+        results.extend(guarded("smoke", lambda: run_smoke(
+            cluster, plan, image=args.smoke_image, timeout_s=args.smoke_timeout,
+            poll_s=poll_s, progress=progress)))
     failed = any(r.status == FAIL for r in results)
     if args.output == "json":
         out.print(json.dumps({"ok": not failed, "stack": plan.name,
