@@ -4,7 +4,8 @@ The pipeline, one module per step::
 
     loading.py            files / directories / stdin -> objects with positions (Resource)
     schema.py             each object against the Kubernetes OpenAPI schema of a version,
-                          custom resources against data/crds.yaml
+                          custom resources against data/crds.generated.json
+                          (upstream CRDs, lint/crdgen.py) and data/crds.yaml
     workloads.py          the pod templates inside each workload kind
     tpu_rules.py          TPU slice, chips, multi-host wiring, multislice, env, ports, capacity
     autopilot_rules.py    what GKE Autopilot refuses (--autopilot)

@@ -18,11 +18,15 @@ from mldiag_provision.rulebook import settle
 
 @dataclass(frozen=True)
 class LintOptions:
-    """How to lint: Kubernetes minor version, Autopilot rules, ML Diagnostics rules."""
+    """How to lint: Kubernetes minor version, Autopilot rules, ML Diagnostics rules, the
+    installed CRD releases (``(("jobset", "v0.5.2"),)``, see schema.resolve_crd_versions) and
+    the recipe the manifests must fit (``lint --recipe``; None when not given)."""
 
     kubernetes_version: str
     autopilot: bool = False
     diagnostics: bool = True
+    crd_versions: tuple[tuple[str, str], ...] = ()
+    recipe: object | None = None
 
 
 @dataclass

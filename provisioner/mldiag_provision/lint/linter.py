@@ -51,7 +51,7 @@ def lint_sources(sources: Iterable[Source], options: LintOptions,
     catalog = catalog or load_catalog()
     loaded = load_sources(sources)
     problems = list(loaded.problems)
-    schemas = schema_set(options.kubernetes_version)
+    schemas = schema_set(options.kubernetes_version, options.crd_versions)
     for res in loaded.resources:
         problems.extend(validate_resource(res, schemas))
     ctx = LintContext(loaded.resources, catalog, options)

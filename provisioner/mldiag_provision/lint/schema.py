@@ -151,29 +151,101 @@ def _expand(node: object) -> object:
 
 @dataclass(frozen=True)
 class CrdKind:
+    """One kind of one custom resource schema: which project and release it comes from."""
+
     api_version: str
     kind: str
     source: str
+    project: str = ""   # jobset, lws, kuberay; "" for the hand-transcribed kinds of crds.yaml
+    version: str = ""   # the project's release tag, e.g. v0.9.0
+
+    @property
+    def key(self) -> str:
+        return _crd_key(self.api_version, self.kind) + (f"@{self.version}" if self.version
+                                                        else "")
+
+
+def _version_key(tag: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", tag))
 
 
 @functools.lru_cache(maxsize=1)
-def crd_document() -> tuple[dict, dict[tuple[str, str], CrdKind]]:
-    """The expanded CRD schemas as one JSON Schema resource, and the kinds it defines."""
+def crd_document() -> tuple[dict, dict[tuple[str, str], list[CrdKind]]]:
+    """The expanded CRD schemas as one JSON Schema resource, and per (apiVersion, kind) the
+    schemas shipped for it, oldest release first.
+
+    Sources: ``data/crds.generated.json`` (generated from the upstream CRDs pinned in
+    tools/crds/pins.yaml by :mod:`mldiag_provision.lint.crdgen`) and ``data/crds.yaml``
+    (MLDiagnosticsConnection, transcribed). Raises CatalogError when either is unreadable.
+    """
     try:
         with open(DATA_DIR / "crds.yaml", encoding="utf-8") as f:
             raw = yaml.safe_load(f)
-    except (OSError, yaml.YAMLError) as exc:
+        with open(DATA_DIR / "crds.generated.json", encoding="utf-8") as f:
+            generated = json.load(f)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
         raise CatalogError(f"cannot read lint CRD schemas: {exc}") from exc
     defs = {name: _expand(s) for name, s in raw["definitions"].items()}
-    kinds: dict[tuple[str, str], CrdKind] = {}
+    kinds: dict[tuple[str, str], list[CrdKind]] = {}
     for k in raw["kinds"]:
-        key = (k["apiVersion"], k["kind"])
-        defs[_crd_key(*key)] = _expand(k["schema"])
         src = k["source"]
-        kinds[key] = CrdKind(k["apiVersion"], k["kind"],
-                             f"{src['url']} (schema from {src['repo']}@{src['commit'][:8]} "
-                             f"{src['path']})")
+        ck = CrdKind(k["apiVersion"], k["kind"],
+                     f"{src['url']} (schema from {src['repo']}@{src['commit'][:8]} "
+                     f"{src['path']})")
+        defs[ck.key] = _expand(k["schema"])
+        kinds.setdefault((ck.api_version, ck.kind), []).append(ck)
+    for k in generated["kinds"]:
+        src = k["source"]
+        ck = CrdKind(k["apiVersion"], k["kind"],
+                     f"{src['url']} ({k['project']} {k['version']}, commit "
+                     f"{src['commit'][:8]})", k["project"], k["version"])
+        defs[ck.key] = _expand(k["schema"])
+        kinds.setdefault((ck.api_version, ck.kind), []).append(ck)
+    for versions in kinds.values():
+        versions.sort(key=lambda c: _version_key(c.version))
     return {"$schema": DRAFT, "$id": CRD_URI, "$defs": defs}, kinds
+
+
+@functools.lru_cache(maxsize=1)
+def crd_projects() -> dict[str, tuple[str, ...]]:
+    """Project name -> the releases whose CRDs are shipped, oldest first
+    (``{"jobset": ("v0.5.2", "v0.9.0", "v0.12.0"), ...}``)."""
+    out: dict[str, set[str]] = {}
+    for versions in crd_document()[1].values():
+        for c in versions:
+            if c.project:
+                out.setdefault(c.project, set()).add(c.version)
+    return {p: tuple(sorted(v, key=_version_key)) for p, v in sorted(out.items())}
+
+
+_PROJECT_ALIASES = {"leaderworkerset": "lws", "ray": "kuberay", "kuberay-operator": "kuberay"}
+
+
+def resolve_crd_versions(items: list[str] | dict[str, str] | None,
+                         origin: str = "--crd-version") -> tuple[tuple[str, str], ...]:
+    """``["jobset=v0.5.2"]`` or ``{"jobset": "0.5.2"}`` -> ``(("jobset", "v0.5.2"),)``.
+
+    A stated version must be one whose CRD is shipped (a release between two shipped ones may
+    add fields, so no nearest match is guessed). Raises UsageError naming ``origin``, the value
+    and the shipped versions.
+    """
+    pairs = list(items.items()) if isinstance(items, dict) else \
+        [tuple(i.partition("=")[::2]) for i in items or []]
+    projects = crd_projects()
+    out: dict[str, str] = {}
+    for name, version in pairs:
+        project = _PROJECT_ALIASES.get(name.strip().lower(), name.strip().lower())
+        if project not in projects:
+            raise UsageError(f"{origin} '{name}={version}': unknown project '{name}'",
+                             hint=f"use one of {', '.join(projects)} (e.g. jobset=v0.9.0)")
+        tag = version.strip() if version.strip().startswith("v") else f"v{version.strip()}"
+        if tag not in projects[project]:
+            raise UsageError(f"{origin} '{name}={version}': no {project} {tag} CRD is shipped",
+                             hint=f"state one of {', '.join(projects[project])}, or pin "
+                                  "the installed release in tools/crds/pins.yaml and run "
+                                  "python -m mldiag_provision.lint.crdgen")
+        out[project] = tag
+    return tuple(sorted(out.items()))
 
 
 def _crd_key(api_version: str, kind: str) -> str:
@@ -193,13 +265,20 @@ def builtin_group(group: str) -> bool:
 
 
 class SchemaSet:
-    """Validators for one Kubernetes minor version, built on first use and cached."""
+    """Validators for one Kubernetes minor version and a set of stated CRD releases, built on
+    first use and cached.
 
-    def __init__(self, version: str) -> None:
+    ``crd_versions``: ``(("jobset", "v0.5.2"), ...)``; a project not named gets its newest
+    shipped release, and findings against it only warn (the cluster may run another release).
+    """
+
+    def __init__(self, version: str, crd_versions: tuple[tuple[str, str], ...] = ()) -> None:
         self.version = version
+        self.crd_versions = dict(crd_versions)
         self.dir = schema_root() / f"v{version}.0-local-strict"
         self._stems = {p.name[:-5] for p in self.dir.iterdir() if p.name.endswith(".json")}
         self._validators: dict[tuple[str, str], object] = {}
+        self._crd: dict[tuple[str, str], CrdKind | None] = {}
         self._defs: dict | None = None
         self._registry: object | None = None
 
@@ -236,6 +315,24 @@ class SchemaSet:
                    for g in schema.get("x-kubernetes-group-version-kind", []))
 
     # -- questions --------------------------------------------------------------------------
+    def crd_kind(self, api_version: str, kind: str) -> CrdKind | None:
+        """The shipped CRD schema for this kind: the stated release of its project, else the
+        newest one; None when the kind is not a shipped custom resource, or the stated
+        release does not serve this apiVersion."""
+        key = (api_version, kind)
+        if key not in self._crd:
+            versions = crd_document()[1].get(key, [])
+            chosen = versions[-1] if versions else None
+            if chosen is not None and chosen.project in self.crd_versions:
+                stated = self.crd_versions[chosen.project]
+                chosen = next((c for c in versions if c.version == stated), None)
+            self._crd[key] = chosen
+        return self._crd[key]
+
+    def stated(self, crd: CrdKind | None) -> bool:
+        """Whether the installed release of this CRD's project was stated."""
+        return crd is not None and crd.project in self.crd_versions
+
     def validator_for(self, api_version: str, kind: str) -> tuple[object | None, str]:
         """(validator, origin) where origin is ``"k8s"``, ``"crd"`` or ``""`` (no schema)."""
         key = (api_version, kind)
@@ -248,10 +345,9 @@ class SchemaSet:
             if self._gvk_matches(schema, api_version, kind):
                 result = (self._validator(schema), "k8s")
         if result[0] is None:
-            _, kinds = crd_document()
-            if key in kinds:
-                result = (self._validator({"$ref": f"{CRD_URI}#/$defs/{_crd_key(*key)}"}),
-                          "crd")
+            crd = self.crd_kind(api_version, kind)
+            if crd is not None:
+                result = (self._validator({"$ref": f"{CRD_URI}#/$defs/{crd.key}"}), "crd")
         self._validators[key] = result  # type: ignore[assignment]
         return result
 
@@ -285,8 +381,8 @@ def _validator_class() -> type:
 
 
 @functools.lru_cache(maxsize=8)
-def schema_set(version: str) -> SchemaSet:
-    return SchemaSet(version)
+def schema_set(version: str, crd_versions: tuple[tuple[str, str], ...] = ()) -> SchemaSet:
+    return SchemaSet(version, crd_versions)
 
 
 # --- errors -> problems -----------------------------------------------------------------------
@@ -324,10 +420,13 @@ def _short(value: object) -> object:
 class _Emit:
     """Collects problems for one resource, located and with the rule's source."""
 
-    def __init__(self, res: Resource, origin: str, crd_source: str | None) -> None:
+    def __init__(self, res: Resource, origin: str, crd_source: str | None,
+                 crd: CrdKind | None = None, stated: bool = False) -> None:
         self.res = res
         self.origin = origin
         self.crd_source = crd_source
+        self.crd = crd
+        self.stated = stated
         self.problems: list[Problem] = []
 
     def add(self, rule, path: Path, message: str, *, value: object = None,
@@ -349,9 +448,12 @@ def _translate(err, emit: _Emit, defs: dict) -> None:
     path: Path = tuple(err.absolute_path)
     schema = err.schema if isinstance(err.schema, dict) else {}
     crd = bool(schema.get(CRD_MARK))
-    # a CRD transcribed here may be older than the one installed: its own findings only warn,
-    # except wrong types, which do not change between versions
-    soft = Severity.WARNING if crd else None
+    # the installed CRD release may differ from the newest shipped one: its own findings only
+    # warn, except wrong types, which do not change between releases; once the installed
+    # release is stated (--crd-version, recipe crdVersions) they are errors
+    soft = Severity.WARNING if crd and not emit.stated else None
+    release = f" ({emit.crd.project} {emit.crd.version} does not know it)" \
+        if crd and emit.stated and emit.crd is not None else ""
     kw = err.validator
     inst = err.instance
     if kw == "additionalProperties" and isinstance(inst, dict):
@@ -360,12 +462,16 @@ def _translate(err, emit: _Emit, defs: dict) -> None:
             if key in props:
                 continue
             where = field_path(path) or "the top level"
-            emit.add(UNKNOWN_FIELD, (*path, key), f"unknown field '{key}' in {where}",
+            emit.add(UNKNOWN_FIELD, (*path, key),
+                     f"unknown field '{key}' in {where}{release}",
                      value=None, severity=soft, crd=crd,
                      expected=("one of: " + ", ".join(sorted(props))) if len(props) <= 16
                      else None,
-                     hint=suggest(key, props) or "remove it; kubectl apply rejects unknown "
-                                                 "fields (strict field validation)")
+                     hint=suggest(key, props) or (
+                         f"remove it, or install a {emit.crd.project} release that has it"
+                         if release and emit.crd is not None else
+                         "remove it; kubectl apply rejects unknown fields (strict field "
+                         "validation)"))
     elif kw == "required" and isinstance(inst, dict):
         for key in err.validator_value:
             if key not in inst:
@@ -449,10 +555,8 @@ def _check_quantities(node: object, path: Path, emit: _Emit, depth: int = 0) -> 
 def validate_resource(res: Resource, schemas: SchemaSet) -> list[Problem]:
     """All schema problems of one object (never raises for bad input)."""
     validator, origin = schemas.validator_for(res.api_version, res.kind)
-    crd_source = None
-    if origin == "crd":
-        crd_source = crd_document()[1][(res.api_version, res.kind)].source
-    emit = _Emit(res, origin, crd_source)
+    crd = schemas.crd_kind(res.api_version, res.kind) if origin == "crd" else None
+    emit = _Emit(res, origin, crd.source if crd else None, crd, schemas.stated(crd))
     if validator is None:
         _unknown_kind(res, schemas, emit)
     else:
@@ -485,7 +589,16 @@ def _unknown_kind(res: Resource, schemas: SchemaSet, emit: _Emit) -> None:
                      hint=suggest(res.kind, schemas.kinds()))
         return
     _, kinds = crd_document()
-    same_group = [k for k in kinds.values() if k.api_version.rpartition("/")[0] == group]
+    shipped = kinds.get((res.api_version, res.kind))
+    if shipped and shipped[0].project in schemas.crd_versions:
+        stated = schemas.crd_versions[shipped[0].project]
+        serving = sorted({c.version for c in shipped})
+        emit.add(API_VERSION, ("apiVersion",),
+                 f"{shipped[0].project} {stated} does not serve {gvk}", value=res.api_version,
+                 expected=f"{shipped[0].project} {', '.join(serving)}",
+                 hint="use an apiVersion that release serves, or state the installed release")
+        return
+    same_group = [v[-1] for v in kinds.values() if v[-1].api_version.rpartition("/")[0] == group]
     if same_group:
         options = [f"{k.api_version} {k.kind}" for k in same_group]
         emit.add(API_VERSION, ("apiVersion",) if any(k.kind == res.kind for k in same_group)

@@ -87,6 +87,12 @@ class Orchestrator(_Model):
     kubeconfig_context: str | None = Field(
         None, description="existing-kubernetes without GKE: kubeconfig context the agents "
                           "stage uses.")
+    crd_versions: dict[Literal["jobset", "lws", "kuberay"],
+                       Annotated[str, Field(pattern=r"^v?[0-9]+\.[0-9]+\.[0-9]+$")]] = Field(
+        default_factory=dict,
+        description="Releases of the workload CRDs installed in the cluster, e.g. "
+                    "{jobset: v0.9.0}; `lint --recipe` then reports fields that release does "
+                    "not know as errors. Must be a release lint ships a schema for.")
 
 
 class Capacity(_Model):

@@ -32,14 +32,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--recipe", metavar="RECIPE",
                    help="take --autopilot and the Kubernetes version from a recipe "
                         "(orchestrator type and minVersion)")
+    p.add_argument("--crd-version", action="append", default=[], metavar="PROJECT=VERSION",
+                   help="the release of a CRD installed in the cluster (jobset, lws, kuberay), "
+                        "e.g. jobset=v0.5.2: fields that release does not know are errors "
+                        "(default: the newest shipped release, and such findings warn); "
+                        "repeatable")
     p.add_argument("--no-diagnostics", action="store_true",
                    help="skip the ML Diagnostics readiness rules")
     p.add_argument("--output", "-O", choices=("text", "json", "sarif"), default="text")
     p.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
 
 
-def _from_recipe(path: str) -> tuple[bool, str | None]:
-    """(autopilot, GKE minimum version or None) of a valid recipe."""
+def _from_recipe(path: str) -> object:
+    """The valid recipe at ``path`` (its orchestrator gives --autopilot, the Kubernetes version
+    and the CRD releases; its slices are what the manifests must fit)."""
     from mldiag_provision.errors import UsageError
     from mldiag_provision.pipeline import check_file
 
@@ -48,11 +54,7 @@ def _from_recipe(path: str) -> tuple[bool, str | None]:
     if recipe is None or not res.report.ok:
         raise UsageError(f"{path}: the recipe has errors, so lint cannot take settings from it",
                          hint=f"run mldiag-provision validate {path}")
-    from mldiag_provision import orchestrators
-    from mldiag_provision.orchestrators import Capability
-
-    orch = recipe.spec.orchestrator
-    return (orchestrators.get(orch.type).has(Capability.AUTOPILOT_RULES), orch.min_version)
+    return recipe
 
 
 def run(args: argparse.Namespace, out: Console) -> int:
@@ -61,17 +63,31 @@ def run(args: argparse.Namespace, out: Console) -> int:
     from mldiag_provision.lint.context import LintOptions
     from mldiag_provision.lint.linter import lint_sources
     from mldiag_provision.lint.loading import read_sources
-    from mldiag_provision.lint.schema import default_version, resolve_version
+    from mldiag_provision.lint.schema import (
+        default_version,
+        resolve_crd_versions,
+        resolve_version,
+    )
 
     catalog = load_catalog()
     autopilot, version = args.autopilot, args.kubernetes_version
+    recipe = None
+    crd_versions = dict(resolve_crd_versions(args.crd_version))
     if args.recipe:
-        from_recipe, min_version = _from_recipe(args.recipe)
-        autopilot = autopilot or from_recipe
-        version = version or min_version
+        recipe = _from_recipe(args.recipe)
+        orch = recipe.spec.orchestrator  # type: ignore[attr-defined]
+        from mldiag_provision import orchestrators
+        from mldiag_provision.orchestrators import Capability
+
+        autopilot = autopilot or orchestrators.get(orch.type).has(Capability.AUTOPILOT_RULES)
+        version = version or orch.min_version
+        stated = resolve_crd_versions(dict(orch.crd_versions),
+                                      f"{args.recipe}: spec.orchestrator.crdVersions")
+        crd_versions = {**dict(stated), **crd_versions}  # the command line wins
     options = LintOptions(
         kubernetes_version=resolve_version(version) if version else default_version(catalog),
-        autopilot=autopilot, diagnostics=not args.no_diagnostics)
+        autopilot=autopilot, diagnostics=not args.no_diagnostics,
+        crd_versions=tuple(sorted(crd_versions.items())), recipe=recipe)
     result = lint_sources(read_sources(args.paths), options, catalog)
     if args.output == "json":
         from mldiag_provision.lint.output import to_json
