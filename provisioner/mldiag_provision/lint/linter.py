@@ -12,7 +12,16 @@ from dataclasses import dataclass, field
 
 from mldiag_provision.catalog.tpu import Catalog, load_catalog
 from mldiag_provision.errors import Problem, Severity
-from mldiag_provision.lint import autopilot_rules, diagnostics_rules, tpu_rules
+from mldiag_provision.lint import (
+    admission_rules,
+    autopilot_rules,
+    diagnostics_rules,
+    names_rules,
+    recipe_rules,
+    tpu_rules,
+    webhook_rules,
+    wiring_rules,
+)
 from mldiag_provision.lint.context import LintContext, LintOptions
 from mldiag_provision.lint.loading import Source, load_sources
 from mldiag_provision.lint.schema import schema_set, validate_resource
@@ -55,9 +64,12 @@ def lint_sources(sources: Iterable[Source], options: LintOptions,
     for res in loaded.resources:
         problems.extend(validate_resource(res, schemas))
     ctx = LintContext(loaded.resources, catalog, options)
-    checks = list(tpu_rules.CHECKS)
+    checks = [*tpu_rules.CHECKS, *names_rules.CHECKS, *wiring_rules.CHECKS,
+              *webhook_rules.CHECKS]
     if options.autopilot:
-        checks += autopilot_rules.CHECKS
+        checks += [*autopilot_rules.CHECKS, *admission_rules.CHECKS]
+    if options.recipe is not None:
+        checks += recipe_rules.CHECKS
     if options.diagnostics:
         checks += diagnostics_rules.CHECKS
     for check in checks:

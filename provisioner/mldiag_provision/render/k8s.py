@@ -177,7 +177,12 @@ def workload(plan: WorkloadSource, w: WorkloadPlan) -> list[dict[str, Any]]:
             "apiVersion": "v1", "kind": "Service",
             "metadata": {"name": w.headless_service, "namespace": ns,
                          "labels": {"app.kubernetes.io/managed-by": "mldiag-provision"}},
-            "spec": {"clusterIP": "None", "selector": {"job-name": w.name}},
+            # workers resolve each other while they start, before any pod is Ready: without
+            # publishNotReadyAddresses a pod's DNS record appears only once it is Ready
+            # (kubernetes.io/docs/concepts/services-networking/dns-pod-service; the multi-host
+            # TPU timeout of ray-project/kuberay#2375; lint rule wiring-publish-not-ready)
+            "spec": {"clusterIP": "None", "publishNotReadyAddresses": True,
+                     "selector": {"job-name": w.name}},
         })
     objs.append({"apiVersion": "batch/v1", "kind": "Job",
                  "metadata": {"name": w.name, "namespace": ns, "labels": labels},

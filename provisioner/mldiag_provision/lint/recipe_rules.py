@@ -1,0 +1,157 @@
+"""Recipe cross-check (``lint --recipe R``): the manifests must fit R's capacity.
+
+A TPU pod schedules only on a node of a pool with its accelerator, topology and chips per VM;
+R's ``spec.slices`` are those pools (GKE Standard) or what Autopilot may provision. A manifest
+can be valid on its own and still never run on R: a v5e ``2x4`` pod asking 8 chips is a fine
+single-host pod, but if R built ``2x4`` as two 4-chip VMs no node offers 8 chips. Checked here:
+slice shape and chips per VM, Spot capacity, reservations, and the number of slices a
+multislice JobSet asks for. Facts: ``recipeFit`` in lint/data/facts.yaml.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from mldiag_provision.catalog.tpu import ShapeError, SliceShape
+from mldiag_provision.errors import Problem, Severity
+from mldiag_provision.lint.context import LintContext
+from mldiag_provision.lint.rules import define, fact, fact_source, severity_of
+from mldiag_provision.lint.tpu_rules import TpuPod, _selector, tpu_pods
+from mldiag_provision.lint.workloads import get_int
+
+_F = ("recipeFit",)
+SLICE = define("recipe-slice", "a TPU pod asks for a slice shape and chips per VM that the "
+               "recipe's slices provide", source=fact_source(*_F, "slices"))
+CAPACITY = define("recipe-capacity", "Spot and reservation selectors match the capacity of "
+                  "the recipe's slice", source=fact_source(*_F, "capacity"))
+SLICE_COUNT = define("recipe-slice-count", "a multislice JobSet asks for no more slices than "
+                     "the recipe provides", source=fact_source(*_F, "multisliceCount"))
+
+
+@dataclass(frozen=True)
+class RecipeSlice:
+    name: str
+    path: str          # recipe path, e.g. spec.slices[0]
+    shape: SliceShape
+    count: int
+    capacity: str
+    reservation: str | None
+
+    def describe(self) -> str:
+        s = self.shape
+        vms = f"{s.vms} VMs" if s.vms > 1 else "one VM"
+        return (f"slice '{self.name}' ({s.version.key} {s.topology}: {vms} of "
+                f"{s.chips_per_vm} chips)")
+
+
+def recipe_slices(ctx: LintContext) -> list[RecipeSlice]:
+    """R's TPU slices resolved against the catalog ([] without --recipe). Slices the catalog
+    cannot resolve are left out: ``validate`` reports them."""
+    recipe = ctx.options.recipe
+    if recipe is None:
+        return []
+
+    def compute() -> list[RecipeSlice]:
+        out = []
+        for i, s in enumerate(recipe.spec.slices):  # type: ignore[attr-defined]
+            if not s.tpu or not s.topology:
+                continue
+            try:
+                shape = ctx.catalog.resolve(s.tpu, s.topology, s.chips_per_vm)
+            except ShapeError:
+                continue
+            out.append(RecipeSlice(s.name, f"spec.slices[{i}]", shape, s.count,
+                                   s.capacity.type, s.capacity.reservation))
+        return out
+
+    return ctx.memo("recipe_slices", compute)  # type: ignore[return-value]
+
+
+def _autopilot(ctx: LintContext) -> bool:
+    return ctx.options.recipe.spec.orchestrator.type == "gke-autopilot"  # type: ignore[attr-defined]
+
+
+def _check_capacity(ctx: LintContext, tp: TpuPod, fits: list[RecipeSlice]) -> Iterator[Problem]:
+    t, res = tp.template, tp.template.resource
+    spot_key = fact("capacity", "spot")["key"]
+    res_key = fact("capacity", "reservationName")["key"]
+    spot = _selector(t, spot_key)
+    wants_spot = spot is not None and str(spot[0]).lower() == "true"
+    if wants_spot and not any(s.capacity == "spot" for s in fits) and not _autopilot(ctx):
+        yield ctx.problem(
+            res, CAPACITY.id, spot[1],  # type: ignore[index]
+            f"{t.describe()} selects Spot nodes, but the recipe's "
+            + ", ".join(s.describe() for s in fits) + " is not Spot capacity: no node matches",
+            value=spot[0], expected="the slice's capacity.type",  # type: ignore[index]
+            hint="remove the Spot selector, or set capacity.type: spot on the slice")
+    if not wants_spot and _autopilot(ctx) and fits and all(s.capacity == "spot" for s in fits):
+        yield ctx.problem(
+            res, CAPACITY.id, (*t.spec_path, "nodeSelector"),
+            f"the recipe runs {fits[0].describe()} on Spot capacity, but {t.describe()} does "
+            "not select Spot: Autopilot provisions on-demand TPUs for it",
+            severity=Severity.WARNING,
+            hint=f"add nodeSelector {spot_key}: \"true\"")
+    reservation = _selector(t, res_key)
+    if reservation is not None:
+        f = fact(*_F, "reservation")
+        names = {s.reservation for s in fits if s.capacity == "reservation"}
+        if reservation[0] not in names:
+            yield ctx.problem(
+                res, CAPACITY.id, reservation[1],
+                f"{t.describe()} selects reservation '{reservation[0]}', which no matching "
+                "recipe slice consumes" + (f" (the recipe's: {', '.join(sorted(names))})"
+                                           if names else ""),
+                value=reservation[0], severity=severity_of(f),
+                expected=", ".join(sorted(n for n in names if n)) or None,
+                hint="select the recipe slice's reservation, or remove the selector")
+
+
+def check_recipe(ctx: LintContext) -> Iterator[Problem]:
+    """Each TPU pod against R's slices (only with ``--recipe``)."""
+    slices = recipe_slices(ctx)
+    if ctx.options.recipe is None:
+        return
+    for tp in tpu_pods(ctx):
+        if tp.version is None or not isinstance(tp.topology, str):
+            continue  # tpu-accelerator / tpu-selectors report it
+        t, res = tp.template, tp.template.resource
+        same = [s for s in slices if s.shape.version.key == tp.version.key
+                and s.shape.topology == tp.topology]
+        if not same:
+            have = ", ".join(s.describe() for s in slices) or "no TPU slices"
+            yield ctx.problem(
+                res, SLICE.id, tp.topology_path,
+                f"{t.describe()} asks for {tp.version.key} {tp.topology}, but the recipe has "
+                f"{have}: it never schedules on the recipe's capacity", value=tp.topology,
+                expected=", ".join(f"{s.shape.version.key} {s.shape.topology}"
+                                   for s in slices) or None,
+                hint="use one of the recipe's slice shapes, or add this slice to the recipe")
+            continue
+        chips = tp.chips
+        fits = [s for s in same if chips is None or s.shape.chips_per_vm == chips]
+        if not fits and tp.containers:
+            s = same[0]
+            yield ctx.problem(
+                res, SLICE.id, tp.containers[0].path,
+                f"{t.describe()} requests google.com/tpu: {chips} per pod, but the recipe's "
+                f"{s.describe()} has no VM with {chips} chips: the pods never schedule on the "
+                "recipe's capacity", value=chips, expected=str(s.shape.chips_per_vm),
+                hint=f"request {s.shape.chips_per_vm} chips per pod and run {s.shape.vms} pods"
+                     if s.shape.multi_host else f"request {s.shape.chips_per_vm} chips per pod")
+            continue
+        yield from _check_capacity(ctx, tp, fits or same)
+        if res.kind == "JobSet" and t.job_path is not None:
+            rj = t.job_path[:-2]
+            replicas = get_int(res.data, *rj, "replicas")
+            most = max(s.count for s in (fits or same))
+            if replicas is not None and replicas > most:
+                yield ctx.problem(
+                    res, SLICE_COUNT.id, (*rj, "replicas"),
+                    f"{replicas} slices of {tp.version.key} {tp.topology} requested, but the "
+                    f"recipe provides {most}: the other replicas stay Pending", value=replicas,
+                    expected=f"at most {most}",
+                    hint=f"set replicas: {most}, or raise count on the recipe's slice")
+
+
+CHECKS = (check_recipe,)

@@ -1,0 +1,104 @@
+"""Multi-host wiring: what lets the workers of one program find each other at start.
+
+Workers of a multi-host Job (TPU slice, multi-node GPU) reach each other by the hostnames
+``<job>-<index>.<subdomain>``, which exist only as DNS records of a headless Service. Kubernetes
+publishes a pod's record once the pod is Ready unless the Service sets
+``publishNotReadyAddresses: true``; JAX and the TPU runtime connect to every peer while they
+start, before any pod is Ready, and time out. JobSet creates that Service itself (``spec.network``,
+on by default); a Job needs one written beside it. Facts: ``wiring`` in lint/data/facts.yaml.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from mldiag_provision.errors import Problem
+from mldiag_provision.lint.context import LintContext
+from mldiag_provision.lint.loading import Resource
+from mldiag_provision.lint.rules import define, fact, fact_source, severity_of
+from mldiag_provision.lint.workloads import PodTemplate, get_int
+
+_F = ("wiring",)
+NOT_READY = define("wiring-publish-not-ready", "the headless Service of a multi-pod Job "
+                   "publishes pods before they are Ready", severity=severity_of(
+                       fact(*_F, "publishNotReady")),
+                   source=fact_source(*_F, "publishNotReady"))
+JOBSET_NETWORK = define("wiring-jobset-network", "a JobSet whose jobs run several pods keeps "
+                        "its pod DNS names (network.enableDNSHostnames)",
+                        source=fact_source(*_F, "jobsetNetwork"))
+HOSTNAME = define("wiring-explicit-hostname", "an Indexed Job's pod template leaves hostname "
+                  "to the Job controller", severity=severity_of(fact(*_F, "explicitHostname")),
+                  source=fact_source(*_F, "explicitHostname"))
+
+
+def _multi_pod(t: PodTemplate) -> bool:
+    """Several pods of one Indexed Job run together (JobSet defaults to Indexed)."""
+    mode = t.job.get("completionMode")
+    if mode is None and t.resource.kind == "JobSet":
+        mode = "Indexed"
+    return mode == "Indexed" and (get_int(t.job, "parallelism") or 1) > 1
+
+
+def _service(ctx: LintContext, res: Resource, sub: object) -> Resource | None:
+    if not isinstance(sub, str) or not sub:
+        return None
+    found = [s for s in ctx.find("", "Service", sub, res.namespace)
+             if s.get("spec", "clusterIP") == "None"]
+    return found[0] if found else None
+
+
+def check_wiring(ctx: LintContext) -> Iterator[Problem]:
+    """Services without publishNotReadyAddresses, JobSet network switched off, fixed
+    hostnames in Indexed Jobs."""
+    nr = fact(*_F, "publishNotReady")
+    host = fact(*_F, "explicitHostname")
+    seen: set[int] = set()
+    for t in ctx.templates:
+        if t.job_path is None or not _multi_pod(t):
+            continue
+        res = t.resource
+        if isinstance(t.spec.get("hostname"), str):
+            yield ctx.problem(
+                res, HOSTNAME.id, (*t.spec_path, "hostname"),
+                f"hostname '{t.spec['hostname']}' is the same for every pod of {t.describe()}; "
+                "the Job controller names them <job>-<index> only when hostname is unset, so "
+                "the workers' addresses never resolve", value=t.spec["hostname"],
+                severity=severity_of(host), hint="remove hostname; keep subdomain")
+        if res.kind == "JobSet":
+            if id(res) in seen:
+                continue
+            seen.add(id(res))
+            for key in ("enableDNSHostnames", "publishNotReadyAddresses"):
+                value = res.get("spec", "network", key)
+                if value is False:
+                    rule = JOBSET_NETWORK if key == "enableDNSHostnames" else NOT_READY
+                    yield ctx.problem(
+                        res, rule.id, ("spec", "network", key),
+                        f"network.{key}: false on JobSet '{res.name}' whose replicated jobs "
+                        "run several pods each: "
+                        + ("the pods get no DNS names and the workers cannot find each other"
+                           if key == "enableDNSHostnames" else
+                           "a worker's DNS record appears only once it is Ready, and workers "
+                           "that connect while they start time out"),
+                        value=False, expected="true (the default)",
+                        severity=None if rule is JOBSET_NETWORK else severity_of(nr),
+                        hint=f"remove network.{key} (JobSet defaults it to true)")
+            continue
+        svc = _service(ctx, res, t.spec.get("subdomain"))
+        if svc is None or id(svc) in seen:
+            continue
+        seen.add(id(svc))
+        if svc.get("spec", "publishNotReadyAddresses") is not True:
+            present = svc.get("spec", "publishNotReadyAddresses") is not None
+            yield ctx.problem(
+                svc, NOT_READY.id, ("spec", "publishNotReadyAddresses") if present
+                else ("spec",),
+                f"headless Service '{svc.name}' of multi-pod Job '{res.name}' does not set "
+                "publishNotReadyAddresses: true; each worker's DNS record appears only once "
+                "that pod is Ready, so workers that connect while they start (JAX, the TPU "
+                "runtime) can time out", value=svc.get("spec", "publishNotReadyAddresses"),
+                expected="publishNotReadyAddresses: true", severity=severity_of(nr),
+                hint="add publishNotReadyAddresses: true under spec")
+
+
+CHECKS = (check_wiring,)
