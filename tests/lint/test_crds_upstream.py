@@ -152,5 +152,19 @@ def test_cli_flag_and_recipe_field(cli, tmp_path: Path) -> None:  # type: ignore
                        "--no-diagnostics")
     assert code == 0, err  # the command line wins over the recipe
     r.write_text(recipe.replace("jobset: v0.5.2", "jobset: v0.7.0"))
+    code, out, _ = cli("validate", str(r))
+    assert code == 1 and "spec.orchestrator.crdVersions.jobset" in out
+    assert "one of: v0.5.2, v0.9.0, v0.12.0" in out
     code, _, err = cli("lint", "--recipe", str(r), str(m))
-    assert code == 2 and "spec.orchestrator.crdVersions" in err and "v0.7.0" in err
+    assert code == 2 and "the recipe has errors" in err
+
+
+def test_recipe_field_offers_exactly_the_shipped_releases() -> None:
+    from typing import get_args
+
+    from mldiag_provision.recipe.model import CrdVersions
+
+    for project, versions in crd_projects().items():
+        annotation = CrdVersions.model_fields[project].annotation
+        offered = tuple(v for arg in get_args(annotation) for v in get_args(arg))
+        assert offered == versions, (project, offered, versions)

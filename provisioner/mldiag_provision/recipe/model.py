@@ -63,6 +63,15 @@ class Engine(_Model):
     backend: Backend = Field(default_factory=Backend)
 
 
+class CrdVersions(_Model):
+    """Installed releases of the workload controllers' CRDs, one of those lint ships schemas
+    for (tools/crds/pins.yaml; tests/lint/test_crds_upstream.py keeps the lists equal)."""
+
+    jobset: Literal["v0.5.2", "v0.9.0", "v0.12.0"] | None = None
+    lws: Literal["v0.10.0"] | None = None
+    kuberay: Literal["v1.7.0"] | None = None
+
+
 class Orchestrator(_Model):
     """How the accelerators are scheduled."""
 
@@ -87,12 +96,10 @@ class Orchestrator(_Model):
     kubeconfig_context: str | None = Field(
         None, description="existing-kubernetes without GKE: kubeconfig context the agents "
                           "stage uses.")
-    crd_versions: dict[Literal["jobset", "lws", "kuberay"],
-                       Annotated[str, Field(pattern=r"^v?[0-9]+\.[0-9]+\.[0-9]+$")]] = Field(
-        default_factory=dict,
-        description="Releases of the workload CRDs installed in the cluster, e.g. "
-                    "{jobset: v0.9.0}; `lint --recipe` then reports fields that release does "
-                    "not know as errors. Must be a release lint ships a schema for.")
+    crd_versions: CrdVersions = Field(
+        default_factory=CrdVersions,
+        description="Releases of the workload CRDs installed in the cluster; `lint --recipe` "
+                    "then reports fields that release does not know as errors.")
 
 
 class Capacity(_Model):

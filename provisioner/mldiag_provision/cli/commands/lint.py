@@ -81,8 +81,10 @@ def run(args: argparse.Namespace, out: Console) -> int:
 
         autopilot = autopilot or orchestrators.get(orch.type).has(Capability.AUTOPILOT_RULES)
         version = version or orch.min_version
-        stated = resolve_crd_versions(dict(orch.crd_versions),
-                                      f"{args.recipe}: spec.orchestrator.crdVersions")
+        stated = resolve_crd_versions(
+            {k: v for k in ("jobset", "lws", "kuberay")
+             if (v := getattr(orch.crd_versions, k, None))},
+            f"{args.recipe}: spec.orchestrator.crdVersions")
         crd_versions = {**dict(stated), **crd_versions}  # the command line wins
     options = LintOptions(
         kubernetes_version=resolve_version(version) if version else default_version(catalog),
