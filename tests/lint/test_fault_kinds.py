@@ -405,3 +405,26 @@ def test_every_problem_names_its_field(name: str) -> None:
     for p in result.problems:
         assert p.path and p.line >= 1, show(result)
     assert by_rule(result, "yaml-syntax") == []
+
+
+def test_rendered_stacks_fit_their_own_recipes() -> None:
+    """The recipe cross-check accepts what the tool renders from the same recipe (no false
+    positives), and it does look at the TPU pods there."""
+    from mldiag_provision.lint.recipe_rules import recipe_slices
+
+    checked = 0
+    for stack in sorted((ROOT / "tests" / "golden" / "stacks").iterdir()):
+        recipe_file = ROOT / "recipes" / f"{stack.name}.yaml"
+        files = sorted(stack.glob("k8s/workloads/*.yaml"))
+        if not recipe_file.exists() or not files:
+            continue
+        recipe = _recipe(recipe_file.read_text())
+        texts = [f.read_text() for f in files]
+        result = _lint_with(recipe, *texts)
+        assert not [p for p in result.problems if p.rule.startswith("recipe-")], \
+            (stack.name, show(result))
+        from mldiag_provision.catalog.tpu import load_catalog
+        from mldiag_provision.lint.context import LintContext
+        ctx = LintContext([], load_catalog(), LintOptions(default_version(), recipe=recipe))
+        checked += bool(recipe_slices(ctx))
+    assert checked >= 4
