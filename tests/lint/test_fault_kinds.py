@@ -219,16 +219,39 @@ def test_jobset_network_switched_off() -> None:
     kubernetes-sigs/jobset#504."""
     from .test_lint_rules import JOBSET
 
-    off = JOBSET.replace("spec:\n  replicatedJobs:", "spec:\n  network:\n"
-                         "    enableDNSHostnames: false\n    publishNotReadyAddresses: false\n"
-                         "  replicatedJobs:", 1)
-    assert off != JOBSET
-    result = lint(off)
-    assert one(result, "wiring-jobset-network").path == "spec.network.enableDNSHostnames"
-    assert one(result, "wiring-jobset-network").severity is Severity.ERROR
+    network = ("spec:\n  network:\n    enableDNSHostnames: false\n"
+               "    publishNotReadyAddresses: false\n  replicatedJobs:")
+    gpu = y("""
+        apiVersion: jobset.x-k8s.io/v1alpha2
+        kind: JobSet
+        metadata: {name: pretrain}
+        spec:
+          replicatedJobs:
+          - name: nodes
+            replicas: 1
+            template:
+              spec:
+                completions: 4
+                parallelism: 4
+                template:
+                  spec:
+                    restartPolicy: Never
+                    containers: [{name: main, image: trainer}]
+        """)
+    off = gpu.replace("spec:\n  replicatedJobs:", network, 1)
+    assert off != gpu
+    result = lint(off, diagnostics=False)
+    p = one(result, "wiring-jobset-network")
+    assert (p.path, p.severity) == ("spec.network.enableDNSHostnames", Severity.ERROR)
     assert one(result, "wiring-publish-not-ready").path == \
         "spec.network.publishNotReadyAddresses"
-    assert not {"wiring-jobset-network", "wiring-publish-not-ready"} & rules_of(lint(JOBSET))
+    assert not {"wiring-jobset-network", "wiring-publish-not-ready"} & rules_of(
+        lint(gpu, diagnostics=False))
+    # a multi-host TPU JobSet: tpu-multislice already reports enableDNSHostnames, once
+    tpu = lint(JOBSET.replace("spec:\n  replicatedJobs:", network, 1))
+    at = [p.rule for p in tpu.problems if p.path == "spec.network.enableDNSHostnames"]
+    assert at == ["tpu-multislice"]
+    assert one(tpu, "wiring-publish-not-ready").severity is Severity.WARNING
 
 
 def test_explicit_hostname_in_indexed_job() -> None:
@@ -428,3 +451,22 @@ def test_rendered_stacks_fit_their_own_recipes() -> None:
         ctx = LintContext([], load_catalog(), LintOptions(default_version(), recipe=recipe))
         checked += bool(recipe_slices(ctx))
     assert checked >= 4
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in EXAMPLES.glob("*.yaml")))
+def test_no_value_of_any_field_makes_the_new_rules_raise(name: str) -> None:
+    """Each key of each example set to a value of another type (list, mapping, number, null):
+    lint reports, never raises (found a TypeError in tpu-multislice with a list selector)."""
+    lines = example(name).splitlines()
+    recipe = _recipe()
+    mutated = 0
+    for i, line in enumerate(lines):
+        if ":" not in line or line.lstrip().startswith(("#", "- {")):
+            continue
+        key = line.split(":", 1)[0]
+        for value in ("[1, {a: b}]", "{x: 1}", "-3", "null"):
+            text = "\n".join([*lines[:i], f"{key}: {value}", *lines[i + 1:]])
+            lint(text, autopilot=True)
+            _lint_with(recipe, text)
+            mutated += 1
+    assert mutated >= 40

@@ -158,7 +158,9 @@ def check_webhooks(ctx: LintContext) -> Iterator[Problem]:
                 continue
             svc = services[0]
             want = svc_ref.get("port", fact(*_F, "servicePort")["default"])
-            entries = [p for p in (svc.get("spec", "ports") or []) if isinstance(p, dict)]
+            listed = svc.get("spec", "ports")
+            entries = [p for p in (listed if isinstance(listed, list) else [])
+                       if isinstance(p, dict)]
             entry = next((p for p in entries if p.get("port") == want), None)
             if entry is None:
                 have = ", ".join(str(p.get("port")) for p in entries) or "none"

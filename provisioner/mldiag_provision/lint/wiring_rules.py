@@ -16,6 +16,7 @@ from mldiag_provision.errors import Problem
 from mldiag_provision.lint.context import LintContext
 from mldiag_provision.lint.loading import Resource
 from mldiag_provision.lint.rules import define, fact, fact_source, severity_of
+from mldiag_provision.lint.tpu_rules import tpu_pods
 from mldiag_provision.lint.workloads import PodTemplate, get_int
 
 _F = ("wiring",)
@@ -68,8 +69,12 @@ def check_wiring(ctx: LintContext) -> Iterator[Problem]:
             if id(res) in seen:
                 continue
             seen.add(id(res))
+            tpu_multihost = any(tp.multi_host and tp.template.resource is res
+                                for tp in tpu_pods(ctx))
             for key in ("enableDNSHostnames", "publishNotReadyAddresses"):
                 value = res.get("spec", "network", key)
+                if key == "enableDNSHostnames" and tpu_multihost:
+                    continue  # tpu-multislice reports it for multi-host TPU JobSets
                 if value is False:
                     rule = JOBSET_NETWORK if key == "enableDNSHostnames" else NOT_READY
                     yield ctx.problem(
