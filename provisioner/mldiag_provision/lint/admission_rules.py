@@ -17,17 +17,22 @@ from mldiag_provision.lint.rules import define, fact, fact_source, severity_of
 from mldiag_provision.lint.workloads import PodTemplate
 
 _F = ("autopilotAdmission",)
+_ID = "kubernetes.autopilotAdmission"
 INIT_GPU = define("autopilot-init-container-gpu", "no init container requests GPUs on Autopilot",
                   severity=severity_of(fact(*_F, "initContainerGpu")),
-                  source=fact_source(*_F, "initContainerGpu"))
+                  source=fact_source(*_F, "initContainerGpu"),
+                  facts=(f"{_ID}.initContainerGpu", "kubernetes.gpu.resource"))
 GPU_SELECTOR = define("autopilot-gpu-selector", "a pod that requests GPUs on Autopilot selects "
                       "the GPU type (or a compute class)",
                       severity=severity_of(fact(*_F, "gpuSelector")),
-                      source=fact_source(*_F, "gpuSelector"))
+                      source=fact_source(*_F, "gpuSelector"),
+                      facts=(f"{_ID}.gpuSelector", "kubernetes.gpu.resource",
+                             "kubernetes.gpu.acceleratorLabel"))
 ACCEL_TOLERATION = define("autopilot-accelerator-toleration", "a pod tolerates the GPU or TPU "
                           "node taint only when it requests that accelerator",
                           severity=severity_of(fact(*_F, "acceleratorToleration")),
-                          source=fact_source(*_F, "acceleratorToleration"))
+                          source=fact_source(*_F, "acceleratorToleration"),
+                          facts=(f"{_ID}.acceleratorToleration",))
 
 
 def _requests(c: dict, resource: str) -> tuple[str, object] | None:

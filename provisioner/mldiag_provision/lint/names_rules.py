@@ -19,17 +19,23 @@ from mldiag_provision.lint.rules import define, fact, fact_source, severity_of
 from mldiag_provision.lint.workloads import get_int
 
 _F = ("derivedNames",)
+_ID = "kubernetes.derivedNames"
+_LIMIT = "gke.labelMaxLength"
 JOB_HOSTNAME = define("names-job-hostname", "an Indexed Job's pod hostnames <job>-<index> fit "
-                      "in 63 characters", source=fact_source(*_F, "indexedJobHostname"))
+                      "in 63 characters", source=fact_source(*_F, "indexedJobHostname"),
+                      facts=(f"{_ID}.indexedJobHostname", _LIMIT))
 JOB_LABEL = define("names-job-label", "a Job's name fits the job-name label of its pods "
-                   "(63 characters)", source=fact_source(*_F, "jobNameLabel"))
+                   "(63 characters)", source=fact_source(*_F, "jobNameLabel"),
+                   facts=(f"{_ID}.jobNameLabel", _LIMIT))
 JOBSET = define("names-jobset-children", "a JobSet's child Job and pod names fit in 63 "
-                "characters", source=fact_source(*_F, "jobsetChildren"))
+                "characters", source=fact_source(*_F, "jobsetChildren"),
+                facts=(f"{_ID}.jobsetChildren", _LIMIT))
 KUBERAY = define("names-kuberay", "RayCluster and RayJob names leave room for KubeRay's "
-                 "suffixes", source=fact_source(*_F, "kuberay"))
+                 "suffixes", source=fact_source(*_F, "kuberay"), facts=(f"{_ID}.kuberay",))
 LWS = define("names-lws-groups", "a LeaderWorkerSet's group StatefulSets and worker pods fit "
              "their name limits", severity=severity_of(fact(*_F, "lwsGroups")),
-             source=fact_source(*_F, "lwsGroups"))
+             source=fact_source(*_F, "lwsGroups"),
+             facts=(f"{_ID}.lwsGroups", _LIMIT))
 
 
 def _shorten_hint(name: str, excess: int) -> str:

@@ -16,17 +16,20 @@ from dataclasses import dataclass
 from mldiag_provision.catalog.tpu import ShapeError, SliceShape
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.lint.context import LintContext
-from mldiag_provision.lint.rules import define, fact, fact_source, severity_of
+from mldiag_provision.lint.rules import define, fact, fact_source
 from mldiag_provision.lint.tpu_rules import TpuPod, _selector, tpu_pods
 from mldiag_provision.lint.workloads import get_int
 
 _F = ("recipeFit",)
 SLICE = define("recipe-slice", "a TPU pod asks for a slice shape and chips per VM that the "
-               "recipe's slices provide", source=fact_source(*_F, "slices"))
+               "recipe's slices provide", source=fact_source(*_F, "slices"),
+               facts=("kubernetes.recipeFit.slices",))
 CAPACITY = define("recipe-capacity", "Spot and reservation selectors match the capacity of "
-                  "the recipe's slice", source=fact_source(*_F, "capacity"))
+                  "the recipe's slice", source=fact_source(*_F, "capacity"),
+                  facts=("kubernetes.recipeFit.capacity",))
 SLICE_COUNT = define("recipe-slice-count", "a multislice JobSet asks for no more slices than "
-                     "the recipe provides", source=fact_source(*_F, "multisliceCount"))
+                     "the recipe provides", source=fact_source(*_F, "multisliceCount"),
+                     facts=("kubernetes.recipeFit.multisliceCount",))
 
 
 @dataclass(frozen=True)
@@ -102,7 +105,7 @@ def _check_capacity(ctx: LintContext, tp: TpuPod, fits: list[RecipeSlice]) -> It
                 f"{t.describe()} selects reservation '{reservation[0]}', which no matching "
                 "recipe slice consumes" + (f" (the recipe's: {', '.join(sorted(names))})"
                                            if names else ""),
-                value=reservation[0], severity=severity_of(f),
+                value=reservation[0], facts=[f],
                 expected=", ".join(sorted(n for n in names if n)) or None,
                 hint="select the recipe slice's reservation, or remove the selector")
 

@@ -29,15 +29,18 @@ from mldiag_provision.lint.workloads import selects
 
 _F = ("webhooks",)
 CA_BUNDLE = define("webhook-ca-bundle", "a webhook that calls a Service has a caBundle or a "
-                   "cert-manager CA-injection annotation", source=fact_source(*_F, "caBundle"))
+                   "cert-manager CA-injection annotation", source=fact_source(*_F, "caBundle"),
+                   facts=("kubernetes.webhooks.caBundle",))
 PORT = define("webhook-service-port", "clientConfig.service.port is a port of the webhook's "
-              "Service", source=fact_source(*_F, "servicePort"))
+              "Service", source=fact_source(*_F, "servicePort"),
+              facts=("kubernetes.webhooks.servicePort",))
 PRIVATE = define("webhook-private-cluster-port", "the webhook pod listens on a port the GKE "
                  "control plane can reach on private clusters (443 or 10250)",
-                 severity=Severity.WARNING, source=fact_source(*_F, "privateClusterPorts"))
+                 severity=Severity.WARNING, source=fact_source(*_F, "privateClusterPorts"),
+                 facts=("kubernetes.webhooks.privateClusterPorts",))
 SCOPE = define("webhook-unsafe-scope", "a webhook that fails closed does not intercept what "
                "GKE's control plane needs", severity=Severity.WARNING,
-               source=fact_source(*_F, "unsafeScope"))
+               source=fact_source(*_F, "unsafeScope"), facts=("kubernetes.webhooks.unsafeScope",))
 
 _KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
 

@@ -23,13 +23,16 @@ _F = ("wiring",)
 NOT_READY = define("wiring-publish-not-ready", "the headless Service of a multi-pod Job "
                    "publishes pods before they are Ready", severity=severity_of(
                        fact(*_F, "publishNotReady")),
-                   source=fact_source(*_F, "publishNotReady"))
+                   source=fact_source(*_F, "publishNotReady"),
+                   facts=("kubernetes.wiring.publishNotReady",))
 JOBSET_NETWORK = define("wiring-jobset-network", "a JobSet whose jobs run several pods keeps "
                         "its pod DNS names (network.enableDNSHostnames)",
-                        source=fact_source(*_F, "jobsetNetwork"))
+                        source=fact_source(*_F, "jobsetNetwork"),
+                        facts=("kubernetes.wiring.jobsetNetwork",))
 HOSTNAME = define("wiring-explicit-hostname", "an Indexed Job's pod template leaves hostname "
                   "to the Job controller", severity=severity_of(fact(*_F, "explicitHostname")),
-                  source=fact_source(*_F, "explicitHostname"))
+                  source=fact_source(*_F, "explicitHostname"),
+                  facts=("kubernetes.wiring.explicitHostname",))
 
 
 def _multi_pod(t: PodTemplate) -> bool:
