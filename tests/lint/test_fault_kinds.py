@@ -470,3 +470,26 @@ def test_no_value_of_any_field_makes_the_new_rules_raise(name: str) -> None:
             _lint_with(recipe, text)
             mutated += 1
     assert mutated >= 40
+
+
+def test_node_pool_labels_name_a_pool_of_the_recipe() -> None:
+    """Source: the tool's own node pools (plan/names.py node_pool_names; plan/stack.py labels
+    each pool mldiag-provision/slice: <slice>), GKE's cloud.google.com/gke-nodepool label."""
+    recipe = _recipe(V5E_RECIPE.replace("count: 2}", "count: 2}\n"
+                                        "    - {name: v6e, tpu: v6e, topology: 4x4}"))
+    text = example("recipe-v5e-8-chips.yaml").replace("google.com/tpu: 8", "google.com/tpu: 4")
+    sel = "              cloud.google.com/gke-tpu-topology: 2x4\n"
+
+    def with_label(line: str) -> str:
+        out = text.replace(sel, sel + "              " + line + "\n")
+        assert out != text
+        return out
+
+    assert "recipe-node-labels" not in rules_of(
+        _lint_with(recipe, with_label("cloud.google.com/gke-nodepool: v5e-8-1")))
+    p = one(_lint_with(recipe, with_label("cloud.google.com/gke-nodepool: v5e-8")),
+            "recipe-node-labels")
+    assert p.path.endswith('nodeSelector["cloud.google.com/gke-nodepool"]')
+    assert p.expected == "v5e-8-0, v5e-8-1, v6e"
+    p = one(_lint_with(recipe, with_label("mldiag-provision/slice: v6e")), "recipe-node-labels")
+    assert "asks for v5e 2x4 but selects mldiag-provision/slice: v6e" in p.message

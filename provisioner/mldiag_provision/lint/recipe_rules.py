@@ -27,6 +27,9 @@ SLICE = define("recipe-slice", "a TPU pod asks for a slice shape and chips per V
 CAPACITY = define("recipe-capacity", "Spot and reservation selectors match the capacity of "
                   "the recipe's slice", source=fact_source(*_F, "capacity"),
                   facts=("kubernetes.recipeFit.capacity",))
+LABELS = define("recipe-node-labels", "node-pool selectors (gke-nodepool, the tool's slice "
+                "label) name a pool of the recipe that has the pod's slice shape",
+                source=fact_source(*_F, "slices"), facts=("kubernetes.recipeFit.slices",))
 SLICE_COUNT = define("recipe-slice-count", "a multislice JobSet asks for no more slices than "
                      "the recipe provides", source=fact_source(*_F, "multisliceCount"),
                      facts=("kubernetes.recipeFit.multisliceCount",))
@@ -40,6 +43,13 @@ class RecipeSlice:
     count: int
     capacity: str
     reservation: str | None
+
+    @property
+    def pools(self) -> list[str]:
+        """GKE Standard node pool names the tool gives this slice (plan/names.py)."""
+        from mldiag_provision.plan.names import node_pool_names
+
+        return node_pool_names(self.name, self.count)
 
     def describe(self) -> str:
         s = self.shape
@@ -110,6 +120,39 @@ def _check_capacity(ctx: LintContext, tp: TpuPod, fits: list[RecipeSlice]) -> It
                 hint="select the recipe slice's reservation, or remove the selector")
 
 
+def _check_pool_labels(ctx: LintContext, tp: TpuPod, slices: list[RecipeSlice]
+                       ) -> Iterator[Problem]:
+    """On gke-standard the tool creates the node pools: a pod that selects a pool by name or by
+    the tool's slice label must name one of R's, of the pod's own slice shape."""
+    from mldiag_provision.plan.stack import SLICE_LABEL
+
+    if ctx.options.recipe.spec.orchestrator.type != "gke-standard":  # type: ignore[attr-defined]
+        return
+    t, res = tp.template, tp.template.resource
+    by_key = {"cloud.google.com/gke-nodepool": {p: s for s in slices for p in s.pools},
+              SLICE_LABEL: {s.name: s for s in slices}}
+    for key, known in by_key.items():
+        found = _selector(t, key)
+        if found is None:
+            continue
+        value, path = found
+        target = known.get(value) if isinstance(value, str) else None
+        if target is None:
+            yield ctx.problem(
+                res, LABELS.id, path,
+                f"{t.describe()} selects {key}: {value}, but the recipe's node pools are "
+                f"{', '.join(sorted(known)) or 'none'}: no node carries that label",
+                value=value, expected=", ".join(sorted(known)) or None,
+                hint="select one of the recipe's pools, or drop the selector")
+        elif tp.version is not None and (target.shape.version.key != tp.version.key
+                                         or target.shape.topology != tp.topology):
+            yield ctx.problem(
+                res, LABELS.id, path,
+                f"{t.describe()} asks for {tp.version.key} {tp.topology} but selects {key}: "
+                f"{value}, the recipe's {target.describe()}: no node has both",
+                value=value, hint="select the pool of the slice the pod's TPU selectors name")
+
+
 def check_recipe(ctx: LintContext) -> Iterator[Problem]:
     """Each TPU pod against R's slices (only with ``--recipe``)."""
     slices = recipe_slices(ctx)
@@ -119,6 +162,7 @@ def check_recipe(ctx: LintContext) -> Iterator[Problem]:
         if tp.version is None or not isinstance(tp.topology, str):
             continue  # tpu-accelerator / tpu-selectors report it
         t, res = tp.template, tp.template.resource
+        yield from _check_pool_labels(ctx, tp, slices)
         same = [s for s in slices if s.shape.version.key == tp.version.key
                 and s.shape.topology == tp.topology]
         if not same:
