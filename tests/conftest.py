@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from cli_support import CliResult, run_cli
 from mldiag_provision.catalog.tpu import Catalog, load_catalog
-from mldiag_provision.cli.app import main as cli_main
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
-CliResult = tuple[int, str, str]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -46,20 +45,6 @@ def catalog() -> Catalog:
 @pytest.fixture
 def update_goldens(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-goldens"))
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], argv: list[str]) -> CliResult:
-    """Run ``mldiag-provision argv`` in-process: (exit code, stdout, stderr).
-
-    argparse exits with SystemExit for usage errors and --help; that is mapped to its code.
-    """
-    capsys.readouterr()  # drop anything printed before
-    try:
-        code = cli_main(argv)
-    except SystemExit as exc:
-        code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
-    out, err = capsys.readouterr()
-    return int(code), out, err
 
 
 @pytest.fixture

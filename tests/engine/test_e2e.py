@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import pytest
+import yaml
 
 from engine.conftest import cloud_objects, offline_recipe
 from stack_support import RECIPES
@@ -130,6 +131,17 @@ def test_destructive_change_is_announced_and_needs_confirmation(tmp_path: Path, 
     before = sorted(p.read_text() for p in offline.rglob("*.json"))
     moved = offline_recipe(AUTOPILOT, tmp_path / "moved.yaml", zone=None,
                            region="us-central1")
+
+    # The default policy gate refuses a plan that replaces the cluster and the bucket...
+    code, out, err = cli("plan", str(moved), "-o", work, "--output", "json")
+    assert code == 1, out + err
+    refused = json.loads(out)
+    assert refused["policy"]["ok"] is False
+    assert "plan-destructive-delete" in out, out
+    # ...until the recipe allows those deletes; then the confirmation below is the guard.
+    doc = yaml.safe_load(moved.read_text(encoding="utf-8"))
+    doc["spec"]["policy"]["allowDeletes"] = ["cluster", "profiles-bucket"]
+    moved.write_text(yaml.safe_dump(doc, sort_keys=False), encoding="utf-8")
 
     code, out, err = cli("plan", str(moved), "-o", work, "--output", "json")
     assert code == 0, out + err

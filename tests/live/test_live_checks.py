@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import run_cli
+from cli_support import run_cli
 from live.conftest import recipe_copy
 from standin.gcp_apis import quota_dims, reservation
 

@@ -88,19 +88,6 @@ def test_terraform_is_a_registered_engine_unit() -> None:
     assert unit.translate("Error 403: PERMISSION_DENIED") is not None
 
 
-def test_engine_pulumi_is_refused_until_its_unit_exists() -> None:
-    if engines.find("pulumi") is not None:
-        pytest.skip("the pulumi engine unit is registered: this guard no longer applies")
-    doc = copy.deepcopy(RECIPE)
-    doc["spec"]["engine"] = {"name": "pulumi"}
-    problems = [p for p in _check(doc).report.problems if p.rule == "engine"]
-    assert len(problems) == 1
-    p = problems[0]
-    assert p.severity is Severity.ERROR and p.path == "spec.engine.name"
-    assert p.message == "engine 'pulumi' is not supported by this version yet"
-    assert p.expected == ", ".join(engines.names())
-
-
 # -- capabilities -------------------------------------------------------------------------
 
 EXPECTED = {
