@@ -118,7 +118,7 @@ def test_killed_mid_apply_keeps_state_and_lock_then_converges(tmp_path: Path, of
         return
     r = str(offline_recipe(RECIPE, tmp_path / "recipe.yaml"))
     work = tmp_path / "work"
-    proc = _start_apply(r, work, "google_container_cluster:4")
+    proc = _start_apply(r, work, "google_container_cluster:8")
     try:
         wait_for(lambda: "google_project_service" in cloud_objects(offline), 60,
                  "the apply to start creating resources", proc)
@@ -143,9 +143,10 @@ def test_interrupted_apply_stops_gracefully_then_converges(tmp_path: Path, offli
         return
     r = str(offline_recipe(RECIPE, tmp_path / "recipe.yaml"))
     work = tmp_path / "work"
-    proc = _start_apply(r, work, "google_container_cluster:3")
+    proc = _start_apply(r, work, "google_container_cluster:8")
     wait_for(lambda: "google_project_service" in cloud_objects(offline), 60,
              "the apply to start creating resources", proc)
+    # The cluster takes 8 s on the stand-in: margin for a loaded CI box to signal mid-apply.
     proc.send_signal(signal.SIGINT)  # Ctrl-C
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, out + err
@@ -186,7 +187,7 @@ def test_terraform_killed_mid_apply_then_converges(tmp_path: Path, offline, cli)
                    "module.profiles_bucket.google_storage_bucket.this",
                    "module.log_analytics.google_logging_project_bucket_config.default",
                    "module.workload_identity.google_service_account.this"}
-    proc = _start_apply(r, work, "google_container_cluster:5")
+    proc = _start_apply(r, work, "google_container_cluster:10")
     try:
         wait_for(lambda: independent <= state_addresses(work) and _terraform_pids(
             work.resolve()), 60, "everything but the cluster to be applied", proc)
