@@ -6,7 +6,6 @@ without terraform and without the pulumi CLI."""
 from __future__ import annotations
 
 import re
-
 from pathlib import Path
 
 import hcl2

@@ -209,7 +209,7 @@ EPHEMERAL = define("autopilot-ephemeral-storage", "accelerator containers state 
 
 # XLA's dump directory flag (https://openxla.org/xla/flags_guidance: --xla_dump_to=DIR)
 _XLA_DUMP = re.compile(r"--xla_dump_to=(\S+)")
-_ACCELERATORS = ("google.com/tpu", "nvidia.com/gpu")
+_ACCELERATORS = (str(fact("tpu", "resource")["name"]), str(fact("gpu", "resource")["name"]))
 
 
 def _mounted(c: dict, path: str) -> bool:

@@ -93,7 +93,7 @@ class WorkloadPlan:
     headless_service: str | None  # Job on a multi-host slice: Service name == pod subdomain
     host_network: bool = False
     # --- production settings (issue 14); left out of plan.json while at their defaults
-    # (:data:`_OMIT_WHEN_DEFAULT`), so stacks that do not use them keep their bytes
+    # (:data:`WORKLOAD_OMIT_WHEN_DEFAULT`), so stacks that do not use them keep their bytes
     ephemeral_storage: str | None = None
     """Container ``ephemeral-storage`` request = limit (recipe ``resources.ephemeralStorage``)."""
     volumes: tuple[VolumePlan, ...] = ()
@@ -144,11 +144,11 @@ class BucketGrantPlan:
 
 # Fields added after stacks were first rendered, written to plan.json only when they differ
 # from these defaults (so existing stacks keep their bytes): per workload, and for the stack.
-_OMIT_WHEN_DEFAULT: dict[str, object] = {
+WORKLOAD_OMIT_WHEN_DEFAULT: dict[str, object] = {
     "ephemeral_storage": None, "volumes": [], "tolerations": [], "annotations": {},
     "priority_class_name": None, "max_restarts": 0, "restart_strategy": None}
-_STACK_OMIT_WHEN_DEFAULT: dict[str, object] = {"bucket_grants": []}
-_CLUSTER_OMIT_WHEN_DEFAULT: dict[str, object] = {"gcs_fuse_csi_driver": False}
+STACK_OMIT_WHEN_DEFAULT: dict[str, object] = {"bucket_grants": []}
+CLUSTER_OMIT_WHEN_DEFAULT: dict[str, object] = {"gcs_fuse_csi_driver": False}
 
 
 def _omit_defaults(data: dict[str, Any], defaults: Mapping[str, object]) -> None:
@@ -209,11 +209,11 @@ class StackPlan:
         data = asdict(self)
         if data["engine"] == DEFAULT_ENGINE:
             del data["engine"]
-        _omit_defaults(data, _STACK_OMIT_WHEN_DEFAULT)
+        _omit_defaults(data, STACK_OMIT_WHEN_DEFAULT)
         if isinstance(data.get("cluster"), dict):
-            _omit_defaults(data["cluster"], _CLUSTER_OMIT_WHEN_DEFAULT)
+            _omit_defaults(data["cluster"], CLUSTER_OMIT_WHEN_DEFAULT)
         for w in data.get("workloads", ()):
-            _omit_defaults(w, _OMIT_WHEN_DEFAULT)
+            _omit_defaults(w, WORKLOAD_OMIT_WHEN_DEFAULT)
         return data
 
 

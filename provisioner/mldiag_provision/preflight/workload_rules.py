@@ -114,7 +114,7 @@ def workload_tolerations(ctx: Context) -> Iterator[Problem]:
                 yield ctx.problem("workload-tolerations", (*path, "key"),
                                   f"'{t.key}' is not a valid taint key", value=t.key,
                                   expected="[prefix/]name, e.g. "
-                                           "cloud.google.com/gke-spot")
+                                           "example.com/dedicated")
 
 
 def _qualified_key(key: str) -> bool:
