@@ -320,3 +320,37 @@ def test_lint_autopilot_ephemeral_storage_above_the_maximum(tmp_path: Path) -> N
         c["resources"][side]["ephemeral-storage"] = "100Ti"
     found = [p for p in _lint_autopilot([jobset]) if p.rule == "autopilot-ephemeral-storage"]
     assert len(found) == 1 and "100Ti" in found[0].message
+
+
+def test_autopilot_bucket_mount_grants_access_without_an_addon_switch(tmp_path: Path) -> None:
+    """Autopilot has the Cloud Storage FUSE driver on: the stack grants the bucket and leaves
+    the cluster alone (its plan has no add-on field at all)."""
+    data = _load(AUTOPILOT)
+    data["spec"]["workloads"][0]["volumes"] = [
+        {"name": "ckpt", "mountPath": "/ckpt", "gcsFuse": {"bucket": "my-ckpts"}},
+        {"name": "ro", "mountPath": "/ro", "readOnly": True,
+         "gcsFuse": {"bucket": "my-ckpts", "grantAccess": True}},
+        {"name": "mine", "mountPath": "/mine", "gcsFuse": {"bucket": "granted-elsewhere",
+                                                           "grantAccess": False}}]
+    plan = plan_stack(_write(tmp_path, data))
+    assert not hasattr(plan.cluster, "gcs_fuse_csi_driver")
+    # one writable mount makes the grant objectUser; grantAccess: false grants nothing
+    assert [(g.bucket, g.role) for g in plan.bucket_grants] == [
+        ("my-ckpts", "roles/storage.objectUser")]
+    files = render_stack(plan)
+    assert '{ bucket = "my-ckpts", role = "roles/storage.objectUser" }' in files[
+        "main.tf"].decode()
+    assert "granted-elsewhere" not in files["main.tf"].decode()
+    (jobset,) = [d for d in yaml.safe_load_all(files["k8s/workloads/maxtext-train.yaml"]) if d]
+    assert _pod_template(jobset)["metadata"]["annotations"] == {"gke-gcsfuse/volumes": "true"}
+
+
+def test_kubernetes_only_settings_are_refused_on_slurm(tmp_path: Path) -> None:
+    data = _load(ROOT / "recipes" / "slurm-a3-ultra-lustre.yaml")
+    data["spec"]["workloads"][0]["tolerations"] = [{"key": "a", "operator": "Exists"}]
+    data["spec"]["workloads"][0].setdefault("resources", {})["ephemeralStorage"] = "10Gi"
+    found = sorted(p.path for p in _problems(_write(tmp_path, data))
+                   if p.rule == "workload-kubernetes-only")
+    assert found == ["spec.workloads[0].resources.ephemeralStorage",
+                     "spec.workloads[0].tolerations"]
+    assert "workload-kubernetes-only" not in _rules(SPOT)

@@ -85,7 +85,7 @@ def test_every_rule_has_a_test() -> None:
               # tests/unit/test_prod_workloads.py
               "workload-volumes", "workload-tolerations", "workload-annotations",
               "workload-priority-class", "workload-ephemeral-storage",
-              "workload-failure-policy"}
+              "workload-failure-policy", "workload-kubernetes-only"}
     assert {rule_id for rule_id, _ in RULES} == tested
 
 

@@ -273,3 +273,31 @@ def workload_failure_policy(ctx: Context) -> Iterator[Problem]:
                                                              "v0.9.0)",
                 hint="leave restartStrategy out, or state a newer JobSet release in "
                      "spec.orchestrator.crdVersions", source=fact.url, facts=[fact])
+
+
+_KUBERNETES_ONLY = (("volumes", "volumes"), ("tolerations", "tolerations"),
+                    ("annotations", "annotations"),
+                    ("priority_class_name", "priorityClassName"),
+                    ("failure_policy", "failurePolicy"))
+
+
+@rule("workload-kubernetes-only")
+def workload_kubernetes_only(ctx: Context) -> Iterator[Problem]:
+    """Volumes, tolerations, annotations, priority class, failure policy and ephemeral storage
+    are Kubernetes pod settings: an orchestrator without Kubernetes workloads (managed Slurm)
+    would silently drop them."""
+    from mldiag_provision.orchestrators import Capability
+
+    if ctx.orchestrator is None or ctx.has(Capability.KUBERNETES_WORKLOADS):
+        return
+    for i, w in enumerate(ctx.recipe.spec.workloads):
+        fields = [(attr, key) for attr, key in _KUBERNETES_ONLY if getattr(w, attr, None)]
+        if getattr(w.resources, "ephemeral_storage", None) is not None:
+            fields.append(("ephemeral_storage", "resources.ephemeralStorage"))
+        for _attr, key in fields:
+            yield ctx.problem(
+                "workload-kubernetes-only", _wpath(i, *key.split(".")),
+                f"{key} is a Kubernetes pod setting; orchestrator "
+                f"{ctx.recipe.spec.orchestrator.type} runs this workload without Kubernetes",
+                value=key, expected="no Kubernetes-only settings on this orchestrator",
+                hint=f"remove {key}", prefer_value=False)
