@@ -238,11 +238,14 @@ def check_ephemeral_storage(ctx: LintContext) -> Iterator[Problem]:
             path = (*t.spec_path, "containers", i)
             stated = requests.get("ephemeral-storage", limits.get("ephemeral-storage"))
             if stated is None:
-                dumps = [m.group(1) for e in (c.get("env") or []) if isinstance(e, dict)
+                env = c.get("env") if isinstance(c.get("env"), list) else []
+                dumps = [m.group(1) for e in env if isinstance(e, dict)
                          and isinstance(e.get("value"), str)
                          for m in _XLA_DUMP.finditer(e["value"])]
-                dumps += [m.group(1) for a in (c.get("args") or []) + (c.get("command") or [])
-                          if isinstance(a, str) for m in _XLA_DUMP.finditer(a)]
+                words = [a for key in ("command", "args") if isinstance(c.get(key), list)
+                         for a in c[key]]
+                dumps += [m.group(1) for a in words if isinstance(a, str)
+                          for m in _XLA_DUMP.finditer(a)]
                 local = [d for d in dumps if d.startswith("/") and not _mounted(c, d)]
                 if local:
                     yield ctx.problem(
