@@ -5,6 +5,7 @@ without terraform and without the pulumi CLI."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import hcl2
@@ -67,7 +68,9 @@ def test_program_runs_under_mocks_with_terraform_outputs(recipe: Path, tmp_path:
                      and not x["type"].startswith("pulumi:providers:")]
         assert resources, f"{recipe.stem}: the program registered no resource"
         for x in resources:
-            assert x["name"].startswith("module."), x["name"]  # Terraform addresses
+            # Terraform addresses: in a module, or in the root module (TYPE.NAME[KEY])
+            assert x["name"].startswith("module.") or re.match(
+                r"^[a-z0-9_]+\.[a-z0-9_]+(\[.+\])?$", x["name"]), x["name"]
         if prefix:
             continue
         by_type: dict[str, list[dict]] = {}

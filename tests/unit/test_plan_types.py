@@ -11,7 +11,12 @@ import pytest
 
 from mldiag_provision.catalog.tpu import load_catalog
 from mldiag_provision.pipeline import check_file
-from mldiag_provision.plan.stack import StackPlan, build_plan
+from mldiag_provision.plan.stack import (
+    CLUSTER_OMIT_WHEN_DEFAULT,
+    WORKLOAD_OMIT_WHEN_DEFAULT,
+    StackPlan,
+    build_plan,
+)
 from mldiag_provision.render.stack import render_stack
 from stack_support import RECIPES
 
@@ -56,7 +61,14 @@ def test_plan_json_is_the_dataclass_fields(recipe: object) -> None:
     plan = _plan(recipe)
     written = json.loads(render_stack(plan)[".mldiag/plan.json"])
     assert written == json.loads(json.dumps(plan.to_dict()))
-    assert set(written["cluster"]) == {f.name for f in dataclasses.fields(plan.cluster)}
+    # fields added later are left out while at their default (plan/stack.py), so that stacks
+    # rendered before them keep their bytes
+    omitted = {k for k, default in CLUSTER_OMIT_WHEN_DEFAULT.items()
+               if getattr(plan.cluster, k, None) == default}
+    assert set(written["cluster"]) == {f.name for f in dataclasses.fields(plan.cluster)} - omitted
+    for i, w in enumerate(plan.workloads):
+        absent = {f.name for f in dataclasses.fields(w)} - set(written["workloads"][i])
+        assert absent <= set(WORKLOAD_OMIT_WHEN_DEFAULT), absent
     if plan.agents is not None:
         assert written["agents"]["strategy"] == plan.agents.strategy
         assert set(written["agents"]["charts"]) == {

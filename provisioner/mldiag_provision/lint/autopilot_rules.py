@@ -9,6 +9,7 @@ CPU and memory against the TPU machine type are checked for every mode by ``tpu-
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from mldiag_provision.errors import Problem, Severity
@@ -17,6 +18,7 @@ from mldiag_provision.lint.loading import get
 from mldiag_provision.lint.rules import define, fact, fact_source, severity_of, source_url
 from mldiag_provision.lint.tpu_rules import tpu_pods
 from mldiag_provision.lint.workloads import PodTemplate
+from mldiag_provision.quantity import parse_quantity
 
 HOST_NS = define("autopilot-host-namespaces", "no hostNetwork, hostPID or hostIPC",
                  source=fact_source("autopilot", "hostNamespaces"))
@@ -199,4 +201,70 @@ def check_cluster_objects(ctx: LintContext) -> Iterator[Problem]:
                 source=ctx.catalog.source_url(tp.version.source))
 
 
-CHECKS = (check_host, check_scheduling, check_cluster_objects)
+EPHEMERAL = define("autopilot-ephemeral-storage", "accelerator containers state the ephemeral "
+                   "storage they write (Autopilot's default is 1 GiB) and stay below the "
+                   "maximum", severity=Severity.WARNING,
+                   source=fact_source("ephemeralStorage", "autopilotDefault"),
+                   facts=("kubernetes.ephemeralStorage.autopilotDefault",))
+
+# XLA's dump directory flag (https://openxla.org/xla/flags_guidance: --xla_dump_to=DIR)
+_XLA_DUMP = re.compile(r"--xla_dump_to=(\S+)")
+_ACCELERATORS = (str(fact("tpu", "resource")["name"]), str(fact("gpu", "resource")["name"]))
+
+
+def _mounted(c: dict, path: str) -> bool:
+    mounts = c.get("volumeMounts")
+    return isinstance(mounts, list) and any(
+        isinstance(m, dict) and isinstance(m.get("mountPath"), str)
+        and (path + "/").startswith(m["mountPath"].rstrip("/") + "/") for m in mounts)
+
+
+def check_ephemeral_storage(ctx: LintContext) -> Iterator[Problem]:
+    """On Autopilot, an accelerator container that dumps XLA output to its own filesystem
+    without an ephemeral-storage request gets the 1 GiB default (kubernetes.yaml
+    ephemeralStorage.autopilotDefault, H; that the dumps outgrow it is an inference, so this
+    warns), and one that asks for more than the accelerator maximum is rejected
+    (autopilotAcceleratorMax; unverified figure, a warning)."""
+    default = fact("ephemeralStorage", "autopilotDefault")
+    hi = fact("ephemeralStorage", "autopilotAcceleratorMax")
+    hi_qty = parse_quantity(str(hi["quantity"]))
+    for t in ctx.templates:
+        for i, c in t.containers():
+            res = c.get("resources") if isinstance(c.get("resources"), dict) else {}
+            requests = res.get("requests") if isinstance(res.get("requests"), dict) else {}
+            limits = res.get("limits") if isinstance(res.get("limits"), dict) else {}
+            if not any(k in requests or k in limits for k in _ACCELERATORS):
+                continue
+            path = (*t.spec_path, "containers", i)
+            stated = requests.get("ephemeral-storage", limits.get("ephemeral-storage"))
+            if stated is None:
+                env = c.get("env") if isinstance(c.get("env"), list) else []
+                dumps = [m.group(1) for e in env if isinstance(e, dict)
+                         and isinstance(e.get("value"), str)
+                         for m in _XLA_DUMP.finditer(e["value"])]
+                words = [a for key in ("command", "args") if isinstance(c.get(key), list)
+                         for a in c[key]]
+                dumps += [m.group(1) for a in words if isinstance(a, str)
+                          for m in _XLA_DUMP.finditer(a)]
+                local = [d for d in dumps if d.startswith("/") and not _mounted(c, d)]
+                if local:
+                    yield ctx.problem(
+                        t.resource, EPHEMERAL.id, (*path, "resources"),
+                        f"{t.describe()} writes XLA dumps to {local[0]} on the container's "
+                        "own filesystem and requests no ephemeral-storage: Autopilot gives it "
+                        f"{default['quantity']}, and evicts the pod when the dumps outgrow it",
+                        expected="resources.requests/limits ephemeral-storage, e.g. 50Gi",
+                        hint="request ephemeral-storage (recipe: resources.ephemeralStorage), "
+                             "or dump to a mounted volume", facts=[default])
+                continue
+            qty = parse_quantity(str(stated))
+            if qty is not None and hi_qty is not None and qty > hi_qty:
+                yield ctx.problem(
+                    t.resource, EPHEMERAL.id, (*path, "resources"),
+                    f"ephemeral-storage {stated} is above Autopilot's maximum for accelerator "
+                    f"Pods ({hi['quantity']}, an unverified figure); Autopilot rejects such "
+                    "Pods", value=stated, expected=f"at most {hi['quantity']}",
+                    source=hi.url, facts=[hi])
+
+
+CHECKS = (check_host, check_scheduling, check_cluster_objects, check_ephemeral_storage)

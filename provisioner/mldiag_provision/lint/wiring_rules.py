@@ -109,4 +109,37 @@ def check_wiring(ctx: LintContext) -> Iterator[Problem]:
                 hint="add publishNotReadyAddresses: true under spec")
 
 
-CHECKS = (check_wiring,)
+GCSFUSE = define("wiring-gcsfuse-annotation", "a pod that mounts a Cloud Storage FUSE volume "
+                 "carries the gke-gcsfuse/volumes: \"true\" annotation",
+                 source=fact_source("volumes", "gcsFuse"),
+                 facts=("kubernetes.volumes.gcsFuse",))
+
+
+def check_gcsfuse(ctx: LintContext) -> Iterator[Problem]:
+    """Cloud Storage FUSE CSI volumes (inline, driver gcsfuse.csi.storage.gke.io) in a pod
+    template without the annotation that makes GKE inject the driver's sidecar: the volume
+    never mounts and the pod stays in ContainerCreating (kubernetes.yaml volumes.gcsFuse)."""
+    f = fact("volumes", "gcsFuse")
+    driver, key = str(f["driver"]), str(f["annotation"]["key"])
+    want = str(f["annotation"]["value"])
+    for t in ctx.templates:
+        volumes = t.spec.get("volumes")
+        if not isinstance(volumes, list):
+            continue
+        named = [v.get("name") for v in volumes if isinstance(v, dict)
+                 and isinstance(v.get("csi"), dict) and v["csi"].get("driver") == driver]
+        if not named:
+            continue
+        annotations = t.resource.get(*t.path, "metadata", "annotations")
+        value = annotations.get(key) if isinstance(annotations, dict) else None
+        if value != want:
+            yield ctx.problem(
+                t.resource, GCSFUSE.id, (*t.path, "metadata"),
+                f"{t.describe()} mounts Cloud Storage FUSE volume(s) "
+                f"{', '.join(map(str, named))} without the pod annotation {key}: \"{want}\"; "
+                "GKE then injects no gcsfuse sidecar and the volume never mounts",
+                value=value, expected=f'{key}: "{want}"', severity=severity_of(f),
+                hint=f'add {key}: "{want}" under the pod template\'s metadata.annotations')
+
+
+CHECKS = (check_wiring, check_gcsfuse)

@@ -27,7 +27,13 @@ from mldiag_provision.plan.project import SLICE_LABEL, ProjectPlan
 
 if TYPE_CHECKING:
     from mldiag_provision.orchestrators import Orchestrator
-    from mldiag_provision.plan.stack import SlicePlan, StackPlan, WorkloadPlan
+    from mldiag_provision.plan.stack import (
+        BucketGrantPlan,
+        SlicePlan,
+        StackPlan,
+        VolumePlan,
+        WorkloadPlan,
+    )
     from mldiag_provision.recipe.model import Recipe
 
 
@@ -114,12 +120,97 @@ def diagnostics_plan(project: ProjectPlan, recipe: Recipe, catalog: Catalog, age
     )
 
 
+# JobSet restarts of a multislice on Spot capacity when the recipe states none. Our decision,
+# not a Google default: a Spot VM can be preempted at any time
+# (https://cloud.google.com/kubernetes-engine/docs/concepts/spot-vms), and a multislice job
+# needs every VM of every slice, so one preemption fails the whole JobSet; JobSet's
+# failurePolicy.maxRestarts recreates all its Jobs (kubernetes-sigs/jobset, API
+# jobset.x-k8s.io/v1alpha2 FailurePolicy). 3 rides out a few preemptions (training resumes
+# from its last checkpoint) without retrying forever on capacity that is gone.
+SPOT_MULTISLICE_MAX_RESTARTS = 3
+
+# The pod annotation that makes GKE inject the Cloud Storage FUSE sidecar (kubernetes.yaml
+# volumes.gcsFuse).
+GCSFUSE_ANNOTATION = "gke-gcsfuse/volumes"
+
+
+def decide_max_restarts(w: Any, sp: SlicePlan, kind: str) -> int:
+    """JobSet ``failurePolicy.maxRestarts`` of a workload: the recipe's ``failurePolicy.
+    maxRestarts`` when stated; else :data:`SPOT_MULTISLICE_MAX_RESTARTS` for a JobSet over
+    more than one Spot slice; else 0 (what the JobSets rendered before had). Jobs: 0."""
+    fp = getattr(w, "failure_policy", None)
+    if kind != "JobSet":
+        return 0
+    if fp is not None and fp.max_restarts is not None:
+        return int(fp.max_restarts)
+    return SPOT_MULTISLICE_MAX_RESTARTS if sp.capacity == "spot" and sp.count > 1 else 0
+
+
+def _volume_plans(w: Any) -> tuple[VolumePlan, ...]:
+    from mldiag_provision.plan.stack import VolumePlan
+
+    out = []
+    for v in getattr(w, "volumes", None) or ():
+        if v.gcs_fuse is not None:
+            out.append(VolumePlan(name=v.name, mount_path=v.mount_path, read_only=v.read_only,
+                                  source="gcsFuse", bucket=v.gcs_fuse.bucket,
+                                  mount_options=",".join(v.gcs_fuse.mount_options) or None))
+        elif v.persistent_volume_claim is not None:
+            out.append(VolumePlan(name=v.name, mount_path=v.mount_path, read_only=v.read_only,
+                                  source="persistentVolumeClaim",
+                                  claim_name=v.persistent_volume_claim.claim_name))
+        elif v.empty_dir is not None:
+            out.append(VolumePlan(name=v.name, mount_path=v.mount_path, read_only=v.read_only,
+                                  source="emptyDir", size_limit=v.empty_dir.size_limit,
+                                  medium=v.empty_dir.medium))
+    return tuple(out)
+
+
+def _tolerations(w: Any) -> tuple[dict[str, Any], ...]:
+    out = []
+    for t in getattr(w, "tolerations", None) or ():
+        d: dict[str, Any] = {}
+        if t.key:
+            d["key"] = t.key
+        d["operator"] = t.operator
+        if t.value is not None:
+            d["value"] = t.value
+        if t.effect is not None:
+            d["effect"] = t.effect
+        if t.toleration_seconds is not None:
+            d["tolerationSeconds"] = t.toleration_seconds
+        out.append(d)
+    return tuple(out)
+
+
+def bucket_grants(recipe: Recipe) -> tuple[BucketGrantPlan, ...]:
+    """One grant per Cloud Storage FUSE bucket the workloads mount with ``grantAccess``:
+    roles/storage.objectViewer when every such mount of it is read-only, else
+    roles/storage.objectUser; sorted by bucket."""
+    from mldiag_provision.plan.stack import BucketGrantPlan
+
+    writable: dict[str, bool] = {}
+    for w in recipe.spec.workloads:
+        for v in getattr(w, "volumes", None) or ():
+            if v.gcs_fuse is not None and v.gcs_fuse.grant_access:
+                writable[v.gcs_fuse.bucket] = writable.get(v.gcs_fuse.bucket, False) or (
+                    not v.read_only)
+    return tuple(BucketGrantPlan(bucket=b, role="roles/storage.objectUser" if rw
+                                 else "roles/storage.objectViewer")
+                 for b, rw in sorted(writable.items()))
+
+
 def workload_plan(recipe: Recipe, w: Any, sp: SlicePlan) -> WorkloadPlan:
     """One recipe workload on its planned slice (shared with preflight)."""
     from mldiag_provision.plan.stack import WorkloadPlan
 
     diag = recipe.spec.diagnostics
     kind = workload_kind(w.kind, sp)
+    volumes = _volume_plans(w)
+    annotations = dict(getattr(w, "annotations", None) or {})
+    if any(v.source == "gcsFuse" for v in volumes):
+        annotations.setdefault(GCSFUSE_ANNOTATION, "true")
+    fp = getattr(w, "failure_policy", None)
     per_pod = (w.gpus_per_pod or sp.chips_per_vm) if sp.kind == "gpu" else sp.chips_per_vm
     return WorkloadPlan(
         name=w.name, slice=sp.name, kind=kind, resource=sp.resource, image=w.image,
@@ -130,7 +221,12 @@ def workload_plan(recipe: Recipe, w: Any, sp: SlicePlan) -> WorkloadPlan:
         ml_diagnostics_label=diag.enabled and w.ml_diagnostics,
         backoff_limit=w.backoff_limit,
         headless_service=f"{w.name}-workers" if (sp.multi_host and kind == "Job") else None,
-        host_network=w.host_network)
+        host_network=w.host_network,
+        ephemeral_storage=getattr(w.resources, "ephemeral_storage", None),
+        volumes=volumes, tolerations=_tolerations(w), annotations=annotations,
+        priority_class_name=getattr(w, "priority_class_name", None),
+        max_restarts=decide_max_restarts(w, sp, kind),
+        restart_strategy=fp.restart_strategy if fp is not None and kind == "JobSet" else None)
 
 
 def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
@@ -168,6 +264,12 @@ def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
     workload_pool = f"{spec.project}.svc.id.goog" if wi_binding else None
     cluster: KubernetesClusterPlan
     node_pools: list[NodePoolPlan] = []
+    uses_gcs_fuse = any(v.gcs_fuse is not None for w in spec.workloads
+                        for v in (getattr(w, "volumes", None) or ()))
+    grants = bucket_grants(recipe) if wi_binding else ()
+    for g in grants:
+        decisions.append(f"bucket {g.bucket}: {g.role} for the workloads' service account "
+                         f"{gsa_email} (Cloud Storage FUSE, through Workload Identity)")
     if not unit.has(Capability.NODE_POOLS):
         cluster = KubernetesClusterPlan(
             name=cluster_name, type=unit.name, location=spec.region,
@@ -189,7 +291,11 @@ def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
             network=orch.network, subnetwork=orch.subnetwork, workload_pool=workload_pool,
             node_service_account_id=node_service_account_id(cluster_name),
             node_service_account_roles=tuple(roles),
-            system_pool_machine_type=orch.system_pool_machine_type)
+            system_pool_machine_type=orch.system_pool_machine_type,
+            gcs_fuse_csi_driver=uses_gcs_fuse)
+        if uses_gcs_fuse:
+            decisions.append("Cloud Storage FUSE volumes: the cluster's GcsFuseCsiDriver "
+                             "add-on is turned on")
         for i, sp in enumerate(project.slices):
             workload_policy = _workload_policy(project, i, sp)
             for name in node_pool_names(sp.name, sp.count):
@@ -219,6 +325,12 @@ def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
         unit_word = "GPUs" if sp.kind == "gpu" else "chips"
         decisions.append(f"workload {w.name}: {kind}, {sp.vms} pod(s) per slice x "
                          f"{sp.count} slice(s), {per_pod} {unit_word} per pod")
+        wp = workloads[-1]
+        fp = getattr(w, "failure_policy", None)
+        if kind == "JobSet" and wp.max_restarts and (fp is None or fp.max_restarts is None):
+            decisions.append(f"workload {w.name}: failurePolicy.maxRestarts "
+                             f"{wp.max_restarts} (default for a multislice on Spot capacity: "
+                             "one preempted VM fails every slice)")
     for a in agents_plan.addons:
         decisions.append(f"cluster add-on for {a.kind} workloads: {a.name} "
                          f"{a.version} ({a.repository}/{a.chart}; CRD {a.crd}), "
@@ -226,4 +338,4 @@ def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
     return StackPlan(
         **project.stack_fields(), services=project.services, cluster=cluster,
         diagnostics=diagnostics, workloads=tuple(workloads), node_pools=tuple(node_pools),
-        decisions=tuple(decisions), agents=agents_plan)
+        decisions=tuple(decisions), agents=agents_plan, bucket_grants=grants)

@@ -76,6 +76,10 @@ class StandardClusterPlan(KubernetesClusterPlan):
     """Roles of the node service account (catalog ``standard.nodeServiceAccountRoles``, plus
     the ML Diagnostics roles when hostNetwork workloads run as the node)."""
     system_pool_machine_type: str
+    gcs_fuse_csi_driver: bool = False
+    """Turn on the Cloud Storage FUSE CSI driver add-on (``GcsFuseCsiDriver``): a workload
+    mounts a bucket (https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-setup;
+    Autopilot has it on by default)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ Templates format; they never compute. The plan is written beside the rendered st
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mldiag_provision.catalog.gpu import GpuShape
@@ -92,6 +92,72 @@ class WorkloadPlan:
     backoff_limit: int
     headless_service: str | None  # Job on a multi-host slice: Service name == pod subdomain
     host_network: bool = False
+    # --- production settings (issue 14); left out of plan.json while at their defaults
+    # (:data:`WORKLOAD_OMIT_WHEN_DEFAULT`), so stacks that do not use them keep their bytes
+    ephemeral_storage: str | None = None
+    """Container ``ephemeral-storage`` request = limit (recipe ``resources.ephemeralStorage``)."""
+    volumes: tuple[VolumePlan, ...] = ()
+    tolerations: tuple[Mapping[str, Any], ...] = ()
+    """Kubernetes tolerations, keys as the pod spec spells them."""
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    """Pod template annotations: the recipe's, plus ``gke-gcsfuse/volumes: "true"`` when a
+    volume is Cloud Storage FUSE."""
+    priority_class_name: str | None = None
+    max_restarts: int = 0
+    """JobSet ``failurePolicy.maxRestarts`` (:func:`~.kubernetes.decide_max_restarts`)."""
+    restart_strategy: str | None = None
+    """JobSet ``failurePolicy.restartStrategy``; None: the controller's default (Recreate)."""
+
+
+@dataclass(frozen=True)
+class VolumePlan:
+    """One pod volume and its mount. ``source``: ``gcsFuse`` (``bucket``,
+    ``mount_options`` joined with commas), ``persistentVolumeClaim`` (``claim_name``) or
+    ``emptyDir`` (``size_limit``, ``medium``)."""
+
+    name: str
+    mount_path: str
+    read_only: bool
+    source: str
+    bucket: str | None = None
+    mount_options: str | None = None
+    claim_name: str | None = None
+    size_limit: str | None = None
+    medium: str = ""
+
+
+@dataclass(frozen=True)
+class BucketGrantPlan:
+    """An IAM grant on a Cloud Storage bucket to the workloads' Google service account
+    (Cloud Storage FUSE volumes; the KSA acts as that account through Workload Identity)."""
+
+    bucket: str
+    role: str
+    """roles/storage.objectViewer (every mount of the bucket read-only) or
+    roles/storage.objectUser (https://cloud.google.com/storage/docs/access-control/iam-roles)."""
+
+    @property
+    def key(self) -> str:
+        """Stable for_each key / Pulumi name suffix: ``<bucket>/<role>``."""
+        return f"{self.bucket}/{self.role}"
+
+
+# Fields added after stacks were first rendered, written to plan.json only when they differ
+# from these defaults (so existing stacks keep their bytes): per workload, and for the stack.
+WORKLOAD_OMIT_WHEN_DEFAULT: dict[str, object] = {
+    "ephemeral_storage": None, "volumes": [], "tolerations": [], "annotations": {},
+    "priority_class_name": None, "max_restarts": 0, "restart_strategy": None}
+STACK_OMIT_WHEN_DEFAULT: dict[str, object] = {"bucket_grants": []}
+CLUSTER_OMIT_WHEN_DEFAULT: dict[str, object] = {"gcs_fuse_csi_driver": False}
+
+
+def _omit_defaults(data: dict[str, Any], defaults: Mapping[str, object]) -> None:
+    for key, default in defaults.items():
+        if key not in data:
+            continue
+        value = data[key]
+        if value == default or (isinstance(default, list | dict) and not value):
+            del data[key]  # asdict keeps tuples: () stands for the default []
 
 
 DEFAULT_ENGINE = "terraform"
@@ -131,6 +197,8 @@ class StackPlan:
     """What was decided and why, one line each (the README and ``render`` show them)."""
     engine: str = DEFAULT_ENGINE
     """The engine unit that renders and drives the stack (recipe ``spec.engine.name``)."""
+    bucket_grants: tuple[BucketGrantPlan, ...] = ()
+    """Bucket IAM grants of the workloads' Google service account (Cloud Storage FUSE)."""
 
     def to_dict(self) -> dict[str, Any]:
         """The plan as JSON-ready data (``.mldiag/plan.json``): field names as keys, nested
@@ -141,6 +209,11 @@ class StackPlan:
         data = asdict(self)
         if data["engine"] == DEFAULT_ENGINE:
             del data["engine"]
+        _omit_defaults(data, STACK_OMIT_WHEN_DEFAULT)
+        if isinstance(data.get("cluster"), dict):
+            _omit_defaults(data["cluster"], CLUSTER_OMIT_WHEN_DEFAULT)
+        for w in data.get("workloads", ()):
+            _omit_defaults(w, WORKLOAD_OMIT_WHEN_DEFAULT)
         return data
 
 

@@ -18,6 +18,7 @@ from mldiag_provision.preflight import (  # noqa: F401  (importing registers the
     slurm_rules,
     stack_rules,
     tpu_rules,
+    workload_rules,
 )
 from mldiag_provision.preflight.context import RULES, Context
 from mldiag_provision.recipe.sourcemap import SourceMap

@@ -225,6 +225,98 @@ class Resources(_Model):
     # numbers are accepted (coerced to str), so the JSON Schema must allow them too
     cpu: Annotated[str | None, _QUANTITY_SCHEMA] = Field(None, description="e.g. '10' or '500m'.")
     memory: Annotated[str | None, _QUANTITY_SCHEMA] = Field(None, description="e.g. '500Gi'.")
+    ephemeral_storage: Annotated[str | None, _QUANTITY_SCHEMA] = Field(
+        None, description="Container ephemeral-storage request (= limit), e.g. '50Gi': the "
+                          "writable layer, logs and emptyDir volumes (/tmp, XLA dumps). "
+                          "Default: none set; GKE Autopilot then applies 1 GiB "
+                          "(https://cloud.google.com/kubernetes-engine/docs/concepts/"
+                          "autopilot-resource-requests).")
+
+
+# --- production workload settings (issue 14): volumes, scheduling, JobSet failure policy ---
+
+class GcsFuseVolume(_Model):
+    """A Cloud Storage bucket mounted with the Cloud Storage FUSE CSI driver
+    (``gcsfuse.csi.storage.gke.io``, an ephemeral CSI volume; the pod gets the annotation
+    ``gke-gcsfuse/volumes: "true"``). The workload's Google service account gets
+    roles/storage.objectViewer (read-only) or roles/storage.objectUser on the bucket, which
+    its KSA uses through Workload Identity
+    (https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-setup)."""
+
+    bucket: Annotated[str, Field(pattern=r"^[a-z0-9][-_.a-z0-9]{1,220}[a-z0-9]$")] = Field(
+        description="Bucket name (without gs://).")
+    mount_options: list[Annotated[str, Field(pattern=r"^[-_.:=/a-zA-Z0-9]+$",
+                                             max_length=200)]] = Field(
+        default_factory=list,
+        description="gcsfuse mount options, e.g. implicit-dirs, only-dir=ckpt, "
+                    "file-cache:max-size-mb:-1; joined with commas into the volume's "
+                    "mountOptions attribute.")
+    grant_access: bool = Field(
+        True, description="Grant the workload's Google service account access to the bucket "
+                          "(false: you grant it yourself).")
+
+
+class PvcVolume(_Model):
+    """An existing PersistentVolumeClaim in the workload namespace (the stack does not create
+    it)."""
+
+    claim_name: DnsName = Field(description="Name of the PersistentVolumeClaim.")
+
+
+class EmptyDirVolume(_Model):
+    """A scratch ``emptyDir`` volume of the pod (counts against ephemeral storage unless
+    ``medium: Memory``)."""
+
+    model_config = ConfigDict(coerce_numbers_to_str=True, strict=False)
+
+    size_limit: Annotated[str | None, _QUANTITY_SCHEMA] = Field(
+        None, description="e.g. '100Gi'; default: no limit (bounded by the node).")
+    medium: Literal["", "Memory"] = Field(
+        "", description="'' (node disk) or Memory (tmpfs, counts against memory).")
+
+
+class WorkloadVolume(_Model):
+    """One volume of the workload's pods, mounted into its container at ``mountPath``.
+    Exactly one of ``gcsFuse``, ``persistentVolumeClaim`` and ``emptyDir``."""
+
+    name: DnsName
+    mount_path: Annotated[str, Field(pattern=r"^/[^\x00]*$", max_length=4096)] = Field(
+        description="Absolute path in the container, e.g. /data.")
+    read_only: bool = Field(False, description="Mount read-only (and, for Cloud Storage "
+                                               "FUSE, grant read-only access).")
+    gcs_fuse: GcsFuseVolume | None = None
+    persistent_volume_claim: PvcVolume | None = None
+    empty_dir: EmptyDirVolume | None = None
+
+
+class Toleration(_Model):
+    """A Kubernetes toleration of the workload's pods
+    (https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/)."""
+
+    key: str | None = Field(None, description="Taint key; empty with operator Exists "
+                                              "tolerates every taint.")
+    operator: Literal["Equal", "Exists"] = "Equal"
+    value: str | None = Field(None, description="Taint value (operator Equal only).")
+    effect: Literal["NoSchedule", "PreferNoSchedule", "NoExecute"] | None = Field(
+        None, description="Default: every effect.")
+    toleration_seconds: Annotated[int, Field(ge=0)] | None = Field(
+        None, description="NoExecute only: how long the pod stays bound after the taint "
+                          "appears.")
+
+
+class FailurePolicy(_Model):
+    """JobSet ``spec.failurePolicy`` (https://github.com/kubernetes-sigs/jobset, API
+    jobset.x-k8s.io/v1alpha2): how often the whole JobSet is recreated after a child Job
+    fails. JobSet workloads only."""
+
+    max_restarts: Annotated[int, Field(ge=0, le=1000)] | None = Field(
+        None, description="Restarts of the whole JobSet before it fails. Default: 3 for a "
+                          "multislice on Spot capacity (one preempted VM fails every slice), "
+                          "else 0.")
+    restart_strategy: Literal["Recreate", "BlockingRecreate", "InPlaceRestart"] | None = Field(
+        None, description="JobSet v0.9.0+: Recreate (controller default) or BlockingRecreate "
+                          "(wait until every old Job is gone); InPlaceRestart needs v0.12.0. "
+                          "Checked against the installed JobSet release.")
 
 
 class Workload(_Model):
@@ -250,6 +342,19 @@ class Workload(_Model):
     host_network: bool = Field(
         False, description="Run in the node's network namespace (port 9999 then binds on "
                            "the node; the pods act as the node's service account).")
+    volumes: list[WorkloadVolume] = Field(
+        default_factory=list,
+        description="Cloud Storage FUSE buckets, existing PVCs and emptyDir scratch volumes.")
+    tolerations: list[Toleration] = Field(default_factory=list,
+                                          description="Tolerations of the pods.")
+    annotations: dict[str, str] = Field(
+        default_factory=dict, description="Annotations of the pods (pod template).")
+    priority_class_name: Annotated[str, Field(
+        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=253)] | None = Field(
+        None, description="An existing PriorityClass (the stack does not create it).")
+    failure_policy: FailurePolicy | None = Field(
+        None, description="JobSet failure policy (maxRestarts, restartStrategy); default: "
+                          "3 restarts for Spot multislice, else 0.")
 
 
 # --- Cluster Director managed Slurm (orchestrator.type: slurm) -------------------------

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from mldiag_provision.catalog.store import store
 from mldiag_provision.plan.parts import DiagnosticsPlan, KubernetesDiagnosticsPlan
-from mldiag_provision.plan.stack import TPU_RESOURCE, SlicePlan, WorkloadPlan
+from mldiag_provision.plan.stack import TPU_RESOURCE, SlicePlan, VolumePlan, WorkloadPlan
 
 # Ports: the fact store's gke.yaml `ports` (TPU worker communication and runtime metrics from
 # the GKE Autopilot TPU page; the megascale coordinator from xpk, confidence M).
@@ -24,6 +24,7 @@ TPU_METRICS_PORT = int(_PORTS["tpuRuntimeMetrics"]["port"])
 MEGASCALE_PORT = int(_PORTS["megascaleCoordinator"]["port"])
 _EXCLUSIVE = store().fact("kubernetes", "tpu", "exclusiveTopology")
 JOBSET_API = "jobset.x-k8s.io/v1alpha2"
+GCSFUSE_DRIVER = str(store().fact("kubernetes", "volumes", "gcsFuse")["driver"])
 
 
 class WorkloadSource(Protocol):
@@ -58,6 +59,8 @@ def _container(plan: WorkloadSource, w: WorkloadPlan, multi_host: bool) -> dict[
         limits["cpu"] = w.cpu
     if w.memory is not None:
         limits["memory"] = w.memory
+    if w.ephemeral_storage is not None:
+        limits["ephemeral-storage"] = w.ephemeral_storage
     limits[w.resource] = w.chips_per_pod
     env = [{"name": k, "value": v} for k, v in w.env.items()]
     if plan.diagnostics.enabled:
@@ -90,7 +93,37 @@ def _container(plan: WorkloadSource, w: WorkloadPlan, multi_host: bool) -> dict[
     if ports:
         c["ports"] = ports
     c["resources"] = {"requests": dict(limits), "limits": dict(limits)}
+    if w.volumes:
+        c["volumeMounts"] = [{"name": v.name, "mountPath": v.mount_path,
+                              **({"readOnly": True} if v.read_only else {})}
+                             for v in w.volumes]
     return c
+
+
+def _volume(v: VolumePlan) -> dict[str, Any]:
+    """A pod volume. Cloud Storage FUSE: an ephemeral CSI volume of driver
+    ``gcsfuse.csi.storage.gke.io`` with ``bucketName`` and ``mountOptions`` attributes
+    (catalog kubernetes.yaml ``volumes.gcsFuse``; the pod carries the
+    ``gke-gcsfuse/volumes: "true"`` annotation, WorkloadPlan.annotations)."""
+    if v.source == "gcsFuse":
+        attrs = {"bucketName": v.bucket}
+        if v.mount_options:
+            attrs["mountOptions"] = v.mount_options
+        csi: dict[str, Any] = {"driver": GCSFUSE_DRIVER, "volumeAttributes": attrs}
+        if v.read_only:
+            csi["readOnly"] = True
+        return {"name": v.name, "csi": csi}
+    if v.source == "persistentVolumeClaim":
+        pvc: dict[str, Any] = {"claimName": v.claim_name}
+        if v.read_only:
+            pvc["readOnly"] = True
+        return {"name": v.name, "persistentVolumeClaim": pvc}
+    empty: dict[str, Any] = {}
+    if v.medium:
+        empty["medium"] = v.medium
+    if v.size_limit is not None:
+        empty["sizeLimit"] = v.size_limit
+    return {"name": v.name, "emptyDir": empty}
 
 
 def _megascale_env(w: WorkloadPlan) -> list[dict[str, Any]]:
@@ -137,8 +170,17 @@ def _pod_template(plan: WorkloadSource, w: WorkloadPlan, labels: dict[str, str])
         spec["dnsPolicy"] = "ClusterFirstWithHostNet"
     if w.headless_service:
         spec["subdomain"] = w.headless_service
+    if w.priority_class_name:
+        spec["priorityClassName"] = w.priority_class_name
+    if w.tolerations:
+        spec["tolerations"] = [dict(t) for t in w.tolerations]
     spec["containers"] = [_container(plan, w, sp.multi_host)]
-    return {"metadata": {"labels": labels}, "spec": spec}
+    if w.volumes:
+        spec["volumes"] = [_volume(v) for v in w.volumes]
+    metadata: dict[str, Any] = {"labels": labels}
+    if w.annotations:
+        metadata["annotations"] = dict(w.annotations)
+    return {"metadata": metadata, "spec": spec}
 
 
 def _labels(plan: WorkloadSource, w: WorkloadPlan) -> dict[str, str]:
@@ -146,6 +188,15 @@ def _labels(plan: WorkloadSource, w: WorkloadPlan) -> dict[str, str]:
     if w.ml_diagnostics_label:
         labels.update(_diagnostics(plan).namespace_label)
     return labels
+
+
+def _failure_policy(w: WorkloadPlan) -> dict[str, Any]:
+    """JobSet ``spec.failurePolicy``: ``maxRestarts`` always (0 unless the recipe or the Spot
+    multislice default says otherwise), ``restartStrategy`` when the recipe states one."""
+    fp: dict[str, Any] = {"maxRestarts": w.max_restarts}
+    if w.restart_strategy:
+        fp["restartStrategy"] = w.restart_strategy
+    return fp
 
 
 def workload(plan: WorkloadSource, w: WorkloadPlan) -> list[dict[str, Any]]:
@@ -166,7 +217,7 @@ def workload(plan: WorkloadSource, w: WorkloadPlan) -> list[dict[str, Any]]:
                 # one slice per node pool (xpk, tpu-provisioner)
                 str(_EXCLUSIVE["annotation"]): str(_EXCLUSIVE["value"])}},
             "spec": {
-                "failurePolicy": {"maxRestarts": 0},
+                "failurePolicy": _failure_policy(w),
                 "replicatedJobs": [{"name": "slice", "replicas": w.slices,
                                     "template": {"spec": job_spec}}],
             },

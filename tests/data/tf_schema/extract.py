@@ -62,6 +62,7 @@ DEFAULT_RESOURCES = [
     "google_service_account_iam_member",
     "google_logging_project_bucket_config",
     "google_storage_bucket",
+    "google_storage_bucket_iam_member",
     "google_container_cluster",
     "google_container_node_pool",
     "google_compute_resource_policy",

@@ -5,6 +5,7 @@
 #   - ML Diagnostics agents: managed (the cluster's GKE version allows the GKE-managed add-on)
 #   - slice trillium: 2 node pool(s) of 4 x ct6e-standard-4t in us-east5-b, COMPACT placement, capacity spot
 #   - workload multislice-train: JobSet, 4 pod(s) per slice x 2 slice(s), 4 chips per pod
+#   - workload multislice-train: failurePolicy.maxRestarts 3 (default for a multislice on Spot capacity: one preempted VM fails every slice)
 #   - cluster add-on for JobSet workloads: jobset 0.9.0 (oci://registry.k8s.io/jobset/charts/jobset; CRD jobsets.jobset.x-k8s.io), installed by the agents stage before the workload namespace
 
 locals {

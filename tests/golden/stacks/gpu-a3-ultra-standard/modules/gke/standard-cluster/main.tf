@@ -63,6 +63,17 @@ resource "google_container_cluster" "this" {
     workload_pool = "${var.project_id}.svc.id.goog"
   }
 
+  # Cloud Storage FUSE CSI driver add-on, on when a workload mounts a bucket (Autopilot has it
+  # on by default): https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-setup
+  dynamic "addons_config" {
+    for_each = var.enable_gcs_fuse_csi_driver ? [true] : []
+    content {
+      gcs_fuse_csi_driver_config {
+        enabled = true
+      }
+    }
+  }
+
   dynamic "managed_machine_learning_diagnostics_config" {
     for_each = var.enable_managed_ml_diagnostics ? [true] : []
     content {

@@ -51,6 +51,12 @@ variable "enable_managed_ml_diagnostics" {
   type        = bool
 }
 
+variable "enable_gcs_fuse_csi_driver" {
+  description = "Turn on the Cloud Storage FUSE CSI driver add-on (GcsFuseCsiDriver) for workloads that mount buckets."
+  type        = bool
+  default     = false
+}
+
 variable "network" {
   description = "VPC network name or self link."
   type        = string
