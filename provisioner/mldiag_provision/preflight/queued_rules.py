@@ -135,20 +135,5 @@ def queued_version(ctx: Context) -> Iterator[Problem]:
 def queued_needs(ctx: Context) -> list[req.VersionNeed]:
     """The GKE minimums of the recipe's queued slices on GKE Standard (one per accelerator
     kind: TPU and GPU); [] without queued slices."""
-    return needs_for_kinds(ctx.catalog, {
+    return req.queued_needs(ctx.catalog, {
         "gpu" if ctx.recipe.spec.slices[i].gpu else "tpu" for i in queued_slices(ctx)})
-
-
-def needs_for_kinds(catalog: object, kinds: set[str]) -> list[req.VersionNeed]:
-    """GKE Standard minimums of queued provisioning for ``kinds`` (``tpu``, ``gpu``): facts
-    ``queuedProvisioning.standardTpuMinVersion`` / ``standardGpuMinVersion``."""
-    out = []
-    for kind in sorted(kinds):
-        key = "standardTpuMinVersion" if kind == "tpu" else "standardGpuMinVersion"
-        fact = catalog.fact("queuedProvisioning", key)  # type: ignore[attr-defined]
-        out.append(req.VersionNeed(
-            catalog.fact_version("queuedProvisioning", key),  # type: ignore[attr-defined]
-            f"queued provisioning of {kind.upper()}s on GKE Standard",
-            catalog.source_url(fact["source"]),  # type: ignore[attr-defined]
-            str(fact.get("confidence", "H"))))
-    return out
