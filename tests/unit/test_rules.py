@@ -81,7 +81,10 @@ def test_every_rule_has_a_test() -> None:
               # lint's TPU rules over the rendered manifests (tests below, tests/rulebook)
               "manifests:" + ",".join(r.id for r in lint_tpu.RULES),
               # tests/unit/test_format_rules.py
-              "gcp-format"}
+              "gcp-format",
+              # tests/unit/test_queued.py
+              "queued-capacity", "queued-reservation", "queued-run-duration",
+              "queued-version", "queued-tpu-version"}
     assert {rule_id for rule_id, _ in RULES} == tested
 
 

@@ -107,29 +107,41 @@ def queued_run_duration(ctx: Context) -> Iterator[Problem]:
                                   expected="at most 7d (168h)", source=limit)
 
 
-@rule("queued-version", facts=("gke.queuedProvisioning.standardGpuMinVersion",
-                               "gke.queuedProvisioning.standardTpuMinVersion"))
-def queued_version(ctx: Context) -> Iterator[Problem]:
-    """A user-given GKE minimum version supports queued provisioning for the queued slices."""
+def _version_problems(ctx: Context, rule_id: str, kind: str) -> Iterator[Problem]:
     spec = ctx.recipe.spec
     if spec.orchestrator.type != "gke-standard" or not spec.orchestrator.min_version:
         return
     version = parsed_min_version(ctx)
     if version is None:
         return  # the gke-version rule reports it
-    for need in queued_needs(ctx):
+    kinds = {"gpu" if spec.slices[i].gpu else "tpu" for i in queued_slices(ctx)}
+    if kind not in kinds:
+        return
+    for need in req.queued_needs(ctx.catalog, {kind}):
         ok = req.satisfies(version, need)
         if ok is True:
             continue
-        yield ctx.problem("queued-version", ("spec", "orchestrator", "minVersion"),
+        yield ctx.problem(rule_id, ("spec", "orchestrator", "minVersion"),
                           f"GKE {version} {'is' if ok is False else 'may resolve to a release'}"
                           f" below {need.version}, the minimum for {need.reason}",
                           value=spec.orchestrator.min_version, expected=f">= {need.version}",
-                          severity=(Severity.WARNING if ok is None or need.confidence != "H"
-                                    else Severity.ERROR),
+                          severity=Severity.WARNING if ok is None else None,
                           source=need.source,
                           hint=f"set minVersion to {need.version} or later, or remove it to "
                                "let the tool choose")
+
+
+@rule("queued-version", facts=("gke.queuedProvisioning.standardGpuMinVersion",))
+def queued_version(ctx: Context) -> Iterator[Problem]:
+    """A user-given GKE minimum version supports queued provisioning of the queued GPUs."""
+    yield from _version_problems(ctx, "queued-version", "gpu")
+
+
+@rule("queued-tpu-version", facts=("gke.queuedProvisioning.standardTpuMinVersion",))
+def queued_tpu_version(ctx: Context) -> Iterator[Problem]:
+    """A user-given GKE minimum version supports flex-start (so queued provisioning) of the
+    queued TPUs."""
+    yield from _version_problems(ctx, "queued-tpu-version", "tpu")
 
 
 def queued_needs(ctx: Context) -> list[req.VersionNeed]:
