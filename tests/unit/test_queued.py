@@ -234,3 +234,33 @@ def test_rendered_kueue_objects_lint_clean_against_the_vendored_crds(recipe: dic
     found = lint_sources([Source("kueue.yaml", bad)], opts).problems
     assert [(p.rule, p.severity) for p in found] == [("k8s-unknown-field", Severity.ERROR)]
     assert "kueue v0.19.2" in found[0].message
+
+
+def test_workloads_stage_applies_the_queues_first_and_deletes_them_last(tmp_path: Path) -> None:
+    """Apply order is k8s/workloads/ file order (queues before the JobSet that names them);
+    a destroy deletes the JobSet first, then the Kueue objects in reverse (Kueue's
+    resource-in-use finalizer keeps each while a workload or a ClusterQueue uses it)."""
+    from mldiag_provision.stack import kube
+
+    res = pipeline.check_file(str(EXAMPLE), load_catalog())
+    plan = build_plan(res.parsed.recipe, res.shapes, load_catalog())
+    for rel, data in render_stack(plan).items():
+        if rel.startswith("k8s/workloads/"):
+            (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+            (tmp_path / rel).write_bytes(data)
+    order = [ref.kind for ref, _, _ in kube.load_manifests(tmp_path)]
+    assert order == ["ProvisioningRequestConfig", "AdmissionCheck", "ResourceFlavor",
+                     "ClusterQueue", "LocalQueue", "JobSet"]
+
+    class _Live(kube.Workloads):  # every object exists: what would a destroy delete?
+        def __init__(self, workdir: Path) -> None:
+            self.workdir = workdir
+
+        def _get(self, ref: kube.ObjectRef) -> dict:
+            return {"metadata": {}}
+
+    changes = _Live(tmp_path).plan(destroy=True).changes
+    assert [c.address.split("/")[0] for c in changes] == [
+        "JobSet", "LocalQueue", "ClusterQueue", "ResourceFlavor", "AdmissionCheck",
+        "ProvisioningRequestConfig"]
+    assert {c.action for c in changes} == {"delete"}
