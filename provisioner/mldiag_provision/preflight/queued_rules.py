@@ -9,8 +9,9 @@ What Google refuses or the tool cannot render, each with its fact in ``catalog/d
   Standard feature; Autopilot GPU support exists but is not rendered here);
 * a reservation on a queued slice (the pool must have reservation affinity none); Spot cannot be
   asked for at all, ``type`` names one provisioning model per slice;
-* a GKE minimum version below the queued provisioning minimum (GPU: 1.28.3-gke.1098000, H;
-  TPU: flex-start's 1.33.0-gke.1712000, M so a warning);
+* a GKE minimum version below the queued provisioning minimum (``queued-version``, GPU:
+  1.28.3-gke.1098000, H; ``queued-tpu-version``, TPU: flex-start's 1.33.0-gke.1712000, M, so
+  a warning);
 * ``maxRunDuration`` over seven days.
 """
 
@@ -143,9 +144,3 @@ def queued_tpu_version(ctx: Context) -> Iterator[Problem]:
     queued TPUs."""
     yield from _version_problems(ctx, "queued-tpu-version", "tpu")
 
-
-def queued_needs(ctx: Context) -> list[req.VersionNeed]:
-    """The GKE minimums of the recipe's queued slices on GKE Standard (one per accelerator
-    kind: TPU and GPU); [] without queued slices."""
-    return req.queued_needs(ctx.catalog, {
-        "gpu" if ctx.recipe.spec.slices[i].gpu else "tpu" for i in queued_slices(ctx)})
