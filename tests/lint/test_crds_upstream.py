@@ -55,7 +55,7 @@ def test_committed_schemas_match_the_generator() -> None:
 
 def test_pins_name_tag_and_commit_and_every_input_is_vendored() -> None:
     pins = yaml.safe_load(crdgen.PINS.read_text())["projects"]
-    assert set(pins) == {"jobset", "lws", "kuberay"}
+    assert set(pins) == {"jobset", "lws", "kuberay", "kueue"}
     sums = crdgen.UPSTREAM.joinpath("SHA256SUMS").read_text().split()
     for project, spec in pins.items():
         for tag, pin in spec["versions"].items():
@@ -124,7 +124,8 @@ def by_rule_list(problems: list, rule: str) -> list:
 
 @pytest.mark.parametrize("items, match", [
     (["jobset=v0.8.2"], "no jobset v0.8.2 CRD is shipped"),
-    (["kueue=v0.1.0"], "unknown project 'kueue'"),
+    (["kueue=v0.1.0"], "no kueue v0.1.0 CRD is shipped"),
+    (["volcano=v1.0.0"], "unknown project 'volcano'"),
 ])
 def test_unshipped_release_or_project_is_a_usage_error(items: list, match: str) -> None:
     with pytest.raises(UsageError, match=match):

@@ -25,7 +25,12 @@ Sources (chart templates; names follow each chart's ``fullname`` helper):
   * jobset: kubernetes-sigs/jobset ``charts/jobset`` (crds/ holds the JobSet CRD, which
     ``helm uninstall`` keeps; templates/controller/deployment.yaml names the Deployment
     ``<fullname>-controller``; templates/webhook/*.yaml the webhook configurations, whose CA
-    bundle the controller's internal certificate manager fills).
+    bundle the controller's internal certificate manager fills);
+  * kueue: kubernetes-sigs/kueue ``charts/kueue`` at v0.19.2 (templates/crd/: the
+    kueue.x-k8s.io CRDs, templates, so ``helm uninstall`` deletes them; served v1beta1 and
+    v1beta2; templates/manager/manager.yaml names the Deployment
+    ``<fullname>-controller-manager``; templates/webhook/manifests.yaml the
+    ``<fullname>-webhook-service``).
 """
 
 from __future__ import annotations
@@ -37,6 +42,15 @@ from dataclasses import dataclass, field
 JETSTACK = "https://charts.jetstack.io"
 MLDIAG_OCI = "oci://us-docker.pkg.dev/ai-on-gke/mldiagnostics-webhook-and-operator-helm"
 JOBSET_OCI = "oci://registry.k8s.io/jobset/charts"
+KUEUE_OCI = "oci://registry.k8s.io/kueue/charts"
+# kind -> (plural, namespaced) of the Kueue CRDs a queued stack uses (and Workload, which
+# Kueue creates per queued Job/JobSet)
+KUEUE_KINDS = {"ResourceFlavor": ("resourceflavors", False),
+               "ClusterQueue": ("clusterqueues", False),
+               "LocalQueue": ("localqueues", True),
+               "AdmissionCheck": ("admissionchecks", False),
+               "ProvisioningRequestConfig": ("provisioningrequestconfigs", False),
+               "Workload": ("workloads", True)}
 # The CA bundle a chart's own certificate manager fills in (a placeholder, not a key).
 SELF_SIGNED_CA = base64.b64encode(b"stand-in chart-managed webhook CA").decode()
 
@@ -242,11 +256,28 @@ def render_jobset(release: str, ns: str, values: dict[str, str]) -> Rendered:
     return out
 
 
+def render_kueue(release: str, ns: str, values: dict[str, str]) -> Rendered:
+    fn = fullname(release, "kueue")
+    out = Rendered(app_version="v0.19.2", notes="Kueue installed.")
+    for kind, (plural, namespaced) in KUEUE_KINDS.items():
+        crd = _crd("kueue.x-k8s.io", kind, plural, ["v1beta2", "v1beta1"], namespaced)
+        out.objects.append(crd)
+    out.objects += [_sa(f"{fn}-controller-manager", ns)]
+    out.objects += _role(f"{fn}-leader-election-role", ns, LEASES)
+    out.objects += [
+        _service(f"{fn}-webhook-service", ns, "kueue", 443),
+        _deployment(f"{fn}-controller-manager", ns, "kueue",
+                    "registry.k8s.io/kueue/kueue"),
+    ]
+    return out
+
+
 CHARTS: dict[str, Chart] = {c.name: c for c in (
     Chart("cert-manager", (JETSTACK,), render_cert_manager),
     Chart("mldiagnostics-injection-webhook", (MLDIAG_OCI,), render_injection_webhook),
     Chart("mldiagnostics-connection-operator", (MLDIAG_OCI,), render_connection_operator),
     Chart("jobset", (JOBSET_OCI,), render_jobset),
+    Chart("kueue", (KUEUE_OCI,), render_kueue),
 )}
 
 

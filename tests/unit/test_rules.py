@@ -85,7 +85,10 @@ def test_every_rule_has_a_test() -> None:
               # tests/unit/test_prod_workloads.py
               "workload-volumes", "workload-tolerations", "workload-annotations",
               "workload-priority-class", "workload-ephemeral-storage",
-              "workload-failure-policy", "workload-kubernetes-only"}
+              "workload-failure-policy", "workload-kubernetes-only",
+              # tests/unit/test_queued.py
+              "queued-capacity", "queued-reservation", "queued-run-duration",
+              "queued-version", "queued-tpu-version"}
     assert {rule_id for rule_id, _ in RULES} == tested
 
 

@@ -1,7 +1,7 @@
 # One accelerator slice as a GKE Standard node pool: a TPU slice (machine type and node count
 # from the catalog, the slice's topology) or a group of GPU VMs (guest accelerators with the
-# GKE-installed driver), on the capacity it runs on (on-demand, spot, a named reservation, or
-# flex-start).
+# GKE-installed driver), on the capacity it runs on (on-demand, spot, a named reservation,
+# flex-start, or flex-start with queued provisioning).
 #
 # Sources:
 # - TPU slice node pools, placement_policy.tpu_topology for multi-host slices:
@@ -14,11 +14,17 @@
 #   what GKE stores (vllm-project/ci-infra PR #547).
 # - Reservation affinity: https://registry.terraform.io/providers/hashicorp/google/latest/docs/resources/container_node_pool#reservation_affinity
 # - Flex-start: https://cloud.google.com/kubernetes-engine/docs/concepts/flex-start-vms
+# - Queued provisioning (capacity = "queued"): the pool gets VMs only through a
+#   ProvisioningRequest (Kueue's admission check); GKE creates it with
+#   --enable-queued-provisioning --flex-start --enable-autoscaling --num-nodes=0
+#   --location-policy=ANY --reservation-affinity=none --no-enable-autorepair:
+#   https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest
 # - GPUs: guest_accelerator with gpu_driver_installation_config lets GKE install the NVIDIA
 #   driver: https://cloud.google.com/kubernetes-engine/docs/how-to/gpus
 
 locals {
-  flex_start  = var.capacity == "flex-start"
+  queued      = var.capacity == "queued"
+  flex_start  = var.capacity == "flex-start" || local.queued
   reservation = var.capacity == "reservation"
   reservation_value = local.reservation ? (
     var.reservation_project == null ? var.reservation : "projects/${var.reservation_project}/reservations/${var.reservation}"
@@ -41,14 +47,15 @@ resource "google_compute_resource_policy" "workload" {
 resource "google_container_node_pool" "this" {
   # Waivers of checkov checks (`mldiag-provision policy` prints them with their reasons):
   #checkov:skip=CKV_GCP_68:secure boot on TPU VM machine types is unverified, and changing shielded_instance_config re-creates the pool, giving back its reserved or spot TPU/GPU capacity
-  #checkov:skip=CKV_GCP_9:auto_repair is on except for flex-start pools, which GKE does not auto-repair (see README); checkov cannot evaluate the expression
+  #checkov:skip=CKV_GCP_9:auto_repair is on except for flex-start and queued pools, which GKE does not auto-repair (see README); checkov cannot evaluate the expression
   project        = var.project_id
   name           = var.name
   cluster        = var.cluster
   location       = var.region
   node_locations = [var.zone]
 
-  # Fixed size = VMs of the slice; flex-start pools scale from 0 to the slice instead.
+  # Fixed size = VMs of the slice; flex-start and queued pools scale from 0 to the slice
+  # instead.
   node_count = local.flex_start ? null : var.node_count
 
   # Per-zone limits, not total_*_node_count: GKE checks a multi-host TPU slice against the
@@ -64,6 +71,14 @@ resource "google_container_node_pool" "this" {
       min_node_count  = 0
       max_node_count  = var.node_count
       location_policy = "ANY"
+    }
+  }
+
+  # Nodes only through a ProvisioningRequest for the whole workload (queued provisioning).
+  dynamic "queued_provisioning" {
+    for_each = local.queued ? [true] : []
+    content {
+      enabled = true
     }
   }
 

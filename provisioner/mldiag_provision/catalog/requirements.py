@@ -76,6 +76,19 @@ def cluster_needs(mode: GkeMode | None, shapes: list[tuple[SliceShape, int]],
     return needs
 
 
+def queued_needs(catalog: Catalog, kinds: set[str]) -> list[VersionNeed]:
+    """GKE Standard minimums of queued provisioning (capacity type ``queued``) for the
+    accelerator ``kinds`` of the queued slices (``tpu``, ``gpu``), sorted: facts
+    ``queuedProvisioning.standardTpuMinVersion`` / ``standardGpuMinVersion`` (GPU: the GKE
+    queued provisioning page, H; TPU: flex-start's TPU minimum, M)."""
+    out = []
+    for kind in sorted(kinds):
+        key = "standardTpuMinVersion" if kind == "tpu" else "standardGpuMinVersion"
+        out.append(_fact_need(catalog, f"queued provisioning of {kind.upper()}s on GKE "
+                                        "Standard", "queuedProvisioning", key))
+    return out
+
+
 def managed_diagnostics_need(catalog: Catalog) -> VersionNeed:
     """GKE minimum for the GKE-managed ML Diagnostics add-on."""
     return _fact_need(catalog, "GKE-managed ML Diagnostics", "mlDiagnostics",

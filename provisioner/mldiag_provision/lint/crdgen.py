@@ -26,6 +26,7 @@ import argparse
 import gzip
 import hashlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -62,6 +63,16 @@ class GenerateError(Exception):
     """The pinned inputs are missing, altered, or no longer have the expected shape."""
 
 
+_RE2_FLAGS_AFTER_ANCHOR = re.compile(r"^\^(\(\?[a-zA-Z]+\))")
+
+
+def _python_pattern(pattern: str) -> str:
+    """An upstream ``pattern`` (RE2: the API server is Go) that Python's ``re`` accepts:
+    inline global flags after the anchor, e.g. Kueue v0.19.2's ``^(?i)[a-z]...``, move in
+    front of it (Python refuses global flags that are not at the start; same meaning)."""
+    return _RE2_FLAGS_AFTER_ANCHOR.sub(lambda m: m.group(1) + "^", pattern)
+
+
 def _strip(node: object) -> object:
     if isinstance(node, list):
         return [_strip(v) for v in node]
@@ -75,6 +86,8 @@ def _strip(node: object) -> object:
             continue
         if k == "properties":
             out[k] = {name: _strip(sub) for name, sub in v.items()}
+        elif k == "pattern" and isinstance(v, str):
+            out[k] = _python_pattern(v)
         else:
             out[k] = _strip(v)
     return out

@@ -202,13 +202,27 @@ def workload_addons(kinds: list[str], catalog: Catalog) -> list[AddonPlan]:
     return out
 
 
+def kueue_addon(catalog: Catalog) -> AddonPlan:
+    """Kueue, the queueing controller of queued capacity (its Helm chart, pinned in
+    catalog/data/gke.yaml ``queuedProvisioning.kueue``; source: Kueue v0.19.2's chart README).
+    It serves the kueue.x-k8s.io CRDs the stack's queue objects use and creates a
+    ProvisioningRequest for each queued workload."""
+    k = catalog.fact("queuedProvisioning", "kueue")
+    c = k["chart"]
+    return AddonPlan(name=str(c["name"]), chart=str(c["chart"]),
+                     repository=str(c["repository"]), version=str(c["version"]),
+                     namespace=str(c["namespace"]), set=(), kind="Kueue-queued",
+                     crd="clusterqueues.kueue.x-k8s.io")
+
+
 def plan_agents(recipe: Recipe, catalog: Catalog, *, creates_cluster: bool, managed_ok: bool,
                 cluster_name: str, gsa_email: str | None,
                 workload_kinds: list[str] | None = None,
-                managed_namespaces: bool = False) -> AgentsPlan:
+                managed_namespaces: bool = False, queued: bool = False) -> AgentsPlan:
     """Everything the agents/ stage renders: strategy, charts, add-ons, namespace, KSA,
     access. ``workload_kinds``: the kinds of the rendered workloads (``Job``, ``JobSet``);
-    ``managed_namespaces``: see :func:`exempt_namespaces`."""
+    ``managed_namespaces``: see :func:`exempt_namespaces`; ``queued``: a slice has capacity
+    type queued, so Kueue (:func:`kueue_addon`) joins the add-ons."""
     diag = recipe.spec.diagnostics
     orch = recipe.spec.orchestrator
     strategy, why = decide_strategy(recipe, creates_cluster=creates_cluster,
@@ -264,6 +278,8 @@ def plan_agents(recipe: Recipe, catalog: Catalog, *, creates_cluster: bool, mana
                        "writes there; Autopilot keeps webhooks out of them): "
                        + ", ".join(skipped))
     addons = workload_addons(list(workload_kinds or []), catalog)
+    if queued:
+        addons.append(kueue_addon(catalog))
     for a in addons:
         reasons.append(f"{a.kind} workloads: the {a.name} controller ({a.chart} "
                        f"{a.version} from {a.repository}, CRD {a.crd}) is installed "

@@ -25,10 +25,14 @@ from mldiag_provision.plan.parts import (
 )
 from mldiag_provision.plan.project import SLICE_LABEL, ProjectPlan
 
+QUEUED = "queued"
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
 if TYPE_CHECKING:
     from mldiag_provision.orchestrators import Orchestrator
     from mldiag_provision.plan.stack import (
         BucketGrantPlan,
+        QueuedPlan,
         SlicePlan,
         StackPlan,
         VolumePlan,
@@ -52,6 +56,9 @@ def _gke_version(unit: Orchestrator, project: ProjectPlan, recipe: Recipe, catal
                                          if isinstance(shape := project.shapes.get(i),
                                                        SliceShape)],
                               catalog)
+    if unit.has(Capability.NODE_POOLS):
+        needs += req.queued_needs(catalog, {sp.kind for sp in project.slices
+                                            if sp.capacity == QUEUED})
     managed_need = req.managed_diagnostics_need(catalog)
     wants_managed = diag.enabled and diag.agents in ("auto", "managed")
     user_version = (GkeVersion.parse(spec.orchestrator.min_version)
@@ -212,6 +219,13 @@ def workload_plan(recipe: Recipe, w: Any, sp: SlicePlan) -> WorkloadPlan:
         annotations.setdefault(GCSFUSE_ANNOTATION, "true")
     fp = getattr(w, "failure_policy", None)
     per_pod = (w.gpus_per_pod or sp.chips_per_vm) if sp.kind == "gpu" else sp.chips_per_vm
+    queue: str | None = None
+    max_run: int | None = None
+    if sp.capacity == QUEUED:
+        queue = kueue_settings(recipe).local_queue
+        cap = next(s.capacity for s in recipe.spec.slices if s.name == sp.name)
+        if cap.max_run_duration:
+            max_run = int(cap.max_run_duration[:-1]) * _UNITS[cap.max_run_duration[-1]]
     return WorkloadPlan(
         name=w.name, slice=sp.name, kind=kind, resource=sp.resource, image=w.image,
         command=tuple(w.command), args=tuple(w.args), env=dict(w.env),
@@ -226,7 +240,47 @@ def workload_plan(recipe: Recipe, w: Any, sp: SlicePlan) -> WorkloadPlan:
         volumes=volumes, tolerations=_tolerations(w), annotations=annotations,
         priority_class_name=getattr(w, "priority_class_name", None),
         max_restarts=decide_max_restarts(w, sp, kind),
-        restart_strategy=fp.restart_strategy if fp is not None and kind == "JobSet" else None)
+        restart_strategy=fp.restart_strategy if fp is not None and kind == "JobSet" else None,
+        queue=queue, max_run_seconds=max_run)
+
+
+def kueue_settings(recipe: Recipe) -> Any:
+    """The recipe's ``spec.kueue``, or its defaults when left out."""
+    from mldiag_provision.recipe.model import Kueue
+
+    return recipe.spec.kueue or Kueue()
+
+
+# Kueue checks quota before the admission check; cpu and memory are covered (the pods request
+# them) with a quota that never binds, as GKE's queued provisioning example does ("Infinite
+# quota"); the accelerators' quota is what the queued slices hold.
+_UNBOUNDED = {"cpu": "10000", "memory": "10000Gi"}
+
+
+def queued_plan(recipe: Recipe, catalog: Catalog, slices: list[SlicePlan]) -> QueuedPlan | None:
+    """The Kueue objects of the queued slices (:class:`~.stack.QueuedPlan`); ``None`` when
+    no slice is queued. Facts: catalog/data/gke.yaml ``queuedProvisioning``."""
+    from mldiag_provision.plan.stack import QueuedPlan
+
+    queued = [sp for sp in slices if sp.capacity == QUEUED]
+    if not queued:
+        return None
+    k = kueue_settings(recipe)
+    facts = catalog.fact("queuedProvisioning", "kueue")
+    quotas: dict[str, int] = {}
+    for sp in queued:
+        quotas[sp.resource] = quotas.get(sp.resource, 0) + (sp.chips or 0) * sp.count
+    return QueuedPlan(
+        api_version=str(facts["apiVersion"]), resource_flavor=k.cluster_queue,
+        cluster_queue=k.cluster_queue, local_queue=k.local_queue,
+        namespace=recipe.spec.diagnostics.kubernetes.namespace,
+        admission_check=f"{k.cluster_queue}-provisioning",
+        provisioning_request_config=f"{k.cluster_queue}-provisioning",
+        provisioning_class=str(catalog.fact("queuedProvisioning", "provisioningClass")["value"]),
+        managed_resources=tuple(sorted(quotas)),
+        quotas={**_UNBOUNDED, **{r: str(q) for r, q in sorted(quotas.items())}},
+        queue_name_label=str(facts["queueNameLabel"]),
+        max_run_annotation=str(facts["maxRunDurationAnnotation"]))
 
 
 def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
@@ -255,7 +309,8 @@ def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
         recipe, catalog, creates_cluster=creates_cluster, managed_ok=managed,
         workload_kinds=kinds, cluster_name=cluster_name,
         gsa_email=gsa_email if wi_binding else None,
-        managed_namespaces=unit.has(Capability.AUTOPILOT_RULES))
+        managed_namespaces=unit.has(Capability.AUTOPILOT_RULES),
+        queued=any(sp.capacity == QUEUED for sp in project.slices))
     agents = agents_plan.strategy
     managed = managed and agents == "managed"
     decisions.append(f"ML Diagnostics agents: {agents} ({agents_plan.reasons[0]})")
@@ -335,7 +390,16 @@ def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
         decisions.append(f"cluster add-on for {a.kind} workloads: {a.name} "
                          f"{a.version} ({a.repository}/{a.chart}; CRD {a.crd}), "
                          "installed by the agents stage before the workload namespace")
+    queued = queued_plan(recipe, catalog, list(project.slices))
+    if queued is not None:
+        decisions.append(
+            f"queued capacity: Kueue LocalQueue {queued.namespace}/{queued.local_queue} -> "
+            f"ClusterQueue {queued.cluster_queue} with the ProvisioningRequest admission check "
+            f"({queued.provisioning_class}, {', '.join(queued.managed_resources)}); applied "
+            "with the workloads (k8s/workloads/00-kueue.yaml, first), which are created "
+            "suspended and carry the queue-name label")
     return StackPlan(
         **project.stack_fields(), services=project.services, cluster=cluster,
         diagnostics=diagnostics, workloads=tuple(workloads), node_pools=tuple(node_pools),
-        decisions=tuple(decisions), agents=agents_plan, bucket_grants=grants)
+        decisions=tuple(decisions), agents=agents_plan, bucket_grants=grants,
+        queued=queued)

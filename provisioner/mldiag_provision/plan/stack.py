@@ -55,7 +55,7 @@ class SlicePlan:
     vms: int
     count: int
     multi_host: bool
-    capacity: str  # on-demand | spot | reservation | flex-start
+    capacity: str  # on-demand | spot | reservation | flex-start | queued
     reservation: str | None
     reservation_project: str | None
     node_selector: Mapping[str, str]
@@ -107,6 +107,13 @@ class WorkloadPlan:
     """JobSet ``failurePolicy.maxRestarts`` (:func:`~.kubernetes.decide_max_restarts`)."""
     restart_strategy: str | None = None
     """JobSet ``failurePolicy.restartStrategy``; None: the controller's default (Recreate)."""
+
+    queue: str | None = None
+    """Kueue LocalQueue of a workload on a queued slice (``kueue.x-k8s.io/queue-name``; the
+    Job/JobSet is created suspended and Kueue admits it); ``None``: not queued."""
+    max_run_seconds: int | None = None
+    """The queued slice's ``maxRunDuration`` in seconds (Kueue's
+    ``provreq.kueue.x-k8s.io/maxRunDurationSeconds`` annotation); ``None``: GKE's default."""
 
 
 @dataclass(frozen=True)
@@ -160,6 +167,31 @@ def _omit_defaults(data: dict[str, Any], defaults: Mapping[str, object]) -> None
             del data[key]  # asdict keeps tuples: () stands for the default []
 
 
+@dataclass(frozen=True)
+class QueuedPlan:
+    """Kueue objects for the queued slices (flex-start with queued provisioning): one
+    ResourceFlavor, a ClusterQueue with the ProvisioningRequest admission check, a LocalQueue
+    in the workload namespace, the AdmissionCheck and its ProvisioningRequestConfig. Facts:
+    catalog/data/gke.yaml ``queuedProvisioning`` (GKE provisioningrequest page, Kueue
+    v0.19.2's provisioning example)."""
+
+    api_version: str  # kueue.x-k8s.io/v1beta2
+    resource_flavor: str
+    cluster_queue: str
+    local_queue: str
+    namespace: str
+    admission_check: str
+    provisioning_request_config: str
+    provisioning_class: str  # queued-provisioning.gke.io
+    managed_resources: tuple[str, ...]
+    """google.com/tpu and/or nvidia.com/gpu: the resources whose pods the check provisions."""
+    quotas: Mapping[str, str]
+    """nominalQuota per covered resource (cpu, memory, accelerators): the queued slices' total
+    as the cluster can at most hold (Kueue admits by quota first, then the check)."""
+    queue_name_label: str
+    max_run_annotation: str
+
+
 DEFAULT_ENGINE = "terraform"
 
 
@@ -199,6 +231,9 @@ class StackPlan:
     """The engine unit that renders and drives the stack (recipe ``spec.engine.name``)."""
     bucket_grants: tuple[BucketGrantPlan, ...] = ()
     """Bucket IAM grants of the workloads' Google service account (Cloud Storage FUSE)."""
+    queued: QueuedPlan | None = None
+    """Kueue objects for queued slices; ``None``: no queued capacity.
+    """
 
     def to_dict(self) -> dict[str, Any]:
         """The plan as JSON-ready data (``.mldiag/plan.json``): field names as keys, nested
@@ -214,6 +249,13 @@ class StackPlan:
             _omit_defaults(data["cluster"], CLUSTER_OMIT_WHEN_DEFAULT)
         for w in data.get("workloads", ()):
             _omit_defaults(w, WORKLOAD_OMIT_WHEN_DEFAULT)
+        # queued capacity's fields only where used: stacks without it keep their plan.json
+        if data["queued"] is None:
+            del data["queued"]
+        for w in data["workloads"]:
+            for key in ("queue", "max_run_seconds"):
+                if w.get(key) is None:
+                    w.pop(key, None)
         return data
 
 

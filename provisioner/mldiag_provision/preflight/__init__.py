@@ -15,6 +15,7 @@ from mldiag_provision.preflight import (  # noqa: F401  (importing registers the
     format_rules,
     manifest_rules,
     name_rules,
+    queued_rules,
     slurm_rules,
     stack_rules,
     tpu_rules,

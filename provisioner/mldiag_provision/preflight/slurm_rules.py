@@ -523,7 +523,8 @@ def capacity(ctx: Context) -> Iterator[Problem]:
     spec = ctx.recipe.spec
     if not _slurm(ctx):
         for i, s in enumerate(spec.slices):
-            if s.capacity.max_run_duration is not None:
+            # queued capacity renders it (queued_rules.py checks it)
+            if s.capacity.max_run_duration is not None and s.capacity.type != "queued":
                 yield ctx.problem("slurm-capacity", ("spec", "slices", i, "capacity",
                                                      "maxRunDuration"),
                                   f"maxRunDuration is only rendered for Slurm flex-start node "

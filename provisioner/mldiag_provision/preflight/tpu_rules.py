@@ -181,7 +181,9 @@ def capacity(ctx: Context) -> Iterator[Problem]:
                               "capacity type 'reservation' needs the reservation's name",
                               expected="a reservation name",
                               hint="add 'reservation: NAME' (gcloud compute reservations list)")
-        if cap.type != "reservation" and (cap.reservation or cap.reservation_project):
+        # queued: queued-capacity says why (the pool's reservation affinity is none)
+        if cap.type not in ("reservation", "queued") and (cap.reservation
+                                                         or cap.reservation_project):
             key = "reservation" if cap.reservation else "reservationProject"
             yield ctx.problem("slice-capacity", (*base, key),
                               f"a reservation is named but capacity type is '{cap.type}'",

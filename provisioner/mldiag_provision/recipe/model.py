@@ -70,6 +70,7 @@ class CrdVersions(_Model):
     jobset: Literal["v0.5.2", "v0.9.0", "v0.12.0"] | None = None
     lws: Literal["v0.10.0"] | None = None
     kuberay: Literal["v1.7.0"] | None = None
+    kueue: Literal["v0.19.2"] | None = None
 
 
 class Orchestrator(_Model):
@@ -103,15 +104,19 @@ class Orchestrator(_Model):
 
 
 class Capacity(_Model):
-    """How the TPU VMs are obtained."""
+    """How the TPU VMs are obtained. ``queued``: flex-start with queued provisioning (Dynamic
+    Workload Scheduler): the node pool scales from 0 when Kueue's ProvisioningRequest for the
+    whole workload is granted (GKE Standard; see ``spec.kueue``)."""
 
-    type: Literal["on-demand", "spot", "reservation", "flex-start"] = "on-demand"
+    type: Literal["on-demand", "spot", "reservation", "flex-start", "queued"] = "on-demand"
     reservation: Annotated[str, Field(pattern=GCE_NAME)] | None = Field(
         None, description="Reservation name (type: reservation).")
     reservation_project: str | None = Field(
         None, description="Project that owns a shared reservation; defaults to spec.project.")
     max_run_duration: Annotated[str, Field(pattern=r"^[1-9][0-9]{0,6}[smhd]$")] | None = Field(
-        None, description="slurm flex-start: how long the VMs may run, e.g. 72h (at most 7d).")
+        None, description="slurm flex-start: how long the VMs may run, e.g. 72h (at most 7d); "
+                          "queued: the ProvisioningRequest's maxRunDurationSeconds (default "
+                          "and at most 7d).")
 
 
 class Slice(_Model):
@@ -524,6 +529,19 @@ class Policy(_Model):
     waivers: list[PolicyWaiver] = Field(default_factory=list)
 
 
+class Kueue(_Model):
+    """Kueue objects for slices with ``capacity.type: queued`` (flex-start with queued
+    provisioning through Kueue's ProvisioningRequest admission check). Kueue itself is
+    installed by the agents/ stage (its Helm chart, pinned in catalog/data/gke.yaml
+    ``queuedProvisioning.kueue``)."""
+
+    cluster_queue: DnsName = Field(
+        "mldiag-queued", description="ClusterQueue the queued workloads are admitted through.")
+    local_queue: DnsName = Field(
+        "mldiag-queued", description="LocalQueue in the workload namespace; the workloads carry "
+                                     "kueue.x-k8s.io/queue-name: <localQueue>.")
+
+
 class Spec(_Model):
     project: Annotated[str, Field(pattern=r"^[a-z][-a-z0-9]{4,28}[a-z0-9]$",
                                   description="Google Cloud project id.")]
@@ -541,6 +559,9 @@ class Spec(_Model):
     policy: Policy | None = Field(
         None, description="Policy gate settings: your policy directories, parameters of the "
                           "bundled rules, waivers with reasons.")
+    kueue: Kueue | None = Field(
+        None, description="Queue names for slices with capacity type queued (defaults apply "
+                          "when left out).")
 
 
 class Recipe(_Model):

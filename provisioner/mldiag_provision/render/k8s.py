@@ -199,6 +199,65 @@ def _failure_policy(w: WorkloadPlan) -> dict[str, Any]:
     return fp
 
 
+def _queued(w: WorkloadPlan, meta: dict[str, Any], spec: dict[str, Any]) -> None:
+    """A workload on a queued slice: Kueue's queue-name label on the Job/JobSet, created
+    suspended (Kueue unsuspends it once admitted: quota, then the ProvisioningRequest check),
+    and the maximum run duration annotation when the slice states one. Source: Kueue v0.19.2
+    site/content/en/docs/tasks/run/jobsets.md, site/static/examples/provisioning/sample-job.yaml
+    (catalog/data/gke.yaml ``queuedProvisioning.kueue``)."""
+    if w.queue is None:
+        return
+    facts = store().doc("gke")["queuedProvisioning"]["kueue"]
+    meta["labels"] = {**meta["labels"], str(facts["queueNameLabel"]): w.queue}
+    if w.max_run_seconds is not None:
+        meta.setdefault("annotations", {})[str(facts["maxRunDurationAnnotation"])] = str(
+            w.max_run_seconds)
+    spec["suspend"] = True
+
+
+def kueue_objects(plan: Any) -> list[dict[str, Any]]:
+    """The Kueue objects of a plan with queued slices (``plan.queued``, a
+    :class:`~mldiag_provision.plan.stack.QueuedPlan`), in the order they reference each
+    other: ProvisioningRequestConfig, AdmissionCheck, ResourceFlavor, ClusterQueue,
+    LocalQueue. Shapes: Kueue v0.19.2 site/static/examples/provisioning/provisioning-setup.yaml
+    with GKE's provisioning class (https://cloud.google.com/kubernetes-engine/docs/how-to/
+    provisioningrequest); [] without queued slices."""
+    q = plan.queued
+    if q is None:
+        return []
+    managed = {"app.kubernetes.io/managed-by": "mldiag-provision"}
+    controller = str(store().doc("gke")["queuedProvisioning"]["kueue"][
+        "admissionCheckController"])
+    covered = list(q.quotas)
+    return [
+        {"apiVersion": q.api_version, "kind": "ProvisioningRequestConfig",
+         "metadata": {"name": q.provisioning_request_config, "labels": managed},
+         "spec": {"provisioningClassName": q.provisioning_class,
+                  "managedResources": list(q.managed_resources)}},
+        {"apiVersion": q.api_version, "kind": "AdmissionCheck",
+         "metadata": {"name": q.admission_check, "labels": managed},
+         "spec": {"controllerName": controller,
+                  "parameters": {"apiGroup": q.api_version.split("/")[0],
+                                 "kind": "ProvisioningRequestConfig",
+                                 "name": q.provisioning_request_config}}},
+        {"apiVersion": q.api_version, "kind": "ResourceFlavor",
+         "metadata": {"name": q.resource_flavor, "labels": managed}},
+        {"apiVersion": q.api_version, "kind": "ClusterQueue",
+         "metadata": {"name": q.cluster_queue, "labels": managed},
+         "spec": {"namespaceSelector": {"matchLabels": {
+                      "kubernetes.io/metadata.name": q.namespace}},
+                  "resourceGroups": [{
+                      "coveredResources": covered,
+                      "flavors": [{"name": q.resource_flavor, "resources": [
+                          {"name": r, "nominalQuota": v} for r, v in q.quotas.items()]}]}],
+                  "admissionChecksStrategy": {"admissionChecks": [
+                      {"name": q.admission_check}]}}},
+        {"apiVersion": q.api_version, "kind": "LocalQueue",
+         "metadata": {"name": q.local_queue, "namespace": q.namespace, "labels": managed},
+         "spec": {"clusterQueue": q.cluster_queue}},
+    ]
+
+
 def workload(plan: WorkloadSource, w: WorkloadPlan) -> list[dict[str, Any]]:
     """The objects of one workload: [headless Service,] Job or JobSet."""
     ns = _diagnostics(plan).kubernetes.namespace
@@ -211,17 +270,16 @@ def workload(plan: WorkloadSource, w: WorkloadPlan) -> list[dict[str, Any]]:
         "template": _pod_template(plan, w, labels),
     }
     if w.kind == "JobSet":
-        return [{
-            "apiVersion": JOBSET_API, "kind": "JobSet",
-            "metadata": {"name": w.name, "namespace": ns, "labels": labels, "annotations": {
-                # one slice per node pool (xpk, tpu-provisioner)
-                str(_EXCLUSIVE["annotation"]): str(_EXCLUSIVE["value"])}},
-            "spec": {
-                "failurePolicy": _failure_policy(w),
-                "replicatedJobs": [{"name": "slice", "replicas": w.slices,
-                                    "template": {"spec": job_spec}}],
-            },
-        }]
+        meta = {"name": w.name, "namespace": ns, "labels": labels, "annotations": {
+            # one slice per node pool (xpk, tpu-provisioner)
+            str(_EXCLUSIVE["annotation"]): str(_EXCLUSIVE["value"])}}
+        spec: dict[str, Any] = {
+            "failurePolicy": _failure_policy(w),
+            "replicatedJobs": [{"name": "slice", "replicas": w.slices,
+                                "template": {"spec": job_spec}}],
+        }
+        _queued(w, meta, spec)
+        return [{"apiVersion": JOBSET_API, "kind": "JobSet", "metadata": meta, "spec": spec}]
     objs: list[dict[str, Any]] = []
     if w.headless_service:
         objs.append({
@@ -235,7 +293,7 @@ def workload(plan: WorkloadSource, w: WorkloadPlan) -> list[dict[str, Any]]:
             "spec": {"clusterIP": "None", "publishNotReadyAddresses": True,
                      "selector": {"job-name": w.name}},
         })
-    objs.append({"apiVersion": "batch/v1", "kind": "Job",
-                 "metadata": {"name": w.name, "namespace": ns, "labels": labels},
-                 "spec": job_spec})
+    meta = {"name": w.name, "namespace": ns, "labels": labels}
+    _queued(w, meta, job_spec)
+    objs.append({"apiVersion": "batch/v1", "kind": "Job", "metadata": meta, "spec": job_spec})
     return objs

@@ -226,6 +226,9 @@ def render_stack(plan: StackPlan, *, root: Path | None = None,
     check(bp, orchestrator=plan.cluster.type, engine=plan.engine)
     files = engines.get(plan.engine).render(plan, bp.manifest, root)
     head = banner("yaml", plan.name)
+    if plan.queued is not None:
+        # applied first (file order): the queues exist before the workloads that name them
+        files["k8s/workloads/00-kueue.yaml"] = _dump_yaml(k8s.kueue_objects(plan), head)
     for w in plan.workloads:
         files[f"k8s/workloads/{w.name}.yaml"] = _dump_yaml(k8s.workload(plan, w), head)
     if plan.slurm is not None:  # Slurm: sbatch scripts, no Kubernetes manifests

@@ -37,6 +37,7 @@ INVENTORY = ".mldiag/workloads.json"
 WORKLOADS_DIR = "k8s/workloads"
 IMMUTABLE_KINDS = frozenset({"Job", "JobSet"})  # pod template immutable: replace on change
 REQUEST_TIMEOUT_S = 30
+KUEUE_GROUP = "kueue.x-k8s.io"  # queue objects: deleted after the workloads
 
 
 @dataclass(frozen=True)
@@ -400,6 +401,12 @@ class Workloads:
         gone = [r for r in read_inventory(self.workdir) if r not in wanted]
         if destroy:
             gone += [r for r, _, _ in load_manifests(self.workdir) if r not in gone]
+        # Kueue's objects last, in reverse apply order: Kueue keeps its finalizer
+        # kueue.x-k8s.io/resource-in-use on a queue while workloads use it, and on a
+        # ResourceFlavor / AdmissionCheck while a ClusterQueue names it (kubernetes-sigs/kueue
+        # v0.19.2 apis/kueue/v1beta2/constants.go), so any other order waits on a finalizer
+        queues = [r for r in gone if r.api_version.startswith(KUEUE_GROUP + "/")]
+        gone = [r for r in gone if r not in queues] + queues[::-1]
         for ref in gone:
             if self._get(ref) is not None:
                 changes.append(ResourceChange(ref.address, f"{ref.api_version}/{ref.kind}",

@@ -227,9 +227,13 @@ def check_accelerator_nodes(cluster: Cluster, plan: StackPlan) -> list[CheckResu
     from mldiag_provision import orchestrators
     from mldiag_provision.orchestrators import Capability
 
-    on_demand = orchestrators.get(plan.cluster.type).has(Capability.NODES_ON_DEMAND)
+    autopilot = orchestrators.get(plan.cluster.type).has(Capability.NODES_ON_DEMAND)
     results = []
     for sp in plan.slices:
+        # pools that scale from 0 (flex-start; queued: only once Kueue's ProvisioningRequest
+        # for a workload is granted, https://cloud.google.com/kubernetes-engine/docs/how-to/
+        # provisioningrequest) have nodes only while a workload runs
+        on_demand = autopilot or sp.capacity in ("flex-start", "queued")
         sel = _selector(sp)
         label_selector = ",".join(f"{k}={v}" for k, v in sel.items())
         evidence = f"Nodes {label_selector}"
@@ -242,8 +246,11 @@ def check_accelerator_nodes(cluster: Cluster, plan: StackPlan) -> list[CheckResu
         want = sp.vms * sp.count
         if not nodes:
             if on_demand:
-                results.append(CheckResult(check, SKIP, "no nodes yet: Autopilot creates them "
-                                           "when a workload asks for the slice", evidence))
+                why = ("Autopilot creates them when a workload asks for the slice" if autopilot
+                       else "the queued pool gets them when Kueue's ProvisioningRequest for a "
+                       "workload is granted" if sp.capacity == "queued"
+                       else "the flex-start pool scales up when a workload asks for the slice")
+                results.append(CheckResult(check, SKIP, f"no nodes yet: {why}", evidence))
             else:
                 results.append(CheckResult(
                     check, FAIL, f"no node has the labels {label_selector}", evidence,
@@ -264,6 +271,42 @@ def check_accelerator_nodes(cluster: Cluster, plan: StackPlan) -> list[CheckResu
             results.append(CheckResult(check, PASS, f"{len(nodes)} node(s), {per_node} "
                                        f"{sp.resource} each", evidence))
     return results
+
+
+def check_kueue(cluster: Cluster, plan: StackPlan) -> CheckResult:
+    """Queued capacity: the Kueue objects the queued workloads go through exist (ClusterQueue,
+    LocalQueue, AdmissionCheck), and the AdmissionCheck is not reported inactive (Kueue sets
+    condition ``Active``; catalog/data/gke.yaml ``queuedProvisioning.kueue``)."""
+    q = plan.queued
+    if q is None:
+        return CheckResult("kueue", SKIP, "no queued capacity in this stack", "-")
+    group, version = q.api_version.split("/")
+    wanted = [("ClusterQueue", "clusterqueues", None, q.cluster_queue),
+              ("LocalQueue", "localqueues", q.namespace, q.local_queue),
+              ("AdmissionCheck", "admissionchecks", None, q.admission_check)]
+    for kind, plural, ns, name in wanted:
+        evidence = f"{kind}/{ns + '/' if ns else ''}{name}"
+        try:
+            obj = (cluster.custom.get_namespaced_custom_object(group, version, ns, plural, name)
+                   if ns else cluster.custom.get_cluster_custom_object(group, version, plural,
+                                                                       name))
+        except Exception as exc:
+            if _not_found(exc) or getattr(exc, "status", None) == 404:
+                return CheckResult("kueue", FAIL, f"{kind} {name} is missing: queued workloads "
+                                   "stay suspended", evidence,
+                                   "apply the workloads stage (k8s/workloads/00-kueue.yaml), "
+                                   "after the cluster stage installed Kueue")
+            return _api_error("kueue", evidence, exc)
+        conditions = ((obj or {}).get("status") or {}).get("conditions") or []
+        inactive = [c for c in conditions if c.get("type") == "Active"
+                    and c.get("status") == "False"]
+        if inactive:
+            return CheckResult("kueue", FAIL, f"{kind} {name} is not active: "
+                               f"{inactive[0].get('message') or inactive[0].get('reason')}",
+                               evidence, f"kubectl describe {kind.lower()} {name}")
+    return CheckResult("kueue", PASS, f"ClusterQueue {q.cluster_queue}, LocalQueue "
+                       f"{q.namespace}/{q.local_queue}, AdmissionCheck {q.admission_check}",
+                       f"{group}/{version}")
 
 
 def check_reachable(cluster: Cluster) -> CheckResult:
@@ -339,6 +382,8 @@ def run_checks(cluster: Cluster, plan: StackPlan, catalog: Catalog) -> list[Chec
         ("webhook-ca-bundle", lambda: check_webhook_ca(cluster, plan)),
         ("nodes", lambda: check_accelerator_nodes(cluster, plan)),
     ]
+    if plan.queued is not None:
+        steps.append(("kueue", lambda: check_kueue(cluster, plan)))
     out: list[CheckResult] = [reach]
     for name, step in steps:
         out.extend(guarded(name, step))

@@ -700,7 +700,9 @@ def _quota_skipped(sl: SliceNeed) -> list[LiveResult]:
     """The SKIP row of a slice whose quota is not checked, and why."""
     why = {"reservation": "reserved capacity was counted against quota when the reservation "
                           "was made",
-           "flex-start": "flex-start capacity: which quota it draws is not on record"}.get(
+           "flex-start": "flex-start capacity: which quota it draws is not on record",
+           "queued": "queued capacity (flex-start with queued provisioning): which quota it "
+                     "draws is not on record"}.get(
         sl.capacity, "the chip count is chosen by Autopilot" if sl.chips <= 0 else
         f"no quota id on record for {sl.accelerator_type} ({sl.capacity})")
     return [LiveResult("quota", SKIP, f"slice {sl.name}: quota not checked ({why})",

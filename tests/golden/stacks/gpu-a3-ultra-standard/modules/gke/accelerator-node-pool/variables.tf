@@ -62,12 +62,12 @@ variable "workload_policy" {
 }
 
 variable "capacity" {
-  description = "on-demand, spot, reservation or flex-start."
+  description = "on-demand, spot, reservation, flex-start or queued (flex-start with queued provisioning: nodes only through a ProvisioningRequest)."
   type        = string
 
   validation {
-    condition     = contains(["on-demand", "spot", "reservation", "flex-start"], var.capacity)
-    error_message = "capacity must be on-demand, spot, reservation or flex-start."
+    condition     = contains(["on-demand", "spot", "reservation", "flex-start", "queued"], var.capacity)
+    error_message = "capacity must be on-demand, spot, reservation, flex-start or queued."
   }
 }
 
