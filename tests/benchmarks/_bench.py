@@ -13,12 +13,17 @@ all runs read bytecode, none writes it. The prefix is deleted at exit.
 
 Floor: ``python -c pass`` with the same interpreter and environment, alternated with the
 command (floor, command, floor, command, ...) so that load on the shared machine hits both.
+
+CPU: next to wall time each run's CPU time (user + system of the child, from
+``getrusage(RUSAGE_CHILDREN)``) is recorded and its median printed: on a shared machine under
+load, wall time mostly measures the queue for a core, CPU time much less so.
 """
 
 from __future__ import annotations
 
 import compileall
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -41,6 +46,7 @@ class Bench:
     """A benchmark session: a pycache prefix with the package's bytecode, and timers."""
 
     def __init__(self) -> None:
+        self.cpu: dict[str, list[float]] = {}
         self.prefix = Path(tempfile.mkdtemp(prefix="mldiag-pycache-"))
         base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         base["PYTHONPYCACHEPREFIX"] = str(self.prefix)
@@ -73,12 +79,18 @@ class Bench:
                      f"{proc.stderr.decode()[-2000:]}{proc.stdout.decode()[-1000:]}")
 
     def once(self, argv: Sequence[str], cwd: Path | None = None,
-             ok: Sequence[int] = (0,)) -> float:
-        """Seconds of one run of ``argv`` (bytecode read, never written)."""
+             ok: Sequence[int] = (0,), name: str | None = None) -> float:
+        """Seconds of one run of ``argv`` (bytecode read, never written); its CPU seconds go
+        to ``self.cpu[name]`` when a name is given."""
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
         t = time.perf_counter()
         proc = subprocess.run(list(argv), cwd=cwd, env=self.env, stdout=subprocess.DEVNULL,
                               stderr=subprocess.PIPE, check=False)
         elapsed = time.perf_counter() - t
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+        if name is not None:
+            self.cpu.setdefault(name, []).append(
+                after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
         if proc.returncode not in ok:
             sys.exit(f"{' '.join(map(str, argv))} exited {proc.returncode}:\n"
                      f"{proc.stderr.decode()[-2000:]}")
@@ -97,12 +109,20 @@ class Bench:
         samples.update({name: [] for name in commands})
         floor = [sys.executable, "-c", "pass"]
         for _ in range(runs):
-            samples["python -c pass"].append(self.once(floor))
+            samples["python -c pass"].append(self.once(floor, name="python -c pass"))
             for name, argv in commands.items():
                 if callable(before):
                     before()
-                samples[name].append(self.once(argv, cwd, ok))
-        return samples
+                samples[name].append(self.once(argv, cwd, ok, name=name))
+        return _Samples(samples, self.cpu)
+
+
+class _Samples(dict):  # type: ignore[type-arg]
+    """Wall-time samples by row, with the CPU-time samples alongside (``cpu``)."""
+
+    def __init__(self, wall: dict[str, list[float]], cpu: dict[str, list[float]]) -> None:
+        super().__init__(wall)
+        self.cpu = cpu
 
 
 def report(title: str, samples: dict[str, list[float]],
@@ -113,14 +133,19 @@ def report(title: str, samples: dict[str, list[float]],
     floor = statistics.median(samples["python -c pass"])
     runs = len(samples["python -c pass"])
     print(title)
-    print(f"  {'command':<34} {'min':>8} {'median':>8} {'max':>8} {'x floor':>8}   "
-          f"(ms, {runs} runs, bytecode compiled, load {os.getloadavg()[0]:.1f}, "
-          f"{os.cpu_count()} CPUs)")
+    cpu = getattr(samples, "cpu", {})
+    cpu_floor = statistics.median(cpu["python -c pass"]) if cpu else 0.0
+    print(f"  {'command':<34} {'min':>8} {'median':>8} {'max':>8} {'x floor':>8} "
+          f"{'CPU med':>8} {'x floor':>8}   (ms, {runs} runs, bytecode compiled, "
+          f"load {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs)")
     ok = True
     for name, s in samples.items():
         med = statistics.median(s)
         line = (f"  {name:<34} {min(s) * 1000:>8.1f} {med * 1000:>8.1f} "
                 f"{max(s) * 1000:>8.1f} {med / floor:>8.2f}")
+        if cpu.get(name):
+            c = statistics.median(cpu[name])
+            line += f" {c * 1000:>8.1f} {c / cpu_floor if cpu_floor else 0:>8.2f}"
         if targets and name in targets:
             unit, limit = targets[name]
             value = med * 1000 if unit == "ms" else med / floor
