@@ -58,9 +58,12 @@ MAX_NODES = 100_000
 # The constructors of the plain core scalar tags (str, int, float, bool, null): pure functions
 # of the node, so calling them directly gives what construct_object gives. Timestamps,
 # binary and unknown tags still go through construct_object.
-_SCALAR_CONSTRUCTORS = {tag: _Loader.yaml_constructors[tag] for tag in (
-    "tag:yaml.org,2002:str", "tag:yaml.org,2002:int", "tag:yaml.org,2002:float",
-    "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null")}
+# A str scalar's value is its text (SafeConstructor.construct_yaml_str -> construct_scalar).
+_SCALAR_CONSTRUCTORS = {
+    "tag:yaml.org,2002:str": lambda _loader, node: node.value,
+    **{tag: _Loader.yaml_constructors[tag] for tag in (
+        "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool",
+        "tag:yaml.org,2002:null")}}
 _FLATTENED = ("tag:yaml.org,2002:merge", "tag:yaml.org,2002:value")
 
 
