@@ -117,24 +117,32 @@ def _c_safe_string(value: str) -> bool:
     """Whether both emitters write ``value`` identically: printable ASCII, and when it has
     line breaks, a plain ``|`` block (no leading space or break, no space before a break or
     at the end, no empty line)."""
-    if not all(" " <= c <= "~" or c == "\n" for c in value):
+    if not value.isascii():
         return False
     if "\n" not in value:
-        return True
+        return value.isprintable()  # for ASCII: space .. tilde
+    if not value.replace("\n", "").isprintable():
+        return False
     return not (value.endswith(" ") or value.startswith((" ", "\n")) or " \n" in value
                 or "\n\n" in value)
 
 
-def _c_safe(node: object, depth: int = 0) -> bool:
+def _c_safe(node: object) -> bool:
     """Whether every key and value below ``node`` is one both emitters write alike."""
-    if isinstance(node, str):
-        return _c_safe_string(node)
-    if isinstance(node, dict):
-        return depth < 200 and all(_c_safe(k, depth + 1) and _c_safe(v, depth + 1)
-                                   for k, v in node.items())
-    if isinstance(node, list):
-        return depth < 200 and all(_c_safe(v, depth + 1) for v in node)
-    return node is None or isinstance(node, (bool, int, float))
+    stack: list[object] = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if not _c_safe_string(item):
+                return False
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+        elif not (item is None or isinstance(item, (bool, int, float))):
+            return False
+    return True
 
 
 def manifest_yaml(docs: list[dict[str, Any]], *, emitter: str = "auto") -> str:
