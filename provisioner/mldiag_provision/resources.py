@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 _PKG = Path(__file__).resolve().parent
 
 
+@functools.cache  # where the package is installed does not change while it runs
 def data_root() -> Path:
     """Directory holding ``blueprints/`` and ``modules/``.
 

@@ -1,13 +1,16 @@
-"""``mldiag-provision`` command line: argument parsing and presentation only.
+"""``mldiag-provision`` entry point: answers ``--version`` at once, hands everything else to
+:mod:`mldiag_provision.cli._main` (the parser and the commands).
 
+Start-up (issue 16): this module imports nothing but :mod:`sys`, so ``--version`` costs about
+one interpreter start; ``_main`` imports only the module of the command being run.
 Exit codes (stable, see :class:`~mldiag_provision.errors.ExitCode`):
   0 ok · 1 invalid input · 2 usage error · 3 refused (conflict) · 70 internal error.
-Tracebacks are shown only with ``--debug``. Heavy imports (Jinja) stay off the validate path.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
 
 def _quiet_interrupt(exc_type: type[BaseException], exc: BaseException, tb: object) -> None:
@@ -20,448 +23,44 @@ def _quiet_interrupt(exc_type: type[BaseException], exc: BaseException, tb: obje
 
 sys.excepthook = _quiet_interrupt
 
-import argparse  # noqa: E402
-import json  # noqa: E402
-from collections.abc import Sequence  # noqa: E402
-
-from mldiag_provision import __version__  # noqa: E402
-from mldiag_provision.console import Console, severity_counts  # noqa: E402
-from mldiag_provision.errors import ExitCode, MldiagError, Problem, UsageError  # noqa: E402
-
-EPILOG = """exit codes: 0 ok, 1 invalid input, 2 usage error, 3 refused (e.g. edited files),
-4 engine (terraform, cluster) failed, 70 internal error; plan --detailed-exitcode: 0 no
-changes, 2 changes, 1 any error. Docs: README.md; recipe schema: mldiag-provision schema."""
+_GLOBAL_FLAGS = ("--debug", "--no-color")
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse prints usage and exits 2 = USAGE
-        self.print_usage(sys.stderr)
-        self.exit(int(ExitCode.USAGE), f"{self.prog}: error: {message}\n")
-
-
-def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="mldiag-provision", epilog=EPILOG,
-                description="Recipe -> preflight -> Terraform stack for Google Cloud ML "
-                            "Diagnostics on TPU clusters.",
-                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--version", action="version", version=f"mldiag-provision {__version__}")
-    p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
-    p.add_argument("--no-color", action="store_true", help="never colour the output")
-    # the same flags are accepted after the command name too
-    common = argparse.ArgumentParser(add_help=False)
-    common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
-                        help=argparse.SUPPRESS)
-    common.add_argument("--no-color", action="store_true", default=argparse.SUPPRESS,
-                        help=argparse.SUPPRESS)
-    sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    _add = sub.add_parser
-
-    def add_parser(name: str, **kw: object) -> argparse.ArgumentParser:
-        return _add(name, parents=[common, *kw.pop("parents", [])], **kw)  # type: ignore[arg-type]
-
-    sub.add_parser = add_parser  # type: ignore[method-assign]
-
-    v = sub.add_parser("validate", help="preflight one or more recipes (nothing is created)")
-    v.add_argument("recipes", nargs="+", metavar="RECIPE", help="recipe file(s); - for stdin")
-    v.add_argument("--output", "-O", choices=("text", "json"), default="text")
-    v.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
-
-    r = sub.add_parser("render", help="preflight a recipe and write its Terraform stack")
-    r.add_argument("recipe", metavar="RECIPE")
-    r.add_argument("-o", "--out", required=True, metavar="DIR", help="stack directory")
-    r.add_argument("--force", action="store_true",
-                   help="overwrite rendered files that were edited by hand")
-    r.add_argument("--check", action="store_true",
-                   help="write nothing: exit 0 when DIR is exactly what a render writes now, "
-                        "1 (listing changed/added/removed files) when it is stale")
-    r.add_argument("--output", "-O", choices=("text", "json"), default="text")
-
-    c = sub.add_parser("catalog", help="list accelerators and explain their topologies")
-    c.add_argument("family", nargs="?", choices=("tpu",), default="tpu")
-    c.add_argument("version", nargs="?", metavar="VERSION", help="e.g. v5e or tpu-v6e-slice")
-    c.add_argument("--output", "-O", choices=("text", "json"), default="text")
-    c.add_argument("--topology", metavar="T", help="with --diagram: the slice to draw, e.g. 2x2x4")
-    c.add_argument("--chips-per-vm", type=int, metavar="N",
-                   help="with --diagram: chips per VM where a topology has two machine types")
-    c.add_argument("--slices", type=int, default=1, metavar="N",
-                   help="with --diagram: a multislice of N slices over DCN")
-    c.add_argument("--diagram", nargs="?", const="-", metavar="FILE.svg",
-                   help="draw the slice (VMs, chips, ICI, wrap, DCN): as text, or as SVG "
-                        "into FILE.svg")
-
-    sub.add_parser("schema", help="print the recipe JSON Schema (for editors and CI)")
-    for module in _command_modules():
-        module.add_parser(sub)
-    return p
-
-
-def _command_modules() -> list:
-    import importlib
-
-    from mldiag_provision.cli.commands import MODULES
-
-    return [importlib.import_module(f"mldiag_provision.cli.commands.{m}") for m in MODULES]
-
-
-# --- commands ----------------------------------------------------------------------------
-
-def _resolution_lines(result) -> list[str]:
-    lines = []
-    recipe = result.parsed.recipe
-    for i, shape in sorted(result.shapes.items()):
-        if shape is None or recipe is None:
-            continue
-        s = recipe.spec.slices[i]
-        if not hasattr(shape, "topology"):  # a GPU slice
-            machine = (f"{shape.machine.name} ({shape.machine.gpus} GPUs per VM)"
-                       if shape.machine else "machine chosen by Autopilot")
-            lines.append(f"slice {s.name}: {shape.gpu.display_name} "
-                         f"({shape.gpu.accelerator}) -> {s.nodes or 1} x {machine}")
-            continue
-        host = f"multi-host, {shape.vms} VMs" if shape.multi_host else "single-host"
-        lines.append(f"slice {s.name}: {shape.version.key} {shape.topology} = {shape.chips} "
-                     f"chips -> {shape.vms} x {shape.machine_type.name} "
-                     f"({shape.chips_per_vm} chips per VM, {host})"
-                     + (f" x {s.count} slices" if s.count > 1 else ""))
-    return lines
-
-
-def cmd_validate(args: argparse.Namespace, out: Console) -> int:
-    from mldiag_provision.catalog.tpu import load_catalog
-    from mldiag_provision.pipeline import check_file
-
-    catalog = load_catalog()
-    results = []
-    unreadable: list[tuple[str, MldiagError]] = []  # every file is still checked
-    for path in args.recipes:
-        try:
-            results.append(check_file(path, catalog))
-        except MldiagError as exc:
-            unreadable.append((path, exc))
-    total_e = len(unreadable)
-    total_w = 0
-    for res in results:
-        e, w = severity_counts(res.report.problems)
-        total_e, total_w = total_e + e, total_w + w
-    failed = total_e > 0 or (args.strict and total_w > 0)
-    if args.output == "json":
-        files = [{"file": r.report.file, "ok": r.report.ok, "slices": _resolution_lines(r),
-                  "problems": [p.to_dict() for p in r.report.problems]} for r in results]
-        files += [{"file": path, "ok": False, "slices": [], "problems": [Problem(
-            rule="file-unreadable", message=exc.message, hint=exc.hint, file=path).to_dict()]}
-            for path, exc in unreadable]
-        out.print(json.dumps({"ok": not failed, "errors": total_e, "warnings": total_w,
-                              "files": files}, indent=2))
-    else:
-        for res in results:
-            for p in res.report.problems:
-                out.problem(p, res.parsed.sourcemap)
-            if res.report.ok:
-                for line in _resolution_lines(res):
-                    out.print(f"{res.report.file}: {line}")
-        for path, exc in unreadable:
-            out.problem(Problem(rule="file-unreadable", message=exc.message, hint=exc.hint,
-                                file=path))
-        out.summary(total_e, total_w, len(results) + len(unreadable))
-    if any(exc.exit_code is ExitCode.USAGE for _, exc in unreadable):
-        return int(ExitCode.USAGE)
-    return int(ExitCode.INVALID if failed else ExitCode.OK)
-
-
-def cmd_render(args: argparse.Namespace, out: Console) -> int:
-    from pathlib import Path
-
-    from mldiag_provision.catalog.tpu import load_catalog
-    from mldiag_provision.pipeline import check_file
-    from mldiag_provision.plan.stack import build_plan
-    from mldiag_provision.policy import policy_data
-    from mldiag_provision.render.stack import GENERATOR, render_stack
-    from mldiag_provision.render.writer import write_tree
-
-    catalog = load_catalog()
-    res = check_file(args.recipe, catalog)
-    errors, warnings = severity_counts(res.report.problems)
-    if errors or res.parsed.recipe is None:
-        if args.output == "json":
-            out.print(json.dumps({"ok": False, "problems": [p.to_dict() for p in
-                                                             res.report.problems]}, indent=2))
-        else:
-            for p in res.report.problems:
-                out.problem(p, res.parsed.sourcemap)
-            out.print(f"nothing rendered: {errors} error(s) in {res.report.file}")
-        return int(ExitCode.INVALID)
-    plan = build_plan(res.parsed.recipe, res.shapes, catalog)
-    files = render_stack(plan, policy=policy_data(res.parsed.recipe))
-    if not args.out.strip():
-        raise UsageError("-o/--out is empty", hint="give the stack directory, e.g. -o out/stack")
-    if args.check:
-        return _render_check(args, out, files, plan.name)
-    import contextlib
-
-    from mldiag_provision.plan.previous import render_time_problems
-    from mldiag_provision.stack.lock import locked
-
-    # A stack already rendered here may be in use by plan/apply/destroy: take the same
-    # work-directory lock (refused, exit 3, while one runs). A directory without .mldiag/ is
-    # new or not ours; write_tree judges it, and no lock file is created there first.
-    guard = (locked(Path(args.out), "render") if (Path(args.out) / ".mldiag").is_dir()
-             else contextlib.nullcontext())
-    with guard:
-        # checks against the stack already in the directory (before its plan.json is replaced)
-        res.report.problems.extend(render_time_problems(Path(args.out), res.parsed.recipe,
-                                                        res.parsed.sourcemap))
-        errors, warnings = severity_counts(res.report.problems)
-        written = write_tree(Path(args.out), files, generator=GENERATOR, stack=plan.name,
-                             force=args.force)
-    if args.output == "json":
-        out.print(json.dumps({"ok": True, "out": str(written.out), "written": written.written,
-                              "unchanged": written.unchanged, "removed": written.removed,
-                              "decisions": plan.decisions,
-                              "problems": [p.to_dict() for p in res.report.problems]},
-                             indent=2))
-        return int(ExitCode.OK)
-    for p in res.report.problems:
-        out.problem(p, res.parsed.sourcemap)
-    for d in plan.decisions:
-        out.print(f"  {d}")
-    out.print(out.style(f"rendered {len(written.written)} file(s) to {written.out}", "green")
-              + (f" ({len(written.unchanged)} unchanged)" if written.unchanged else "")
-              + (f", removed {len(written.removed)}" if written.removed else "")
-              + (f"; {warnings} warning(s)" if warnings else ""))
-    return int(ExitCode.OK)
-
-
-def _render_check(args: argparse.Namespace, out: Console, files: dict[str, bytes],
-                  stack: str) -> int:
-    """``render --check``: compare DIR with the in-memory render; 0 identical, 1 stale."""
-    from pathlib import Path
-
-    from mldiag_provision.render.check import check_tree
-    from mldiag_provision.render.stack import GENERATOR
-
-    target = Path(args.out)
-    if target.exists() and not target.is_dir():
-        raise UsageError(f"{target} is a file, not a work directory",
-                         hint="give the stack directory with -o")
-    res = check_tree(target, files, generator=GENERATOR, stack=stack)
-    if args.output == "json":
-        out.print(json.dumps({"ok": res.identical, **res.to_dict()}, indent=2))
-        return int(ExitCode.OK if res.identical else ExitCode.INVALID)
-    if res.identical:
-        out.print(out.style("up to date:", "green", "bold")
-                  + f" {target} is exactly what `render` writes for {args.recipe}")
-        return int(ExitCode.OK)
-    if not res.exists:
-        out.print(out.style("stale:", "red", "bold") + f" {target} does not exist; a render "
-                  f"would write {len(res.added)} file(s)")
-    else:
-        count = len(res.changed) + len(res.added) + len(res.removed) + len(res.unmanaged)
-        out.print(out.style("stale:", "red", "bold") + f" {target} differs from what `render` "
-                  f"writes for {args.recipe} ({count} file(s))")
-        edited = set(res.edited)
-        rows = ([("changed", r, " (edited by hand)" if r in edited else "")
-                 for r in res.changed]
-                + [("added", r, "") for r in res.added]
-                + [("removed", r, "") for r in res.removed]
-                + [("unmanaged", r, " (not written by render)") for r in res.unmanaged])
-        for kind, rel, note in rows:
-            out.print(f"  {kind:<9} {rel}{note}")
-    out.print(f"  hint: run `mldiag-provision render {args.recipe} -o {args.out}"
-              + (" --force" if res.edited else "") + "` and commit the result"
-              + ("; move hand edits into the recipe first" if res.edited else ""))
-    return int(ExitCode.INVALID)
-
-
-def cmd_catalog(args: argparse.Namespace, out: Console) -> int:
-    from mldiag_provision.catalog.tpu import load_catalog
-
-    catalog = load_catalog()
-    if args.version is None:
-        rows = [{"version": v.key, "name": v.display_name, "accelerator": v.accelerator,
-                 "dimensions": v.dimensions, "machineTypes": sorted(v.machine_types),
-                 "autopilotMinGke": str(v.autopilot_min) if v.autopilot_min else None}
-                for v in catalog.versions.values()]
-        if args.output == "json":
-            out.print(json.dumps(rows, indent=2))
-            return 0
-        out.print(f"{'VERSION':<8} {'ACCELERATOR LABEL':<22} {'DIM':<4} {'AUTOPILOT >=':<20} "
-                  "MACHINE TYPES")
-        for r in rows:
-            out.print(f"{r['version']:<8} {r['accelerator']:<22} {str(r['dimensions']) + 'D':<4} "
-                      f"{r['autopilotMinGke'] or '-':<20} {', '.join(r['machineTypes'])}")
-        out.print("\nmldiag-provision catalog tpu VERSION  explains one version's topologies")
-        return 0
-    v = catalog.version(args.version)
-    if v is None:
-        from mldiag_provision.recipe.parse import suggest
-
-        raise UsageError(f"unknown TPU version '{args.version}'",
-                         hint=suggest(args.version, catalog.version_names())
-                         or "known: " + ", ".join(sorted(catalog.versions)))
-    if args.diagram is not None or args.topology:
-        return _catalog_diagram(args, out, catalog, v)
-    shapes = []
-    for topo, names in v.topologies.items():
-        for name in names:
-            s = catalog.resolve(v.key, topo, v.machine_types[name].chips_per_vm)
-            shapes.append({"topology": topo, "chips": s.chips, "machineType": name,
-                           "chipsPerVm": s.chips_per_vm, "vms": s.vms,
-                           "hosts": "multi-host" if s.multi_host else "single-host"})
-    if args.output == "json":
-        out.print(json.dumps({"version": v.key, "accelerator": v.accelerator,
-                              "aliases": list(v.aliases), "dimensions": v.dimensions,
-                              "topologies": shapes, "allowed": catalog.describe_allowed(v),
-                              "large3d": ({"multipleOf": v.large3d.multiple_of,
-                                           "nondecreasing": v.large3d.nondecreasing,
-                                           "maxTopology": "x".join(map(str, v.large3d.max_dims)),
-                                           "minChips": v.large3d.min_chips,
-                                           "machineType": v.large3d.machine_type}
-                                          if v.large3d else None),
-                              "zones": list(v.zones), "source": catalog.source_url(v.source)},
-                             indent=2))
-        return 0
-    out.print(out.style(f"{v.display_name} ({v.key})", "bold") +
-              f"  nodeSelector cloud.google.com/gke-tpu-accelerator: {v.accelerator}")
-    out.print(f"source: {catalog.source_url(v.source)}")
-    if v.autopilot_min or v.standard_min:
-        out.print(f"GKE minimum: Autopilot {v.autopilot_min or '-'}, Standard "
-                  f"{v.standard_min or '-'}")
-    out.print(f"\n{'TOPOLOGY':<10} {'CHIPS':>5}  {'MACHINE TYPE':<20} {'CHIPS/VM':>8} "
-              f"{'VMS':>4}  SLICE")
-    for s in shapes:
-        out.print(f"{s['topology']:<10} {s['chips']:>5}  {s['machineType']:<20} "
-                  f"{s['chipsPerVm']:>8} {s['vms']:>4}  {s['hosts']}")
-    if v.large3d:
-        lg = v.large3d
-        out.print(f"\nabove 64 chips: AxBxC with every dimension a multiple of {lg.multiple_of}, "
-                  f"A <= B <= C, up to {'x'.join(map(str, lg.max_dims))} ({lg.machine_type})")
-    ambiguous = [t for t, n in v.topologies.items() if len(n) > 1]
-    if ambiguous:
-        out.print(f"\n{', '.join(ambiguous)}: two machine types; set chipsPerVm in the recipe "
-                  "(google.com/tpu per pod) to choose")
-    if v.zones:
-        out.print(f"zones: {', '.join(v.zones)}")
-    return 0
-
-
-# Drawing more chips only makes an unreadable picture; the largest GKE v4 slice is 3072.
-MAX_DIAGRAM_CHIPS = 4096
-
-
-def _catalog_diagram(args: argparse.Namespace, out: Console, catalog, v) -> int:
-    """``catalog tpu VERSION --topology T --diagram [FILE.svg]``: text on the terminal, or
-    the SVG written to FILE.svg."""
-    from pathlib import Path
-
-    from mldiag_provision.catalog.tpu import ShapeError
-    from mldiag_provision.render import topology as pictures
-
-    if not args.topology or args.diagram is None:
-        raise UsageError("--topology and --diagram go together",
-                         hint=f"mldiag-provision catalog tpu {v.key} --topology T --diagram "
-                              "[FILE.svg]")
-    if args.slices < 1:
-        raise UsageError(f"--slices {args.slices}: a multislice has at least 1 slice")
-    try:
-        shape = catalog.resolve(v.key, args.topology, args.chips_per_vm)
-    except ShapeError as exc:
-        field = {"chipsPerVm": "--chips-per-vm", "topology": "--topology"}.get(exc.field,
-                                                                            exc.field)
-        raise UsageError(f"{field}: {exc.message}",
-                         hint=(f"allowed: {exc.expected}" if exc.expected else exc.hint)
-                         ) from None
-    if shape.chips * args.slices > MAX_DIAGRAM_CHIPS:
-        raise UsageError(f"{shape.chips * args.slices} chips are too many to draw "
-                         f"(at most {MAX_DIAGRAM_CHIPS})", hint="draw a smaller topology")
-    drawing = pictures.tpu_drawing(f"{v.key}-{args.topology}", v.key, v.dimensions,
-                                   shape.topology, shape.chips_per_vm,
-                                   shape.machine_type.name, args.slices)
-    if args.diagram == "-":
-        out.print(pictures.text([drawing]).rstrip("\n"))
-        return 0
-    path = Path(args.diagram)
-    try:
-        path.write_text(pictures.svg([drawing]), encoding="utf-8")
-    except OSError as exc:
-        raise UsageError(f"cannot write {path}: {exc.strerror}",
-                         hint="give a writable FILE.svg") from None
-    out.print(f"wrote {path}: {drawing.chips * drawing.count} chips on "
-              f"{drawing.vms * drawing.count} VMs")
-    return 0
-
-
-def cmd_schema(args: argparse.Namespace, out: Console) -> int:
-    from mldiag_provision.recipe.model import json_schema
-
-    out.print(json.dumps(json_schema(), indent=2, sort_keys=True))
-    return 0
-
-
-COMMANDS = {"validate": cmd_validate, "render": cmd_render, "catalog": cmd_catalog,
-            "schema": cmd_schema}
+def asks_version(argv: Sequence[str]) -> bool:
+    """True when argparse would print the version and exit 0 before anything else: the first
+    argument after the top-level flags is ``--version`` or an abbreviation of it that no
+    other top-level option shares (``--v`` ...)."""
+    rest = list(argv)
+    while rest and rest[0] in _GLOBAL_FLAGS:
+        rest.pop(0)
+    return bool(rest) and len(rest[0]) >= 3 and "--version".startswith(rest[0])
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line ``argv`` (default ``sys.argv[1:]``); returns the exit code."""
     argv_list = list(sys.argv[1:] if argv is None else argv)
-    # Under --detailed-exitcode, 2 means "changes" (drift): every error exits 1 instead, as
-    # with Terraform's -detailed-exitcode, so a typo in a scheduled drift job is not drift.
-    detailed = any(len(a) >= 5 and "--detailed-exitcode".startswith(a.split("=")[0])
-                   for a in argv_list)  # argparse accepts unique prefixes (--detailed)
-    parser = build_parser()
-    try:
-        args = parser.parse_args(argv_list)
-    except SystemExit as exc:
-        if detailed and exc.code == int(ExitCode.USAGE):
-            return int(ExitCode.INVALID)
-        raise
-    if not args.command:
-        parser.print_help(sys.stderr)
-        return int(ExitCode.USAGE)
-    out = Console(sys.stdout, color=False if args.no_color else None)
-    err = Console(sys.stderr, color=False if args.no_color else None)
-    commands = dict(COMMANDS)
-    commands.update({m.NAME: m.run for m in _command_modules()})
-    try:
-        return commands[args.command](args, out)
-    except MldiagError as exc:
-        if getattr(args, "output", "text") == "sarif":
-            # a SARIF consumer still gets a log: one run that says it did not complete
-            out.print(json.dumps({
-                "version": "2.1.0",
-                "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-                "runs": [{"tool": {"driver": {"name": "mldiag-provision",
-                                              "version": __version__}},
-                          "invocations": [{"executionSuccessful": False,
-                                           "exitCode": int(exc.exit_code),
-                                           "toolExecutionNotifications": [{
-                                               "level": "error",
-                                               "message": {"text": exc.message}}]}],
-                          "results": []}]}, indent=2))
-        elif getattr(args, "output", "text") == "json":
-            out.print(json.dumps({"ok": False, "error": {
-                "message": exc.message, "hint": exc.hint, "exitCode": int(exc.exit_code),
-                "problems": [p.to_dict() for p in exc.problems]}}, indent=2))
-        err.print(f"{err.style('error', 'red', 'bold')}: {exc.message}")
-        if exc.hint:
-            err.print(f"  hint: {exc.hint}")
-        if detailed:  # 2 is "changes": every error is 1, as with terraform
-            return int(ExitCode.INVALID)
-        return int(exc.exit_code)
-    except KeyboardInterrupt:
-        err.print("interrupted")
-        return 130
-    except BrokenPipeError:
-        # the reader went away (| head): say nothing more, exit like a SIGPIPE'd program
-        import os
+    if asks_version(argv_list):
+        from mldiag_provision import __version__
 
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 141
-    except Exception as exc:  # a bug: say so, hide the traceback unless --debug
-        if args.debug:
-            raise
-        err.print(f"{err.style('internal error', 'red', 'bold')}: {type(exc).__name__}: {exc}")
-        err.print("  this is a bug in mldiag-provision; re-run with --debug for the traceback")
-        return int(ExitCode.INTERNAL)
+        sys.stdout.write(f"mldiag-provision {__version__}\n")
+        return 0
+    from mldiag_provision.cli._main import main as run
+
+    return run(argv_list)
+
+
+def __getattr__(name: str) -> object:
+    """The parser and command functions (``build_parser``, ``cmd_validate``...) still
+    import from here; they live in ``_main``, loaded on first use (never for a dunder such
+    as ``__path__``, which the import system probes)."""
+    if name.startswith("__"):
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from mldiag_provision.cli import _main
+
+    try:
+        return getattr(_main, name)
+    except AttributeError:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}") from None
 
 
 if __name__ == "__main__":  # pragma: no cover

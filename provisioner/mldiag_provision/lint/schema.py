@@ -11,7 +11,15 @@ checked against ``lint/data/crds.yaml``, whose embedded Kubernetes types point i
 version's definitions. Kinds nobody ships a schema for are reported (info) and skipped.
 
 Design constraints: validators are built once per (version, kind) and cached, because a
-1,000-manifest run must stay under two seconds; nothing here raises for bad input.
+1,000-manifest run must stay under one second; nothing here raises for bad input.
+
+Two validators per schema (issue 16): a compiled one (``jsonschema-rs``, PyPI
+``jsonschema-rs``, Rust) only *decides* whether an object is valid; only an object it does
+not accept (or cannot take: a YAML date, an integer beyond 64 bits) goes through
+python-jsonschema, whose errors :func:`_translate` turns into problems. A valid object has no
+schema problems either way, so the findings are the same; ``tests/lint/test_compiled_schema.py``
+checks that over the lint corpus, the rendered goldens and type mutations. Set
+``MLDIAG_LINT_COMPILED=0`` to use python-jsonschema alone.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ import datetime
 import functools
 import importlib.util
 import json
+import os
 import re
 from dataclasses import dataclass
 from decimal import Decimal
@@ -270,14 +279,24 @@ class SchemaSet:
 
     ``crd_versions``: ``(("jobset", "v0.5.2"), ...)``; a project not named gets its newest
     shipped release, and findings against it only warn (the cluster may run another release).
+    ``compiled``: whether jsonschema-rs decides which objects are valid (see the module
+    docstring); default on unless ``MLDIAG_LINT_COMPILED=0``.
     """
 
-    def __init__(self, version: str, crd_versions: tuple[tuple[str, str], ...] = ()) -> None:
+    def __init__(self, version: str, crd_versions: tuple[tuple[str, str], ...] = (),
+                 compiled: bool | None = None) -> None:
         self.version = version
+        # compiled: decide valid objects with jsonschema-rs (None: unless
+        # MLDIAG_LINT_COMPILED=0); python-jsonschema alone otherwise
+        self.compiled = (os.environ.get("MLDIAG_LINT_COMPILED", "1") != "0"
+                         if compiled is None else compiled)
         self.crd_versions = dict(crd_versions)
         self.dir = schema_root() / f"v{version}.0-local-strict"
         self._stems = {p.name[:-5] for p in self.dir.iterdir() if p.name.endswith(".json")}
         self._validators: dict[tuple[str, str], object] = {}
+        self._schemas: dict[tuple[str, str], tuple[dict | None, str]] = {}
+        self._compiled: dict[tuple[str, str], object | None] = {}
+        self._compiled_registry: object | None = None
         self._crd: dict[tuple[str, str], CrdKind | None] = {}
         self._defs: dict | None = None
         self._registry: object | None = None
@@ -307,6 +326,26 @@ class SchemaSet:
     def _validator(self, schema: dict) -> object:
         return _validator_class()(schema, registry=self.registry())
 
+    def _compiled_validator(self, schema: dict) -> object | None:
+        """The jsonschema-rs validator of ``schema`` (the same documents behind its $refs),
+        or None when jsonschema-rs is missing, switched off or refuses the schema."""
+        if not self.compiled:
+            return None
+        try:
+            import jsonschema_rs
+        except ImportError:
+            return None
+        try:
+            if self._compiled_registry is None:
+                crd_doc, _ = crd_document()
+                self._compiled_registry = jsonschema_rs.Registry(
+                    [(K8S_DEFS_URI, self.defs), (CRD_URI, crd_doc)])
+            # formats are annotations only, as for python-jsonschema without a format checker
+            return jsonschema_rs.Draft202012Validator(
+                schema, registry=self._compiled_registry, validate_formats=False)
+        except Exception:  # a schema it cannot compile: python-jsonschema decides alone
+            return None
+
     @staticmethod
     def _gvk_matches(schema: dict, api_version: str, kind: str) -> bool:
         group, _, version = api_version.rpartition("/")
@@ -333,23 +372,49 @@ class SchemaSet:
         """Whether the installed release of this CRD's project was stated."""
         return crd is not None and crd.project in self.crd_versions
 
-    def validator_for(self, api_version: str, kind: str) -> tuple[object | None, str]:
-        """(validator, origin) where origin is ``"k8s"``, ``"crd"`` or ``""`` (no schema)."""
+    def schema_for(self, api_version: str, kind: str) -> tuple[dict | None, str]:
+        """(schema, origin) where origin is ``"k8s"``, ``"crd"`` or ``""`` (no schema)."""
         key = (api_version, kind)
-        if key in self._validators:
-            return self._validators[key]  # type: ignore[return-value]
-        result: tuple[object | None, str] = (None, "")
+        if key in self._schemas:
+            return self._schemas[key]
+        result: tuple[dict | None, str] = (None, "")
         stem = _file_stem(api_version, kind)
         if stem in self._stems and builtin_group(api_version.rpartition("/")[0]):
             schema = self._load(stem)
             if self._gvk_matches(schema, api_version, kind):
-                result = (self._validator(schema), "k8s")
+                result = (schema, "k8s")
         if result[0] is None:
             crd = self.crd_kind(api_version, kind)
             if crd is not None:
-                result = (self._validator({"$ref": f"{CRD_URI}#/$defs/{crd.key}"}), "crd")
-        self._validators[key] = result  # type: ignore[assignment]
+                result = ({"$ref": f"{CRD_URI}#/$defs/{crd.key}"}, "crd")
+        self._schemas[key] = result
         return result
+
+    def validator_for(self, api_version: str, kind: str) -> tuple[object | None, str]:
+        """(python-jsonschema validator, origin) where origin is ``"k8s"``, ``"crd"`` or
+        ``""`` (no schema)."""
+        key = (api_version, kind)
+        if key not in self._validators:
+            schema, origin = self.schema_for(api_version, kind)
+            self._validators[key] = (None if schema is None else self._validator(schema),
+                                     origin)
+        return self._validators[key]  # type: ignore[return-value]
+
+    def accepts(self, api_version: str, kind: str, data: object) -> bool:
+        """True when the compiled validator finds ``data`` valid against this kind's schema;
+        False when it does not, cannot take ``data`` (a YAML date, a huge integer), or there
+        is no compiled validator (then python-jsonschema decides)."""
+        key = (api_version, kind)
+        if key not in self._compiled:
+            schema, _ = self.schema_for(api_version, kind)
+            self._compiled[key] = None if schema is None else self._compiled_validator(schema)
+        compiled = self._compiled[key]
+        if compiled is None:
+            return False
+        try:
+            return bool(compiled.is_valid(data))  # type: ignore[attr-defined]
+        except Exception:  # a value it has no JSON type for
+            return False
 
     def served_api_versions(self, kind: str) -> list[str]:
         """apiVersions under which this Kubernetes version serves ``kind`` (built-in kinds)."""
@@ -554,14 +619,16 @@ def _check_quantities(node: object, path: Path, emit: _Emit, depth: int = 0) -> 
 
 def validate_resource(res: Resource, schemas: SchemaSet) -> list[Problem]:
     """All schema problems of one object (never raises for bad input)."""
-    validator, origin = schemas.validator_for(res.api_version, res.kind)
+    schema, origin = schemas.schema_for(res.api_version, res.kind)
     crd = schemas.crd_kind(res.api_version, res.kind) if origin == "crd" else None
     emit = _Emit(res, origin, crd.source if crd else None, crd, schemas.stated(crd))
-    if validator is None:
+    if schema is None:
         _unknown_kind(res, schemas, emit)
-    else:
+    elif not schemas.accepts(res.api_version, res.kind, res.data):
+        # rejected (or undecided): python-jsonschema's errors, translated into problems
+        validator, _ = schemas.validator_for(res.api_version, res.kind)
         seen: set[tuple[Path, str]] = set()
-        for err in validator.iter_errors(res.data):  # type: ignore[attr-defined]
+        for err in validator.iter_errors(res.data):  # type: ignore[union-attr]
             key = (tuple(err.absolute_path), err.validator)
             if key in seen:
                 continue

@@ -51,6 +51,13 @@ def _service(ctx: LintContext, res: Resource, sub: object) -> Resource | None:
     return found[0] if found else None
 
 
+def _multi_host_resources(ctx: LintContext) -> set[int]:
+    """ids of the objects with a multi-host TPU pod template (memoised per run: one pass
+    over the TPU pods instead of one per JobSet)."""
+    return ctx.memo("wiring_multi_host", lambda: {  # type: ignore[return-value]
+        id(tp.template.resource) for tp in tpu_pods(ctx) if tp.multi_host})
+
+
 def check_wiring(ctx: LintContext) -> Iterator[Problem]:
     """Services without publishNotReadyAddresses, JobSet network switched off, fixed
     hostnames in Indexed Jobs."""
@@ -72,8 +79,7 @@ def check_wiring(ctx: LintContext) -> Iterator[Problem]:
             if id(res) in seen:
                 continue
             seen.add(id(res))
-            tpu_multihost = any(tp.multi_host and tp.template.resource is res
-                                for tp in tpu_pods(ctx))
+            tpu_multihost = id(res) in _multi_host_resources(ctx)
             for key in ("enableDNSHostnames", "publishNotReadyAddresses"):
                 value = res.get("spec", "network", key)
                 if key == "enableDNSHostnames" and tpu_multihost:

@@ -55,6 +55,18 @@ def _yaml_error_problem(exc: yaml.YAMLError, file: str) -> Problem:
 MAX_NODES = 100_000
 
 
+# The constructors of the plain core scalar tags (str, int, float, bool, null): pure functions
+# of the node, so calling them directly gives what construct_object gives. Timestamps,
+# binary and unknown tags still go through construct_object.
+# A str scalar's value is its text (SafeConstructor.construct_yaml_str -> construct_scalar).
+_SCALAR_CONSTRUCTORS = {
+    "tag:yaml.org,2002:str": lambda _loader, node: node.value,
+    **{tag: _Loader.yaml_constructors[tag] for tag in (
+        "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool",
+        "tag:yaml.org,2002:null")}}
+_FLATTENED = ("tag:yaml.org,2002:merge", "tag:yaml.org,2002:value")
+
+
 class _TooLarge(Exception):
     def __init__(self, node: yaml.Node, message: str) -> None:
         super().__init__(message)
@@ -99,16 +111,20 @@ class _Builder:
 
     def _scalar(self, node: yaml.Node, path: Path) -> object:
         """A scalar's value; an unreadable one becomes a problem at its own position."""
-        where = {"path": _fmt(path), "file": self.sm.file, "line": node.start_mark.line + 1,
-                 "column": node.start_mark.column + 1}
         try:
-            value = self.loader.construct_object(node, deep=True)
+            # a plain scalar of a core tag: its constructor directly (what construct_object
+            # would call, without its bookkeeping); anything else the generic way
+            construct = _SCALAR_CONSTRUCTORS.get(node.tag) \
+                if isinstance(node, yaml.ScalarNode) else None
+            value = construct(self.loader, node) if construct is not None \
+                else self.loader.construct_object(node, deep=True)
             if isinstance(value, str) and isinstance(node, yaml.ScalarNode) and not node.style:
                 kind = confusable(value)
                 if kind:
                     self.sm.confusables[path] = kind
             return value
         except yaml.constructor.ConstructorError as exc:
+            where = self._where(node, path)
             what = exc.problem or "it cannot be read"
             tagged = "tag" in what
             self.problems.append(Problem(
@@ -118,19 +134,31 @@ class _Builder:
         except (ValueError, TypeError, OverflowError) as exc:
             self.problems.append(Problem(
                 rule="yaml-value", message=f"YAML value {node.value!r} cannot be read ({exc})",
-                hint="quote the value to keep it a string", **where))
+                hint="quote the value to keep it a string", **self._where(node, path)))
         return None
+
+    def _where(self, node: yaml.Node, path: Path) -> dict:
+        """A problem's location fields for ``node`` (formatted only when one is reported)."""
+        return {"path": _fmt(path), "file": self.sm.file, "line": node.start_mark.line + 1,
+                "column": node.start_mark.column + 1}
 
     def _mapping(self, node: yaml.MappingNode, path: Path) -> dict:
         # the node's own keys, remembered across visits: flatten_mapping changes the node in
-        # place, and an alias visits the same node again
-        own = self._own.setdefault(id(node), {id(k) for k, _ in node.value
-                                              if k.tag != "tag:yaml.org,2002:merge"})
-        self.loader.flatten_mapping(node)  # resolves YAML merge keys (<<); merged pairs first
+        # place, and an alias visits the same node again. A mapping without a merge key (<<)
+        # or a value key (=) is left as it is by flatten_mapping: every key is its own.
+        own: set[int] | None = self._own.get(id(node))
+        if own is None and any(k.tag in _FLATTENED for k, _ in node.value):
+            own = self._own.setdefault(id(node), {id(k) for k, _ in node.value
+                                                  if k.tag != "tag:yaml.org,2002:merge"})
+        if own is not None:
+            self.loader.flatten_mapping(node)  # resolves merge keys (<<); merged pairs first
         out: dict = {}
         inherited: set[str] = set()  # keys that came from a merge: a later entry overrides
         for key_node, value_node in node.value:
-            key = self.loader.construct_object(key_node, deep=True)
+            construct = _SCALAR_CONSTRUCTORS.get(key_node.tag) \
+                if isinstance(key_node, yaml.ScalarNode) else None
+            key = construct(self.loader, key_node) if construct is not None \
+                else self.loader.construct_object(key_node, deep=True)
             line, col = key_node.start_mark.line + 1, key_node.start_mark.column + 1
             if not isinstance(key, str):
                 key = str(key) if isinstance(key, (int, float, bool)) or key is None else repr(key)
@@ -142,7 +170,7 @@ class _Builder:
                 for table in (self.sm.keys, self.sm.values):
                     for stale in [p for p in table if p[:n] == child]:
                         del table[stale]
-            if id(key_node) not in own:
+            if own is not None and id(key_node) not in own:
                 inherited.add(key)
             if key in out:
                 first = self.sm.keys.get(child, (0, 0))

@@ -2,8 +2,25 @@
 
 Each module defines ``NAME``, ``add_parser(subparsers)`` and ``run(args, out) -> int``, and
 keeps heavy imports inside ``run`` so that building the parser stays cheap. Register a new
-module in :data:`MODULES`.
+module in :data:`MODULES` and its one-line help in :data:`SUMMARIES` (the top-level
+``--help`` lists every command from there without importing the command modules).
 """
 
 MODULES: tuple[str, ...] = ("plan", "apply", "destroy", "output", "lint", "verify", "smoke",
                            "preflight", "policy")
+
+SUMMARIES: dict[str, str] = {
+    "plan": "render, then show what apply would change, stage by stage",
+    "apply": "render, plan, confirm, then create/update every stage",
+    "destroy": "remove everything the stack created (asks first)",
+    "output": "show the applied stack's outputs (cluster, bucket, ...)",
+    "lint": "check TPU workload manifests (Job, JobSet, Pod, LeaderWorkerSet, ...) "
+            "before kubectl apply",
+    "verify": "check a live cluster against the recipe (Kubernetes API)",
+    "smoke": "run the JAX + XProf smoke test of the recipe's slices locally (--local); in "
+             "the cluster: verify --smoke",
+    "preflight": "preflight one recipe; --live also asks its Google Cloud project whether it "
+                 "can succeed",
+    "policy": "run the policy gate (Rego) over a recipe's stack or a rendered directory, and "
+              "its saved plan",
+}

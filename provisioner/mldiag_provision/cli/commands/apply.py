@@ -11,13 +11,14 @@ import argparse
 import contextlib
 import json
 
+from mldiag_provision.cli.commands import SUMMARIES
 from mldiag_provision.console import Console
 
 NAME = "apply"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(NAME, help="render, plan, confirm, then create/update every stage")
+    p = sub.add_parser(NAME, help=SUMMARIES[NAME])
     from mldiag_provision.cli.commands._args import add_common
     from mldiag_provision.cli.commands._stack import add_stage_args
 

@@ -14,13 +14,14 @@ import argparse
 import contextlib
 import json
 
+from mldiag_provision.cli.commands import SUMMARIES
 from mldiag_provision.console import Console
 
 NAME = "destroy"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(NAME, help="remove everything the stack created (asks first)")
+    p = sub.add_parser(NAME, help=SUMMARIES[NAME])
     from mldiag_provision.cli.commands._args import add_common
     from mldiag_provision.cli.commands._stack import add_stage_args
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 
+from mldiag_provision.cli.commands import SUMMARIES
 from mldiag_provision.console import Console
 
 NAME = "lint"
@@ -17,8 +18,7 @@ NAME = "lint"
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        NAME, help="check TPU workload manifests (Job, JobSet, Pod, LeaderWorkerSet, ...) "
-                   "before kubectl apply",
+        NAME, help=SUMMARIES[NAME],
         description="Lint Kubernetes manifests of TPU workloads: files, directories (every "
                     "*.yaml/*.yml below them) or - for stdin; multi-document YAML. All PATHs "
                     "are one input set: a Job's headless Service may be in another file.")

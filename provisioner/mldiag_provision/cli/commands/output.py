@@ -6,13 +6,14 @@ from __future__ import annotations
 import argparse
 import json
 
+from mldiag_provision.cli.commands import SUMMARIES
 from mldiag_provision.console import Console
 
 NAME = "output"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(NAME, help="show the applied stack's outputs (cluster, bucket, ...)")
+    p = sub.add_parser(NAME, help=SUMMARIES[NAME])
     from mldiag_provision.cli.commands._args import add_common
 
     add_common(p, render=False)

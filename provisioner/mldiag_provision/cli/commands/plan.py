@@ -11,6 +11,7 @@ import contextlib
 import json
 from typing import TYPE_CHECKING
 
+from mldiag_provision.cli.commands import SUMMARIES
 from mldiag_provision.console import Console
 from mldiag_provision.errors import UsageError
 
@@ -21,7 +22,7 @@ NAME = "plan"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(NAME, help="render, then show what apply would change, stage by stage")
+    p = sub.add_parser(NAME, help=SUMMARIES[NAME])
     from mldiag_provision.cli.commands._args import add_common
     from mldiag_provision.cli.commands._stack import add_stage_args
 

@@ -15,14 +15,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from mldiag_provision.cli.commands import SUMMARIES
 from mldiag_provision.console import Console
 
 NAME = "policy"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(NAME, help="run the policy gate (Rego) over a recipe's stack or a "
-                                  "rendered directory, and its saved plan",
+    p = sub.add_parser(NAME, help=SUMMARIES[NAME],
                        description=__doc__.split("\n\n", 1)[1] if __doc__ else None)
     p.add_argument("target", metavar="RECIPE|DIR", help="a recipe, or a rendered work directory")
     p.add_argument("-o", "--out", metavar="DIR",

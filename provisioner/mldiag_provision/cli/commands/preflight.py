@@ -15,6 +15,7 @@ import argparse
 import json
 from typing import Any
 
+from mldiag_provision.cli.commands import SUMMARIES
 from mldiag_provision.console import Console, severity_counts
 from mldiag_provision.errors import ExitCode, InputError, UsageError
 
@@ -33,8 +34,7 @@ def _timeout(text: str) -> float:
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser(NAME, help="preflight one recipe; --live also asks its Google Cloud "
-                                  "project whether it can succeed")
+    p = sub.add_parser(NAME, help=SUMMARIES[NAME])
     p.add_argument("recipe", metavar="RECIPE")
     p.add_argument("--live", action="store_true",
                    help="ask Google Cloud (application default credentials or "

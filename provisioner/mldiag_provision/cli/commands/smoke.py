@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from mldiag_provision.cli.commands import SUMMARIES
 from mldiag_provision.console import Console
 from mldiag_provision.errors import ExitCode, InputError, UsageError
 
@@ -19,8 +20,7 @@ NAME = "smoke"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(NAME, help="run the JAX + XProf smoke test of the recipe's slices "
-                                  "locally (--local); in the cluster: verify --smoke")
+    p = sub.add_parser(NAME, help=SUMMARIES[NAME])
     p.add_argument("recipe", metavar="RECIPE")
     p.add_argument("--local", action="store_true",
                    help="on this machine's CPU, XLA simulating the slice's device count")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 
+from mldiag_provision.cli.commands import SUMMARIES
 from mldiag_provision.console import Console
 from mldiag_provision.errors import ExitCode, InputError, UsageError
 
@@ -17,7 +18,7 @@ NAME = "verify"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(NAME, help="check a live cluster against the recipe (Kubernetes API)")
+    p = sub.add_parser(NAME, help=SUMMARIES[NAME])
     p.add_argument("recipe", metavar="RECIPE")
     p.add_argument("-o", "--out", metavar="DIR",
                    help="the stack's work directory: reach the cluster through its endpoint "
