@@ -46,6 +46,18 @@ deny contains f if {
 	f := lib.finding(sprintf("the saved plan runs the pods of %s with the nodes' Compute Engine default service account (no Workload Identity metadata server)", [rc.address]), rc.address)
 }
 
+# Issue 14: the nodes of a GKE cluster the stack creates run as a dedicated account (or one
+# the recipe names), never the Compute Engine default one, which GKE uses when the cluster
+# names none (https://cloud.google.com/kubernetes-engine/security/configure-node-service-accounts).
+deny contains f if {
+	some dir in ["modules/gke/autopilot-cluster", "modules/gke/standard-cluster"]
+	some m in lib.calls(dir)
+	some args in m.instances
+	object.get(args, "node_service_account_id", null) == null
+	default_or_unset(object.get(args, "node_service_account_email", null))
+	f := lib.finding(sprintf("the nodes of module.%s run as the Compute Engine default service account (no node_service_account_id or node_service_account_email)", [m.name]), sprintf("module.%s", [m.name]))
+}
+
 gke_metadata(nc) if {
 	some w in object.get(nc, "workload_metadata_config", [])
 	w.mode == "GKE_METADATA"

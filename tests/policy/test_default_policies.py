@@ -120,7 +120,11 @@ CASES: dict[str, tuple[Case, list[Case]]] = {
          Case("no-default-compute-sa", STANDARD,  # pods on the nodes' (default) account
               _both(_edit(POOL_MAIN, "service_account = var.service_account",
                           'service_account = "default"'),
-                    _edit(POOL_MAIN, 'mode = "GKE_METADATA"', 'mode = "GCE_METADATA"')))]),
+                    _edit(POOL_MAIN, 'mode = "GKE_METADATA"', 'mode = "GCE_METADATA"'))),
+         # issue 14: Autopilot nodes without an account of their own (the module call)
+         Case("no-default-compute-sa", AUTOPILOT,
+              _edit("main.tf", 'node_service_account_id       = "tpu-v4-multihost-nodes"',
+                    "node_service_account_id       = null"))]),
     "mldiag-roles-workload-only": (
         Case("mldiag-roles-workload-only", STANDARD,
              plan=_plan(_change("google_project_iam_member",
@@ -130,9 +134,10 @@ CASES: dict[str, tuple[Case, list[Case]]] = {
                                  "member": "serviceAccount:mldiag-workload@my-ml-project."
                                            "iam.gserviceaccount.com"}))),
         [Case("mldiag-roles-workload-only", STANDARD,
-              _edit("main.tf", 'node_service_account_roles    = ["roles/logging.logWriter"',
+              _edit("main.tf", 'node_service_account_roles    = ['
+                               '"roles/container.defaultNodeServiceAccount"',
                     'node_service_account_roles    = ["roles/hypercomputecluster.editor", '
-                    '"roles/logging.logWriter"')),
+                    '"roles/container.defaultNodeServiceAccount"')),
          Case("mldiag-roles-workload-only", STANDARD,
               plan=_plan(_change("google_project_iam_member", "google_project_iam_member.x",
                                  ["create"], {"role": "roles/storage.objectUser",

@@ -86,6 +86,15 @@ def _pop(obj: dict[str, Any], path: str) -> Any:
     return obj.pop(parts[-1], None)
 
 
+def _sort_set(obj: dict[str, Any], path: str) -> None:
+    """Terraform plans a set block in its own (hash) order, Pulumi keeps the program's list
+    order: sort the elements at ``path`` (after renames) so that only content is compared."""
+    parent, _, last = path.rpartition(".")
+    holder = _get(obj, parent) if parent else obj
+    if isinstance(holder, dict) and isinstance(holder.get(last), list):
+        holder[last] = sorted(holder[last], key=lambda v: json.dumps(v, sort_keys=True))
+
+
 def _unknown_paths(unknown: Any, prefix: str = "") -> set[str]:
     """Paths Terraform does not know at plan time (``after_unknown``: true)."""
     out: set[str] = set()
@@ -183,6 +192,9 @@ def compare(tf_plan: dict[str, Any], pulumi: dict[str, Any], *,
                        for u in unknown}
         after = _norm(after, snake_keys=False)
         inputs = _norm(r["inputs"], snake_keys=True)
+        for set_path in (PARITY.get("sets") or {}).get(rc["type"], []):
+            _sort_set(after, set_path)
+            _sort_set(inputs, set_path)
         for implicit in ("api_version", "kind"):  # set by pulumi-kubernetes per class
             if rc["type"].startswith("kubernetes_") and implicit not in after:
                 inputs.pop(implicit, None)

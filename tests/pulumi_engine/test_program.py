@@ -118,8 +118,11 @@ def test_variants_take_the_other_template_branches(tmp_path: Path, cli) -> None:
     assert std["module.cluster.google_container_cluster.this"]["protect"] is False
 
     reused = runs["autopilot-reused-account-and-bucket"]
-    assert not [x for x in reused.values() if x["type"] in (
-        "gcp:serviceaccount/account:Account", "gcp:storage/bucket:Bucket")]
+    # the workload's account and the bucket are reused; the nodes' dedicated account
+    # (issue 14: never the Compute Engine default one) is the only account created
+    assert [n for n, x in reused.items() if x["type"] in (
+        "gcp:serviceaccount/account:Account", "gcp:storage/bucket:Bucket")] == [
+        "module.cluster.google_service_account.nodes[0]"]
     members = [x["inputs"]["member"] for n, x in reused.items()
                if "google_project_iam_member.workload" in n]
     assert members and all(m == "serviceAccount:existing-sa@my-ml-project.iam.gserviceaccount.com"

@@ -72,6 +72,10 @@ REPLACE_ON: dict[str, tuple[str, ...]] = {
     "google_container_cluster": ("project", "name", "location", "enable_autopilot",
                                  "network"),
     "google_container_node_pool": ("project", "name", "location", "cluster"),
+    # compute.routers / routers.nats / firewalls: the name (and region, network) identify them
+    "google_compute_router": ("project", "name", "region", "network"),
+    "google_compute_router_nat": ("project", "name", "region", "router"),
+    "google_compute_firewall": ("project", "name", "network"),
 }
 
 
@@ -81,7 +85,7 @@ CONFLICT_ON_CREATE = frozenset({
     "google_service_account", "google_storage_bucket", "google_container_cluster",
     "google_container_node_pool", "google_project_iam_custom_role", "google_compute_network",
     "google_compute_subnetwork", "google_compute_resource_policy",
-    "google_hypercomputecluster_cluster"})
+    "google_hypercomputecluster_cluster", "google_compute_router", "google_compute_firewall"})
 
 
 def _identity_attrs(type_name: str, block: Any) -> list[str]:
@@ -319,6 +323,12 @@ class Provider:
                         f"{top.get('account_id')}@{project}.iam.gserviceaccount.com")
             if type_name == "google_storage_bucket" and name == "url":
                 return f"gs://{top.get('name')}"
+            if name == "private_cluster_config.private_endpoint":
+                # an internal address of the node subnet (private clusters): RFC 1918
+                return "10.128.0.2"
+            if name == "private_cluster_config.master_ipv4_cidr_block":
+                # GKE picks none for Private Service Connect clusters (GKE 1.29+): empty
+                return ""
             if name == "endpoint":  # the stand-in API server when one plays the cluster
                 return (os.environ.get("MLDIAG_STANDIN_APISERVER")
                         or "192.0.2.10")  # TEST-NET-1: documentation range, never routed

@@ -159,6 +159,9 @@ _SERVICE = {
     "google_compute_resource_policy": ("compute.googleapis.com", "Compute Engine API"),
     "google_compute_network": ("compute.googleapis.com", "Compute Engine API"),
     "google_compute_subnetwork": ("compute.googleapis.com", "Compute Engine API"),
+    "google_compute_router": ("compute.googleapis.com", "Compute Engine API"),
+    "google_compute_router_nat": ("compute.googleapis.com", "Compute Engine API"),
+    "google_compute_firewall": ("compute.googleapis.com", "Compute Engine API"),
     "google_service_account": ("iam.googleapis.com",
                                "Identity and Access Management (IAM) API"),
     "google_service_account_iam_member": ("iam.googleapis.com",
@@ -283,6 +286,22 @@ def _bucket_not_empty(cloud: Any, prior: dict) -> str | None:
     return None
 
 
+def _firewall(planned: dict) -> str | None:
+    """A firewall rule whose source range is not an IPv4 CIDR (Compute Engine answers 400
+    for firewalls.insert; wording of the message unverified), e.g. a control-plane range that
+    was never known."""
+    import ipaddress
+
+    for i, r in enumerate(planned.get("source_ranges") or []):
+        try:
+            ipaddress.ip_network(str(r), strict=False)
+        except ValueError:
+            return (f"googleapi: Error 400: Invalid value for field "
+                    f"'resource.sourceRanges[{i}]': '{r}'. Must be a CIDR address range, "
+                    "invalid")
+    return None
+
+
 def refuse(cloud: Any, type_name: str, prior: dict | None, planned: dict | None,
            config: dict | None = None) -> str | None:
     """Google's error for this create (or for deleting a non-empty bucket), or None when
@@ -301,6 +320,8 @@ def refuse(cloud: Any, type_name: str, prior: dict | None, planned: dict | None,
         return _node_pool(cloud, planned, project)
     if type_name == "google_container_cluster":
         return _cluster(planned)
+    if type_name == "google_compute_firewall":
+        return _firewall(planned)
     return None
 
 

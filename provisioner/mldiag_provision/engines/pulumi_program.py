@@ -37,8 +37,8 @@ from mldiag_provision.plan.stack import StackPlan
 # (pulumi_gcp/hypercomputecluster/cluster.py, bridged from google_hypercomputecluster_cluster).
 PULUMI_BLUEPRINTS = ("gke-autopilot", "gke-standard", "existing-kubernetes", "slurm")
 # blueprints/_shared/pulumi/ templates every program may include
-SHARED_TEMPLATES = ("Pulumi.yaml.j2", "prelude.py.j2", "identity.py.j2", "cluster.py.j2",
-                    "outputs.py.j2", "agents.py.j2")
+SHARED_TEMPLATES = ("Pulumi.yaml.j2", "prelude.py.j2", "identity.py.j2", "nodes.py.j2",
+                    "cluster.py.j2", "private.py.j2", "outputs.py.j2", "agents.py.j2")
 
 
 def _ident(key: str) -> bool:

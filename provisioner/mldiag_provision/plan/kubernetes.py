@@ -16,10 +16,17 @@ from mldiag_provision.catalog.tpu import Catalog, SliceShape
 from mldiag_provision.plan.agents import plan_agents
 from mldiag_provision.plan.names import node_pool_names, node_service_account_id
 from mldiag_provision.plan.parts import (
+    AuthorizedNetworkPlan,
+    GkeClusterPlan,
     KubernetesClusterPlan,
     KubernetesDiagnosticsPlan,
     KubernetesIdentityPlan,
+    MaintenanceExclusionPlan,
+    MaintenancePlan,
+    MaintenanceWindowPlan,
     NodePoolPlan,
+    NodeServiceAccountPlan,
+    PrivateClusterPlan,
     ServiceAccountPlan,
     StandardClusterPlan,
 )
@@ -283,6 +290,94 @@ def queued_plan(recipe: Recipe, catalog: Catalog, slices: list[SlicePlan]) -> Qu
         max_run_annotation=str(facts["maxRunDurationAnnotation"]))
 
 
+
+def node_identity(recipe: Recipe, catalog: Catalog, cluster_name: str,
+                  decisions: list[str]) -> NodeServiceAccountPlan:
+    """The nodes' service account of a cluster the stack creates: the recipe's
+    ``orchestrator.nodeServiceAccount`` (an existing account, granted the roles too) or a
+    dedicated ``<cluster>-nodes`` account; roles from catalog ``gke.cluster.
+    nodeServiceAccountRoles`` (GKE-NODE-SA), plus the ML Diagnostics roles when hostNetwork
+    workloads run as the node. Appends the decision lines."""
+    spec = recipe.spec
+    diag = spec.diagnostics
+    roles = [str(r) for r in catalog.fact("standard", "nodeServiceAccountRoles")["roles"]]
+    if diag.enabled and any(w.host_network for w in spec.workloads):
+        # hostNetwork pods skip Workload Identity and act as the node's service account
+        ml_roles = [str(r["role"]) for r in catalog.fact("mlDiagnostics", "predefinedRoles")]
+        roles += [r for r in ml_roles if r not in roles]
+        decisions.append("hostNetwork workloads run as the node service account: it gets "
+                         "the ML Diagnostics roles too")
+    email = spec.orchestrator.node_service_account
+    if email:
+        decisions.append(f"nodes run as {email} (from the recipe), granted "
+                         + ", ".join(roles))
+        return NodeServiceAccountPlan(create=False, account_id=None, email=email,
+                                      roles=tuple(roles))
+    account = node_service_account_id(cluster_name)
+    decisions.append(f"nodes run as a dedicated service account {account} with "
+                     + ", ".join(roles) + " (never the Compute Engine default one)")
+    return NodeServiceAccountPlan(
+        create=True, account_id=account,
+        email=f"{account}@{spec.project}.iam.gserviceaccount.com", roles=tuple(roles))
+
+
+def private_cluster(recipe: Recipe, catalog: Catalog, cluster_name: str, agents: str,
+                    addons: tuple[str, ...], decisions: list[str]) -> PrivateClusterPlan:
+    """Private cluster settings of a cluster the stack creates (recipe
+    ``orchestrator.private``): Cloud Router + NAT with private nodes (``cloudNat``), and the
+    firewall rule from the control plane to the webhook ports of what the agents stage
+    installs (catalog ``gke.cluster.webhookPorts``: the manual agents' injection webhook and
+    cert-manager, the JobSet controller). Appends the decision lines."""
+    p = recipe.spec.orchestrator.private
+    nat = p.nodes and p.cloud_nat
+    ports: set[int] = set()
+    if p.nodes and p.webhook_firewall:
+        for entry in catalog.fact("cluster", "webhookPorts"):
+            if (entry["when"] == "manual" and agents == "manual") or entry["when"] in addons:
+                ports.add(int(entry["port"]))
+    nets = (None if p.authorized_networks is None else
+            tuple(AuthorizedNetworkPlan(cidr=n.cidr, name=n.name)
+                  for n in p.authorized_networks))
+    if p.nodes:
+        decisions.append(
+            "private nodes (internal IPs only)"
+            + (", Cloud NAT for image pulls" if nat else ", no Cloud NAT (recipe)")
+            + ("; private endpoint only" if p.endpoint else "; public endpoint kept")
+            + (f"; {len(nets)} authorized network(s)" if nets is not None else ""))
+    else:
+        decisions.append("public nodes (recipe: private.nodes false)")
+    if ports:
+        decisions.append("firewall rule from the control plane to the nodes on TCP "
+                         + ", ".join(str(x) for x in sorted(ports))
+                         + " (in-cluster webhooks; a private cluster's control plane reaches "
+                           "nodes only on 443 and 10250 otherwise)")
+    return PrivateClusterPlan(
+        private_nodes=p.nodes, private_endpoint=p.endpoint, master_cidr=p.master_cidr,
+        authorized_networks=nets,
+        router=f"{cluster_name}-router" if nat else None,
+        nat=f"{cluster_name}-nat" if nat else None,
+        firewall=f"{cluster_name}-webhooks" if ports else None,
+        webhook_ports=tuple(sorted(ports)))
+
+
+def maintenance(recipe: Recipe, decisions: list[str]) -> MaintenancePlan | None:
+    """The recipe's ``orchestrator.maintenance`` as plan data (``None``: GKE's default)."""
+    m = recipe.spec.orchestrator.maintenance
+    if m is None:
+        return None
+    window = (None if m.window is None else
+              MaintenanceWindowPlan(start=m.window.start, end=m.window.end,
+                                    recurrence=m.window.recurrence))
+    if window is not None:
+        decisions.append(f"maintenance window {window.start} - {window.end}, "
+                         f"{window.recurrence}")
+    for e in m.exclusions:
+        decisions.append(f"maintenance exclusion {e.name}: {e.start} - {e.end}, {e.scope}")
+    return MaintenancePlan(window=window, exclusions=tuple(
+        MaintenanceExclusionPlan(name=e.name, start=e.start, end=e.end, scope=e.scope)
+        for e in m.exclusions))
+
+
 def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
           catalog: Catalog) -> StackPlan:
     """The stack of a Kubernetes orchestrator: ``project`` plus the GKE version, agents
@@ -325,32 +420,36 @@ def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
     for g in grants:
         decisions.append(f"bucket {g.bucket}: {g.role} for the workloads' service account "
                          f"{gsa_email} (Cloud Storage FUSE, through Workload Identity)")
-    if not unit.has(Capability.NODE_POOLS):
+    if not creates_cluster:
         cluster = KubernetesClusterPlan(
             name=cluster_name, type=unit.name, location=spec.region,
             deletion_protection=orch.deletion_protection, release_channel=orch.release_channel,
             min_master_version=min_version, managed_ml_diagnostics=managed,
             network=orch.network, subnetwork=orch.subnetwork, workload_pool=workload_pool)
     else:
-        roles = [str(r) for r in catalog.fact("standard", "nodeServiceAccountRoles")["roles"]]
-        if diag.enabled and any(w.host_network for w in spec.workloads):
-            # hostNetwork pods skip Workload Identity and act as the node's service account
-            ml_roles = [str(r["role"]) for r in catalog.fact("mlDiagnostics", "predefinedRoles")]
-            roles += [r for r in ml_roles if r not in roles]
-            decisions.append("hostNetwork workloads run as the node service account: it gets "
-                             "the ML Diagnostics roles too")
-        cluster = StandardClusterPlan(
+        nodes_sa = node_identity(recipe, catalog, cluster_name, decisions)
+        gke = dict(
             name=cluster_name, type=unit.name, location=spec.region,
             deletion_protection=orch.deletion_protection, release_channel=orch.release_channel,
             min_master_version=min_version, managed_ml_diagnostics=managed,
             network=orch.network, subnetwork=orch.subnetwork, workload_pool=workload_pool,
-            node_service_account_id=node_service_account_id(cluster_name),
-            node_service_account_roles=tuple(roles),
-            system_pool_machine_type=orch.system_pool_machine_type,
-            gcs_fuse_csi_driver=uses_gcs_fuse)
-        if uses_gcs_fuse:
-            decisions.append("Cloud Storage FUSE volumes: the cluster's GcsFuseCsiDriver "
-                             "add-on is turned on")
+            node_service_account=nodes_sa,
+            private=private_cluster(recipe, catalog, cluster_name, agents,
+                                    tuple(a.name for a in agents_plan.addons), decisions),
+            maintenance=maintenance(recipe, decisions))
+        if not unit.has(Capability.NODE_POOLS):
+            cluster = GkeClusterPlan(**gke)  # type: ignore[arg-type]
+        else:
+            cluster = StandardClusterPlan(
+                **gke,  # type: ignore[arg-type]
+                node_service_account_id=nodes_sa.account_id,
+                node_service_account_roles=nodes_sa.roles,
+                system_pool_machine_type=orch.system_pool_machine_type,
+                gcs_fuse_csi_driver=uses_gcs_fuse)
+            if uses_gcs_fuse:
+                decisions.append("Cloud Storage FUSE volumes: the cluster's GcsFuseCsiDriver "
+                                 "add-on is turned on")
+    if unit.has(Capability.NODE_POOLS):
         for i, sp in enumerate(project.slices):
             workload_policy = _workload_policy(project, i, sp)
             for name in node_pool_names(sp.name, sp.count):

@@ -66,12 +66,98 @@ class KubernetesClusterPlan(ClusterPlan):
 
 
 @dataclass(frozen=True, slots=True)
-class StandardClusterPlan(KubernetesClusterPlan):
+class NodeServiceAccountPlan:
+    """The service account a created GKE cluster's nodes run as: a dedicated one the stack
+    creates (``create``), or an existing one the recipe names; never the Compute Engine
+    default one (https://cloud.google.com/kubernetes-engine/security/configure-node-service-accounts)."""
+
+    create: bool
+    account_id: str | None
+    """Account id of the account the stack creates (6-30 characters); ``None`` for an
+    existing one."""
+    email: str
+    """``<account_id>@<project>.iam.gserviceaccount.com``, or the recipe's email."""
+    roles: tuple[str, ...]
+    """Project roles the stack grants it (catalog ``gke.cluster.nodeServiceAccountRoles``,
+    plus the ML Diagnostics roles when hostNetwork workloads run as the node)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AuthorizedNetworkPlan:
+    """One master authorized network."""
+
+    cidr: str
+    name: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class PrivateClusterPlan:
+    """Private cluster settings (recipe ``orchestrator.private``; sources in
+    ``catalog/data/gke.yaml`` ``cluster``)."""
+
+    private_nodes: bool
+    private_endpoint: bool
+    master_cidr: str | None
+    """The control plane's /28 (VPC peering clusters); ``None``: GKE picks."""
+    authorized_networks: tuple[AuthorizedNetworkPlan, ...] | None
+    """``None``: no master authorized networks block (the public endpoint is open)."""
+    router: str | None
+    """Cloud Router of the Cloud NAT (private nodes with ``cloudNat``); ``None``: none."""
+    nat: str | None
+    """The Cloud NAT gateway's name; ``None``: none."""
+    firewall: str | None
+    """Firewall rule from the control plane to the nodes' webhook ports; ``None``: none."""
+    webhook_ports: tuple[int, ...]
+    """TCP ports the rule opens (sorted): the manual agents' injection webhook and
+    cert-manager webhook, the JobSet controller's webhook; empty without the rule."""
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceWindowPlan:
+    """A recurring maintenance window (UTC)."""
+
+    start: str
+    end: str
+    recurrence: str
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenanceExclusionPlan:
+    """A maintenance exclusion and its scope."""
+
+    name: str
+    start: str
+    end: str
+    scope: str
+
+
+@dataclass(frozen=True, slots=True)
+class MaintenancePlan:
+    """The cluster's maintenance policy (recipe ``orchestrator.maintenance``)."""
+
+    window: MaintenanceWindowPlan | None
+    exclusions: tuple[MaintenanceExclusionPlan, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class GkeClusterPlan(KubernetesClusterPlan):
+    """A GKE cluster the stack creates (Autopilot; Standard extends it): the nodes' service
+    account, private cluster settings and maintenance policy (issue 14)."""
+
+    node_service_account: NodeServiceAccountPlan
+    private: PrivateClusterPlan
+    maintenance: MaintenancePlan | None
+
+
+@dataclass(frozen=True, slots=True)
+class StandardClusterPlan(GkeClusterPlan):
     """A GKE Standard cluster: also its node service account and the system node pool."""
 
-    node_service_account_id: str
+    node_service_account_id: str | None
     """Account id (6-30 characters,
-    https://cloud.google.com/iam/docs/service-accounts-create#creating)."""
+    https://cloud.google.com/iam/docs/service-accounts-create#creating) of the account the
+    stack creates; ``None`` when the recipe names an existing one
+    (``node_service_account.email``)."""
     node_service_account_roles: tuple[str, ...]
     """Roles of the node service account (catalog ``standard.nodeServiceAccountRoles``, plus
     the ML Diagnostics roles when hostNetwork workloads run as the node)."""

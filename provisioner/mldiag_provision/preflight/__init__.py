@@ -11,6 +11,7 @@ from mldiag_provision.catalog.gpu import GpuShape
 from mldiag_provision.catalog.tpu import Catalog, SliceShape
 from mldiag_provision.errors import Problem
 from mldiag_provision.preflight import (  # noqa: F401  (importing registers the rules)
+    cluster_rules,
     diagnostics_rules,
     format_rules,
     manifest_rules,

@@ -73,6 +73,83 @@ class CrdVersions(_Model):
     kueue: Literal["v0.19.2"] | None = None
 
 
+
+# --- Production cluster settings (issue 14): node identity, private cluster, maintenance ---
+# Shapes only; the rules that need facts (catalog/data/gke.yaml ``cluster``) are in
+# preflight/cluster_rules.py.
+
+_RFC3339_UTC = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"
+
+
+class AuthorizedNetwork(_Model):
+    """One CIDR block that may reach the cluster's control plane (master authorized
+    networks, https://cloud.google.com/kubernetes-engine/docs/how-to/authorized-networks)."""
+
+    cidr: str = Field(description="IPv4 CIDR block, e.g. 203.0.113.0/24 (checked by preflight).")
+    name: Annotated[str, Field(max_length=100)] | None = Field(
+        None, description="Display name of the block.")
+
+
+class PrivateCluster(_Model):
+    """Private cluster settings of a cluster the stack creates (gke-autopilot, gke-standard).
+
+    Default: private nodes (internal IPs only) with a Cloud Router + Cloud NAT so that public
+    images still pull, the public control-plane endpoint kept so that ``apply`` and ``verify``
+    reach it, and a firewall rule from the control plane to the nodes' webhook ports when the
+    manual agents or the JobSet controller run (sources: catalog/data/gke.yaml ``cluster``)."""
+
+    nodes: bool = Field(
+        True, description="Private nodes: no external IPs (default on for new clusters).")
+    endpoint: bool = Field(
+        False, description="Private endpoint only: the control plane answers inside the VPC "
+                           "(and authorized networks); apply/verify must run there.")
+    master_cidr: str | None = Field(
+        None, description="Control-plane range, a /28 of a private range, e.g. "
+                          "172.16.0.32/28; needed below GKE 1.29 (VPC peering clusters); "
+                          "default: GKE picks (Private Service Connect).")
+    authorized_networks: list[AuthorizedNetwork] | None = Field(
+        None, description="CIDR blocks allowed to reach the control plane; null: no "
+                          "authorized-networks restriction.")
+    cloud_nat: bool = Field(
+        True, description="With private nodes: create a Cloud Router and Cloud NAT in the "
+                          "region (false when the network already has NAT).")
+    webhook_firewall: bool = Field(
+        True, description="With private nodes: open the in-cluster webhooks' ports (manual "
+                          "agents 8443, cert-manager 10250, JobSet 9443) from the control "
+                          "plane to the nodes.")
+
+
+class MaintenanceWindow(_Model):
+    """The recurring window in which GKE may upgrade (UTC, RFC 3339 times)."""
+
+    start: Annotated[str, Field(pattern=_RFC3339_UTC)] = Field(
+        description="First occurrence's start, e.g. 2026-01-03T02:00:00Z.")
+    end: Annotated[str, Field(pattern=_RFC3339_UTC)] = Field(
+        description="First occurrence's end (the same day's duration repeats).")
+    recurrence: Annotated[str, Field(
+        pattern=r"^FREQ=(DAILY|WEEKLY;BYDAY=(MO|TU|WE|TH|FR|SA|SU)(,(MO|TU|WE|TH|FR|SA|SU))*)$",
+    )] = Field(description="RFC 5545 RRULE: FREQ=DAILY or FREQ=WEEKLY;BYDAY=SA,SU.")
+
+
+class MaintenanceExclusion(_Model):
+    """A one-off period in which GKE does not upgrade (what ``scope`` says)."""
+
+    name: DnsName
+    start: Annotated[str, Field(pattern=_RFC3339_UTC)]
+    end: Annotated[str, Field(pattern=_RFC3339_UTC)]
+    scope: Literal["NO_UPGRADES", "NO_MINOR_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES"] = Field(
+        "NO_UPGRADES", description="NO_UPGRADES (at most 30 days), NO_MINOR_UPGRADES or "
+                                   "NO_MINOR_OR_NODE_UPGRADES (until the minor's end of "
+                                   "support).")
+
+
+class Maintenance(_Model):
+    """Maintenance policy of a cluster the stack creates: one recurring window, exclusions."""
+
+    window: MaintenanceWindow | None = None
+    exclusions: list[MaintenanceExclusion] = Field(default_factory=list)
+
+
 class Orchestrator(_Model):
     """How the accelerators are scheduled."""
 
@@ -101,6 +178,18 @@ class Orchestrator(_Model):
         default_factory=CrdVersions,
         description="Releases of the workload CRDs installed in the cluster; `lint --recipe` "
                     "then reports fields that release does not know as errors.")
+    node_service_account: str | None = Field(
+        None, description="gke-autopilot / gke-standard: email of an existing service account "
+                          "the nodes run as (never the Compute Engine default one); default: a "
+                          "dedicated '<cluster>-nodes' account with "
+                          "roles/container.defaultNodeServiceAccount.")
+    private: PrivateCluster = Field(
+        default_factory=PrivateCluster,
+        description="gke-autopilot / gke-standard: private nodes (default on, with Cloud NAT), "
+                    "private endpoint, authorized networks, the webhook firewall rule.")
+    maintenance: Maintenance | None = Field(
+        None, description="gke-autopilot / gke-standard: maintenance window and exclusions; "
+                          "null: GKE's default (any time).")
 
 
 class Capacity(_Model):

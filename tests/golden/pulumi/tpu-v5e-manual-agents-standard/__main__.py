@@ -5,6 +5,9 @@ program, project stage).
   - slice v5e-16: v5e 4x4 = 16 chips: 4 x ct5lp-hightpu-4t (4 chips per VM; multi-host, 4 VMs)
   - GKE minimum version 1.34.1-gke.1000000 (from the recipe)
   - ML Diagnostics agents: manual (diagnostics.agents: manual)
+  - nodes run as a dedicated service account tpu-v5e-manual-agents-nodes with roles/container.defaultNodeServiceAccount, roles/artifactregistry.reader (never the Compute Engine default one)
+  - private nodes (internal IPs only), Cloud NAT for image pulls; public endpoint kept
+  - firewall rule from the control plane to the nodes on TCP 8443, 9443, 10250 (in-cluster webhooks; a private cluster's control plane reaches nodes only on 443 and 10250 otherwise)
   - slice v5e-16: 1 node pool(s) of 4 x ct5lp-hightpu-4t in us-central1-a, COMPACT placement, capacity on-demand
   - workload jax-train: JobSet, 4 pod(s) per slice x 1 slice(s), 4 chips per pod
   - cluster add-on for JobSet workloads: jobset 0.9.0 (oci://registry.k8s.io/jobset/charts/jobset; CRD jobsets.jobset.x-k8s.io), installed by the agents stage before the workload namespace
@@ -96,30 +99,28 @@ log_analytics = gcp.logging.ProjectBucketConfig(
     opts=opts(depends_on=services, retain_on_delete=True),
 )
 
-# The nodes' service account with only the roles nodes need
-# (https://cloud.google.com/kubernetes-engine/docs/how-to/hardening-your-cluster#use_least_privilege_sa).
+# The nodes' service account: a dedicated one with the minimum role GKE documents, or an
+# existing one the recipe names; never the Compute Engine default service account
+# (https://cloud.google.com/kubernetes-engine/security/configure-node-service-accounts).
 node_sa = gcp.serviceaccount.Account(
-    "module.cluster.google_service_account.nodes",
+    "module.cluster.google_service_account.nodes[0]",
     project=PROJECT,
     account_id="tpu-v5e-manual-agents-nodes",
     display_name="GKE nodes of tpu-v5e-manual-agents",
     description="Node service account of GKE cluster tpu-v5e-manual-agents. Managed by mldiag-provision.",
     opts=opts(depends_on=services),
 )
+node_sa_email = node_sa.email
 node_grants = [
     gcp.projects.IAMMember(
         f'module.cluster.google_project_iam_member.nodes["{role}"]',
         project=PROJECT,
         role=role,
-        member=pulumi.Output.concat("serviceAccount:", node_sa.email),
+        member=pulumi.Output.concat("serviceAccount:", node_sa_email),
         opts=opts(depends_on=services),
     )
     for role in [
-        "roles/logging.logWriter",
-        "roles/monitoring.metricWriter",
-        "roles/monitoring.viewer",
-        "roles/stackdriver.resourceMetadata.writer",
-        "roles/autoscaling.metricsWriter",
+        "roles/container.defaultNodeServiceAccount",
         "roles/artifactregistry.reader",
     ]
 ]
@@ -139,8 +140,58 @@ cluster = gcp.container.Cluster(
     resource_labels=LABELS,
     release_channel={"channel": "REGULAR"},
     workload_identity_config={"workload_pool": "my-ml-project.svc.id.goog"},
+    private_cluster_config={
+        "enable_private_nodes": True,
+        "enable_private_endpoint": False,
+    },
     # protect: Pulumi refuses to delete it, as deletion_protection makes Google refuse
-    opts=opts(depends_on=services, protect=True),
+    opts=opts(depends_on=[*services, *node_grants], protect=True),
+)
+
+# Private nodes pull public images through Cloud NAT (https://cloud.google.com/nat/docs/gke-example).
+nat_router = gcp.compute.Router(
+    "module.private_access.google_compute_router.nat[0]",
+    project=PROJECT,
+    name="tpu-v5e-manual-agents-router",
+    region=REGION,
+    network="default",
+    opts=opts(depends_on=services),
+)
+gcp.compute.RouterNat(
+    "module.private_access.google_compute_router_nat.this[0]",
+    project=PROJECT,
+    name="tpu-v5e-manual-agents-nat",
+    region=REGION,
+    router=nat_router.name,
+    nat_ip_allocate_option="AUTO_ONLY",
+    source_subnetwork_ip_ranges_to_nat="ALL_SUBNETWORKS_ALL_IP_RANGES",
+    log_config={"enable": True, "filter": "ERRORS_ONLY"},
+    opts=opts(depends_on=services),
+)
+
+
+def _control_plane_cidr(config):
+    """The control plane's /28 (VPC peering), else its private endpoint (/32)."""
+    if config.get("master_ipv4_cidr_block"):
+        return config["master_ipv4_cidr_block"]
+    return f"{config.get('private_endpoint')}/32"
+
+
+# The control plane calls the in-cluster admission webhooks on their pod ports; a private
+# cluster's control plane reaches nodes only on 443 and 10250 otherwise
+# (https://cloud.google.com/kubernetes-engine/docs/how-to/private-clusters#add_firewall_rules).
+gcp.compute.Firewall(
+    "module.private_access.google_compute_firewall.webhooks[0]",
+    project=PROJECT,
+    name="tpu-v5e-manual-agents-webhooks",
+    network="default",
+    direction="INGRESS",
+    description="Control plane to the in-cluster admission webhooks of GKE cluster tpu-v5e-manual-agents. Managed by mldiag-provision.",
+    source_ranges=[cluster.private_cluster_config.apply(
+        lambda c: _control_plane_cidr(c if isinstance(c, dict) else vars(c)))],
+    target_service_accounts=[node_sa_email],
+    allows=[{"protocol": "tcp", "ports": ["8443", "9443", "10250"]}],
+    opts=opts(depends_on=[*services, *node_grants]),
 )
 
 # The non-TPU pool for system pods and controllers (JobSet, webhooks): "Each Standard cluster
@@ -155,7 +206,7 @@ gcp.container.NodePool(
     node_count=1,
     node_config={
         "machine_type": "e2-standard-4",
-        "service_account": node_sa.email,
+        "service_account": node_sa_email,
         "oauth_scopes": ["https://www.googleapis.com/auth/cloud-platform"],
         "resource_labels": LABELS,
         "workload_metadata_config": {"mode": "GKE_METADATA"},
@@ -183,7 +234,7 @@ gcp.container.NodePool(
     node_config={
         "machine_type": "ct5lp-hightpu-4t",
         "spot": False,
-        "service_account": node_sa.email,
+        "service_account": node_sa_email,
         "oauth_scopes": ["https://www.googleapis.com/auth/cloud-platform"],
         "labels": {
             "mldiag-provision/slice": "v5e-16",
@@ -241,7 +292,7 @@ pulumi.export("managed_ml_diagnostics", False)
 pulumi.export("workload_service_account", workload_sa.email)
 pulumi.export("profiles_bucket", profiles_bucket_url)
 pulumi.export("mlrun_region", "us-central1")
-pulumi.export("node_service_account", node_sa.email)
+pulumi.export("node_service_account", node_sa_email)
 pulumi.export("node_pools", ["v5e-16"])
 # Read by `mldiag-provision apply` to reach the cluster for the in-cluster stages.
 pulumi.export("cluster_endpoint", pulumi.Output.secret(cluster.endpoint))

@@ -3,6 +3,9 @@
 #   - slice a3u: h200-141gb GPUs: 2 x a3-ultragpu-8g (8 GPUs per VM)
 #   - GKE minimum version 1.35.0-gke.3065000 (GKE-managed ML Diagnostics; highest of: queued provisioning of GPUs on GKE Standard 1.28.3-gke.1098000, GKE-managed ML Diagnostics 1.35.0-gke.3065000)
 #   - ML Diagnostics agents: managed (the cluster's GKE version allows the GKE-managed add-on)
+#   - nodes run as a dedicated service account gpu-a3-ultra-queued-nodes with roles/container.defaultNodeServiceAccount, roles/artifactregistry.reader (never the Compute Engine default one)
+#   - private nodes (internal IPs only), Cloud NAT for image pulls; public endpoint kept
+#   - firewall rule from the control plane to the nodes on TCP 9443 (in-cluster webhooks; a private cluster's control plane reaches nodes only on 443 and 10250 otherwise)
 #   - slice a3u: 1 node pool(s) of 2 x a3-ultragpu-8g in us-east5-a, no placement policy, capacity queued
 #   - workload pretrain: Job, 2 pod(s) per slice x 1 slice(s), 8 GPUs per pod
 #   - cluster add-on for Kueue-queued workloads: kueue 0.19.2 (oci://registry.k8s.io/kueue/charts/kueue; CRD clusterqueues.kueue.x-k8s.io), installed by the agents stage before the workload namespace
@@ -74,9 +77,13 @@ module "cluster" {
   network                       = "default"
   subnetwork                    = null
   labels                        = local.labels
-  node_service_account_id       = "gpu-a3-ultra-queued-nodes"
-  node_service_account_roles    = ["roles/logging.logWriter", "roles/monitoring.metricWriter", "roles/monitoring.viewer", "roles/stackdriver.resourceMetadata.writer", "roles/autoscaling.metricsWriter", "roles/artifactregistry.reader"]
   system_pool_machine_type      = "e2-standard-4"
+  node_service_account_id       = "gpu-a3-ultra-queued-nodes"
+  node_service_account_email    = null
+  node_service_account_roles    = ["roles/container.defaultNodeServiceAccount", "roles/artifactregistry.reader"]
+  private_nodes                 = true
+  private_endpoint              = false
+  master_ipv4_cidr_block        = null
 
   depends_on = [module.services]
 }
@@ -126,6 +133,23 @@ module "node_pool" {
   service_account     = module.cluster.node_service_account
   node_labels         = each.value.node_labels
   labels              = local.labels
+}
+
+# Private nodes: Cloud NAT for image pulls and the control plane's way to the in-cluster
+# webhooks (modules/gke/private-access has the sources).
+module "private_access" {
+  source = "./modules/gke/private-access"
+
+  project_id           = module.services.project_id
+  region               = local.region
+  network              = "default"
+  cluster              = module.cluster.name
+  router_name          = "gpu-a3-ultra-queued-router"
+  nat_name             = "gpu-a3-ultra-queued-nat"
+  firewall_name        = "gpu-a3-ultra-queued-webhooks"
+  webhook_ports        = [9443]
+  control_plane_cidr   = module.cluster.control_plane_cidr
+  node_service_account = module.cluster.node_service_account
 }
 
 # The workload's Google service account, its ML Diagnostics roles, and the Workload

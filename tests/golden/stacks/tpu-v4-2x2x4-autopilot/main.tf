@@ -3,6 +3,8 @@
 #   - slice v4-16: v4 2x2x4 = 16 chips: 4 x ct4p-hightpu-4t (4 chips per VM; multi-host, 4 VMs)
 #   - GKE minimum version 1.35.0-gke.3065000 (GKE-managed ML Diagnostics; highest of: TPUs on GKE Autopilot 1.29.2-gke.1521000, TPU v4 on Autopilot 1.29.2-gke.1521000, GKE-managed ML Diagnostics 1.35.0-gke.3065000)
 #   - ML Diagnostics agents: managed (the cluster's GKE version allows the GKE-managed add-on)
+#   - nodes run as a dedicated service account tpu-v4-multihost-nodes with roles/container.defaultNodeServiceAccount, roles/artifactregistry.reader (never the Compute Engine default one)
+#   - private nodes (internal IPs only), Cloud NAT for image pulls; public endpoint kept
 #   - workload tpu-available-chips: Job, 4 pod(s) per slice x 1 slice(s), 4 chips per pod
 
 locals {
@@ -71,8 +73,31 @@ module "cluster" {
   network                       = "default"
   subnetwork                    = null
   labels                        = local.labels
+  node_service_account_id       = "tpu-v4-multihost-nodes"
+  node_service_account_email    = null
+  node_service_account_roles    = ["roles/container.defaultNodeServiceAccount", "roles/artifactregistry.reader"]
+  private_nodes                 = true
+  private_endpoint              = false
+  master_ipv4_cidr_block        = null
 
   depends_on = [module.services]
+}
+
+# Private nodes: Cloud NAT for image pulls and the control plane's way to the in-cluster
+# webhooks (modules/gke/private-access has the sources).
+module "private_access" {
+  source = "./modules/gke/private-access"
+
+  project_id           = module.services.project_id
+  region               = local.region
+  network              = "default"
+  cluster              = module.cluster.name
+  router_name          = "tpu-v4-multihost-router"
+  nat_name             = "tpu-v4-multihost-nat"
+  firewall_name        = null
+  webhook_ports        = []
+  control_plane_cidr   = null
+  node_service_account = null
 }
 
 # The workload's Google service account, its ML Diagnostics roles, and the Workload

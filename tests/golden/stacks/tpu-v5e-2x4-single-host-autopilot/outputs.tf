@@ -34,6 +34,11 @@ output "mlrun_region" {
   value       = "us-central1"
 }
 
+output "node_service_account" {
+  description = "Service account the Autopilot nodes run as (hostNetwork pods run as it)."
+  value       = module.cluster.node_service_account
+}
+
 # Read by `mldiag-provision apply` to reach the cluster for the in-cluster stages (with an
 # access token of the caller's credentials, as the kubernetes provider in agents/ does).
 output "cluster_endpoint" {

@@ -3,6 +3,9 @@
 #   - slice v5e-16: v5e 4x4 = 16 chips: 4 x ct5lp-hightpu-4t (4 chips per VM; multi-host, 4 VMs)
 #   - GKE minimum version 1.34.1-gke.1000000 (from the recipe)
 #   - ML Diagnostics agents: manual (diagnostics.agents: manual)
+#   - nodes run as a dedicated service account tpu-v5e-manual-agents-nodes with roles/container.defaultNodeServiceAccount, roles/artifactregistry.reader (never the Compute Engine default one)
+#   - private nodes (internal IPs only), Cloud NAT for image pulls; public endpoint kept
+#   - firewall rule from the control plane to the nodes on TCP 8443, 9443, 10250 (in-cluster webhooks; a private cluster's control plane reaches nodes only on 443 and 10250 otherwise)
 #   - slice v5e-16: 1 node pool(s) of 4 x ct5lp-hightpu-4t in us-central1-a, COMPACT placement, capacity on-demand
 #   - workload jax-train: JobSet, 4 pod(s) per slice x 1 slice(s), 4 chips per pod
 #   - cluster add-on for JobSet workloads: jobset 0.9.0 (oci://registry.k8s.io/jobset/charts/jobset; CRD jobsets.jobset.x-k8s.io), installed by the agents stage before the workload namespace
@@ -73,9 +76,13 @@ module "cluster" {
   network                       = "default"
   subnetwork                    = null
   labels                        = local.labels
-  node_service_account_id       = "tpu-v5e-manual-agents-nodes"
-  node_service_account_roles    = ["roles/logging.logWriter", "roles/monitoring.metricWriter", "roles/monitoring.viewer", "roles/stackdriver.resourceMetadata.writer", "roles/autoscaling.metricsWriter", "roles/artifactregistry.reader"]
   system_pool_machine_type      = "e2-standard-4"
+  node_service_account_id       = "tpu-v5e-manual-agents-nodes"
+  node_service_account_email    = null
+  node_service_account_roles    = ["roles/container.defaultNodeServiceAccount", "roles/artifactregistry.reader"]
+  private_nodes                 = true
+  private_endpoint              = false
+  master_ipv4_cidr_block        = null
 
   depends_on = [module.services]
 }
@@ -125,6 +132,23 @@ module "node_pool" {
   service_account     = module.cluster.node_service_account
   node_labels         = each.value.node_labels
   labels              = local.labels
+}
+
+# Private nodes: Cloud NAT for image pulls and the control plane's way to the in-cluster
+# webhooks (modules/gke/private-access has the sources).
+module "private_access" {
+  source = "./modules/gke/private-access"
+
+  project_id           = module.services.project_id
+  region               = local.region
+  network              = "default"
+  cluster              = module.cluster.name
+  router_name          = "tpu-v5e-manual-agents-router"
+  nat_name             = "tpu-v5e-manual-agents-nat"
+  firewall_name        = "tpu-v5e-manual-agents-webhooks"
+  webhook_ports        = [8443, 9443, 10250]
+  control_plane_cidr   = module.cluster.control_plane_cidr
+  node_service_account = module.cluster.node_service_account
 }
 
 # The workload's Google service account, its ML Diagnostics roles, and the Workload

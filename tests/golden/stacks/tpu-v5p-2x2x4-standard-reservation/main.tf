@@ -3,6 +3,8 @@
 #   - slice v5p-16: v5p 2x2x4 = 16 chips: 4 x ct5p-hightpu-4t (4 chips per VM; multi-host, 4 VMs)
 #   - GKE minimum version 1.35.0-gke.3065000 (GKE-managed ML Diagnostics; highest of: TPU v5p on GKE Standard 1.28.3-gke.1024000, GKE-managed ML Diagnostics 1.35.0-gke.3065000)
 #   - ML Diagnostics agents: managed (the cluster's GKE version allows the GKE-managed add-on)
+#   - nodes run as a dedicated service account tpu-v5p-standard-nodes with roles/container.defaultNodeServiceAccount, roles/artifactregistry.reader (never the Compute Engine default one)
+#   - private nodes (internal IPs only), Cloud NAT for image pulls; public endpoint kept
 #   - slice v5p-16: 1 node pool(s) of 4 x ct5p-hightpu-4t in us-east5-a, COMPACT placement, capacity reservation
 #   - workload llama-pretrain: Job, 4 pod(s) per slice x 1 slice(s), 4 chips per pod
 
@@ -72,9 +74,13 @@ module "cluster" {
   network                       = "default"
   subnetwork                    = null
   labels                        = local.labels
-  node_service_account_id       = "tpu-v5p-standard-nodes"
-  node_service_account_roles    = ["roles/logging.logWriter", "roles/monitoring.metricWriter", "roles/monitoring.viewer", "roles/stackdriver.resourceMetadata.writer", "roles/autoscaling.metricsWriter", "roles/artifactregistry.reader"]
   system_pool_machine_type      = "e2-standard-4"
+  node_service_account_id       = "tpu-v5p-standard-nodes"
+  node_service_account_email    = null
+  node_service_account_roles    = ["roles/container.defaultNodeServiceAccount", "roles/artifactregistry.reader"]
+  private_nodes                 = true
+  private_endpoint              = false
+  master_ipv4_cidr_block        = null
 
   depends_on = [module.services]
 }
@@ -124,6 +130,23 @@ module "node_pool" {
   service_account     = module.cluster.node_service_account
   node_labels         = each.value.node_labels
   labels              = local.labels
+}
+
+# Private nodes: Cloud NAT for image pulls and the control plane's way to the in-cluster
+# webhooks (modules/gke/private-access has the sources).
+module "private_access" {
+  source = "./modules/gke/private-access"
+
+  project_id           = module.services.project_id
+  region               = local.region
+  network              = "default"
+  cluster              = module.cluster.name
+  router_name          = "tpu-v5p-standard-router"
+  nat_name             = "tpu-v5p-standard-nat"
+  firewall_name        = null
+  webhook_ports        = []
+  control_plane_cidr   = null
+  node_service_account = null
 }
 
 # The workload's Google service account, its ML Diagnostics roles, and the Workload

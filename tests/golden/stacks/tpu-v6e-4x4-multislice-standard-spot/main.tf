@@ -3,6 +3,9 @@
 #   - slice trillium: v6e 4x4 = 16 chips: 4 x ct6e-standard-4t (4 chips per VM; multi-host, 4 VMs); 2 slices (multislice)
 #   - GKE minimum version 1.35.0-gke.3065000 (GKE-managed ML Diagnostics; highest of: TPU v6e on GKE Standard 1.31.2-gke.1115000, multislice on GKE Standard 1.27.4-gke.900, GKE-managed ML Diagnostics 1.35.0-gke.3065000)
 #   - ML Diagnostics agents: managed (the cluster's GKE version allows the GKE-managed add-on)
+#   - nodes run as a dedicated service account tpu-v6e-multislice-spot-nodes with roles/container.defaultNodeServiceAccount, roles/artifactregistry.reader (never the Compute Engine default one)
+#   - private nodes (internal IPs only), Cloud NAT for image pulls; public endpoint kept
+#   - firewall rule from the control plane to the nodes on TCP 9443 (in-cluster webhooks; a private cluster's control plane reaches nodes only on 443 and 10250 otherwise)
 #   - slice trillium: 2 node pool(s) of 4 x ct6e-standard-4t in us-east5-b, COMPACT placement, capacity spot
 #   - workload multislice-train: JobSet, 4 pod(s) per slice x 2 slice(s), 4 chips per pod
 #   - workload multislice-train: failurePolicy.maxRestarts 3 (default for a multislice on Spot capacity: one preempted VM fails every slice)
@@ -74,9 +77,13 @@ module "cluster" {
   network                       = "default"
   subnetwork                    = null
   labels                        = local.labels
-  node_service_account_id       = "tpu-v6e-multislice-spot-nodes"
-  node_service_account_roles    = ["roles/logging.logWriter", "roles/monitoring.metricWriter", "roles/monitoring.viewer", "roles/stackdriver.resourceMetadata.writer", "roles/autoscaling.metricsWriter", "roles/artifactregistry.reader"]
   system_pool_machine_type      = "e2-standard-4"
+  node_service_account_id       = "tpu-v6e-multislice-spot-nodes"
+  node_service_account_email    = null
+  node_service_account_roles    = ["roles/container.defaultNodeServiceAccount", "roles/artifactregistry.reader"]
+  private_nodes                 = true
+  private_endpoint              = false
+  master_ipv4_cidr_block        = null
 
   depends_on = [module.services]
 }
@@ -140,6 +147,23 @@ module "node_pool" {
   service_account     = module.cluster.node_service_account
   node_labels         = each.value.node_labels
   labels              = local.labels
+}
+
+# Private nodes: Cloud NAT for image pulls and the control plane's way to the in-cluster
+# webhooks (modules/gke/private-access has the sources).
+module "private_access" {
+  source = "./modules/gke/private-access"
+
+  project_id           = module.services.project_id
+  region               = local.region
+  network              = "default"
+  cluster              = module.cluster.name
+  router_name          = "tpu-v6e-multislice-spot-router"
+  nat_name             = "tpu-v6e-multislice-spot-nat"
+  firewall_name        = "tpu-v6e-multislice-spot-webhooks"
+  webhook_ports        = [9443]
+  control_plane_cidr   = module.cluster.control_plane_cidr
+  node_service_account = module.cluster.node_service_account
 }
 
 # The workload's Google service account, its ML Diagnostics roles, and the Workload

@@ -5,6 +5,9 @@
 #   - ML Diagnostics agents: managed (the cluster's GKE version allows the GKE-managed add-on)
 #   - bucket my-ml-project-checkpoints: roles/storage.objectUser for the workloads' service account mldiag-workload@my-ml-project.iam.gserviceaccount.com (Cloud Storage FUSE, through Workload Identity)
 #   - bucket my-ml-project-datasets: roles/storage.objectViewer for the workloads' service account mldiag-workload@my-ml-project.iam.gserviceaccount.com (Cloud Storage FUSE, through Workload Identity)
+#   - nodes run as a dedicated service account tpu-v6e-train-volumes-nodes with roles/container.defaultNodeServiceAccount, roles/artifactregistry.reader (never the Compute Engine default one)
+#   - private nodes (internal IPs only), Cloud NAT for image pulls; public endpoint kept
+#   - firewall rule from the control plane to the nodes on TCP 9443 (in-cluster webhooks; a private cluster's control plane reaches nodes only on 443 and 10250 otherwise)
 #   - Cloud Storage FUSE volumes: the cluster's GcsFuseCsiDriver add-on is turned on
 #   - slice trillium: 2 node pool(s) of 4 x ct6e-standard-4t in us-east5-b, COMPACT placement, capacity spot
 #   - workload llm-train: JobSet, 4 pod(s) per slice x 2 slice(s), 4 chips per pod
@@ -76,10 +79,14 @@ module "cluster" {
   network                       = "default"
   subnetwork                    = null
   labels                        = local.labels
-  node_service_account_id       = "tpu-v6e-train-volumes-nodes"
-  node_service_account_roles    = ["roles/logging.logWriter", "roles/monitoring.metricWriter", "roles/monitoring.viewer", "roles/stackdriver.resourceMetadata.writer", "roles/autoscaling.metricsWriter", "roles/artifactregistry.reader"]
   system_pool_machine_type      = "e2-standard-4"
   enable_gcs_fuse_csi_driver    = true
+  node_service_account_id       = "tpu-v6e-train-volumes-nodes"
+  node_service_account_email    = null
+  node_service_account_roles    = ["roles/container.defaultNodeServiceAccount", "roles/artifactregistry.reader"]
+  private_nodes                 = true
+  private_endpoint              = false
+  master_ipv4_cidr_block        = null
 
   depends_on = [module.services]
 }
@@ -143,6 +150,23 @@ module "node_pool" {
   service_account     = module.cluster.node_service_account
   node_labels         = each.value.node_labels
   labels              = local.labels
+}
+
+# Private nodes: Cloud NAT for image pulls and the control plane's way to the in-cluster
+# webhooks (modules/gke/private-access has the sources).
+module "private_access" {
+  source = "./modules/gke/private-access"
+
+  project_id           = module.services.project_id
+  region               = local.region
+  network              = "default"
+  cluster              = module.cluster.name
+  router_name          = "tpu-v6e-train-volumes-router"
+  nat_name             = "tpu-v6e-train-volumes-nat"
+  firewall_name        = "tpu-v6e-train-volumes-webhooks"
+  webhook_ports        = [9443]
+  control_plane_cidr   = module.cluster.control_plane_cidr
+  node_service_account = module.cluster.node_service_account
 }
 
 # The workload's Google service account, its ML Diagnostics roles, and the Workload

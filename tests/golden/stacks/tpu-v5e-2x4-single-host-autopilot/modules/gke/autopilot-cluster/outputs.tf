@@ -35,3 +35,13 @@ output "managed_ml_diagnostics_enabled" {
   description = "Whether GKE-managed ML Diagnostics is configured on the cluster."
   value       = try(google_container_cluster.this.managed_machine_learning_diagnostics_config[0].enabled, false) == true
 }
+
+output "node_service_account" {
+  description = "Email of the service account the nodes run as."
+  value       = local.node_service_account
+}
+
+output "control_plane_cidr" {
+  description = "Source range of the control plane's connections to the nodes: the /28 of a VPC-peering private cluster, else the private endpoint's address (/32); null for a public cluster. The /32 case (Private Service Connect clusters) is unverified."
+  value       = length(google_container_cluster.this.private_cluster_config) == 0 ? null : (coalesce(google_container_cluster.this.private_cluster_config[0].master_ipv4_cidr_block, "-") != "-" ? google_container_cluster.this.private_cluster_config[0].master_ipv4_cidr_block : "${google_container_cluster.this.private_cluster_config[0].private_endpoint}/32")
+}

@@ -75,21 +75,6 @@ variable "labels" {
   default     = {}
 }
 
-variable "node_service_account_id" {
-  description = "Account id of the node service account this module creates (6-30 characters)."
-  type        = string
-
-  validation {
-    condition     = can(regex("^[a-z](?:[-a-z0-9]{4,28}[a-z0-9])$", var.node_service_account_id))
-    error_message = "node_service_account_id must be 6-30 characters: lowercase letter first, then lowercase letters, digits or hyphens."
-  }
-}
-
-variable "node_service_account_roles" {
-  description = "Project roles for the node service account (logging, monitoring, metadata, image pulls)."
-  type        = list(string)
-}
-
 variable "system_pool_machine_type" {
   description = "Machine type of the non-TPU system node pool."
   type        = string
@@ -104,5 +89,92 @@ variable "system_pool_node_count" {
   validation {
     condition     = var.system_pool_node_count >= 1
     error_message = "A Standard cluster with TPU node pools needs at least one non-TPU node."
+  }
+}
+
+variable "node_service_account_id" {
+  description = "Account id of the dedicated node service account this module creates (6-30 characters); null when node_service_account_email names an existing one."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.node_service_account_id == null || can(regex("^[a-z](?:[-a-z0-9]{4,28}[a-z0-9])$", var.node_service_account_id))
+    error_message = "node_service_account_id must be 6-30 characters: lowercase letter first, then lowercase letters, digits or hyphens."
+  }
+}
+
+variable "node_service_account_email" {
+  description = "Email of an existing service account the nodes run as (instead of creating one); never the Compute Engine default service account."
+  type        = string
+  default     = null
+
+  # https://cloud.google.com/compute/docs/access/service-accounts#default_service_account
+  validation {
+    condition     = var.node_service_account_email == null || !can(regex("-compute@developer\\.gserviceaccount\\.com$", var.node_service_account_email))
+    error_message = "node_service_account_email must not be the Compute Engine default service account (PROJECT_NUMBER-compute@developer.gserviceaccount.com): nodes get a dedicated least-privilege account."
+  }
+}
+
+variable "node_service_account_roles" {
+  description = "Project roles for the node service account (roles/container.defaultNodeServiceAccount, https://cloud.google.com/kubernetes-engine/security/configure-node-service-accounts)."
+  type        = list(string)
+}
+
+variable "private_nodes" {
+  description = "Private nodes: internal IP addresses only (https://cloud.google.com/kubernetes-engine/docs/how-to/private-clusters)."
+  type        = bool
+  default     = false
+}
+
+variable "private_endpoint" {
+  description = "Private endpoint only: the control plane answers inside the VPC and from authorized networks."
+  type        = bool
+  default     = false
+}
+
+variable "master_ipv4_cidr_block" {
+  description = "The control plane's /28 (clusters with VPC Network Peering); null lets GKE pick (Private Service Connect clusters, GKE 1.29+)."
+  type        = string
+  default     = null
+
+  validation {
+    condition     = var.master_ipv4_cidr_block == null || can(regex("^[0-9.]+/28$", var.master_ipv4_cidr_block))
+    error_message = "master_ipv4_cidr_block must be a /28 range such as 172.16.0.32/28."
+  }
+}
+
+variable "authorized_networks" {
+  description = "CIDR blocks allowed to reach the control plane; null: no master authorized networks block."
+  type = list(object({
+    cidr_block   = string
+    display_name = optional(string)
+  }))
+  default = null
+}
+
+variable "maintenance_window" {
+  description = "Recurring maintenance window (RFC 3339 UTC start/end of the first occurrence, RFC 5545 recurrence); null: GKE's default."
+  type = object({
+    start_time = string
+    end_time   = string
+    recurrence = string
+  })
+  default = null
+}
+
+variable "maintenance_exclusions" {
+  description = "Maintenance exclusions: name, RFC 3339 start/end and scope (NO_UPGRADES, NO_MINOR_UPGRADES, NO_MINOR_OR_NODE_UPGRADES)."
+  type = list(object({
+    name       = string
+    start_time = string
+    end_time   = string
+    scope      = string
+  }))
+  default = []
+
+  # MaintenanceExclusionOptions.Scope: https://cloud.google.com/python/docs/reference/container/latest/google.cloud.container_v1.types.MaintenanceExclusionOptions
+  validation {
+    condition     = alltrue([for e in var.maintenance_exclusions : contains(["NO_UPGRADES", "NO_MINOR_UPGRADES", "NO_MINOR_OR_NODE_UPGRADES"], e.scope)])
+    error_message = "Each maintenance exclusion's scope must be NO_UPGRADES, NO_MINOR_UPGRADES or NO_MINOR_OR_NODE_UPGRADES."
   }
 }

@@ -28,7 +28,7 @@ output "node_service_account" {
   description = "Email of the node service account, available once its project roles are granted."
   value = coalesce(
     one(distinct([for m in google_project_iam_member.nodes : trimprefix(m.member, "serviceAccount:")])),
-    google_service_account.nodes.email,
+    local.node_service_account,
   )
 }
 
@@ -47,4 +47,9 @@ output "ca_certificate" {
   description = "Base64-encoded public certificate of the cluster CA (master_auth[0].cluster_ca_certificate)."
   value       = google_container_cluster.this.master_auth[0].cluster_ca_certificate
   sensitive   = true
+}
+
+output "control_plane_cidr" {
+  description = "Source range of the control plane's connections to the nodes: the /28 of a VPC-peering private cluster, else the private endpoint's address (/32); null for a public cluster. The /32 case (Private Service Connect clusters) is unverified."
+  value       = length(google_container_cluster.this.private_cluster_config) == 0 ? null : (coalesce(google_container_cluster.this.private_cluster_config[0].master_ipv4_cidr_block, "-") != "-" ? google_container_cluster.this.private_cluster_config[0].master_ipv4_cidr_block : "${google_container_cluster.this.private_cluster_config[0].private_endpoint}/32")
 }
