@@ -33,6 +33,7 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path as FsPath
+from typing import Any
 
 import yaml
 
@@ -442,7 +443,19 @@ def _validator_class() -> type:
 
     checker = Draft202012Validator.TYPE_CHECKER.redefine(
         "string", lambda _checker, inst: isinstance(inst, (str, datetime.date)))
-    return validators.extend(Draft202012Validator, type_checker=checker)
+    base = Draft202012Validator.VALIDATORS
+
+    def as_text(keyword: str) -> Any:
+        # the string keywords see a date as the ISO text kubectl would pass on (a date in a
+        # label value crashed len() before: found by the compiled-schema identity test)
+        def check(validator: Any, value: Any, instance: Any, schema: Any) -> Any:
+            if isinstance(instance, datetime.date):
+                instance = instance.isoformat()
+            yield from base[keyword](validator, value, instance, schema)
+        return check
+
+    return validators.extend(Draft202012Validator, type_checker=checker, validators={
+        k: as_text(k) for k in ("maxLength", "minLength", "pattern", "format")})
 
 
 @functools.lru_cache(maxsize=8)
