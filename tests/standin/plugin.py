@@ -80,7 +80,7 @@ REPLACE_ON: dict[str, tuple[str, ...]] = {
 CONFLICT_ON_CREATE = frozenset({
     "google_service_account", "google_storage_bucket", "google_container_cluster",
     "google_container_node_pool", "google_project_iam_custom_role", "google_compute_network",
-    "google_compute_subnetwork", "google_compute_resource_policy",
+    "google_compute_subnetwork", "google_compute_resource_policy", "google_compute_firewall",
     "google_hypercomputecluster_cluster"})
 
 

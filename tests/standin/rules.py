@@ -159,6 +159,7 @@ _SERVICE = {
     "google_compute_resource_policy": ("compute.googleapis.com", "Compute Engine API"),
     "google_compute_network": ("compute.googleapis.com", "Compute Engine API"),
     "google_compute_subnetwork": ("compute.googleapis.com", "Compute Engine API"),
+    "google_compute_firewall": ("compute.googleapis.com", "Compute Engine API"),
     "google_service_account": ("iam.googleapis.com",
                                "Identity and Access Management (IAM) API"),
     "google_service_account_iam_member": ("iam.googleapis.com",

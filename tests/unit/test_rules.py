@@ -88,7 +88,9 @@ def test_every_rule_has_a_test() -> None:
               "workload-failure-policy", "workload-kubernetes-only",
               # tests/unit/test_queued.py
               "queued-capacity", "queued-reservation", "queued-run-duration",
-              "queued-version", "queued-tpu-version"}
+              "queued-version", "queued-tpu-version",
+              # tests/unit/test_gpunet.py
+              "gpunet-mode", "gpunet-off", "gpunet-cidr", "gpunet-names", "gpunet-version"}
     assert {rule_id for rule_id, _ in RULES} == tested
 
 

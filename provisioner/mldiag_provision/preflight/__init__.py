@@ -13,6 +13,7 @@ from mldiag_provision.errors import Problem
 from mldiag_provision.preflight import (  # noqa: F401  (importing registers the rules)
     diagnostics_rules,
     format_rules,
+    gpunet_rules,
     manifest_rules,
     name_rules,
     queued_rules,

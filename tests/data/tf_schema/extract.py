@@ -69,6 +69,7 @@ DEFAULT_RESOURCES = [
     "google_hypercomputecluster_cluster",
     "google_compute_network",
     "google_compute_subnetwork",
+    "google_compute_firewall",
 ]
 DEFAULT_DATA_SOURCES = ["google_service_account", "google_storage_bucket",
                         "google_container_cluster", "google_client_config",

@@ -106,3 +106,9 @@ variable "system_pool_node_count" {
     error_message = "A Standard cluster with TPU node pools needs at least one non-TPU node."
   }
 }
+
+variable "enable_multi_networking" {
+  description = "Multi-networking with GKE Dataplane V2, for GPUDirect node pools whose pods attach extra NICs."
+  type        = bool
+  default     = false
+}
