@@ -154,8 +154,10 @@ class BucketGrantPlan:
 # from these defaults (so existing stacks keep their bytes): per workload, and for the stack.
 WORKLOAD_OMIT_WHEN_DEFAULT: dict[str, object] = {
     "ephemeral_storage": None, "volumes": [], "tolerations": [], "annotations": {},
-    "priority_class_name": None, "max_restarts": 0, "restart_strategy": None}
-STACK_OMIT_WHEN_DEFAULT: dict[str, object] = {"bucket_grants": []}
+    "priority_class_name": None, "max_restarts": 0, "restart_strategy": None,
+    "queue": None, "max_run_seconds": None}
+STACK_OMIT_WHEN_DEFAULT: dict[str, object] = {"bucket_grants": [], "queued": None,
+                                              "gpu_networks": []}
 CLUSTER_OMIT_WHEN_DEFAULT: dict[str, object] = {"gcs_fuse_csi_driver": False}
 
 
@@ -268,15 +270,6 @@ class StackPlan:
             _omit_defaults(data["cluster"], CLUSTER_OMIT_WHEN_DEFAULT)
         for w in data.get("workloads", ()):
             _omit_defaults(w, WORKLOAD_OMIT_WHEN_DEFAULT)
-        # queued capacity's fields only where used: stacks without it keep their plan.json
-        if data["queued"] is None:
-            del data["queued"]
-        for w in data["workloads"]:
-            for key in ("queue", "max_run_seconds"):
-                if w.get(key) is None:
-                    w.pop(key, None)
-        if not data["gpu_networks"]:
-            del data["gpu_networks"]
         return data
 
 
