@@ -55,7 +55,7 @@ def test_committed_schemas_match_the_generator() -> None:
 
 def test_pins_name_tag_and_commit_and_every_input_is_vendored() -> None:
     pins = yaml.safe_load(crdgen.PINS.read_text())["projects"]
-    assert set(pins) == {"jobset", "lws", "kuberay", "kueue"}
+    assert set(pins) == {"jobset", "lws", "kuberay", "kueue", "gkenetworking"}
     sums = crdgen.UPSTREAM.joinpath("SHA256SUMS").read_text().split()
     for project, spec in pins.items():
         for tag, pin in spec["versions"].items():

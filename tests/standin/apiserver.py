@@ -122,6 +122,10 @@ BUILTIN: tuple[Resource, ...] = (
        "MutatingWebhookConfiguration", False, (), ()),
     _r("admissionregistration.k8s.io", "v1", "validatingwebhookconfigurations",
        "ValidatingWebhookConfiguration", False, (), ()),
+    # GKE's multi-network objects (GoogleCloudPlatform/gke-networking-api CRDs, which GKE
+    # installs itself; served here on every cluster the stand-in plays)
+    _r("networking.gke.io", "v1", "networks", "Network", False),
+    _r("networking.gke.io", "v1", "gkenetworkparamsets", "GKENetworkParamSet", False),
 )
 
 # Namespaces the API server creates itself (kube-apiserver's system namespaces).
@@ -881,8 +885,11 @@ class Store:
                                         "reason": "MinimumReplicasAvailable",
                                         "message": "Deployment has minimum availability."}]}
                 else:
+                    # numberMisscheduled is always set by the DaemonSet controller (the
+                    # official client's V1DaemonSetStatus refuses a status without it)
                     d["status"] = {"observedGeneration": gen, "desiredNumberScheduled": n,
                                    "currentNumberScheduled": n, "numberReady": n,
+                                   "numberMisscheduled": 0,
                                    "numberAvailable": n, "updatedNumberScheduled": n}
         sas = self.objects.setdefault(("", "serviceaccounts"), {})
         for ns in list(self.objects.get(("", "namespaces"), {})):

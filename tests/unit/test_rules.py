@@ -90,7 +90,9 @@ def test_every_rule_has_a_test() -> None:
               "queued-capacity", "queued-reservation", "queued-run-duration",
               "queued-version", "queued-tpu-version",
               # tests/unit/test_cluster_rules.py (issue 14)
-              "cluster-node-identity", "cluster-private", "cluster-maintenance"}
+              "cluster-node-identity", "cluster-private", "cluster-maintenance",
+              # tests/unit/test_gpunet.py
+              "gpunet-mode", "gpunet-off", "gpunet-cidr", "gpunet-names", "gpunet-version"}
     assert {rule_id for rule_id, _ in RULES} == tested
 
 

@@ -568,6 +568,8 @@ def _sources(manifest: Mapping[str, Any]) -> list[str]:
     agents = manifest.get("agents") or {}
     return ([f"blueprints/{t}" for t in manifest.get("templates", {}).values()]
             + [f"modules/{m}" for m in manifest.get("modules", [])]
+            + [f"modules/{m}" for ms in (manifest.get("modules_when") or {}).values()
+               for m in ms]
             + [f"blueprints/{t}" for t in agents.get("templates", {}).values()]
             + [f"modules/{m}" for m in agents.get("modules", [])])
 

@@ -13,7 +13,9 @@ from typing import TYPE_CHECKING, Any
 from mldiag_provision.catalog import requirements as req
 from mldiag_provision.catalog.gke_version import GkeVersion
 from mldiag_provision.catalog.tpu import Catalog, SliceShape
+from mldiag_provision.plan import gpunet
 from mldiag_provision.plan.agents import plan_agents
+from mldiag_provision.plan.gpunet import GpuNetworkPlan
 from mldiag_provision.plan.names import node_pool_names, node_service_account_id
 from mldiag_provision.plan.parts import (
     AuthorizedNetworkPlan,
@@ -470,6 +472,7 @@ def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
             decisions.append(f"slice {sp.name}: {sp.count} node pool(s) of {sp.vms} x "
                              f"{sp.machine_type} in {spec.zone}, {placement}, capacity "
                              f"{sp.capacity}")
+    gpu_networks = _gpu_networks(unit, project, recipe, cluster_name, decisions)
     workloads: list[WorkloadPlan] = []
     for w in spec.workloads:
         sp = by_name[w.slice]
@@ -501,4 +504,29 @@ def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
         **project.stack_fields(), services=project.services, cluster=cluster,
         diagnostics=diagnostics, workloads=tuple(workloads), node_pools=tuple(node_pools),
         decisions=tuple(decisions), agents=agents_plan, bucket_grants=grants,
-        queued=queued)
+        queued=queued, gpu_networks=gpu_networks)
+
+
+def _gpu_networks(unit: Orchestrator, project: ProjectPlan, recipe: Recipe, cluster: str,
+                  decisions: list[str]) -> tuple[GpuNetworkPlan, ...]:
+    """GPUDirect networking per GPU slice (:mod:`~.gpunet`), with a decision line for each
+    GPU slice whose machine type has it or whose recipe names a mode."""
+    from mldiag_provision.orchestrators import Capability
+
+    by_name = {s.name: s for s in project.slices}
+    machines = {i: by_name[s.name].machine_type for i, s in enumerate(recipe.spec.slices)}
+    out: list[GpuNetworkPlan] = []
+    for r in gpunet.decide(recipe, unit.has(Capability.NODE_POOLS), machines):
+        sp = by_name[r.slice]
+        if r.mode is None:
+            if r.explicit or gpunet.mode_for_machine(sp.machine_type):
+                decisions.append(f"slice {r.slice}: no GPUDirect networking ({r.reason})")
+            continue
+        plan = gpunet.build(cluster, recipe.spec.zone, r, sp.accelerator,
+                            sp.chips_per_vm or 0)
+        out.append(plan)
+        decisions.append(
+            f"slice {r.slice}: {r.mode} ({r.reason}): {len(plan.interfaces)} extra NICs on "
+            f"{len(plan.vpcs)} VPC(s) from {plan.cidr}; cluster multi-networking with "
+            "Dataplane V2")
+    return tuple(out)

@@ -14,6 +14,7 @@ from mldiag_provision.catalog.gpu import GpuShape
 from mldiag_provision.catalog.tpu import Catalog, SliceShape
 from mldiag_provision.plan import slurm as slurm_plan
 from mldiag_provision.plan.agents import AgentsPlan
+from mldiag_provision.plan.gpunet import GpuNetworkPlan
 from mldiag_provision.plan.kubernetes import workload_kind as workload_kind
 from mldiag_provision.plan.parts import (
     BackendPlan,
@@ -155,7 +156,8 @@ WORKLOAD_OMIT_WHEN_DEFAULT: dict[str, object] = {
     "ephemeral_storage": None, "volumes": [], "tolerations": [], "annotations": {},
     "priority_class_name": None, "max_restarts": 0, "restart_strategy": None,
     "queue": None, "max_run_seconds": None}
-STACK_OMIT_WHEN_DEFAULT: dict[str, object] = {"bucket_grants": [], "queued": None}
+STACK_OMIT_WHEN_DEFAULT: dict[str, object] = {"bucket_grants": [], "queued": None,
+                                              "gpu_networks": []}
 CLUSTER_OMIT_WHEN_DEFAULT: dict[str, object] = {"gcs_fuse_csi_driver": False}
 
 
@@ -235,6 +237,24 @@ class StackPlan:
     queued: QueuedPlan | None = None
     """Kueue objects for queued slices; ``None``: no queued capacity.
     """
+    gpu_networks: tuple[GpuNetworkPlan, ...] = ()
+    """GKE Standard GPU slices with GPUDirect networking (:mod:`~.gpunet`); empty: none, and
+    then left out of ``plan.json`` (stacks without it keep their bytes)."""
+
+    def gpu_network(self, slice_name: str) -> GpuNetworkPlan | None:
+        """The GPU networking of slice ``slice_name`` (None: the slice has none)."""
+        return next((g for g in self.gpu_networks if g.slice == slice_name), None)
+
+    @property
+    def multi_networking(self) -> bool:
+        """Whether the cluster needs multi-networking and Dataplane V2 (GKE-MULTINET)."""
+        return bool(self.gpu_networks)
+
+    def gpu_cluster_objects(self) -> list[dict[str, Any]]:
+        """The in-cluster objects of the GPU networks (:func:`~.gpunet.cluster_objects`)."""
+        from mldiag_provision.plan.gpunet import cluster_objects
+
+        return cluster_objects(self.gpu_networks)
 
     def to_dict(self) -> dict[str, Any]:
         """The plan as JSON-ready data (``.mldiag/plan.json``): field names as keys, nested

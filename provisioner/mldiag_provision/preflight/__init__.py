@@ -14,6 +14,7 @@ from mldiag_provision.preflight import (  # noqa: F401  (importing registers the
     cluster_rules,
     diagnostics_rules,
     format_rules,
+    gpunet_rules,
     manifest_rules,
     name_rules,
     queued_rules,

@@ -71,6 +71,10 @@ class CrdVersions(_Model):
     lws: Literal["v0.10.0"] | None = None
     kuberay: Literal["v1.7.0"] | None = None
     kueue: Literal["v0.19.2"] | None = None
+    gkenetworking: Literal["v0.2.0"] | None = Field(
+        None, description="GKE's networking.gke.io Network / GKENetworkParamSet CRDs "
+                          "(GoogleCloudPlatform/gke-networking-api), installed by GKE on "
+                          "multi-networking clusters.")
 
 
 
@@ -208,6 +212,22 @@ class Capacity(_Model):
                           "and at most 7d).")
 
 
+class GpuNetworking(_Model):
+    """High-bandwidth GPU networking of a GKE Standard GPU node pool (A3 Mega: GPUDirect-TCPXO
+    over 8 extra gVNIC VPCs; A3 Ultra / A4: GPUDirect RDMA over one extra gVNIC VPC and a
+    RoCE VPC with 8 subnets). Facts and sources: catalog/data/gpu.yaml ``gpuNetworking``."""
+
+    mode: Literal["auto", "gpudirect-tcpxo", "gpudirect-rdma", "none"] = Field(
+        "auto", description="auto: the machine type's GPUDirect stack on gke-standard when "
+                            "the slice has 2 or more VMs (a3-megagpu-8g: gpudirect-tcpxo; "
+                            "a3-ultragpu-8g, a4-highgpu-8g: gpudirect-rdma), else none; none: "
+                            "NCCL traffic uses the primary NIC only.")
+    cidr: str | None = Field(
+        None, description="IPv4 range the extra subnets are cut from (16 equal parts, one "
+                          "per subnet). Default: the n-th /18 of 192.168.0.0/16 for the "
+                          "n-th networked slice.")
+
+
 class Slice(_Model):
     """One accelerator slice: a TPU slice shape (and how many: multislice when ``count`` > 1),
     or a group of GPU VMs. Exactly one of ``tpu`` and ``gpu``."""
@@ -228,6 +248,9 @@ class Slice(_Model):
                           "two machine types, e.g. v5e/v6e 2x4 = one 8-chip VM or two 4-chip VMs.")
     count: Annotated[int, Field(ge=1, le=64)] = Field(1, description="Number of slices.")
     capacity: Capacity = Field(default_factory=Capacity)
+    networking: GpuNetworking = Field(
+        default_factory=GpuNetworking,
+        description="GPU slices on gke-standard: GPUDirect networking of the node pool.")
 
 
 class ProfilesBucket(_Model):

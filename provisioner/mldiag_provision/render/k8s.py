@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from mldiag_provision.catalog.store import store
+from mldiag_provision.plan import gpunet
 from mldiag_provision.plan.parts import DiagnosticsPlan, KubernetesDiagnosticsPlan
 from mldiag_provision.plan.stack import TPU_RESOURCE, SlicePlan, VolumePlan, WorkloadPlan
 
@@ -174,12 +175,29 @@ def _pod_template(plan: WorkloadSource, w: WorkloadPlan, labels: dict[str, str])
         spec["priorityClassName"] = w.priority_class_name
     if w.tolerations:
         spec["tolerations"] = [dict(t) for t in w.tolerations]
-    spec["containers"] = [_container(plan, w, sp.multi_host)]
+    container = _container(plan, w, sp.multi_host)
+    spec["containers"] = [container]
     if w.volumes:
         spec["volumes"] = [_volume(v) for v in w.volumes]
     metadata: dict[str, Any] = {"labels": labels}
     if w.annotations:
         metadata["annotations"] = dict(w.annotations)
+    gpu_network = getattr(plan, "gpu_network", None)
+    net = gpu_network(w.slice) if gpu_network is not None else None
+    if net is not None:
+        # GPUDirect: the extra NICs, the NCCL plugin from the node, the TCPXO daemon
+        # (plan/gpunet.py pod_additions, sources there); preflight keeps the recipe's own
+        # annotations, volumes and env from clashing with these names
+        annotations, env, mounts, volumes, sidecars = gpunet.pod_additions(net)
+        metadata["annotations"] = {**metadata.get("annotations", {}), **annotations}
+        own: list[dict[str, Any]] = list(container.get("env") or [])  # type: ignore[call-overload]
+        names = {e["name"] for e in own}
+        container["env"] = [*own, *(e for e in env if e["name"] not in names)]
+        container["volumeMounts"] = [*(container.get("volumeMounts") or []),  # type: ignore[misc]
+                                     *mounts]
+        spec["volumes"] = [*(spec.get("volumes") or []), *volumes]  # type: ignore[misc]
+        if sidecars:
+            spec["initContainers"] = sidecars
     return {"metadata": metadata, "spec": spec}
 
 

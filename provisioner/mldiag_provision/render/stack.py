@@ -254,6 +254,14 @@ def _topology_section(plan: StackPlan, drawings: list[pictures.Drawing]) -> str:
     return "\n".join(lines)
 
 
+GPU_NETWORK_FILE = "k8s/workloads/00-gpu-networking.yaml"
+"""The in-cluster objects of GPUDirect networking: in k8s/workloads/ so that the workloads
+stage applies them (server-side, in file order) before the workloads, as it does the Kueue
+objects. Not in the Terraform agents/ stage: there they would need kubernetes_manifest, which
+reads the networking.gke.io CRDs from the cluster at plan time (hashicorp/terraform-provider-
+kubernetes docs, kubernetes_manifest), and one Pulumi type per kind."""
+
+
 def render_stack(plan: StackPlan, *, root: Path | None = None,
                  policy: dict[str, Any] | None = None) -> dict[str, bytes]:
     """Render every file of the stack. Returns relative path -> bytes; writes nothing.
@@ -285,6 +293,10 @@ def render_stack(plan: StackPlan, *, root: Path | None = None,
         files["k8s/workloads/00-kueue.yaml"] = _dump_yaml(k8s.kueue_objects(plan), head)
     for w in plan.workloads:
         files[f"k8s/workloads/{w.name}.yaml"] = _dump_yaml(k8s.workload(plan, w), head)
+    if plan.gpu_networks:
+        # GPUDirect: Network objects and NCCL plugin installers, applied (sorted first)
+        # before the workloads that name them (plan/gpunet.py)
+        files[GPU_NETWORK_FILE] = _dump_yaml(plan.gpu_cluster_objects(), head)
     if plan.slurm is not None:  # Slurm: sbatch scripts, no Kubernetes manifests
         files.update(slurm.files(plan, banner("hcl", plan.name)))
     if plan.agents is not None and plan.slices:  # Kubernetes: the opt-in smoke workload

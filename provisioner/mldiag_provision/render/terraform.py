@@ -18,7 +18,8 @@ def terraform_files(plan: StackPlan, manifest: Mapping[str, Any],
     """Relative path -> bytes of the Terraform part of the stack.
 
     Args:
-      manifest: the blueprint's ``blueprint.yaml`` as data.
+      manifest: the blueprint's ``blueprint.yaml`` as data (``modules_when``: plan attribute
+        -> modules copied only when that attribute of the plan is truthy).
       root: the data root holding ``blueprints/`` and ``modules/``.
     Raises:
       jinja2.TemplateError: a template is broken (a bug here).
@@ -31,6 +32,12 @@ def terraform_files(plan: StackPlan, manifest: Mapping[str, Any],
         files[output] = text.encode("utf-8")
     for module in manifest["modules"]:
         files.update(module_files(root / "modules", module, plan.name))
+    for attribute, modules in (manifest.get("modules_when") or {}).items():
+        # modules only some stacks call: included when the plan's attribute is truthy
+        # (e.g. gpu_networks), so the other stacks keep their files
+        if getattr(plan, attribute):
+            for module in modules:
+                files.update(module_files(root / "modules", module, plan.name))
     stage = manifest.get("agents")
     if stage and plan.agents is not None:
         for output, template in stage["templates"].items():

@@ -309,6 +309,67 @@ def check_kueue(cluster: Cluster, plan: StackPlan) -> CheckResult:
                        f"{group}/{version}")
 
 
+def check_gpu_networks(cluster: Cluster, plan: StackPlan) -> list[CheckResult]:
+    """Each GPUDirect slice (plan/gpunet.py): its ``networking.gke.io`` Network objects exist
+    (pods naming a missing one do not start; GKE multi-networking docs) and its NCCL plugin
+    installer DaemonSet is ready on every node it targets. SKIP while none of the slice's
+    Networks exists (the workloads stage, not yet applied, creates them); no results for
+    stacks without GPUDirect slices."""
+    from mldiag_provision.plan.gpunet import TCPXO
+    from mldiag_provision.stack.kube import WORKLOADS_DIR
+
+    if not plan.gpu_networks:
+        return []
+    evidence = "networks.networking.gke.io"
+    try:
+        items = cluster.custom.list_cluster_custom_object("networking.gke.io", "v1",
+                                                          "networks")["items"]
+    except Exception as exc:
+        return [_api_error("gpu-network", evidence, exc)]
+    have = {str((n.get("metadata") or {}).get("name")) for n in items}
+    results = []
+    for g in plan.gpu_networks:
+        check = f"gpu-network:{g.slice}"
+        missing = [i.network_object for i in g.interfaces if i.network_object not in have]
+        if len(missing) == len(g.interfaces):
+            # the workloads stage creates them, before the workloads: not applied yet
+            results.append(CheckResult(
+                check, SKIP, "no Network objects yet: the workloads stage creates them "
+                f"({WORKLOADS_DIR}/00-gpu-networking.yaml) before the workloads", evidence))
+            continue
+        if missing:
+            results.append(CheckResult(
+                check, FAIL, f"{len(missing)} of {len(g.interfaces)} Network objects are "
+                "missing: " + ", ".join(missing[:4]), evidence,
+                f"apply {WORKLOADS_DIR}/00-gpu-networking.yaml (mldiag-provision apply), "
+                "then kubectl get networks"))
+            continue
+        name = "nccl-tcpxo-installer" if g.mode == TCPXO else "nccl-rdma-installer"
+        ds_evidence = f"DaemonSet/kube-system/{name}"
+        try:
+            ds = cluster.apps.read_namespaced_daemon_set(name, "kube-system")
+        except Exception as exc:
+            if _not_found(exc):
+                results.append(CheckResult(check, FAIL, f"the NCCL plugin installer {name} is "
+                                           "missing: NCCL falls back to the primary NIC",
+                                           ds_evidence, f"apply {WORKLOADS_DIR}/"
+                                           "00-gpu-networking.yaml"))
+            else:
+                results.append(_api_error(check, ds_evidence, exc))
+            continue
+        status = ds.status
+        want = int(getattr(status, "desired_number_scheduled", 0) or 0)
+        ready = int(getattr(status, "number_ready", 0) or 0)
+        if ready < want:
+            results.append(CheckResult(check, FAIL, f"installer ready on {ready} of {want} "
+                                       "nodes", ds_evidence,
+                                       f"kubectl -n kube-system describe daemonset {name}"))
+        else:
+            results.append(CheckResult(check, PASS, f"{len(g.interfaces)} Networks; {name} "
+                                       f"ready on {ready} node(s)", ds_evidence))
+    return results
+
+
 def check_reachable(cluster: Cluster) -> CheckResult:
     """The API server answers at all (GET /version), in time, with Kubernetes' JSON.
 
@@ -381,6 +442,7 @@ def run_checks(cluster: Cluster, plan: StackPlan, catalog: Catalog) -> list[Chec
         ("crd-established", lambda: check_crd_established(cluster, plan, catalog)),
         ("webhook-ca-bundle", lambda: check_webhook_ca(cluster, plan)),
         ("nodes", lambda: check_accelerator_nodes(cluster, plan)),
+        ("gpu-network", lambda: check_gpu_networks(cluster, plan)),
     ]
     if plan.queued is not None:
         steps.append(("kueue", lambda: check_kueue(cluster, plan)))

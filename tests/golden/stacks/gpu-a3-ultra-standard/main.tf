@@ -6,6 +6,7 @@
 #   - nodes run as a dedicated service account gpu-a3-ultra-standard-nodes with roles/container.defaultNodeServiceAccount, roles/artifactregistry.reader (never the Compute Engine default one)
 #   - private nodes (internal IPs only), Cloud NAT for image pulls; public endpoint kept
 #   - slice a3u: 1 node pool(s) of 2 x a3-ultragpu-8g in us-east5-a, no placement policy, capacity reservation
+#   - slice a3u: gpudirect-rdma (auto: a3-ultragpu-8g has gpudirect-rdma): 9 extra NICs on 2 VPC(s) from 192.168.0.0/18; cluster multi-networking with Dataplane V2
 #   - workload pretrain: Job, 2 pod(s) per slice x 1 slice(s), 8 GPUs per pod
 
 locals {
@@ -61,6 +62,32 @@ module "log_analytics" {
   depends_on = [module.services]
 }
 
+# GPUDirect: the extra VPCs of the GPU node pools (sources in the module).
+module "gpu_network" {
+  source = "./modules/network/gpu-vpcs"
+
+  project_id = local.project_id
+  region     = local.region
+  networks = [
+    {
+      name            = "gpu-a3-ultra-standard-a3u-gvnic"
+      mtu             = 8896
+      network_profile = null
+      firewall_cidr   = "192.168.0.0/18"
+      subnets         = [{ name = "gpu-a3-ultra-standard-a3u-gvnic", cidr = "192.168.0.0/22" }]
+    },
+    {
+      name            = "gpu-a3-ultra-standard-a3u-rdma"
+      mtu             = 8896
+      network_profile = "us-east5-a-vpc-roce"
+      firewall_cidr   = null
+      subnets         = [{ name = "gpu-a3-ultra-standard-a3u-rdma-0", cidr = "192.168.4.0/22" }, { name = "gpu-a3-ultra-standard-a3u-rdma-1", cidr = "192.168.8.0/22" }, { name = "gpu-a3-ultra-standard-a3u-rdma-2", cidr = "192.168.12.0/22" }, { name = "gpu-a3-ultra-standard-a3u-rdma-3", cidr = "192.168.16.0/22" }, { name = "gpu-a3-ultra-standard-a3u-rdma-4", cidr = "192.168.20.0/22" }, { name = "gpu-a3-ultra-standard-a3u-rdma-5", cidr = "192.168.24.0/22" }, { name = "gpu-a3-ultra-standard-a3u-rdma-6", cidr = "192.168.28.0/22" }, { name = "gpu-a3-ultra-standard-a3u-rdma-7", cidr = "192.168.32.0/22" }]
+    },
+  ]
+
+  depends_on = [module.services]
+}
+
 module "cluster" {
   source = "./modules/gke/standard-cluster"
 
@@ -81,6 +108,7 @@ module "cluster" {
   private_nodes                 = true
   private_endpoint              = false
   master_ipv4_cidr_block        = null
+  enable_multi_networking       = true
 
   depends_on = [module.services]
 }
@@ -101,6 +129,7 @@ locals {
       gpu_type            = "nvidia-h200-141gb"
       gpu_count           = 8
       node_labels         = { "mldiag-provision/slice" = "a3u" }
+      additional_networks = [{ network = "gpu-a3-ultra-standard-a3u-gvnic", subnetwork = "gpu-a3-ultra-standard-a3u-gvnic" }, { network = "gpu-a3-ultra-standard-a3u-rdma", subnetwork = "gpu-a3-ultra-standard-a3u-rdma-0" }, { network = "gpu-a3-ultra-standard-a3u-rdma", subnetwork = "gpu-a3-ultra-standard-a3u-rdma-1" }, { network = "gpu-a3-ultra-standard-a3u-rdma", subnetwork = "gpu-a3-ultra-standard-a3u-rdma-2" }, { network = "gpu-a3-ultra-standard-a3u-rdma", subnetwork = "gpu-a3-ultra-standard-a3u-rdma-3" }, { network = "gpu-a3-ultra-standard-a3u-rdma", subnetwork = "gpu-a3-ultra-standard-a3u-rdma-4" }, { network = "gpu-a3-ultra-standard-a3u-rdma", subnetwork = "gpu-a3-ultra-standard-a3u-rdma-5" }, { network = "gpu-a3-ultra-standard-a3u-rdma", subnetwork = "gpu-a3-ultra-standard-a3u-rdma-6" }, { network = "gpu-a3-ultra-standard-a3u-rdma", subnetwork = "gpu-a3-ultra-standard-a3u-rdma-7" }]
     }
   }
 }
@@ -130,6 +159,10 @@ module "node_pool" {
   service_account     = module.cluster.node_service_account
   node_labels         = each.value.node_labels
   labels              = local.labels
+
+  additional_node_networks = each.value.additional_networks
+  # the pool's extra NICs need their subnets
+  depends_on = [module.gpu_network]
 }
 
 # Private nodes: Cloud NAT for image pulls and the control plane's way to the in-cluster

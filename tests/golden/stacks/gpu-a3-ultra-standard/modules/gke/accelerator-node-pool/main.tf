@@ -22,6 +22,10 @@
 #   https://cloud.google.com/kubernetes-engine/docs/how-to/provisioningrequest
 # - GPUs: guest_accelerator with gpu_driver_installation_config lets GKE install the NVIDIA
 #   driver: https://cloud.google.com/kubernetes-engine/docs/how-to/gpus
+# - GPUDirect (A3 Mega TCPXO, A3 Ultra / A4 RDMA): one additional_node_network_configs entry per
+#   extra NIC, in NIC order, and gVNIC on the node pool:
+#   https://cloud.google.com/kubernetes-engine/docs/how-to/gpu-bandwidth-gpudirect-tcpx,
+#   Cluster Toolkit examples/gke-a3-ultragpu (additional_networks of the node pool)
 
 locals {
   queued      = var.capacity == "queued"
@@ -92,6 +96,19 @@ resource "google_container_node_pool" "this" {
     }
   }
 
+  dynamic "network_config" {
+    for_each = length(var.additional_node_networks) > 0 ? [true] : []
+    content {
+      dynamic "additional_node_network_configs" {
+        for_each = var.additional_node_networks
+        content {
+          network    = additional_node_network_configs.value.network
+          subnetwork = additional_node_network_configs.value.subnetwork
+        }
+      }
+    }
+  }
+
   node_config {
     machine_type    = var.machine_type
     spot            = var.capacity == "spot"
@@ -103,6 +120,13 @@ resource "google_container_node_pool" "this" {
 
     workload_metadata_config {
       mode = "GKE_METADATA"
+    }
+
+    dynamic "gvnic" {
+      for_each = length(var.additional_node_networks) > 0 ? [true] : []
+      content {
+        enabled = true
+      }
     }
 
     dynamic "guest_accelerator" {

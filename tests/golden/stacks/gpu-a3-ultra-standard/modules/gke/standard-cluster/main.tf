@@ -73,6 +73,13 @@ resource "google_container_cluster" "this" {
   subnetwork          = var.subnetwork
   resource_labels     = var.labels
 
+  # GPUDirect GPU node pools attach extra NICs to pods: multi-networking, which needs GKE
+  # Dataplane V2 (https://cloud.google.com/kubernetes-engine/docs/how-to/setup-multinetwork-support-for-pods).
+  # null when off, so clusters without it keep what GKE chose (whether GKE can change either
+  # in place is unverified here; the provider may plan a replacement).
+  enable_multi_networking = var.enable_multi_networking ? true : null
+  datapath_provider       = var.enable_multi_networking ? "ADVANCED_DATAPATH" : null
+
   # Node pools are separate resources; the default pool is removed right after creation.
   remove_default_node_pool = true
   initial_node_count       = 1

@@ -178,3 +178,9 @@ variable "maintenance_exclusions" {
     error_message = "Each maintenance exclusion's scope must be NO_UPGRADES, NO_MINOR_UPGRADES or NO_MINOR_OR_NODE_UPGRADES."
   }
 }
+
+variable "enable_multi_networking" {
+  description = "Multi-networking with GKE Dataplane V2, for GPUDirect node pools whose pods attach extra NICs."
+  type        = bool
+  default     = false
+}

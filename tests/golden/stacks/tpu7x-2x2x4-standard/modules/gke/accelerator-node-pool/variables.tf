@@ -111,3 +111,12 @@ variable "gpu_count" {
   type        = number
   default     = null
 }
+
+variable "additional_node_networks" {
+  description = "GPUDirect pools: the extra NICs in order, each {network, subnetwork} (names); empty for none. Turns on gVNIC."
+  type = list(object({
+    network    = string
+    subnetwork = string
+  }))
+  default = []
+}
