@@ -129,7 +129,7 @@ def test_workload_identity_binding_waits_for_the_cluster(name: str, tmp_path: Pa
 OLD_NODE_SA_OUTPUT = ('  value = coalesce(\n'
                       '    one(distinct([for m in google_project_iam_member.nodes : '
                       'trimprefix(m.member, "serviceAccount:")])),\n'
-                      '    google_service_account.nodes.email,\n'
+                      '    local.node_service_account,\n'
                       '  )')
 
 
@@ -158,7 +158,7 @@ def test_node_pools_wait_for_node_service_account_roles(tmp_path: Path, offline,
     old = tmp_path / "old"
     render(cli, recipe_copy("tpu7x-2x2x4-standard", tmp_path / "old.yaml"), old)
     patch(old / "modules/gke/standard-cluster/outputs.tf", OLD_NODE_SA_OUTPUT,
-          "  value = google_service_account.nodes.email")
+          "  value = local.node_service_account")
     old_cloud = tmp_path / "c1"
     result = apply_with_terraform(old, env={"MLDIAG_STANDIN_DELAY": slow_grants,
                                             "MLDIAG_STANDIN_CLOUD": str(old_cloud)})

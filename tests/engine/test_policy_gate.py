@@ -75,8 +75,8 @@ def test_plan_markdown_summary_for_a_pr_comment(offline, cli, tmp_path: Path) ->
     code, out, err = cli("plan", str(r), "-o", work, "-O", "markdown")
     assert code == 0, out + err
     assert out.startswith("### mldiag-provision plan: `tpu-v4-multihost`")
-    assert "**Plan:** 19 to create, 0 to update, 0 to replace, 0 to delete" in out
-    assert "| project | planned | 19 | 0 | 0 | 0 |" in out
+    assert "**Plan:** 24 to create, 0 to update, 0 to replace, 0 to delete" in out
+    assert "| project | planned | 24 | 0 | 0 | 0 |" in out
     assert "| cluster | deferred: " in out
     assert "`module.cluster.google_container_cluster.this`" in out
     assert "#### Policy gate :white_check_mark: passed" in out
