@@ -33,9 +33,9 @@ from mldiag_provision.plan.parts import (
     StandardClusterPlan,
 )
 from mldiag_provision.plan.project import SLICE_LABEL, ProjectPlan
+from mldiag_provision.recipe.slurm import duration_seconds
 
 QUEUED = "queued"
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 if TYPE_CHECKING:
     from mldiag_provision.orchestrators import Orchestrator
@@ -234,7 +234,7 @@ def workload_plan(recipe: Recipe, w: Any, sp: SlicePlan) -> WorkloadPlan:
         queue = kueue_settings(recipe).local_queue
         cap = next(s.capacity for s in recipe.spec.slices if s.name == sp.name)
         if cap.max_run_duration:
-            max_run = int(cap.max_run_duration[:-1]) * _UNITS[cap.max_run_duration[-1]]
+            max_run = duration_seconds(cap.max_run_duration)
     return WorkloadPlan(
         name=w.name, slice=sp.name, kind=kind, resource=sp.resource, image=w.image,
         command=tuple(w.command), args=tuple(w.args), env=dict(w.env),

@@ -23,15 +23,9 @@ from mldiag_provision.catalog import requirements as req
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.preflight.context import Context, rule
 from mldiag_provision.preflight.stack_rules import parsed_min_version
+from mldiag_provision.recipe.slurm import duration_seconds
 
 QUEUED = "queued"
-_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
-def duration_seconds(text: str) -> int:
-    """Seconds of a recipe duration (``72h``, ``3d``, ``90m``, ``600s``; the model's pattern
-    guarantees the shape)."""
-    return int(text[:-1]) * _UNITS[text[-1]]
 
 
 def queued_slices(ctx: Context) -> list[int]:
@@ -100,7 +94,7 @@ def queued_run_duration(ctx: Context) -> Iterator[Problem]:
         base = ("spec", "slices", i, "capacity")
         if s.capacity.max_run_duration is not None:
             secs = duration_seconds(s.capacity.max_run_duration)
-            if secs > int(limit["value"]):
+            if secs is not None and secs > int(limit["value"]):
                 yield ctx.problem("queued-run-duration", (*base, "maxRunDuration"),
                                   f"{s.capacity.max_run_duration} is longer than the seven "
                                   "days flex-start VMs may run",
