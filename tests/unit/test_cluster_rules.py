@@ -141,7 +141,7 @@ def test_public_cluster_has_no_nat_and_no_firewall(recipe: dict) -> None:
 
 
 @pytest.mark.parametrize("cidr", ["203.0.113.0/33", "203.0.113.5/24", "2001:db8::/32",
-                                  "not-a-cidr"])
+                                  "not-a-cidr", "203.0.113.5"])
 def test_authorized_network_cidrs(recipe: dict, cidr: str) -> None:
     orch(recipe)["private"] = {"authorizedNetworks": [{"cidr": "198.51.100.0/24"},
                                                       {"cidr": cidr}]}
@@ -178,6 +178,14 @@ def test_private_endpoint_without_authorized_networks_warns(recipe: dict) -> Non
     only(check(recipe), "cluster-private", "spec.orchestrator.private.endpoint", WARNING)
     orch(recipe)["private"]["authorizedNetworks"] = [{"cidr": "10.0.0.0/8"}]
     assert cluster_problems(check(recipe)) == []
+
+
+def test_empty_authorized_networks_on_a_public_endpoint_warns(recipe: dict) -> None:
+    """[] is not "no restriction" (that is leaving the key out): GKE turns authorized
+    networks on with no range, so nothing outside the VPC reaches the public endpoint."""
+    orch(recipe)["private"] = {"authorizedNetworks": []}
+    only(check(recipe), "cluster-private", "spec.orchestrator.private.authorizedNetworks",
+         WARNING)
 
 
 def test_private_endpoint_needs_private_nodes(recipe: dict) -> None:

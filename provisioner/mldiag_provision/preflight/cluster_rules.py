@@ -62,6 +62,8 @@ def node_identity(ctx: Context) -> Iterator[Problem]:
 
 def _cidr(text: str) -> ipaddress.IPv4Network | str:
     """``text`` as an IPv4 network, or why it is not one (host bits set, IPv6, garbage)."""
+    if "/" not in text:  # ipaddress reads a bare address as a /32; GKE wants CIDR notation
+        return f"no prefix length: write {text}/32 for one address"
     try:
         net = ipaddress.ip_network(text, strict=True)
     except ValueError as exc:
@@ -128,6 +130,14 @@ def private_cluster(ctx: Context) -> Iterator[Problem]:
                 " uses VPC Network Peering and needs a control-plane /28",
                 expected="masterCidr: a free /28 of a private range, e.g. 172.16.0.32/28",
                 source=need)
+    if p.authorized_networks == [] and not p.endpoint:
+        yield ctx.problem(
+            "cluster-private", (*base, "authorizedNetworks"),
+            "an empty authorizedNetworks list turns authorized networks on with no range: the "
+            "public endpoint then answers no outside address, so `apply`'s cluster stage and "
+            "`verify` must run inside the VPC", value=[], severity=Severity.WARNING,
+            hint="list your CI's or operators' ranges, or remove the key for no restriction",
+            source="https://cloud.google.com/kubernetes-engine/docs/how-to/authorized-networks")
     if p.endpoint and p.authorized_networks is None:
         fact = ctx.catalog.fact("cluster", "privateEndpointNeedsAuthorizedNetworks")
         yield ctx.problem(
