@@ -259,6 +259,18 @@ def test_autopilot_ephemeral_storage_above_the_accelerator_maximum_is_reported(
     assert problems[0].severity.value == ("error" if hi.verified else "warning")
 
 
+@pytest.mark.parametrize("recipe", ["AUTOPILOT", "STANDARD"])
+def test_ephemeral_storage_without_a_unit_warns(tmp_path: Path, recipe: str) -> None:
+    """`50` is 50 bytes (Kubernetes quantity): the pod is evicted on its first write."""
+    data = _load({"AUTOPILOT": AUTOPILOT,
+                  "STANDARD": ROOT / "recipes" / "tpu-v6e-training-volumes-standard.yaml"}[recipe])
+    data["spec"]["workloads"][0]["resources"]["ephemeralStorage"] = "50"
+    problems = [p for p in _problems(_write(tmp_path, data))
+                if p.rule == "workload-ephemeral-storage"]
+    assert [p.severity.value for p in problems] == ["warning"]
+    assert "50 bytes" in problems[0].message and "50Gi" in (problems[0].hint or "")
+
+
 def test_ephemeral_storage_was_an_unknown_key_before(tmp_path: Path) -> None:
     """The field the issue names is accepted now (it was refused as unknown)."""
     data = _load(AUTOPILOT)

@@ -201,6 +201,15 @@ def workload_ephemeral_storage(ctx: Context) -> Iterator[Problem]:
                               f"'{raw}' is not a Kubernetes quantity", value=raw,
                               expected="e.g. 50Gi")
             continue
+        if str(raw).strip().isdigit():  # a bare number is bytes in Kubernetes quantities
+            yield ctx.problem("workload-ephemeral-storage", path,
+                              f"ephemeral storage '{raw}' has no unit, so it is {raw} bytes",
+                              value=raw, expected=f"a size with its unit, e.g. {raw}Gi",
+                              severity=Severity.WARNING,
+                              hint=f"write {raw}Gi (or {raw}Mi) if that is what you meant",
+                              source="https://kubernetes.io/docs/reference/kubernetes-api/"
+                                     "common-definitions/quantity/")
+            continue
         if not autopilot:
             continue
         lo = parse_quantity(str(lo_fact["quantity"]))
