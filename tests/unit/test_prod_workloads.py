@@ -238,6 +238,21 @@ def test_failure_policy_on_a_job_is_refused(tmp_path: Path) -> None:
         "error"]
 
 
+@pytest.mark.parametrize(("bucket", "why"), [
+    ("192.168.5.4", "IP address"), ("goog-data", "reserved prefix"),
+    ("my..bucket", "dot-separated"), ("a" * 70, "at most 63"), ("my-google-data", "google")])
+def test_gcsfuse_bucket_names_follow_cloud_storage_naming(tmp_path: Path, bucket: str,
+                                                         why: str) -> None:
+    """The same naming check as the profiles bucket (catalog/data/names.yaml gcsBucket)."""
+    data = _load(ROOT / "recipes" / "tpu-v6e-training-volumes-standard.yaml")
+    vols = data["spec"]["workloads"][0]["volumes"]
+    gcs = next(v for v in vols if "gcsFuse" in v)
+    gcs["gcsFuse"]["bucket"] = bucket
+    problems = [p for p in _problems(_write(tmp_path, data)) if p.rule == "workload-volumes"]
+    assert [p.severity.value for p in problems] == ["error"], problems
+    assert why in problems[0].message and problems[0].path.endswith(".gcsFuse.bucket")
+
+
 def test_gcsfuse_without_workload_identity_is_refused(tmp_path: Path) -> None:
     data = _load(ROOT / "recipes" / "existing-gke-cluster.yaml")
     data["spec"]["orchestrator"]["workloadIdentity"] = False

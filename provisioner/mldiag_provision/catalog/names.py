@@ -9,6 +9,7 @@ and says why a name breaks one. Preflight applies them to every name the tool de
 from __future__ import annotations
 
 import functools
+import ipaddress
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,8 @@ class NameLimit:
     max_with_dots: int | None = None
     reserved_prefixes: tuple[str, ...] = ()
     reserved_words: tuple[str, ...] = ()
+    no_ip_address: bool = False
+    """The name may not be an IPv4 address in dotted-decimal form (``notIpAddress``)."""
 
     @property
     def verified(self) -> bool:
@@ -70,6 +73,8 @@ class NameLimit:
             return f"{len(name)} characters; at least {self.min}"
         if not self.pattern.match(name):
             return f"does not match {self.pattern.pattern}"
+        if self.no_ip_address and _is_ipv4(name):
+            return "is an IP address in dotted-decimal form"
         for prefix in self.reserved_prefixes:
             if name.startswith(prefix):
                 return f"starts with the reserved prefix '{prefix}'"
@@ -78,6 +83,14 @@ class NameLimit:
             if word in name.replace("0", "o"):
                 return f"contains the reserved word '{word}'"
         return None
+
+
+def _is_ipv4(name: str) -> bool:
+    try:
+        ipaddress.IPv4Address(name)
+    except ValueError:
+        return False
+    return True
 
 
 @functools.lru_cache(maxsize=1)
@@ -100,7 +113,8 @@ def load_name_limits(data_dir: Path = DATA_DIR) -> dict[str, NameLimit]:
                 confidence=str(raw.get("confidence", "L")),
                 max_with_dots=int(raw["maxWithDots"]) if raw.get("maxWithDots") else None,
                 reserved_prefixes=tuple(raw.get("reservedPrefixes", [])),
-                reserved_words=tuple(raw.get("reservedWords", [])))
+                reserved_words=tuple(raw.get("reservedWords", [])),
+                no_ip_address=bool(raw.get("notIpAddress", False)))
         return out
     except (KeyError, TypeError, ValueError, re.error) as exc:
         raise CatalogError(f"catalog names.yaml in {data_dir} is unreadable: {exc!r}") from exc

@@ -15,6 +15,7 @@ from typing import Any
 from mldiag_provision.catalog.store import store
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.preflight.context import Context, rule
+from mldiag_provision.preflight.stack_rules import bucket_name_problem, bucket_rule
 from mldiag_provision.quantity import parse_quantity
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -72,6 +73,13 @@ def workload_volumes(ctx: Context) -> Iterator[Problem]:
                     hint="use a persistentVolumeClaim instead, or set "
                          "spec.orchestrator.workloadIdentity: true on GKE",
                     source=gcs.url, facts=[gcs])
+            why = bucket_name_problem(v.gcs_fuse.bucket) if v.gcs_fuse is not None else None
+            if why and v.gcs_fuse is not None:
+                yield ctx.problem("workload-volumes", (*path, "gcsFuse", "bucket"),
+                                  f"'{v.gcs_fuse.bucket}' is not a bucket name: {why}",
+                                  value=v.gcs_fuse.bucket, expected=bucket_rule(),
+                                  hint="name the existing bucket without the gs:// prefix",
+                                  source="https://cloud.google.com/storage/docs/buckets#naming")
             if v.gcs_fuse is not None and w.host_network:
                 yield ctx.problem(
                     "workload-volumes", (*path, "gcsFuse"),
