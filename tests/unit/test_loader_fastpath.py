@@ -71,3 +71,54 @@ def test_shortcuts_change_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
     assert len(texts) > 900
     for text, a, b in zip(texts, fast, generic, strict=True):
         assert a == b, text[:400]
+
+
+def _probe_paths(eager: loader.Document) -> list[tuple]:
+    """Every tabled path, a missing child of each and a few impossible ones."""
+    sm = eager.sourcemap
+    paths = set(sm.keys) | set(sm.values) | set(sm.confusables)
+    probes = sorted(paths, key=repr)
+    probes += [(*p, "no-such-key") for p in probes] + [(*p, 99) for p in probes]
+    return [*probes, ("spec", 0, "x"), (0,), ("",), ()]
+
+
+def test_quick_pass_finds_the_positions_the_builder_tables(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A document built without positions (loader.QUICK) answers locate() and has_key() for
+    every path as the positional builder's tables do, before and after its own tables are
+    built, and builds the same tables, data and problems."""
+    texts = _texts()
+    quick_docs = [loader.load_documents(t, "f.yaml") for t in texts]
+    monkeypatch.setattr(loader, "QUICK", False)
+    eager_docs = [loader.load_documents(t, "f.yaml") for t in texts]
+    lazy_seen = 0
+    for text, quick, eager in zip(texts, quick_docs, eager_docs, strict=True):
+        assert len(quick) == len(eager), text[:400]
+        for q, e in zip(quick, eager, strict=True):
+            assert (repr(q.data), q.problems, q.index) == (repr(e.data), e.problems, e.index)
+            lazy_seen += q.sourcemap._lazy is not None
+            probes = _probe_paths(e)
+            for prefer in (False, True):
+                got = [q.sourcemap.locate(p, prefer_value=prefer) for p in probes]
+                assert got == [e.sourcemap.locate(p, prefer_value=prefer) for p in probes], \
+                    text[:400]
+            assert [q.sourcemap.has_key(p) for p in probes] == \
+                [e.sourcemap.has_key(p) for p in probes], text[:400]
+            assert (q.sourcemap.keys, q.sourcemap.values, q.sourcemap.confusables) == \
+                (e.sourcemap.keys, e.sourcemap.values, e.sourcemap.confusables), text[:400]
+    assert lazy_seen > 900  # most documents took the quick pass
+
+
+def test_an_overridden_merged_value_leaves_no_confusable() -> None:
+    """`<<: {a: y}` then `a: "x"`: the merged `y` is gone, so is its YAML 1.1 warning."""
+    for quick in (True, False):
+        loader.QUICK = quick
+        try:
+            (doc,) = loader.load_documents('b: &m {a: y, c: 1e3}\nd:\n  <<: *m\n  a: "x"\n',
+                                           "f.yaml")
+        finally:
+            loader.QUICK = True
+        assert doc.data == {"b": {"a": "y", "c": "1e3"}, "d": {"a": "x", "c": "1e3"}}
+        assert doc.sourcemap.confusables == {("b", "a"): "boolean", ("b", "c"): "float",
+                                             ("d", "c"): "float"}
+        assert doc.sourcemap.keys[("d", "a")] == (4, 3)

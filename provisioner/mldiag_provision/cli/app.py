@@ -44,9 +44,26 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         sys.stdout.write(f"mldiag-provision {__version__}\n")
         return 0
+    _tune_gc()
     from mldiag_provision.cli._main import main as run
 
     return run(argv_list)
+
+
+# Collect the youngest generation after this many net allocations instead of CPython's 700,
+# and the older ones less often. A run of the CLI is short and builds many small objects
+# (YAML nodes, fact and plan records) that mostly live until it ends, so the default
+# thresholds spend ~10 % of `validate` of 1,000 recipes rescanning them (measured in issue 16:
+# 478 young collections, ~200 ms; with these, 82 and ~45 ms). Memory stays bounded: cycles
+# are still collected, only in larger batches.
+GC_THRESHOLDS = (20_000, 20, 20)
+
+
+def _tune_gc() -> None:
+    """Raise the collector's thresholds for this process (:data:`GC_THRESHOLDS`)."""
+    import gc
+
+    gc.set_threshold(*GC_THRESHOLDS)
 
 
 def __getattr__(name: str) -> object:

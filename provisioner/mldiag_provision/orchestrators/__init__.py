@@ -142,7 +142,15 @@ def names() -> tuple[str, ...]:
 
 def find(name: str) -> Orchestrator | None:
     """The unit called ``name``, or None."""
-    return next((u for u in units() if u.name == name), None)
+    global _index
+    all_units = units()
+    if _index is None or _index[0] is not all_units:  # units() is cached; tests replace it
+        _index = (all_units, {u.name: u for u in all_units})
+    return _index[1].get(name)
+
+
+# (the units() tuple, its units by name): find() builds the index once per tuple
+_index: tuple[tuple[Orchestrator, ...], dict[str, Orchestrator]] | None = None
 
 
 def get(name: str) -> Orchestrator:

@@ -5,6 +5,7 @@ Importing this package registers the rules of :mod:`.tpu_rules` and :mod:`.stack
 
 from __future__ import annotations
 
+from functools import cache
 from typing import TYPE_CHECKING
 
 from mldiag_provision.catalog.gpu import GpuShape
@@ -23,7 +24,7 @@ from mldiag_provision.preflight import (  # noqa: F401  (importing registers the
     tpu_rules,
     workload_rules,
 )
-from mldiag_provision.preflight.context import RULES, Context
+from mldiag_provision.preflight.context import RULES, Context, RuleFn
 from mldiag_provision.recipe.sourcemap import SourceMap
 
 if TYPE_CHECKING:
@@ -36,9 +37,18 @@ def run_preflight(recipe: Recipe, catalog: Catalog, sourcemap: SourceMap,
     index: a TPU :class:`SliceShape` or a :class:`GpuShape`; None where it did not resolve)."""
     ctx = Context(recipe=recipe, catalog=catalog, sourcemap=sourcemap)
     problems: list[Problem] = []
-    # the *-slice-shape rules fill ctx.shapes / ctx.gpu_shapes, which later rules (gke-version
-    # among them) read: run them first, whatever order the modules were imported in.
-    for _rule_id, fn in sorted(RULES, key=lambda r: not r[0].endswith("slice-shape")):
+    for fn in _ordered(len(RULES)):
         problems.extend(fn(ctx))
     problems.sort(key=lambda p: (p.line, p.column, p.rule))
     return problems, {**ctx.shapes, **ctx.gpu_shapes}
+
+
+@cache
+def _ordered(_count: int) -> tuple[RuleFn, ...]:
+    """The rule functions in the order they run (cached per number of registered rules).
+
+    The *-slice-shape rules fill ``ctx.shapes`` / ``ctx.gpu_shapes``, which later rules
+    (gke-version among them) read: they run first, whatever order the modules were imported
+    in; the rest keep their registration order."""
+    return tuple(fn for _rule_id, fn in sorted(RULES, key=lambda r: not r[0].endswith(
+        "slice-shape")))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from mldiag_provision.catalog.gpu import GpuShape
@@ -52,18 +53,22 @@ class Context:
                        column=col, severity=settle(rule, severity, facts),
                        source=source or info.source)
 
-    @property
+    @cached_property
     def orchestrator(self) -> Orchestrator | None:
         """The unit of the recipe's orchestrator type; None when no unit has that name (the
-        ``orchestrator`` rule reports it)."""
+        ``orchestrator`` rule reports it). Looked up once per context: rules ask often."""
         from mldiag_provision import orchestrators
 
         return orchestrators.find(self.recipe.spec.orchestrator.type)
 
+    @cached_property
+    def _capabilities(self) -> frozenset[Capability]:
+        unit = self.orchestrator
+        return unit.capabilities if unit is not None else frozenset()
+
     def has(self, capability: Capability) -> bool:
         """Whether the recipe's orchestrator has ``capability`` (False when it is unknown)."""
-        unit = self.orchestrator
-        return unit is not None and unit.has(capability)
+        return capability in self._capabilities
 
     def slice_index(self, name: str) -> int | None:
         for i, s in enumerate(self.recipe.spec.slices):

@@ -52,7 +52,7 @@ def _facts() -> SlurmFacts:
 
 def _given(ctx: Context, *path: str | int) -> bool:
     """Whether the user wrote this key (defaults are not 'given')."""
-    return tuple(path) in ctx.sourcemap.keys
+    return ctx.sourcemap.has_key(tuple(path))
 
 
 @rule("slurm-orchestrator")

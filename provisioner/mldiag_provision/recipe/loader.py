@@ -4,6 +4,13 @@ Built on PyYAML's composer (its C loader when available) so that every mapping k
 item keeps its line and column. Unlike ``yaml.safe_load``, duplicate keys are reported
 (they silently overwrite each other in plain PyYAML) and syntax errors become
 :class:`~mldiag_provision.errors.Problem` objects pointing at the bad line.
+
+Two passes (issue 16): a document is first built without positions (:class:`_Quick`), keeping
+its node tree so that a position is looked up only when a problem needs it (:class:`_Tree`);
+a document with anything to report (a duplicate key, an unreadable value, too many values, a
+syntax error) is built again by the positional builder (:class:`_Builder`), which tables
+every position and reports the problems with their paths. Both give the same data and
+positions (tests/unit/test_loader_fastpath.py).
 """
 
 from __future__ import annotations
@@ -49,6 +56,10 @@ def _yaml_error_problem(exc: yaml.YAMLError, file: str) -> Problem:
         hint="fix the YAML syntax at this position (check indentation, quotes and colons)",
     )
 
+
+# Build documents without positions first (see the module docstring); False: always table
+# every position while loading (what the quick pass is tested against).
+QUICK = True
 
 # Aliases can make a small file expand exponentially ("billion laughs"); a recipe or a
 # manifest never needs more than this many values once aliases are expanded.
@@ -167,7 +178,8 @@ class _Builder:
                 inherited.discard(key)
                 del out[key]
                 n = len(child)
-                for table in (self.sm.keys, self.sm.values):
+                tables: tuple[dict, ...] = (self.sm.keys, self.sm.values, self.sm.confusables)
+                for table in tables:
                     for stale in [p for p in table if p[:n] == child]:
                         del table[stale]
             if own is not None and id(key_node) not in own:
@@ -186,6 +198,194 @@ class _Builder:
         return out
 
 
+class _NeedsPaths(Exception):
+    """The quick pass met something to report: build the part again with positions."""
+
+
+_STR = "tag:yaml.org,2002:str"
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class _Quick:
+    """Builds a document's data without positions (the common case: nothing to report).
+
+    Keeps, for :class:`_Tree`, each mapping's keys as read (in the order of its flattened
+    pairs) and, for mappings that had merge keys, which key nodes are its own. Raises
+    :class:`_NeedsPaths` wherever :class:`_Builder` would report a problem.
+    """
+
+    def __init__(self, loader: yaml.SafeLoader) -> None:
+        self.loader = loader
+        self.own: dict[int, set[int]] = {}
+        self.keys: dict[int, list[str]] = {}
+        self.count = 0
+        self.active: set[int] = set()
+
+    def build(self, node: yaml.Node) -> object:
+        self.count += 1
+        if self.count > MAX_NODES:
+            raise _NeedsPaths
+        if isinstance(node, yaml.ScalarNode):
+            construct = _SCALAR_CONSTRUCTORS.get(node.tag)
+            try:
+                return construct(self.loader, node) if construct is not None \
+                    else self.loader.construct_object(node, deep=True)
+            except (yaml.constructor.ConstructorError, ValueError, TypeError,
+                    OverflowError):
+                raise _NeedsPaths from None
+        if id(node) in self.active:
+            raise _NeedsPaths
+        self.active.add(id(node))
+        try:
+            if isinstance(node, yaml.MappingNode):
+                return self._mapping(node)
+            return [self.build(item) for item in node.value]
+        finally:
+            self.active.discard(id(node))
+
+    def _mapping(self, node: yaml.MappingNode) -> dict:
+        own: set[int] | None = self.own.get(id(node))
+        if own is None and any(k.tag in _FLATTENED for k, _ in node.value):
+            own = self.own.setdefault(id(node), {id(k) for k, _ in node.value
+                                                 if k.tag != _MERGE})
+        if own is not None:
+            self.loader.flatten_mapping(node)
+        out: dict = {}
+        keys: list[str] = []
+        inherited: set[str] = set()
+        for key_node, value_node in node.value:
+            construct = _SCALAR_CONSTRUCTORS.get(key_node.tag) \
+                if isinstance(key_node, yaml.ScalarNode) else None
+            try:
+                key = construct(self.loader, key_node) if construct is not None \
+                    else self.loader.construct_object(key_node, deep=True)
+            except (yaml.constructor.ConstructorError, ValueError, TypeError,
+                    OverflowError):
+                raise _NeedsPaths from None
+            if not isinstance(key, str):
+                key = str(key) if isinstance(key, (int, float, bool)) or key is None else repr(key)
+            keys.append(key)
+            if key in inherited:
+                inherited.discard(key)
+                del out[key]
+            if own is not None and id(key_node) not in own:
+                inherited.add(key)
+            if key in out:
+                raise _NeedsPaths  # a duplicate key
+            out[key] = self.build(value_node)
+        self.keys[id(node)] = keys
+        return out
+
+
+class _Tree:
+    """Positions of a quickly built document, found in its node tree when asked
+    (:class:`~mldiag_provision.recipe.sourcemap.LazyPositions`).
+
+    A mapping key names the pair :class:`_Builder` keeps: its first own occurrence, else the
+    last one merged in (``<<``)."""
+
+    __slots__ = ("_entries", "keys", "offset", "own", "root")
+
+    def __init__(self, root: yaml.Node, quick: _Quick) -> None:
+        self.root = root
+        self.own = quick.own
+        self.keys = quick.keys
+        self.offset = 0
+        self._entries: dict[int, dict[str, tuple[yaml.Node, yaml.Node]]] = {}
+
+    def shift_lines(self, offset: int) -> None:
+        self.offset += offset
+
+    def _pos(self, node: yaml.Node) -> tuple[int, int]:
+        mark = node.start_mark
+        return (mark.line + 1 + self.offset, mark.column + 1)
+
+    def entries(self, node: yaml.MappingNode) -> dict[str, tuple[yaml.Node, yaml.Node]]:
+        """The pairs of a mapping by key, as the builder kept them."""
+        found = self._entries.get(id(node))
+        if found is None:
+            found = {}
+            own = self.own.get(id(node))
+            owned: set[str] = set()
+            for pair, key in zip(node.value, self.keys[id(node)], strict=True):
+                if key in owned:
+                    continue
+                found[key] = pair
+                if own is None or id(pair[0]) in own:
+                    owned.add(key)
+            self._entries[id(node)] = found
+        return found
+
+    def find(self, path: Path) -> tuple[tuple[int, int] | None, tuple[int, int] | None]:
+        node = self.root
+        key: yaml.Node | None = None
+        for part in path:
+            if isinstance(node, yaml.MappingNode):
+                pair = self.entries(node).get(part) if isinstance(part, str) else None
+                if pair is None:
+                    return None, None
+                key, node = pair
+            elif isinstance(node, yaml.SequenceNode):
+                if not isinstance(part, int) or not 0 <= part < len(node.value):
+                    return None, None
+                key = node = node.value[part]
+            else:
+                return None, None
+        return (self._pos(key) if key is not None else None), self._pos(node)
+
+    def tables(self) -> tuple[dict[Path, tuple[int, int]], dict[Path, tuple[int, int]],
+                              dict[Path, str]]:
+        keys: dict[Path, tuple[int, int]] = {}
+        values: dict[Path, tuple[int, int]] = {}
+        confusables: dict[Path, str] = {}
+
+        def walk(node: yaml.Node, path: Path) -> None:
+            values.setdefault(path, self._pos(node))
+            if isinstance(node, yaml.MappingNode):
+                for key, (key_node, value_node) in self.entries(node).items():
+                    child = (*path, key)
+                    keys[child] = self._pos(key_node)
+                    walk(value_node, child)
+            elif isinstance(node, yaml.SequenceNode):
+                for i, item in enumerate(node.value):
+                    keys.setdefault((*path, i), self._pos(item))
+                    walk(item, (*path, i))
+            elif node.tag == _STR and not node.style:
+                kind = confusable(node.value)
+                if kind:
+                    confusables[path] = kind
+
+        walk(self.root, ())
+        return keys, values, confusables
+
+
+def _quick_part(text: str, file: str, lines: list[str], first_index: int) -> list[Document]:
+    """Every document of ``text`` built by :class:`_Quick`.
+
+    Raises:
+      _NeedsPaths: a document has something to report, or the text does not parse.
+    """
+    docs: list[Document] = []
+    loader = _Loader(text)
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                docs.append(Document(data=None, sourcemap=SourceMap(file=file, lines=lines),
+                                     problems=[], index=first_index + len(docs)))
+                continue
+            quick = _Quick(loader)
+            data = quick.build(node)
+            docs.append(Document(data=data, sourcemap=SourceMap(
+                file=file, lines=lines, lazy=_Tree(node, quick)), problems=[],
+                index=first_index + len(docs)))
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError):
+        raise _NeedsPaths from None
+    finally:
+        loader.dispose()
+    return docs
+
+
 def _fmt(path: Path) -> str:
     from mldiag_provision.recipe.sourcemap import format_path
 
@@ -199,9 +399,7 @@ def _shift(doc: Document, offset: int) -> Document:
     """Move a document parsed from a later part of the file to its lines in the whole file."""
     if offset == 0:
         return doc
-    sm = doc.sourcemap
-    sm.keys = {k: (line + offset, col) for k, (line, col) in sm.keys.items()}
-    sm.values = {k: (line + offset, col) for k, (line, col) in sm.values.items()}
+    doc.sourcemap.shift_lines(offset)
     doc.problems = [dataclasses.replace(p, line=p.line + offset) if p.line else p
                     for p in doc.problems]
     return doc
@@ -234,6 +432,11 @@ def load_documents(text: str, file: str) -> list[Document]:
 def _load_part(text: str, file: str, lines: list[str],
                first_index: int) -> tuple[list[Document], int | None]:
     """Documents of ``text``; and the 0-based line of a syntax error in it, if one stopped it."""
+    if QUICK:
+        try:
+            return _quick_part(text, file, lines, first_index), None
+        except _NeedsPaths:
+            pass
     docs: list[Document] = []
     loader = _Loader(text)
     error_line: int | None = None
@@ -280,7 +483,7 @@ def load_single(text: str, file: str) -> Document:
             hint="start from an example: mldiag-provision schema, or recipes/*.yaml",
         )])
     if len(docs) > 1 and not any(d.problems for d in docs):
-        second = docs[1].sourcemap.values.get((), (0, 0))
+        second = docs[1].sourcemap.locate((), prefer_value=True)
         docs[0].problems.append(Problem(
             rule="recipe-multiple-documents",
             message=f"a recipe file holds one YAML document; found {len(docs)}",

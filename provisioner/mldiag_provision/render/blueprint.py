@@ -41,7 +41,8 @@ class Blueprint:
 @cache
 def _load(path: Path) -> Blueprint:
     try:
-        doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        doc = yaml.load(path.read_text(encoding="utf-8"),
+                        Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except FileNotFoundError:
         raise CatalogError(f"{path} is missing: the blueprint named by an orchestrator unit "
                            "is not installed") from None
@@ -62,6 +63,7 @@ def _load(path: Path) -> Blueprint:
                      manifest=doc)
 
 
+@cache
 def load_blueprint(name: str, root: Path | None = None) -> Blueprint:
     """The blueprint ``blueprints/<name>/`` under ``root`` (default: the installed data).
 
