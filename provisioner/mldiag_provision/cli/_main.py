@@ -14,10 +14,11 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from mldiag_provision import __version__
 from mldiag_provision.console import Console, severity_counts
-from mldiag_provision.errors import ExitCode, MldiagError, Problem, UsageError
+from mldiag_provision.errors import ExitCode, MldiagError, Problem, Severity, UsageError
 
 EPILOG = """exit codes: 0 ok, 1 invalid input, 2 usage error, 3 refused (e.g. edited files),
 4 engine (terraform, cluster) failed, 70 internal error; plan --detailed-exitcode: 0 no
@@ -60,6 +61,9 @@ def build_parser(command: str | None = None, *, full: bool = True) -> argparse.A
     v.add_argument("recipes", nargs="+", metavar="RECIPE", help="recipe file(s); - for stdin")
     v.add_argument("--output", "-O", choices=("text", "json"), default="text")
     v.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
+    v.add_argument("--jobs", "-j", type=int, default=0, metavar="N",
+                   help="check the files on N processes (default 0: one per CPU, for "
+                        "batches of 64 files or more per process); the output is the same")
 
     r = sub.add_parser("render", help="preflight a recipe and write its Terraform stack")
     r.add_argument("recipe", metavar="RECIPE")
@@ -136,44 +140,77 @@ def _resolution_lines(result) -> list[str]:
     return lines
 
 
-def cmd_validate(args: argparse.Namespace, out: Console) -> int:
+@dataclass
+class _Verdict:
+    """What ``validate`` prints for one file; plain data, so a worker process can send it."""
+
+    file: str
+    problems: list[Problem] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)  # the file's lines, when it has problems
+    slices: list[str] = field(default_factory=list)  # how each slice resolved
+    usage_error: bool = False  # the file could not be read (a usage error, exit 2)
+    read: bool = True  # False: unreadable; ``problems`` holds the one file-unreadable problem
+
+    @property
+    def ok(self) -> bool:
+        return not any(p.severity is Severity.ERROR for p in self.problems)
+
+
+def _verdict(path: str) -> _Verdict:
+    """Check one recipe file (parse + preflight) into a :class:`_Verdict`."""
     from mldiag_provision.catalog.tpu import load_catalog
     from mldiag_provision.pipeline import check_file
 
-    catalog = load_catalog()
-    results = []
-    unreadable: list[tuple[str, MldiagError]] = []  # every file is still checked
-    for path in args.recipes:
-        try:
-            results.append(check_file(path, catalog))
-        except MldiagError as exc:
-            unreadable.append((path, exc))
+    try:
+        res = check_file(path, load_catalog())
+    except MldiagError as exc:
+        return _Verdict(file=path, read=False, usage_error=exc.exit_code is ExitCode.USAGE,
+                        problems=[Problem(rule="file-unreadable", message=exc.message,
+                                          hint=exc.hint, file=path)])
+    problems = res.report.problems
+    return _Verdict(file=res.report.file, problems=problems,
+                    lines=res.parsed.sourcemap.lines if problems else [],
+                    slices=_resolution_lines(res) if res.report.ok else [])
+
+
+def cmd_validate(args: argparse.Namespace, out: Console) -> int:
+    from mldiag_provision.batch import map_ordered
+    from mldiag_provision.catalog.tpu import load_catalog
+    from mldiag_provision.pipeline import check_file  # noqa: F401  (loaded before any fork)
+    from mldiag_provision.recipe.sourcemap import SourceMap
+
+    load_catalog()
+    paths: list[str] = args.recipes
+    # stdin cannot be shared by workers: a run that reads it checks every file here
+    jobs = 1 if "-" in paths else args.jobs
+    verdicts = map_ordered(_verdict, paths, jobs)
+    results = [v for v in verdicts if v.read]
+    unreadable = [v for v in verdicts if not v.read]
     total_e = len(unreadable)
     total_w = 0
     for res in results:
-        e, w = severity_counts(res.report.problems)
+        e, w = severity_counts(res.problems)
         total_e, total_w = total_e + e, total_w + w
     failed = total_e > 0 or (args.strict and total_w > 0)
     if args.output == "json":
-        files = [{"file": r.report.file, "ok": r.report.ok, "slices": _resolution_lines(r),
-                  "problems": [p.to_dict() for p in r.report.problems]} for r in results]
-        files += [{"file": path, "ok": False, "slices": [], "problems": [Problem(
-            rule="file-unreadable", message=exc.message, hint=exc.hint, file=path).to_dict()]}
-            for path, exc in unreadable]
+        files = [{"file": r.file, "ok": r.ok, "slices": r.slices,
+                  "problems": [p.to_dict() for p in r.problems]} for r in results]
+        files += [{"file": v.file, "ok": False, "slices": [],
+                   "problems": [p.to_dict() for p in v.problems]} for v in unreadable]
         out.print(json.dumps({"ok": not failed, "errors": total_e, "warnings": total_w,
                               "files": files}, indent=2))
     else:
         for res in results:
-            for p in res.report.problems:
-                out.problem(p, res.parsed.sourcemap)
-            if res.report.ok:
-                for line in _resolution_lines(res):
-                    out.print(f"{res.report.file}: {line}")
-        for path, exc in unreadable:
-            out.problem(Problem(rule="file-unreadable", message=exc.message, hint=exc.hint,
-                                file=path))
+            sourcemap = SourceMap(file=res.file, lines=res.lines)
+            for p in res.problems:
+                out.problem(p, sourcemap)
+            if res.ok:
+                for line in res.slices:
+                    out.print(f"{res.file}: {line}")
+        for v in unreadable:
+            out.problem(v.problems[0])
         out.summary(total_e, total_w, len(results) + len(unreadable))
-    if any(exc.exit_code is ExitCode.USAGE for _, exc in unreadable):
+    if any(v.usage_error for v in unreadable):
         return int(ExitCode.USAGE)
     return int(ExitCode.INVALID if failed else ExitCode.OK)
 

@@ -26,11 +26,12 @@ import dataclasses
 import re
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jinja2
+if TYPE_CHECKING:  # the engine registry imports this module; rendering imports these
+    import jinja2
 
-from mldiag_provision.plan.stack import StackPlan
+    from mldiag_provision.plan.stack import StackPlan
 
 # Orchestrators whose resources pulumi-gcp offers. Slurm needs
 # gcp.hypercomputecluster.Cluster (Cluster Director), present in pulumi-gcp 10.x
@@ -229,6 +230,8 @@ def helm_values(sets: Any) -> dict[str, Any]:
 
 
 def _env(root: Path) -> jinja2.Environment:
+    import jinja2
+
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(root)),
         undefined=jinja2.StrictUndefined,

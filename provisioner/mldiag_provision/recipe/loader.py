@@ -18,6 +18,7 @@ from __future__ import annotations
 import dataclasses
 import re
 from dataclasses import dataclass
+from typing import Any
 
 import yaml
 
@@ -26,7 +27,7 @@ from mldiag_provision.recipe.sourcemap import Path, SourceMap
 from mldiag_provision.yaml11 import confusable
 
 try:  # the C loader is several times faster; fall back to pure Python when libyaml is absent
-    _Loader: type = yaml.CSafeLoader
+    _Loader: Any = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - depends on how PyYAML was built
     _Loader = yaml.SafeLoader
 
@@ -148,12 +149,12 @@ class _Builder:
                 hint="quote the value to keep it a string", **self._where(node, path)))
         return None
 
-    def _where(self, node: yaml.Node, path: Path) -> dict:
+    def _where(self, node: yaml.Node, path: Path) -> dict[str, Any]:
         """A problem's location fields for ``node`` (formatted only when one is reported)."""
         return {"path": _fmt(path), "file": self.sm.file, "line": node.start_mark.line + 1,
                 "column": node.start_mark.column + 1}
 
-    def _mapping(self, node: yaml.MappingNode, path: Path) -> dict:
+    def _mapping(self, node: yaml.MappingNode, path: Path) -> dict[str, object]:
         # the node's own keys, remembered across visits: flatten_mapping changes the node in
         # place, and an alias visits the same node again. A mapping without a merge key (<<)
         # or a value key (=) is left as it is by flatten_mapping: every key is its own.
@@ -163,7 +164,7 @@ class _Builder:
                                                   if k.tag != "tag:yaml.org,2002:merge"})
         if own is not None:
             self.loader.flatten_mapping(node)  # resolves merge keys (<<); merged pairs first
-        out: dict = {}
+        out: dict[str, object] = {}
         inherited: set[str] = set()  # keys that came from a merge: a later entry overrides
         for key_node, value_node in node.value:
             construct = _SCALAR_CONSTRUCTORS.get(key_node.tag) \
@@ -178,7 +179,8 @@ class _Builder:
                 inherited.discard(key)
                 del out[key]
                 n = len(child)
-                tables: tuple[dict, ...] = (self.sm.keys, self.sm.values, self.sm.confusables)
+                tables: tuple[dict[Path, Any], ...] = (self.sm.keys, self.sm.values,
+                                                       self.sm.confusables)
                 for table in tables:
                     for stale in [p for p in table if p[:n] == child]:
                         del table[stale]
@@ -243,14 +245,14 @@ class _Quick:
         finally:
             self.active.discard(id(node))
 
-    def _mapping(self, node: yaml.MappingNode) -> dict:
+    def _mapping(self, node: yaml.MappingNode) -> dict[str, object]:
         own: set[int] | None = self.own.get(id(node))
         if own is None and any(k.tag in _FLATTENED for k, _ in node.value):
             own = self.own.setdefault(id(node), {id(k) for k, _ in node.value
                                                  if k.tag != _MERGE})
         if own is not None:
             self.loader.flatten_mapping(node)
-        out: dict = {}
+        out: dict[str, object] = {}
         keys: list[str] = []
         inherited: set[str] = set()
         for key_node, value_node in node.value:
@@ -350,7 +352,7 @@ class _Tree:
                 for i, item in enumerate(node.value):
                     keys.setdefault((*path, i), self._pos(item))
                     walk(item, (*path, i))
-            elif node.tag == _STR and not node.style:
+            elif node.tag == _STR and not getattr(node, "style", None):
                 kind = confusable(node.value)
                 if kind:
                     confusables[path] = kind

@@ -1,0 +1,72 @@
+"""Batches on several processes give what one process gives (mldiag_provision.batch), and
+`validate -j N` prints the same bytes as `validate -j 1`."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mldiag_provision import batch
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _square_or_fail(x: int) -> int:
+    if x == 77:
+        raise ValueError("seventy-seven")
+    return x * x
+
+
+def test_workers_for() -> None:
+    assert batch.workers_for(10, None) == 1  # too few inputs to pay for a fork
+    assert batch.workers_for(10_000, 1) == 1
+    assert batch.workers_for(10_000, 3) == (3 if sys.platform == "linux" else 1)
+    assert batch.workers_for(2 * batch.MIN_PER_WORKER, 8) == (2 if sys.platform == "linux"
+                                                               else 1)
+    assert batch.workers_for(10_000, None) == (batch.available_cpus()
+                                               if sys.platform == "linux" else 1)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="workers fork on Linux only (serial "
+                    "elsewhere, which the other tests cover)")
+def test_results_come_back_in_input_order_from_workers() -> None:
+    items = list(range(1000, 500, -1))
+    assert batch.workers_for(len(items), 2) == 2
+    assert batch.map_ordered(_square_or_fail, items, 2) == [x * x for x in items]
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_failure_in_a_worker_is_raised_here(jobs: int) -> None:
+    with pytest.raises(ValueError, match="seventy-seven"):
+        batch.map_ordered(_square_or_fail, list(range(300)), jobs)
+
+
+def test_validate_in_parallel_prints_what_one_process_prints(tmp_path: Path) -> None:
+    examples = [p.read_text() for p in sorted((ROOT / "recipes").glob("*.yaml"))]
+    files = []
+    for i in range(150):  # every example, a broken one and an unreadable path among them
+        text = examples[i % len(examples)]
+        text = re.sub(r"(?m)^(  name: )(\S+)$", lambda m, i=i: f"{m[1]}{m[2]}-{i}", text,
+                      count=1)
+        if i == 40:
+            text = text.replace("spec:", "spec:\n  bogus: 1", 1)
+        path = tmp_path / f"r{i:03d}.yaml"
+        path.write_text(text)
+        files.append(str(path))
+    files.insert(70, str(tmp_path / "missing.yaml"))
+    outs = {}
+    for jobs in ("1", "2"):
+        for fmt in ("text", "json"):
+            proc = subprocess.run([sys.executable, "-m", "mldiag_provision", "validate",
+                                   "-j", jobs, "-O", fmt, *files],
+                                  capture_output=True, text=True, check=False)
+            outs[jobs, fmt] = (proc.returncode, proc.stdout, proc.stderr)
+    for fmt in ("text", "json"):
+        assert outs["1", fmt] == outs["2", fmt]
+        assert outs["1", fmt][0] == 2  # the missing file is a usage error
+    text = outs["1", "text"][1]
+    assert "unknown key 'bogus'" in text and "missing.yaml: no such file" in text
