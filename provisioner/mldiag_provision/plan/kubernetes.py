@@ -13,9 +13,6 @@ from typing import TYPE_CHECKING, Any
 from mldiag_provision.catalog import requirements as req
 from mldiag_provision.catalog.gke_version import GkeVersion
 from mldiag_provision.catalog.tpu import Catalog, SliceShape
-from mldiag_provision.plan import gpunet
-from mldiag_provision.plan.agents import plan_agents
-from mldiag_provision.plan.gpunet import GpuNetworkPlan
 from mldiag_provision.plan.names import node_pool_names, node_service_account_id
 from mldiag_provision.plan.parts import (
     AuthorizedNetworkPlan,
@@ -39,6 +36,7 @@ QUEUED = "queued"
 
 if TYPE_CHECKING:
     from mldiag_provision.orchestrators import Orchestrator
+    from mldiag_provision.plan.gpunet import GpuNetworkPlan
     from mldiag_provision.plan.stack import (
         BucketGrantPlan,
         QueuedPlan,
@@ -402,6 +400,8 @@ def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
     by_name = {s.name: s for s in project.slices}
     kinds = [workload_kind(w.kind, by_name[w.slice]) for w in spec.workloads]
     cluster_name = orch.cluster_name or recipe.metadata.name
+    from mldiag_provision.plan.agents import plan_agents
+
     agents_plan = plan_agents(
         recipe, catalog, creates_cluster=creates_cluster, managed_ok=managed,
         workload_kinds=kinds, cluster_name=cluster_name,
@@ -512,6 +512,7 @@ def _gpu_networks(unit: Orchestrator, project: ProjectPlan, recipe: Recipe, clus
     """GPUDirect networking per GPU slice (:mod:`~.gpunet`), with a decision line for each
     GPU slice whose machine type has it or whose recipe names a mode."""
     from mldiag_provision.orchestrators import Capability
+    from mldiag_provision.plan import gpunet
 
     by_name = {s.name: s for s in project.slices}
     machines = {i: by_name[s.name].machine_type for i, s in enumerate(recipe.spec.slices)}

@@ -12,9 +12,6 @@ from typing import TYPE_CHECKING, Any
 
 from mldiag_provision.catalog.gpu import GpuShape
 from mldiag_provision.catalog.tpu import Catalog, SliceShape
-from mldiag_provision.plan import slurm as slurm_plan
-from mldiag_provision.plan.agents import AgentsPlan
-from mldiag_provision.plan.gpunet import GpuNetworkPlan
 from mldiag_provision.plan.kubernetes import workload_kind as workload_kind
 from mldiag_provision.plan.parts import (
     BackendPlan,
@@ -36,7 +33,10 @@ from mldiag_provision.plan.project import (
 )
 from mldiag_provision.plan.project import plan_project
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # planned only for the recipes that have them (issue 16: start-up)
+    from mldiag_provision.plan import slurm as slurm_plan
+    from mldiag_provision.plan.agents import AgentsPlan
+    from mldiag_provision.plan.gpunet import GpuNetworkPlan
     from mldiag_provision.recipe.model import Recipe
 
 @dataclass(frozen=True)

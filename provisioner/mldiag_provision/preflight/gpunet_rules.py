@@ -9,14 +9,29 @@ from __future__ import annotations
 
 import ipaddress
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldiag_provision.catalog.gke_version import GkeVersion
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.orchestrators import Capability
-from mldiag_provision.plan import gpunet
 from mldiag_provision.preflight.context import Context, rule
 
+if TYPE_CHECKING:
+    from types import ModuleType
+
 _MODES = "gpu.gpuNetworking.modes"
+
+
+def _gpunet() -> ModuleType:
+    """:mod:`mldiag_provision.plan.gpunet`, imported when a recipe has a GPU slice (a TPU
+    recipe never loads the GPU networking facts)."""
+    from mldiag_provision.plan import gpunet
+
+    return gpunet
+
+
+def _has_gpu(ctx: Context) -> bool:
+    return any(s.gpu is not None for s in ctx.recipe.spec.slices)
 
 
 def _machines(ctx: Context) -> dict[int, str | None]:
@@ -27,7 +42,7 @@ def _machines(ctx: Context) -> dict[int, str | None]:
 def gpunet_mode(ctx: Context) -> Iterator[Problem]:
     """A GPUDirect networking mode fits the slice's machine type and orchestrator."""
     spec = ctx.recipe.spec
-    modes = gpunet.facts()["modes"]
+    gpunet = _gpunet() if _has_gpu(ctx) else None
     for i, s in enumerate(spec.slices):
         mode = s.networking.mode
         path = ("spec", "slices", i, "networking", "mode")
@@ -40,6 +55,8 @@ def gpunet_mode(ctx: Context) -> Iterator[Problem]:
             continue
         if mode in ("auto", "none"):
             continue
+        assert gpunet is not None  # this slice is a GPU slice
+        modes = gpunet.facts()["modes"]
         if not ctx.has(Capability.NODE_POOLS):
             autopilot = ctx.has(Capability.AUTOPILOT_RULES)
             yield ctx.problem(
@@ -69,8 +86,9 @@ def gpunet_mode(ctx: Context) -> Iterator[Problem]:
       severity=Severity.WARNING)
 def gpunet_off(ctx: Context) -> Iterator[Problem]:
     """networking.mode none on a multi-VM slice whose machine type has GPUDirect NICs."""
-    if not ctx.has(Capability.NODE_POOLS):
+    if not ctx.has(Capability.NODE_POOLS) or not _has_gpu(ctx):
         return
+    gpunet = _gpunet()
     for i, s in enumerate(ctx.recipe.spec.slices):
         native = gpunet.mode_for_machine(s.machine_type)
         if s.gpu is not None and s.networking.mode == "none" and native and (s.nodes or 1) > 1:
@@ -87,6 +105,9 @@ def gpunet_off(ctx: Context) -> Iterator[Problem]:
 def gpunet_cidr(ctx: Context) -> Iterator[Problem]:
     """The extra subnets' range is a valid IPv4 network, large enough for the pool, and
     overlaps no other networked slice's range."""
+    if not _has_gpu(ctx):  # no GPU slice: no GPUDirect network to size
+        return
+    gpunet = _gpunet()
     resolved = gpunet.decide(ctx.recipe, ctx.has(Capability.NODE_POOLS), _machines(ctx))
     seen: list[tuple[str, ipaddress.IPv4Network]] = []
     slices = ctx.recipe.spec.slices
@@ -131,6 +152,9 @@ def gpunet_cidr(ctx: Context) -> Iterator[Problem]:
 @rule("gpunet-names")
 def gpunet_names(ctx: Context) -> Iterator[Problem]:
     """The extra VPCs' and subnets' names (``<cluster>-<slice>-<role>``) fit 63 characters."""
+    if not _has_gpu(ctx):
+        return
+    gpunet = _gpunet()
     orch = ctx.recipe.spec.orchestrator
     cluster = orch.cluster_name or ctx.recipe.metadata.name
     for r in gpunet.decide(ctx.recipe, ctx.has(Capability.NODE_POOLS), _machines(ctx)):
@@ -153,12 +177,13 @@ def gpunet_names(ctx: Context) -> Iterator[Problem]:
 def gpunet_version(ctx: Context) -> Iterator[Problem]:
     """A recipe's GKE minimum version is at least the one its GPUDirect mode recommends."""
     orch = ctx.recipe.spec.orchestrator
-    if orch.min_version is None or not ctx.has(Capability.NODE_POOLS):
+    if orch.min_version is None or not ctx.has(Capability.NODE_POOLS) or not _has_gpu(ctx):
         return
     try:
         have = GkeVersion.parse(orch.min_version)
     except ValueError:
         return  # the gke-version rule reports the format
+    gpunet = _gpunet()
     modes = gpunet.facts()["modes"]
     for r in gpunet.decide(ctx.recipe, True, _machines(ctx)):
         if r.mode == gpunet.TCPXO:
