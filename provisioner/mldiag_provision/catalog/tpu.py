@@ -144,6 +144,7 @@ class Catalog:
         self.versions: dict[str, TpuVersion] = {}
         for key, raw in tpu["versions"].items():
             self.versions[key] = self._version(key, raw)
+        self._facts: dict[tuple[str, ...], Any] = {}  # fact() answers; the data never changes
         self._by_name: dict[str, TpuVersion] = {}
         for v in self.versions.values():
             for name in v.all_names():
@@ -221,6 +222,12 @@ class Catalog:
         """A fact from gke.yaml, e.g. ``fact("mlDiagnostics", "managedMinVersion")``: a
         :class:`Fact` where the mapping names a source, else the data there (a list of
         facts such as ``requiredServices``)."""
+        found = self._facts.get(keys)
+        if found is None:
+            found = self._facts[keys] = self._fact(keys)
+        return found
+
+    def _fact(self, keys: tuple[str, ...]) -> Any:
         node: object = self.gke
         for k in keys:
             if not isinstance(node, dict) or k not in node:
