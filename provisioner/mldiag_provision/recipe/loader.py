@@ -48,14 +48,12 @@ def _yaml_error_problem(exc: yaml.YAMLError, file: str) -> Problem:
     what = getattr(exc, "problem", None) or str(exc)
     context = getattr(exc, "context", None)
     message = f"YAML syntax error: {what}" + (f" ({context})" if context else "")
-    return Problem(
-        rule="yaml-syntax",
-        message=message,
-        file=file,
-        line=line,
-        column=col,
-        hint="fix the YAML syntax at this position (check indentation, quotes and colons)",
-    )
+    hint = "fix the YAML syntax at this position (check indentation, quotes and colons)"
+    if "tab character" in what:
+        hint = ("YAML indents with spaces only: replace the tab on this line with spaces "
+                "(as many as the lines above it use)")
+    return Problem(rule="yaml-syntax", message=message, file=file, line=line, column=col,
+                   hint=hint)
 
 
 # Build documents without positions first (see the module docstring); False: always table

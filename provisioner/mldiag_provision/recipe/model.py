@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
 from mldiag_provision import engines, orchestrators
+from mldiag_provision.recipe import patterns
 from mldiag_provision.recipe.patterns import DNS_LABEL, ENV_NAME, GCE_NAME, IMAGE_REF
 
 # The names the recipe accepts come from the registries (a new unit is a new name; then run
@@ -82,7 +83,7 @@ class CrdVersions(_Model):
 # Shapes only; the rules that need facts (catalog/data/gke.yaml ``cluster``) are in
 # preflight/cluster_rules.py.
 
-_RFC3339_UTC = r"^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9]{2}:[0-9]{2}:[0-9]{2}Z$"
+_RFC3339_UTC = patterns.RFC3339_UTC
 
 
 class AuthorizedNetwork(_Model):
@@ -131,7 +132,7 @@ class MaintenanceWindow(_Model):
     end: Annotated[str, Field(pattern=_RFC3339_UTC)] = Field(
         description="First occurrence's end (the same day's duration repeats).")
     recurrence: Annotated[str, Field(
-        pattern=r"^FREQ=(DAILY|WEEKLY;BYDAY=(MO|TU|WE|TH|FR|SA|SU)(,(MO|TU|WE|TH|FR|SA|SU))*)$",
+        pattern=patterns.RECURRENCE,
     )] = Field(description="RFC 5545 RRULE: FREQ=DAILY or FREQ=WEEKLY;BYDAY=SA,SU.")
 
 
@@ -206,7 +207,7 @@ class Capacity(_Model):
         None, description="Reservation name (type: reservation).")
     reservation_project: str | None = Field(
         None, description="Project that owns a shared reservation; defaults to spec.project.")
-    max_run_duration: Annotated[str, Field(pattern=r"^[1-9][0-9]{0,6}[smhd]$")] | None = Field(
+    max_run_duration: Annotated[str, Field(pattern=patterns.DURATION)] | None = Field(
         None, description="slurm flex-start: how long the VMs may run, e.g. 72h (at most 7d); "
                           "queued: the ProvisioningRequest's maxRunDurationSeconds (default "
                           "and at most 7d).")
@@ -360,9 +361,9 @@ class GcsFuseVolume(_Model):
     its KSA uses through Workload Identity
     (https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-setup)."""
 
-    bucket: Annotated[str, Field(pattern=r"^[a-z0-9][-_.a-z0-9]{1,220}[a-z0-9]$")] = Field(
+    bucket: Annotated[str, Field(pattern=patterns.BUCKET)] = Field(
         description="Bucket name (without gs://).")
-    mount_options: list[Annotated[str, Field(pattern=r"^[-_.:=/a-zA-Z0-9]+$",
+    mount_options: list[Annotated[str, Field(pattern=patterns.MOUNT_OPTION,
                                              max_length=200)]] = Field(
         default_factory=list,
         description="gcsfuse mount options, e.g. implicit-dirs, only-dir=ckpt, "
@@ -397,7 +398,7 @@ class WorkloadVolume(_Model):
     Exactly one of ``gcsFuse``, ``persistentVolumeClaim`` and ``emptyDir``."""
 
     name: DnsName
-    mount_path: Annotated[str, Field(pattern=r"^/[^\x00]*$", max_length=4096)] = Field(
+    mount_path: Annotated[str, Field(pattern=patterns.ABSOLUTE_PATH, max_length=4096)] = Field(
         description="Absolute path in the container, e.g. /data.")
     read_only: bool = Field(False, description="Mount read-only (and, for Cloud Storage "
                                                "FUSE, grant read-only access).")
@@ -467,7 +468,7 @@ class Workload(_Model):
     annotations: dict[str, str] = Field(
         default_factory=dict, description="Annotations of the pods (pod template).")
     priority_class_name: Annotated[str, Field(
-        pattern=r"^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$", max_length=253)] | None = Field(
+        pattern=patterns.DNS_SUBDOMAIN, max_length=253)] | None = Field(
         None, description="An existing PriorityClass (the stack does not create it).")
     failure_policy: FailurePolicy | None = Field(
         None, description="JobSet failure policy (maxRestarts, restartStrategy); default: "
@@ -537,7 +538,7 @@ class SlurmStorage(_Model):
 
 
 class SlurmBootDisk(_Model):
-    type: Annotated[str, Field(pattern=r"^[a-z][-a-z0-9]{0,62}$")] = Field(
+    type: Annotated[str, Field(pattern=patterns.DISK_TYPE)] = Field(
         description="Disk type, e.g. pd-balanced or hyperdisk-balanced.")
     size_gb: Annotated[int, Field(ge=10, le=65536)]
 

@@ -7,6 +7,7 @@ hint. All problems are reported at once; nothing here raises for bad input.
 
 from __future__ import annotations
 
+import datetime
 import typing
 from dataclasses import dataclass, field
 
@@ -36,6 +37,17 @@ _PATTERN_WORDS = {
                     "starting with a digit",
     patterns.IMAGE_REF: "a container image reference such as "
                      "us-docker.pkg.dev/PROJECT/REPO/IMAGE:TAG (lowercase repository path)",
+    patterns.RFC3339_UTC: 'an RFC 3339 time in UTC, quoted, such as "2026-01-10T04:00:00Z"',
+    patterns.RECURRENCE: "FREQ=DAILY, or FREQ=WEEKLY;BYDAY= with days such as SA,SU",
+    patterns.DURATION: "a whole number and one unit (s, m, h or d), such as 36h",
+    patterns.BUCKET: "a bucket name: 3-222 lowercase letters, digits, '-', '_' or '.', "
+                     "starting and ending with a letter or digit",
+    patterns.MOUNT_OPTION: "one gcsfuse option, such as implicit-dirs or file-mode=644 "
+                           "(letters, digits, - _ . : = /)",
+    patterns.ABSOLUTE_PATH: "an absolute path such as /data",
+    patterns.DNS_SUBDOMAIN: "a Kubernetes object name: lowercase letters, digits, '-' and '.', "
+                            "starting and ending with a letter or digit",
+    patterns.DISK_TYPE: "a Compute Engine disk type such as pd-balanced or hyperdisk-balanced",
 }
 
 _TYPE_WORDS = {
@@ -86,6 +98,15 @@ def _describe(value: object) -> str:
     if value is None:
         return "an empty value (null)"
     return f"{value!r} ({type(value).__name__})"
+
+
+def _raw_scalar(sm: SourceMap, line: int, col: int) -> str | None:
+    """The plain scalar as written at ``line``:``col`` (up to a comment or the line's end)."""
+    text = sm.source_line(line)
+    if text is None or col < 1:
+        return None
+    raw = text[col - 1:].split(" #", 1)[0].strip()
+    return raw or None
 
 
 def _problem_from_error(err: dict, sm: SourceMap) -> Problem:
@@ -139,6 +160,12 @@ def _problem_from_error(err: dict, sm: SourceMap) -> Problem:
         expected = " and ".join(f"{words[k]} {v}" for k, v in bound.items())
         return Problem(rule="recipe-range", message=f"{_describe(value)} is out of range",
                        value=value, expected=expected, **kw)
+    if etype == "string_type" and isinstance(value, (datetime.date, datetime.datetime)):
+        # YAML reads an unquoted 2026-01-10T04:00:00Z (or 2026-01-10) as a timestamp
+        raw = _raw_scalar(sm, line, col) or value.isoformat()
+        return Problem(rule="recipe-type",
+                       message=f"the unquoted {raw} is read by YAML as a timestamp, not text",
+                       value=raw, expected=_TYPE_WORDS[etype], hint=f'quote it: "{raw}"', **kw)
     if etype in _TYPE_WORDS:
         hint = None
         if etype == "string_type" and isinstance(value, (int, float, bool)):

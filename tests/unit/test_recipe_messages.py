@@ -1,0 +1,65 @@
+"""Recipe model messages a person can act on: an unquoted timestamp says "quote it", and
+every pattern of the recipe schema is described in words (with an example where a format
+is not obvious), never shown as a bare regular expression."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mldiag_provision.recipe import parse
+from mldiag_provision.recipe.parse import parse_recipe_text
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLE = (ROOT / "recipes" / "tpu-v6e-autopilot-maintenance.yaml").read_text()
+
+
+def _patterns(node: object) -> set[str]:
+    if isinstance(node, dict):
+        return set().union(*(({v} if k == "pattern" and isinstance(v, str) else _patterns(v))
+                             for k, v in node.items())) if node else set()
+    if isinstance(node, list):
+        return set().union(*(_patterns(v) for v in node)) if node else set()
+    return set()
+
+
+def test_every_schema_pattern_has_words() -> None:
+    schema = json.loads((ROOT / "provisioner/mldiag_provision/schemas/recipe.schema.json")
+                        .read_text())
+    found = _patterns(schema)
+    assert len(found) > 10
+    assert sorted(found - set(parse._PATTERN_WORDS)) == []
+
+
+@pytest.mark.parametrize("written", ["2026-01-10T04:00:00Z", "2026-01-10"])
+def test_an_unquoted_timestamp_says_quote_it(written: str) -> None:
+    assert '"2026-' in EXAMPLE  # the example quotes its times
+    start = EXAMPLE.index('start: "') + len("start: ")
+    text = EXAMPLE[:start] + written + EXAMPLE[EXAMPLE.index("\n", start):]
+    parsed = parse_recipe_text(text, "r.yaml")
+    (p,) = [p for p in parsed.problems if p.path.endswith("window.start")]
+    assert p.rule == "recipe-type"
+    assert p.message == f"the unquoted {written} is read by YAML as a timestamp, not text"
+    assert p.value == written and p.hint == f'quote it: "{written}"'
+    assert "datetime" not in p.message
+
+
+def test_a_bad_time_format_shows_an_example() -> None:
+    start = EXAMPLE.index('start: "') + len("start: ")
+    text = EXAMPLE[:start] + '"04:00"' + EXAMPLE[EXAMPLE.index("\n", start):]
+    (p,) = [p for p in parse_recipe_text(text, "r.yaml").problems
+            if p.path.endswith("window.start")]
+    assert p.rule == "recipe-format"
+    assert p.expected is not None and '"2026-01-10T04:00:00Z"' in p.expected
+    assert "[0-9]" not in p.expected
+
+
+def test_a_tab_in_the_indentation_says_use_spaces() -> None:
+    text = EXAMPLE.replace("\n  region:", "\n\tregion:", 1)
+    assert text != EXAMPLE
+    (p,) = parse_recipe_text(text, "r.yaml").problems
+    assert p.rule == "yaml-syntax" and "tab" in p.message
+    assert p.hint is not None and p.hint.startswith("YAML indents with spaces only")
+    assert p.line == text[:text.index("\tregion")].count("\n") + 1
