@@ -94,3 +94,87 @@ def test_the_emitters_do_differ_outside_the_admitted_strings() -> None:
     docs = [{"metadata": {"name": "x \U0001f642"}}]
     assert manifest_yaml(docs, emitter="c") != manifest_yaml(docs, emitter="python")
     assert manifest_yaml(docs) == manifest_yaml(docs, emitter="python")
+
+
+# --- render.fastyaml: the layout written directly, each scalar's text from libyaml ---------
+
+WORDS = ["a", "bb", "name", "x" * 30, "y" * 70, "true", "08", "1e3", "~", "", "-", "- a",
+         "a: b", "#c", "it's", '"q"', "{x}", "[y]", "*z", "&w", "!t", "%p", "@u", "`v`", "k8s",
+         "gs://bucket/path", "--flag=1", "cloud.google.com/gke-tpu-topology", "0x1F", "null",
+         "a\nb", "a\nb\n", "line one\nline two\nthree", "\tx", " lead", "trail ", "2024-01-02",
+         "<<", "=", "é", "x \U0001f642", "a  b", "z" * 125,
+         "a b c d e f g h i j k l m n o p q r s t u v"]
+
+
+def _random_scalar(rng: random.Random) -> object:
+    r = rng.random()
+    if r < 0.08:
+        return rng.choice([0, 1, -7, 10**20, True, False, None])
+    if r < 0.12:
+        return rng.choice([1.5, 0.0, -0.0, 1e300])
+    if r < 0.3:  # long text with spaces (folding at the width, at every depth)
+        return " ".join(rng.choice(WORDS[:30]) for _ in range(rng.randint(5, 40)))
+    return rng.choice(WORDS)
+
+
+def _random_node(rng: random.Random, depth: int) -> object:
+    r = rng.random()
+    if depth > 5 or r < 0.45:
+        return _random_scalar(rng)
+    if r < 0.55:
+        return rng.choice([{}, []])
+    if r < 0.78:
+        keys = [rng.choice(WORDS) if rng.random() < 0.3 else f"key{i}"
+                for i in range(rng.randint(1, 5))]
+        return {k: _random_node(rng, depth + 1) for k in keys}
+    return [_random_node(rng, depth + 1) for _ in range(rng.randint(1, 4))]
+
+
+def test_fast_layout_writes_what_pyyaml_writes_on_random_documents() -> None:
+    """Every nesting (mappings and sequences in each other, empty ones), every scalar style
+    (plain, quoted, ``|`` blocks), plain text folded at the width at every depth, keys that
+    need quoting, ints, bools, nulls and floats: the same text as PyYAML's Python emitter,
+    mostly written by render.fastyaml itself."""
+    from mldiag_provision.render import fastyaml
+
+    rng = random.Random(1616)
+    fast = 0
+    for _ in range(1500):
+        docs = []
+        for _ in range(rng.randint(1, 3)):
+            doc = {"apiVersion": "v1", "kind": "X"}
+            for i in range(rng.randint(0, 4)):
+                doc[rng.choice(WORDS) if rng.random() < 0.2 else f"f{i}"] = _random_node(rng, 0)
+            docs.append(doc)
+        python = manifest_yaml(docs, emitter="python")
+        assert manifest_yaml(docs) == python, docs
+        fast += fastyaml.emit(docs, stack._c_probe, width=100,
+                              admit=_c_safe_string) is not None
+    assert fast > 300, fast  # the rest: floats, strings libyaml writes otherwise
+
+
+def test_fast_layout_refuses_what_it_does_not_write() -> None:
+    from mldiag_provision.render import fastyaml
+
+    def emit(docs: list) -> str | None:
+        return fastyaml.emit(docs, stack._c_probe, width=100, admit=_c_safe_string)
+
+    assert emit([{"a": 1.5}]) is None  # floats: PyYAML's
+    assert emit([{1: "a"}]) is None  # a key that is not a string
+    assert emit([{}]) is None
+    assert emit([{"a": "x \U0001f642"}]) is None  # not admitted (libyaml differs)
+    assert emit([{"a": {"b": ["'q' " * 40]}}]) is None  # a quoted scalar past the width
+    assert emit([{"a": ["x", "y"]}, {"b": ["'q' " * 40]}]) is None  # in the second one
+    folded = [{"a": [{"b": "c"}, []], "d": [[{"e": "f " * 59 + "f"}]]}]  # plain past the width
+    assert emit(folded) == manifest_yaml(folded, emitter="python")
+    assert emit(folded).count("\n") == 6
+
+
+@pytest.mark.parametrize("length", [0, 1, 121, 122, 123, 127, 128, 129, 200])
+def test_keys_libyaml_writes_as_simple_keys_go_to_python(length: int) -> None:
+    """libyaml writes an empty key and one of 123 to 128 characters as simple keys, PyYAML
+    as ``?`` complex keys: such a key keeps the document off libyaml (before the guard saw
+    keys, ``{"": 1}`` came out as ``'': 1`` instead of ``? ''``)."""
+    key = "k" * length
+    docs = [{"metadata": {"labels": {key: "v"}}}]
+    assert manifest_yaml(docs) == manifest_yaml(docs, emitter="python")

@@ -29,7 +29,7 @@ from mldiag_provision import __version__, orchestrators
 from mldiag_provision.orchestrators import Capability
 from mldiag_provision.plan.stack import StackPlan
 from mldiag_provision.policy import POLICY_JSON
-from mldiag_provision.render import gitignore, k8s, slurm
+from mldiag_provision.render import fastyaml, gitignore, k8s, slurm
 from mldiag_provision.render import topology as pictures
 from mldiag_provision.render.hcl import hcl_value
 from mldiag_provision.resources import data_root
@@ -127,6 +127,16 @@ def _c_safe_string(value: str) -> bool:
                 or "\n\n" in value)
 
 
+def _c_safe_key(key: object) -> bool:
+    """Whether both emitters write the mapping key ``key`` alike: libyaml writes an empty
+    string and one of 123 to 128 characters as a simple key, PyYAML as a ``?`` complex key
+    (its simple-key limit counts the ``!!str`` tag: length + 5 < 128)."""
+    return not isinstance(key, str) or 0 < len(key) <= _SIMPLE_KEY_MAX
+
+
+_SIMPLE_KEY_MAX = 122
+
+
 def _c_safe(node: object) -> bool:
     """Whether every key and value below ``node`` is one both emitters write alike."""
     stack: list[object] = [node]
@@ -136,6 +146,8 @@ def _c_safe(node: object) -> bool:
             if not _c_safe_string(item):
                 return False
         elif isinstance(item, dict):
+            if not all(_c_safe_key(k) for k in item):
+                return False
             stack.extend(item.keys())
             stack.extend(item.values())
         elif isinstance(item, list):
@@ -145,16 +157,31 @@ def _c_safe(node: object) -> bool:
     return True
 
 
+_WIDTH = 100
+
+
+def _c_probe(data: dict[Any, Any]) -> str:
+    """One mapping through libyaml with the manifests' dumper and options (for fastyaml)."""
+    return yaml.dump(data, Dumper=_CManifestDumper, sort_keys=False, default_flow_style=False,
+                     allow_unicode=True, width=_WIDTH)
+
+
 def manifest_yaml(docs: list[dict[str, Any]], *, emitter: str = "auto") -> str:
     """Kubernetes objects as multi-document YAML that Kubernetes' YAML 1.1 reader reads back
-    with every value's type (see :func:`_str_representer`). ``emitter``: ``"auto"`` (libyaml
-    where it writes the same bytes, see :func:`_c_safe_string`), ``"python"`` or ``"c"``
-    (forced; for the equivalence tests)."""
+    with every value's type (see :func:`_str_representer`). ``emitter``: ``"auto"`` (where
+    libyaml writes the same bytes, see :func:`_c_safe_string`: the layout from
+    :mod:`~mldiag_provision.render.fastyaml` with each scalar's text from libyaml, else
+    libyaml itself; elsewhere PyYAML's Python emitter), ``"python"`` or ``"c"`` (forced; for
+    the equivalence tests)."""
+    if _CDumper is not None and emitter == "auto":
+        text = fastyaml.emit(docs, _c_probe, width=_WIDTH, admit=_c_safe_string)
+        if text is not None:
+            return text
     use_c = _CDumper is not None and (emitter == "c" or (emitter == "auto"
                                                           and all(_c_safe(d) for d in docs)))
     return yaml.dump_all(docs, Dumper=_CManifestDumper if use_c else _ManifestDumper,
                          sort_keys=False, default_flow_style=False, allow_unicode=True,
-                         width=100)
+                         width=_WIDTH)
 
 
 def _dump_yaml(docs: list[dict[str, Any]], head: str) -> bytes:
