@@ -150,3 +150,17 @@ def test_names_are_escaped_in_the_svg() -> None:
 def test_catalog_diagram_usage_errors(cli, argv: list[str], message: str) -> None:
     code, _, err = cli("catalog", "tpu", *argv)
     assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_escape_is_saxutils_escape() -> None:
+    """render.topology's own XML escape (kept off xml.sax.saxutils' imports) writes the same."""
+    import random
+    from xml.sax.saxutils import escape as sax_escape
+
+    from mldiag_provision.render.topology import escape
+
+    rng = random.Random(16)
+    for _ in range(2000):
+        s = "".join(rng.choice("&<>\"'ab ;#") for _ in range(rng.randint(0, 12)))
+        assert escape(s) == sax_escape(s), s
+        assert escape(s, {'"': "&quot;"}) == sax_escape(s, {'"': "&quot;"}), s
