@@ -32,6 +32,7 @@ from mldiag_provision.policy import POLICY_JSON
 from mldiag_provision.render import fastyaml, gitignore, k8s, slurm
 from mldiag_provision.render import topology as pictures
 from mldiag_provision.render.hcl import hcl_value
+from mldiag_provision.render.template_cache import TemplateCache
 from mldiag_provision.resources import data_root
 from mldiag_provision.yaml11 import confusable, needs_escape
 
@@ -55,9 +56,11 @@ def _comment(value: object) -> str:
 @functools.lru_cache(maxsize=4)
 def template_env(root: Path) -> jinja2.Environment:
     """The Jinja environment of a blueprints folder, kept per process: compiling the
-    templates is most of a render's time, and the loader still reloads a changed file."""
+    templates is most of a render's time, and the loader still reloads a changed file.
+    Compiled templates are also kept between runs (:mod:`~.template_cache`)."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(root)),
+        bytecode_cache=TemplateCache(),
         undefined=jinja2.StrictUndefined,
         autoescape=False,
         keep_trailing_newline=True,
