@@ -10,9 +10,12 @@ export and NUL characters.
 from __future__ import annotations
 
 import shlex
+from typing import TYPE_CHECKING
 
-from mldiag_provision.plan.slurm import SlurmJobPlan, SlurmPlan
 from mldiag_provision.plan.stack import SlicePlan, StackPlan
+
+if TYPE_CHECKING:  # a GKE render does not import the Slurm plan (issue 16)
+    from mldiag_provision.plan.slurm import SlurmJobPlan, SlurmPlan
 
 
 def _q(value: object) -> str:
