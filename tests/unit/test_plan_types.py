@@ -73,3 +73,16 @@ def test_plan_json_is_the_dataclass_fields(recipe: object) -> None:
         assert written["agents"]["strategy"] == plan.agents.strategy
         assert set(written["agents"]["charts"]) == {
             "cert_manager", "injection_webhook", "connection_operator", "diagon"}
+
+
+@pytest.mark.parametrize("recipe", RECIPES, ids=lambda p: p.stem)
+def test_plan_asdict_is_dataclasses_asdict(recipe: object) -> None:
+    """plan.stack's own asdict (issue 16) gives exactly dataclasses.asdict's data: the same
+    values, types, key order and no shared mutable parts."""
+    from mldiag_provision.plan.stack import _asdict
+
+    plan = _plan(recipe)
+    ours, theirs = _asdict(plan), dataclasses.asdict(plan)
+    assert ours == theirs
+    assert repr(ours) == repr(theirs)  # types and order too (tuples stay tuples)
+    assert json.dumps(ours) == json.dumps(theirs)

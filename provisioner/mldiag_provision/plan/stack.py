@@ -6,8 +6,9 @@ Templates format; they never compute. The plan is written beside the rendered st
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
 from mldiag_provision.catalog.gpu import GpuShape
@@ -262,7 +263,7 @@ class StackPlan:
         holds (a Slurm plan has no GKE cluster fields). ``engine`` is written only when it is
         not :data:`DEFAULT_ENGINE`: a plan.json without it (every stack rendered before
         engines were units) means Terraform, so those stay byte-identical."""
-        data = asdict(self)
+        data: dict[str, Any] = _asdict(self)
         if data["engine"] == DEFAULT_ENGINE:
             del data["engine"]
         _omit_defaults(data, STACK_OMIT_WHEN_DEFAULT)
@@ -271,6 +272,33 @@ class StackPlan:
         for w in data.get("workloads", ()):
             _omit_defaults(w, WORKLOAD_OMIT_WHEN_DEFAULT)
         return data
+
+
+_ATOMS = (str, int, float, bool, type(None))
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _asdict(obj: Any) -> Any:
+    """:func:`dataclasses.asdict`, the same data (nested dataclasses as dicts, lists, tuples
+    and dicts rebuilt, anything else deep-copied) without its per-value ``deepcopy`` of
+    strings and numbers or its per-object ``fields()`` (a fifth of a large render's own
+    time, issue 16); tests/unit/test_plan_types.py compares both on every example's plan."""
+    t: Any = type(obj)
+    if t in _ATOMS:
+        return obj
+    names = _FIELD_NAMES.get(t)
+    if names is None and hasattr(t, "__dataclass_fields__"):  # as asdict tells
+        names = tuple(f.name for f in fields(t))
+        _FIELD_NAMES[t] = names
+    if names is not None:
+        return {name: _asdict(getattr(obj, name)) for name in names}
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return t(*[_asdict(v) for v in obj])
+    if isinstance(obj, (list, tuple)):
+        return t(_asdict(v) for v in obj)
+    if isinstance(obj, dict):
+        return t((_asdict(k), _asdict(v)) for k, v in obj.items())
+    return copy.deepcopy(obj)
 
 
 def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | GpuShape | None],

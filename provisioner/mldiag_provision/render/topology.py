@@ -75,11 +75,10 @@ class Drawing:
 
     def vm_of(self, coord: tuple[int, ...]) -> int:
         """The VM index (0-based, x fastest) holding the chip at ``coord``."""
-        per = [d // b for d, b in zip(self.dims, self.block, strict=True)]
         idx, stride = 0, 1
-        for c, b, p in zip(coord, self.block, per, strict=True):
+        for c, b, d in zip(coord, self.block, self.dims, strict=True):
             idx += (c // b) * stride
-            stride *= p
+            stride *= d // b
         return idx
 
 
@@ -269,9 +268,10 @@ def svg(drawings: list[Drawing], *, desc: str | None = None) -> str:
                         cy = ly + GAP + (c[1] if len(c) > 1 else 0) * (CELL + GAP)
                         pos[c] = (cx, cy)
             # VM boxes behind the chips
+            vm_at = {c: d.vm_of(c) for c in pos}
             vm_cells: dict[int, list[tuple[int, int]]] = {}
             for c, (cx, cy) in pos.items():
-                vm_cells.setdefault(d.vm_of(c), []).append((cx, cy))
+                vm_cells.setdefault(vm_at[c], []).append((cx, cy))
             for vm in sorted(vm_cells):
                 cells = vm_cells[vm]
                 x1 = min(c[0] for c in cells) - GAP // 2
@@ -284,8 +284,9 @@ def svg(drawings: list[Drawing], *, desc: str | None = None) -> str:
                              f'{escape(" (" + d.machine_type + ")") if d.machine_type else ""}'
                              '</title></rect>')
             # ICI links between neighbouring chips of a layer (x and y); z links are listed
+            chips = sorted(pos.items())
             if d.kind == "tpu":
-                for c, (cx, cy) in sorted(pos.items()):
+                for c, (cx, cy) in chips:
                     for axis in range(min(2, len(c))):
                         nxt = list(c)
                         nxt[axis] += 1
@@ -306,14 +307,15 @@ def svg(drawings: list[Drawing], *, desc: str | None = None) -> str:
                                      fx + h, fy, fx + h, fy - GAP))
                             parts.append(f'<path class="wrap" data-axis="{AXES[axis]}" '
                                          'd="M{},{} L{},{} M{},{} L{},{}"/>'.format(*ends))
-            for c, (cx, cy) in sorted(pos.items()):
+            for c, (cx, cy) in chips:
                 coord = ",".join(str(v) for v in c)
-                parts.append(f'<rect class="chip" data-coord="{coord}" data-vm="{d.vm_of(c)}" '
+                vm = vm_at[c]
+                parts.append(f'<rect class="chip" data-coord="{coord}" data-vm="{vm}" '
                              f'x="{cx}" y="{cy}" width="{CELL}" height="{CELL}" rx="3">'
                              f'<title>{"GPU" if d.kind == "gpu" else "chip"} ({coord}) on VM '
-                             f'{d.vm_of(c)}</title></rect>')
+                             f'{vm}</title></rect>')
                 parts.append(f'<text class="chip-label" x="{cx + CELL // 2}" '
-                             f'y="{cy + CELL // 2 + 4}">{d.vm_of(c)}</text>')
+                             f'y="{cy + CELL // 2 + 4}">{vm}</text>')
             parts.append("</g>")
             sx += slice_w + 4 * GAP
         width = max(width, sx)
