@@ -13,6 +13,7 @@ Field paths are shown the way people search for them in a manifest: dotted keys 
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Iterable
@@ -94,7 +95,7 @@ def _read_stdin() -> Source:
     return _decode(raw, "<stdin>")
 
 
-def _read(path: FsPath, name: str) -> Source:
+def _read(path: FsPath | str, name: str) -> Source:
     try:
         with open(path, "rb") as f:
             raw = f.read(MAX_BYTES + 1)
@@ -103,6 +104,48 @@ def _read(path: FsPath, name: str) -> Source:
         raise UsageError(f"{name}: no such file or directory", hint="check the path") from None
     except OSError as exc:
         raise UsageError(f"{name}: cannot be read ({exc.strerror})") from None
+
+
+def _yaml_files(root: FsPath) -> list[tuple[str, str]]:
+    """(name, real path) of every ``*.yaml``/``*.yml`` file below the directory ``root``, in
+    the order of their path parts; names start with ``root`` as given. What
+    ``sorted(f for f in root.rglob("*") if f.suffix in SUFFIXES and f.is_file())`` finds,
+    less anything below a hidden (dot) name, with ``str(f)`` and ``str(f.resolve())``, in one
+    ``scandir`` walk: a file's real path is its folder's plus its name unless it is a link
+    (``rglob`` does not enter linked folders either), so only links are resolved one by one
+    (per-file ``resolve`` and pathlib were most of reading 1,000 files, issue 16)."""
+    base = str(root)
+    prefix = "" if base == "." else base.rstrip("/") + "/" if base != "/" else "/"
+    real_root = os.path.realpath(base)
+    found: list[tuple[tuple[str, ...], str, str]] = []
+    pending: list[tuple[str, ...]] = [()]
+    while pending:
+        rel = pending.pop()
+        folder = os.path.join(base, *rel) if rel else base
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:  # rglob skips folders it cannot list
+            continue
+        for entry in entries:
+            name = entry.name
+            if name.startswith("."):
+                continue
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((*rel, name))
+                    continue
+                if not name.endswith(SUFFIXES) or not entry.is_file():
+                    continue
+                link = entry.is_symlink()
+            except OSError:
+                continue
+            parts = (*rel, name)
+            shown = prefix + "/".join(parts)
+            real = (os.path.realpath(shown) if link
+                    else os.path.join(real_root, *parts))
+            found.append((parts, shown, real))
+    found.sort(key=lambda item: item[0])
+    return [(shown, real) for _, shown, real in found]
 
 
 def read_sources(paths: Iterable[str]) -> list[Source]:
@@ -123,18 +166,16 @@ def read_sources(paths: Iterable[str]) -> list[Source]:
             continue
         p = FsPath(raw)
         if p.is_dir():
-            files = sorted(f for f in p.rglob("*") if f.suffix in SUFFIXES and f.is_file()
-                           and not any(part.startswith(".") for part in f.relative_to(p).parts))
-            if not files:
+            found = _yaml_files(p)
+            if not found:
                 raise UsageError(f"{raw}: no *.yaml or *.yml files in this directory")
-            for f in files:
-                key = str(f.resolve())
+            for name, key in found:
                 if key not in seen:
                     seen.add(key)
                     try:
-                        out.append(_read(f, str(f)))
+                        out.append(_read(name, name))
                     except UsageError as exc:  # one bad file must not hide the others
-                        out.append(Source(str(f), "", error=exc.message))
+                        out.append(Source(name, "", error=exc.message))
             continue
         key = str(p.resolve()) if p.exists() else raw
         if key not in seen:
