@@ -251,12 +251,16 @@ class Resource:
 def get(node: object, *path: str | int) -> object:
     """Walk dicts and lists without raising; ``None`` where the path does not exist."""
     for part in path:
-        if isinstance(part, int):
-            if not isinstance(node, list) or not -len(node) <= part < len(node):
+        if isinstance(node, dict):
+            if isinstance(part, int):
                 return None
-        elif not isinstance(node, dict):
+            node = node.get(part)
+        elif isinstance(node, list) and isinstance(part, int):
+            if not -len(node) <= part < len(node):
+                return None
+            node = node[part]
+        else:
             return None
-        node = node[part] if isinstance(part, int) else node.get(part)
     return node
 
 

@@ -607,10 +607,10 @@ def _check_quantities(node: object, path: Path, emit: _Emit, depth: int = 0) -> 
     if depth > 40:
         return
     if isinstance(node, dict):
+        in_resources = path[-1:] == ("resources",)
         for key, value in node.items():
-            sub = (*path, key)
-            if key in ("requests", "limits") and path[-1:] == ("resources",) \
-                    and isinstance(value, dict):
+            if in_resources and key in ("requests", "limits") and isinstance(value, dict):
+                sub = (*path, key)
                 for res_name, qty in value.items():
                     if isinstance(qty, bool) or not isinstance(qty, (str, int, float)):
                         continue  # wrong types are the schema's finding
@@ -623,11 +623,12 @@ def _check_quantities(node: object, path: Path, emit: _Emit, depth: int = 0) -> 
                                           "Ki, Mi, Gi, Ti (e.g. 500m, 16Gi)",
                                  hint="GB/MB are not quantity suffixes: write G or Gi"
                                  if re.search(r"[KMGT]B$", str(qty)) else None)
-            else:
-                _check_quantities(value, sub, emit, depth + 1)
+            elif isinstance(value, (dict, list)):  # scalars hold no quantities
+                _check_quantities(value, (*path, key), emit, depth + 1)
     elif isinstance(node, list):
         for i, item in enumerate(node):
-            _check_quantities(item, (*path, i), emit, depth + 1)
+            if isinstance(item, (dict, list)):
+                _check_quantities(item, (*path, i), emit, depth + 1)
 
 
 def validate_resource(res: Resource, schemas: SchemaSet) -> list[Problem]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import cached_property
 
 from mldiag_provision.lint.loading import Resource, get
 from mldiag_provision.recipe.sourcemap import Path
@@ -30,6 +31,9 @@ class PodTemplate:
       role: which template of the kind this is, for messages ("worker template", "replicated
         job 'slice'"); empty when the kind has only one.
       job_path: path of the JobSpec that runs these pods (Job, CronJob, JobSet), else None.
+
+    ``spec``, ``labels``, ``annotations`` and ``job`` are looked up once (rules ask them of
+    every template many times, and lint never changes the objects it reads; issue 16).
     """
 
     resource: Resource
@@ -41,22 +45,22 @@ class PodTemplate:
     def spec_path(self) -> Path:
         return (*self.path, "spec")
 
-    @property
+    @cached_property
     def spec(self) -> dict:
         v = self.resource.get(*self.spec_path)
         return v if isinstance(v, dict) else {}
 
-    @property
+    @cached_property
     def labels(self) -> dict:
         v = self.resource.get(*self.path, "metadata", "labels")
         return v if isinstance(v, dict) else {}
 
-    @property
+    @cached_property
     def annotations(self) -> dict:
         v = self.resource.get(*self.path, "metadata", "annotations")
         return v if isinstance(v, dict) else {}
 
-    @property
+    @cached_property
     def job(self) -> dict:
         v = self.resource.get(*self.job_path) if self.job_path is not None else None
         return v if isinstance(v, dict) else {}
