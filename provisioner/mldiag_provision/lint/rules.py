@@ -25,7 +25,7 @@ from mldiag_provision.rulebook import define as _define
 DATA_DIR = Path(__file__).parent / "data"
 
 __all__ = ["DATA_DIR", "RULES", "RuleInfo", "define", "fact", "fact_source", "severity_of",
-           "source_url"]
+           "source_url", "suggest"]
 
 
 def define(rule_id: str, title: str, *, severity: Severity = Severity.ERROR,
@@ -49,6 +49,15 @@ def fact(*keys: str | int) -> Any:
       CatalogError: no such path.
     """
     return store().get("kubernetes", *keys)
+
+
+def suggest(value: object, options: Iterable[str]) -> str | None:
+    """:func:`mldiag_provision.recipe.parse.suggest` ("did you mean ...?"), imported when a
+    problem asks for it: ``recipe.parse`` imports the recipe validator and with it pydantic
+    (~30 ms of every lint's start, issue 16)."""
+    from mldiag_provision.recipe.parse import suggest as suggest_
+
+    return suggest_(value, options)
 
 
 def source_url(tag: str | None) -> str | None:

@@ -39,9 +39,8 @@ import yaml
 
 from mldiag_provision.errors import CatalogError, MldiagError, Problem, Severity, UsageError
 from mldiag_provision.lint.loading import Resource, field_path
-from mldiag_provision.lint.rules import DATA_DIR, define
+from mldiag_provision.lint.rules import DATA_DIR, define, suggest
 from mldiag_provision.quantity import parse_quantity
-from mldiag_provision.recipe.parse import suggest
 from mldiag_provision.recipe.sourcemap import Path
 
 K8S_DOCS = "https://kubernetes.io/docs/reference/kubernetes-api/"

@@ -18,10 +18,16 @@ from mldiag_provision.catalog.tpu import ShapeError, SliceShape, TpuVersion
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.lint.context import LintContext
 from mldiag_provision.lint.loading import get
-from mldiag_provision.lint.rules import define, fact, fact_source, severity_of, source_url
+from mldiag_provision.lint.rules import (
+    define,
+    fact,
+    fact_source,
+    severity_of,
+    source_url,
+    suggest,
+)
 from mldiag_provision.lint.workloads import PodTemplate, get_int, selects
 from mldiag_provision.quantity import parse_quantity
-from mldiag_provision.recipe.parse import suggest
 from mldiag_provision.recipe.sourcemap import Path
 
 ACC_KEY = fact("tpu", "acceleratorLabel")["key"]
