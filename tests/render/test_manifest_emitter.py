@@ -148,8 +148,8 @@ def test_fast_layout_writes_what_pyyaml_writes_on_random_documents() -> None:
             docs.append(doc)
         python = manifest_yaml(docs, emitter="python")
         assert manifest_yaml(docs) == python, docs
-        fast += fastyaml.emit(docs, stack._c_probe, width=100,
-                              admit=_c_safe_string) is not None
+        fast += fastyaml.emit(docs, stack._c_probe, width=100, admit=_c_safe_string,
+                              plain=stack._plain) is not None
     assert fast > 300, fast  # the rest: floats, strings libyaml writes otherwise
 
 
@@ -157,7 +157,8 @@ def test_fast_layout_refuses_what_it_does_not_write() -> None:
     from mldiag_provision.render import fastyaml
 
     def emit(docs: list) -> str | None:
-        return fastyaml.emit(docs, stack._c_probe, width=100, admit=_c_safe_string)
+        return fastyaml.emit(docs, stack._c_probe, width=100, admit=_c_safe_string,
+                             plain=stack._plain)
 
     assert emit([{"a": 1.5}]) is None  # floats: PyYAML's
     assert emit([{1: "a"}]) is None  # a key that is not a string
@@ -178,3 +179,28 @@ def test_keys_libyaml_writes_as_simple_keys_go_to_python(length: int) -> None:
     key = "k" * length
     docs = [{"metadata": {"labels": {key: "v"}}}]
     assert manifest_yaml(docs) == manifest_yaml(docs, emitter="python")
+
+
+def test_strings_written_as_themselves_without_asking_are() -> None:
+    """render.stack._plain (strings fastyaml writes without asking libyaml) only vouches for
+    strings both emitters write as themselves, as a value and as a key (of at most 122
+    characters): checked on the words above and on random strings of its alphabet and
+    some others."""
+    rng = random.Random(1617)
+    alphabet = "aZ09_./=-:#' yYnN~+eE"
+    samples = [*WORDS, "y", "n", "No", "on", "0x1F", "1_000", "1.2.3", "1.", "08", "1e3",
+               "2024-01-02", "12:30", "a=b", "v4-17", "scale-256-v4-17", "gs", "x.y/z",
+               *("".join(rng.choice(alphabet) for _ in range(rng.randint(1, 8)))
+                 for _ in range(3000))]
+    vouched = 0
+    for s in samples:
+        if not stack._plain(s):
+            continue
+        vouched += 1
+        cases = [([{"k": s}], f"k: {s}\n")]
+        if len(s) <= 122:  # longer keys never reach it (complex keys, see the guard)
+            cases.append(([{s: 1}], f"{s}: 1\n"))
+        for docs, line in cases:
+            assert manifest_yaml(docs, emitter="python") == line, s
+            assert manifest_yaml(docs, emitter="c") == line, s
+    assert vouched > 300, vouched

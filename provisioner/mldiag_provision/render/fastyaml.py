@@ -77,9 +77,18 @@ def _collect(node: object, new_values: dict[tuple[type, Any], Any],
         raise _Refused
 
 
-def _probe_values(new: dict[tuple[type, Any], Any], probe: Probe, width: int) -> None:
-    """Fill :data:`_values` for ``new`` from one dump of ``{"k0": v0, "k1": v1, ...}``."""
-    keys = list(new)
+def _probe_values(new: dict[tuple[type, Any], Any], probe: Probe, width: int,
+                  plain: Callable[[str], bool]) -> None:
+    """Fill :data:`_values` for ``new`` from one dump of ``{"k0": v0, "k1": v1, ...}``
+    (strings ``plain`` vouches for are written as themselves without asking)."""
+    keys = []
+    for key, value in new.items():
+        if key[0] is str and plain(value):
+            _values[key] = (value, ())
+        else:
+            keys.append(key)
+    if not keys:
+        return
     text = probe({f"k{i}": new[key] for i, key in enumerate(keys)})
     entries: list[list[str]] = []
     for line in text.splitlines():
@@ -104,7 +113,7 @@ def _probe_values(new: dict[tuple[type, Any], Any], probe: Probe, width: int) ->
             _values[key] = _UNSAFE  # a quoted scalar folded at the width
 
 
-def _probe_keys(new: dict[str, None], probe: Probe) -> None:
+def _probe_keys(new: dict[str, None], probe: Probe, plain: Callable[[str], bool]) -> None:
     """Fill :data:`_keys` for ``new`` from one dump of ``{key0: 0, key1: 0, ...}``; a key
     PyYAML writes as a complex ``? `` key (with a line break) is None (the empty key and
     keys over 122 characters, also complex there, never reach here)."""
@@ -112,6 +121,8 @@ def _probe_keys(new: dict[str, None], probe: Probe) -> None:
     for name in new:
         if "\n" in name:
             _keys[name] = None
+        elif plain(name):
+            _keys[name] = name
         else:
             names.append(name)
     if not names:
@@ -197,12 +208,42 @@ class _Writer:
         self.lines.append(out)
 
 
+def prime(files: list[list[dict[str, Any]]], probe: Probe, *, width: int,
+          admit: Callable[[str], bool], plain: Callable[[str], bool]) -> None:
+    """Ask the probe about the new scalars of many files at once (one ``yaml.dump``), so
+    that :func:`emit` of each finds them known; a file :func:`emit` would refuse is left
+    out. The same arguments as :func:`emit`."""
+    new_values: dict[tuple[type, Any], Any] = {}
+    new_keys: dict[str, None] = {}
+    for docs in files:
+        had_values, had_keys = len(new_values), len(new_keys)
+        try:
+            for doc in docs:
+                if type(doc) is not dict:
+                    raise _Refused
+                _collect(doc, new_values, new_keys, admit)
+        except _Refused:  # forget what this file added (dicts keep their order)
+            for key in list(new_values)[had_values:]:
+                del new_values[key]
+            for name in list(new_keys)[had_keys:]:
+                del new_keys[name]
+    try:
+        if new_values:
+            _probe_values(new_values, probe, width, plain)
+        if new_keys:
+            _probe_keys(new_keys, probe, plain)
+    except _Refused:
+        pass  # each file asks again for itself
+
+
 def emit(docs: list[dict[str, Any]], probe: Probe, *, width: int,
-         admit: Callable[[str], bool]) -> str | None:
+         admit: Callable[[str], bool], plain: Callable[[str], bool]) -> str | None:
     """``docs`` as block-style YAML, the text ``yaml.dump_all`` writes with the probe's
     dumper and options (``sort_keys=False``, ``default_flow_style=False``, indent 2, ``width``);
     ``None`` where this writer cannot be sure (see the module's docstring) or where a key or
-    string is one ``admit`` refuses (asked once per string the process has not written)."""
+    string is one ``admit`` refuses (asked once per string the process has not written).
+    ``plain``: strings the dumper is known to write as themselves, on one line, as a key
+    or a value (not probed: one ``yaml.dump`` per file was a seventh of a large render)."""
     try:
         new_values: dict[tuple[type, Any], Any] = {}
         new_keys: dict[str, None] = {}
@@ -211,9 +252,9 @@ def emit(docs: list[dict[str, Any]], probe: Probe, *, width: int,
                 return None
             _collect(doc, new_values, new_keys, admit)
         if new_values:
-            _probe_values(new_values, probe, width)
+            _probe_values(new_values, probe, width, plain)
         if new_keys:
-            _probe_keys(new_keys, probe)
+            _probe_keys(new_keys, probe, plain)
         writer = _Writer(width)
         out: list[str] = []
         for i, doc in enumerate(docs):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +170,23 @@ def _c_probe(data: dict[Any, Any]) -> str:
                      allow_unicode=True, width=_WIDTH)
 
 
+_PLAIN_CHARS = re.compile(r"[A-Za-z0-9][A-Za-z0-9_./=-]*\Z")
+_RESOLVER = yaml.resolver.Resolver()
+_STR = "tag:yaml.org,2002:str"
+
+
+def _plain(value: str) -> bool:
+    """Whether both emitters write ``value`` as itself (a plain scalar, key or value, with
+    no space to fold at): :func:`_str_representer` leaves it unstyled (not
+    :func:`~mldiag_provision.yaml11.confusable`, nothing to escape, one line), PyYAML's
+    resolver reads it back as a string (the emitters' test for a plain scalar), and it has
+    no character their scalar analysis treats as an indicator (a letter or digit first, then
+    only letters, digits and ``_ . / = -``)."""
+    return (_PLAIN_CHARS.match(value) is not None and confusable(value) is None
+            and _RESOLVER.resolve(yaml.ScalarNode, value,  # type: ignore[no-untyped-call]
+                                  (True, False)) == _STR)
+
+
 def manifest_yaml(docs: list[dict[str, Any]], *, emitter: str = "auto") -> str:
     """Kubernetes objects as multi-document YAML that Kubernetes' YAML 1.1 reader reads back
     with every value's type (see :func:`_str_representer`). ``emitter``: ``"auto"`` (where
@@ -177,7 +195,8 @@ def manifest_yaml(docs: list[dict[str, Any]], *, emitter: str = "auto") -> str:
     libyaml itself; elsewhere PyYAML's Python emitter), ``"python"`` or ``"c"`` (forced; for
     the equivalence tests)."""
     if _CDumper is not None and emitter == "auto":
-        text = fastyaml.emit(docs, _c_probe, width=_WIDTH, admit=_c_safe_string)
+        text = fastyaml.emit(docs, _c_probe, width=_WIDTH, admit=_c_safe_string,
+                             plain=_plain)
         if text is not None:
             return text
     use_c = _CDumper is not None and (emitter == "c" or (emitter == "auto"
@@ -248,15 +267,25 @@ def _readme(plan: StackPlan) -> str:
     return "\n".join(lines)
 
 
-def _smoke_files(plan: StackPlan, head: str) -> dict[str, bytes]:
+def _smoke_objects(plan: StackPlan) -> dict[str, list[dict[str, Any]]]:
     """``k8s/smoke/``: the smoke program's ConfigMap and one JobSet per slice (opt-in:
     ``apply`` applies ``k8s/workloads/`` only)."""
     from mldiag_provision.smoke import manifests
 
-    out = {"k8s/smoke/00-program.yaml": _dump_yaml([manifests.configmap(plan)], head)}
+    out = {"k8s/smoke/00-program.yaml": [manifests.configmap(plan)]}
     for sp in plan.slices:
-        out[f"k8s/smoke/{sp.name}.yaml"] = _dump_yaml([manifests.jobset(plan, sp)], head)
+        out[f"k8s/smoke/{sp.name}.yaml"] = [manifests.jobset(plan, sp)]
     return out
+
+
+def _manifest_files(named: dict[str, list[dict[str, Any]]], head: str) -> dict[str, bytes]:
+    """Path -> the file of its objects; the scalars of all files are asked of libyaml in
+    one go first (:func:`~mldiag_provision.render.fastyaml.prime`: one ``yaml.dump`` per
+    file was a seventh of a large render)."""
+    if _CDumper is not None:
+        fastyaml.prime(list(named.values()), _c_probe, width=_WIDTH, admit=_c_safe_string,
+                       plain=_plain)
+    return {path: _dump_yaml(docs, head) for path, docs in named.items()}
 
 
 def _topology_section(plan: StackPlan, drawings: list[pictures.Drawing]) -> str:
@@ -318,19 +347,23 @@ def render_stack(plan: StackPlan, *, root: Path | None = None,
     check(bp, orchestrator=plan.cluster.type, engine=plan.engine)
     files = engines.get(plan.engine).render(plan, bp.manifest, root)
     head = banner("yaml", plan.name)
+    workloads: dict[str, list[dict[str, Any]]] = {}
     if plan.queued is not None:
         # applied first (file order): the queues exist before the workloads that name them
-        files["k8s/workloads/00-kueue.yaml"] = _dump_yaml(k8s.kueue_objects(plan), head)
+        workloads["k8s/workloads/00-kueue.yaml"] = k8s.kueue_objects(plan)
     for w in plan.workloads:
-        files[f"k8s/workloads/{w.name}.yaml"] = _dump_yaml(k8s.workload(plan, w), head)
+        workloads[f"k8s/workloads/{w.name}.yaml"] = k8s.workload(plan, w)
     if plan.gpu_networks:
         # GPUDirect: Network objects and NCCL plugin installers, applied (sorted first)
         # before the workloads that name them (plan/gpunet.py)
-        files[GPU_NETWORK_FILE] = _dump_yaml(plan.gpu_cluster_objects(), head)
+        workloads[GPU_NETWORK_FILE] = plan.gpu_cluster_objects()
+    smoke = (_smoke_objects(plan) if plan.agents is not None and plan.slices  # Kubernetes:
+             else {})  # the opt-in smoke workload
+    manifests = _manifest_files({**workloads, **smoke}, head)
+    files.update((path, manifests[path]) for path in workloads)
     if plan.slurm is not None:  # Slurm: sbatch scripts, no Kubernetes manifests
         files.update(slurm.files(plan, banner("hcl", plan.name)))
-    if plan.agents is not None and plan.slices:  # Kubernetes: the opt-in smoke workload
-        files.update(_smoke_files(plan, head))
+    files.update((path, manifests[path]) for path in smoke)
     readme = (slurm.readme(plan, banner("md", plan.name)) if plan.slurm is not None
               else _readme(plan))
     if plan.slices:
