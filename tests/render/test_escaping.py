@@ -209,3 +209,40 @@ def test_hostile_workload_values_never_reach_hcl() -> None:
             text = data.decode("utf-8")
             assert "%{ if true }" not in text and "heredoc" not in text, rel
             hcl2.loads(text)
+
+
+def _hcl_string_per_character(value: str) -> str:
+    """hcl_string as it was written before its fast path (issue 16): one step per character."""
+    out = []
+    for ch in value:
+        if ch == "\\":
+            out.append("\\\\")
+        elif ch == '"':
+            out.append('\\"')
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ord(ch) < 0x20 or ord(ch) == 0x7F or 0xD800 <= ord(ch) <= 0xDFFF:
+            out.append(f"\\u{ord(ch):04X}")
+        else:
+            out.append(ch)
+    return '"' + "".join(out).replace("${", "$${").replace("%{", "%%{") + '"'
+
+
+def test_hcl_string_fast_path_writes_what_the_loop_writes() -> None:
+    import random
+
+    from mldiag_provision.render.hcl import _AS_IS, hcl_string
+
+    rng = random.Random(16)
+    alphabet = ["a", " ", "$", "{", "%", "}", "\\", '"', "\n", "\r", "\t", "\x00", "\x1f",
+                "\x7f", "\x80", "é", "\ud800", "\udfff", "\U0001f642"]
+    fast = 0
+    for _ in range(20000):
+        s = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 8)))
+        assert hcl_string(s) == _hcl_string_per_character(s), repr(s)
+        fast += _AS_IS.match(s) is not None
+    assert fast > 2000, fast

@@ -13,10 +13,17 @@ import re
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_-]*$")
 
 
+# characters hcl_string writes as they are (the loop below escapes all others)
+_AS_IS = re.compile(r'[^\\"\x00-\x1f\x7f\ud800-\udfff]*\Z')
+
+
 def hcl_string(value: str) -> str:
     """A Python string -> a quoted HCL string literal with nothing interpolated."""
+    value = str(value)
+    if _AS_IS.match(value):  # nothing to escape (most values): no loop per character
+        return '"' + value.replace("${", "$${").replace("%{", "%%{") + '"'
     out = []
-    for ch in str(value):
+    for ch in value:
         if ch == "\\":
             out.append("\\\\")
         elif ch == '"':

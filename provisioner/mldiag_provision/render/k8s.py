@@ -10,6 +10,7 @@ headless Service and ``subdomain`` so that GKE injects ``TPU_WORKER_ID`` and
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Protocol
 
 from mldiag_provision.catalog.store import store
@@ -158,8 +159,28 @@ def _rendezvous_env(plan: WorkloadSource, w: WorkloadPlan) -> list[dict[str, Any
     ]
 
 
+_SLICES_BY_NAME: dict[int, tuple[object, dict[str, Any]]] = {}
+
+
+def _slice_named(slices: Sequence[Any], name: str) -> Any:
+    """The first slice called ``name``: a dict per slices tuple, kept while it lives (a
+    scan per workload was quadratic in a stack of many slice+workload pairs, issue 16)."""
+    if type(slices) is not tuple:  # only an immutable sequence is kept
+        return next(s for s in slices if s.name == name)
+    held = _SLICES_BY_NAME.get(id(slices))
+    if held is None or held[0] is not slices:
+        by_name: dict[str, Any] = {}
+        for s in slices:
+            by_name.setdefault(s.name, s)
+        held = _SLICES_BY_NAME[id(slices)] = (slices, by_name)
+    found = held[1].get(name)
+    if found is None:  # as before: StopIteration (a plan always names its slices)
+        return next(s for s in slices if s.name == name)
+    return found
+
+
 def _pod_template(plan: WorkloadSource, w: WorkloadPlan, labels: dict[str, str]) -> dict[str, Any]:
-    sp = next(s for s in plan.slices if s.name == w.slice)
+    sp = _slice_named(plan.slices, w.slice)
     spec: dict[str, object] = {
         "restartPolicy": "Never",
         "serviceAccountName": _diagnostics(plan).kubernetes.service_account,
