@@ -124,3 +124,14 @@ def test_switched_off_by_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     # a YAML date is a string to kubectl; jsonschema-rs cannot take it: python decides
     assert not on.accepts("batch/v1", "Job", {"apiVersion": "batch/v1", "kind": "Job",
                                               "metadata": {"name": datetime.date(2020, 1, 1)}})
+
+
+def test_crds_yaml_reads_the_same_through_libyaml() -> None:
+    """lint.schema reads data/crds.yaml with libyaml's reader where PyYAML has it (issue 16):
+    the same data as PyYAML's own reader, types and order included."""
+    import yaml
+
+    from mldiag_provision.lint.schema import _YAML_LOADER, DATA_DIR
+
+    text = (DATA_DIR / "crds.yaml").read_text(encoding="utf-8")
+    assert repr(yaml.load(text, Loader=_YAML_LOADER)) == repr(yaml.safe_load(text))

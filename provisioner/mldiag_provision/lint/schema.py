@@ -178,6 +178,11 @@ def _version_key(tag: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", tag))
 
 
+# libyaml's reader where PyYAML has it (the same data for this file, see
+# tests/lint/test_compiled_schema.py; PyYAML's own reader was ~5 ms of lint's start)
+_YAML_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 @functools.lru_cache(maxsize=1)
 def crd_document() -> tuple[dict, dict[tuple[str, str], list[CrdKind]]]:
     """The expanded CRD schemas as one JSON Schema resource, and per (apiVersion, kind) the
@@ -189,7 +194,7 @@ def crd_document() -> tuple[dict, dict[tuple[str, str], list[CrdKind]]]:
     """
     try:
         with open(DATA_DIR / "crds.yaml", encoding="utf-8") as f:
-            raw = yaml.safe_load(f)
+            raw = yaml.load(f, Loader=_YAML_LOADER)
         with open(DATA_DIR / "crds.generated.json", encoding="utf-8") as f:
             generated = json.load(f)
     except (OSError, ValueError, yaml.YAMLError) as exc:
@@ -603,13 +608,31 @@ def _check_name(res: Resource, emit: _Emit) -> None:
 
 def _check_quantities(node: object, path: Path, emit: _Emit, depth: int = 0) -> None:
     """``resources.requests``/``limits`` values anywhere in the object parse as quantities."""
+    _quantities(node, (None, path), path[-1:] == ("resources",), emit, depth)
+
+
+_Link = tuple[Any, ...]
+"""A path being walked: ``(None, path)`` at the start, then ``(parent link, step)`` per step
+(one pair per step instead of a new tuple of the whole path, issue 16); :func:`_unlink`
+makes the path tuple when a problem needs it."""
+
+
+def _unlink(link: _Link) -> Path:
+    steps: list[str | int] = []
+    while link[0] is not None:
+        link, step = link
+        steps.append(step)
+    return (*link[1], *reversed(steps))
+
+
+def _quantities(node: object, link: _Link, in_resources: bool, emit: _Emit,
+                depth: int) -> None:
     if depth > 40:
         return
     if isinstance(node, dict):
-        in_resources = path[-1:] == ("resources",)
         for key, value in node.items():
             if in_resources and key in ("requests", "limits") and isinstance(value, dict):
-                sub = (*path, key)
+                sub = (*_unlink(link), key)
                 for res_name, qty in value.items():
                     if isinstance(qty, bool) or not isinstance(qty, (str, int, float)):
                         continue  # wrong types are the schema's finding
@@ -623,11 +646,11 @@ def _check_quantities(node: object, path: Path, emit: _Emit, depth: int = 0) -> 
                                  hint="GB/MB are not quantity suffixes: write G or Gi"
                                  if re.search(r"[KMGT]B$", str(qty)) else None)
             elif isinstance(value, (dict, list)):  # scalars hold no quantities
-                _check_quantities(value, (*path, key), emit, depth + 1)
+                _quantities(value, (link, key), key == "resources", emit, depth + 1)
     elif isinstance(node, list):
         for i, item in enumerate(node):
             if isinstance(item, (dict, list)):
-                _check_quantities(item, (*path, i), emit, depth + 1)
+                _quantities(item, (link, i), False, emit, depth + 1)
 
 
 def validate_resource(res: Resource, schemas: SchemaSet) -> list[Problem]:
