@@ -65,3 +65,46 @@ def test_rendered_workloads_have_none(catalog: Catalog) -> None:
     assert files
     for f in files:
         assert _confusables(f.read_text(encoding="utf-8"), catalog) == [], f
+
+
+def _confusable_corpus() -> list[str]:
+    """Texts with and without confusable scalars: the lint and golden manifests, and every
+    confusable spelling in every place of a Pod (plain, quoted, as keys, in flow and block
+    collections, through anchors, aliases and merge keys, in Lists)."""
+    texts = [p.read_text(encoding="utf-8") for p in sorted(
+        [*(REPO_ROOT / "tests" / "lint" / "data").rglob("*.yaml"),
+         *(REPO_ROOT / "tests" / "golden").rglob("*.yaml"),
+         *(REPO_ROOT / "tests" / "fuzz" / "regressions" / "lint").rglob("*.yaml")])]
+    for word in ["y", "No", "on", "~", "null", "08", "0o17", "1e3", "+.5", "_1", ".inf",
+                 "12:30", "2024-01-02", "<<", "=", "ok", "yes please", "-x", "1.2.3"]:
+        texts.append(POD.replace("{label}", word).replace("{arg}", word)
+                     .replace("labels:\n", f"labels:\n    {word}: k\n", 1))
+        texts.append(f"apiVersion: v1\nkind: List\nitems:\n- &a {{apiVersion: v1, kind: "
+                     f"ConfigMap, metadata: {{name: c}}, data: {{k: {word}}}}}\n"
+                     f"- {{<<: *a, data: {{k: '{word}'}}}}\n- *a\n")
+    return texts
+
+
+def test_objects_without_a_confusable_string_skip_the_position_tables() -> None:
+    """lint asks the source map for confusable scalars (which builds every position of a
+    lazily loaded document) only where a string value could be one
+    (lint.loading._may_hold_confusables, issue 16): it never skips one the map lists."""
+    from mldiag_provision.lint.loading import _may_hold_confusables, get
+    from mldiag_provision.recipe.loader import load_documents
+
+    skipped = listed = 0
+    for text in _confusable_corpus():
+        for doc in load_documents(text, "t.yaml"):
+            if not isinstance(doc.data, dict):
+                continue
+            items = doc.data.get("items")
+            parts = ([((("items", i)), item) for i, item in enumerate(items)]
+                     if isinstance(items, list) else [((), doc.data)])
+            for base, data in parts:
+                found = [p for p in doc.sourcemap.confusables if p[:len(base)] == base]
+                listed += bool(found)
+                if not _may_hold_confusables(data):
+                    skipped += 1
+                    assert not found, (text, found)
+                    assert get(doc.data, *base) is data
+    assert skipped > 10 and listed > 10, (skipped, listed)

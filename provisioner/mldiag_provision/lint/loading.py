@@ -24,6 +24,7 @@ from mldiag_provision.errors import Problem, UsageError
 from mldiag_provision.lint.rules import define
 from mldiag_provision.recipe.loader import load_documents
 from mldiag_provision.recipe.sourcemap import Path, SourceMap
+from mldiag_provision.yaml11 import confusable
 
 OBJECT = define("k8s-object", "each YAML document is a Kubernetes object with apiVersion and kind",
                 source="https://kubernetes.io/docs/concepts/overview/working-with-objects/")
@@ -280,6 +281,30 @@ def _object_problem(sm: SourceMap, path: Path, message: str, hint: str) -> Probl
                    line=line, column=col, hint=hint, source=OBJECT.source)
 
 
+_NUMERIC_START = frozenset("-+._0123456789")
+
+
+def _may_hold_confusables(data: object) -> bool:
+    """Whether any string value below ``data`` is one :func:`~mldiag_provision.yaml11.
+    confusable` flags, quoted or not: only then can the source map list a confusable plain
+    scalar here (it flags exactly the plain ones among them). Asking the source map builds
+    every position of the document (the loader keeps them lazy), which was a third of lint's
+    reading (issue 16); this walk over the data is a tenth of that. A string can only be
+    flagged when it starts like a number or is a word of at most five characters (``false``,
+    ``null``, ``<<``...), so :func:`confusable` runs only for those."""
+    stack: list[object] = [data]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, str) and (len(node) <= 5 or node[0] in _NUMERIC_START) \
+                and confusable(node):
+            return True
+    return False
+
+
 def _add(out: Loaded, sm: SourceMap, data: object, base: Path, document: int) -> None:
     if not isinstance(data, dict):
         kind = "a list" if isinstance(data, list) else f"the scalar {data!r}"[:60]
@@ -304,6 +329,8 @@ def _add(out: Loaded, sm: SourceMap, data: object, base: Path, document: int) ->
         return
     res = Resource(sm.file, sm, data, base, document)
     out.resources.append(res)
+    if not _may_hold_confusables(data):
+        return  # no string value below here is one: the source map need not be asked
     n = len(base)
     for path, kind in sorted(sm.confusables.items(), key=lambda kv: sm.locate(kv[0])):
         if path[:n] != base:
