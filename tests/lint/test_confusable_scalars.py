@@ -87,12 +87,18 @@ def _confusable_corpus() -> list[str]:
 
 def test_objects_without_a_confusable_string_skip_the_position_tables() -> None:
     """lint asks the source map for confusable scalars (which builds every position of a
-    lazily loaded document) only where a string value could be one
-    (lint.loading._may_hold_confusables, issue 16): it never skips one the map lists."""
-    from mldiag_provision.lint.loading import _may_hold_confusables, get
+    lazily loaded document) only where a string value could be one and is not written
+    quoted (lint.loading._may_hold_confusables, _written_quoted; issue 16): it never skips
+    one the map lists."""
+    from mldiag_provision.lint.loading import (
+        _confusable_strings,
+        _may_hold_confusables,
+        _written_quoted,
+        get,
+    )
     from mldiag_provision.recipe.loader import load_documents
 
-    skipped = listed = 0
+    skipped = listed = quoted = 0
     for text in _confusable_corpus():
         for doc in load_documents(text, "t.yaml"):
             if not isinstance(doc.data, dict):
@@ -103,8 +109,15 @@ def test_objects_without_a_confusable_string_skip_the_position_tables() -> None:
             for base, data in parts:
                 found = [p for p in doc.sourcemap.confusables if p[:len(base)] == base]
                 listed += bool(found)
+                assert get(doc.data, *base) is data
                 if not _may_hold_confusables(data):
                     skipped += 1
                     assert not found, (text, found)
-                    assert get(doc.data, *base) is data
-    assert skipped > 10 and listed > 10, (skipped, listed)
+                    continue
+                strings = _confusable_strings(data)
+                assert {(*base, *p) for p, _ in strings} >= set(found), (text, found)
+                for path, value in strings:
+                    if _written_quoted(doc.sourcemap, (*base, *path), value):
+                        quoted += 1
+                        assert (*base, *path) not in found, (text, path)
+    assert skipped > 10 and listed > 10 and quoted > 10, (skipped, listed, quoted)

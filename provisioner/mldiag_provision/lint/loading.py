@@ -305,6 +305,39 @@ def _may_hold_confusables(data: object) -> bool:
     return False
 
 
+def _confusable_strings(data: object) -> list[tuple[Path, str]]:
+    """(path, value) of every string value below ``data`` that
+    :func:`~mldiag_provision.yaml11.confusable` flags (paths built only for those)."""
+    found: list[tuple[Path, str]] = []
+    stack: list[tuple[object, tuple | None]] = [(data, None)]
+    while stack:
+        node, link = stack.pop()
+        if isinstance(node, dict):
+            stack.extend((v, (link, k)) for k, v in node.items())
+        elif isinstance(node, list):
+            stack.extend((v, (link, i)) for i, v in enumerate(node))
+        elif isinstance(node, str) and (len(node) <= 5 or node[0] in _NUMERIC_START) \
+                and confusable(node):
+            steps: list[str | int] = []
+            while link is not None:
+                link, step = link
+                steps.append(step)
+            found.append((tuple(reversed(steps)), node))
+    return found
+
+
+def _written_quoted(sm: SourceMap, path: Path, value: str) -> bool:
+    """Whether the source writes the value at ``path`` as exactly ``"value"`` or ``'value'``
+    where the source map places it (a quoted scalar starts at its quote, which no plain
+    scalar can; anything else, escapes or a scalar over lines included, says False)."""
+    line, col = sm.locate(path, prefer_value=True)
+    text = sm.source_line(line)
+    if text is None or col < 1 or "\ufeff" in text:
+        return False
+    quote = text[col - 1:col]
+    return quote in ("'", '"') and text[col:col + len(value) + 1] == value + quote
+
+
 def _add(out: Loaded, sm: SourceMap, data: object, base: Path, document: int) -> None:
     if not isinstance(data, dict):
         kind = "a list" if isinstance(data, list) else f"the scalar {data!r}"[:60]
@@ -329,8 +362,10 @@ def _add(out: Loaded, sm: SourceMap, data: object, base: Path, document: int) ->
         return
     res = Resource(sm.file, sm, data, base, document)
     out.resources.append(res)
-    if not _may_hold_confusables(data):
-        return  # no string value below here is one: the source map need not be asked
+    if not _may_hold_confusables(data) or all(
+            _written_quoted(sm, (*base, *path), value)
+            for path, value in _confusable_strings(data)):
+        return  # no plain confusable scalar below here: the source map need not be asked
     n = len(base)
     for path, kind in sorted(sm.confusables.items(), key=lambda kv: sm.locate(kv[0])):
         if path[:n] != base:
