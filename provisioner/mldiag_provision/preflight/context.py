@@ -71,10 +71,16 @@ class Context:
         return capability in self._capabilities
 
     def slice_index(self, name: str) -> int | None:
+        """Index of the first slice called ``name`` (None when there is none)."""
+        return self._slice_indexes.get(name)
+
+    @cached_property
+    def _slice_indexes(self) -> dict[str, int]:
+        # built once per recipe: rules ask for every workload's slice (was a scan each time)
+        found: dict[str, int] = {}
         for i, s in enumerate(self.recipe.spec.slices):
-            if s.name == name:
-                return i
-        return None
+            found.setdefault(s.name, i)
+        return found
 
 
 RuleFn = Callable[[Context], Iterator[Problem]]
