@@ -160,15 +160,16 @@ class CommandRunner:
                 proc = subprocess.Popen(argv, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,
                                         stdout=fout, stderr=ferr, start_new_session=True,
                                         pass_fds=tuple(keep_fds), umask=0o077)
+            exited = _exit_event(proc)
             with open(out_path, encoding="utf-8", errors="replace", newline="\n") as reader:
                 try:
-                    _follow(reader, proc, take)
+                    _follow(reader, exited, take)
                 except KeyboardInterrupt:
                     interrupted = True
                     self.log("[mldiag] interrupted: sending SIGINT to the child and waiting "
                              "for it to stop gracefully")
                     _wait_gracefully(proc)
-                    _follow(reader, proc, take)
+                    _follow(reader, exited, take)
             if held:
                 self.add_secrets(sensitive_in_json_text("\n".join(held)))
                 self.log("\n".join(held))
@@ -195,23 +196,50 @@ def _private_dir(path: Path) -> None:
             path.chmod(0o700)
 
 
-def _follow(reader: IO[str], proc: subprocess.Popen[bytes], take: LineHandler) -> None:
+FOLLOW_INTERVAL_S = 0.05
+"""How long the follower sleeps when the child has written no complete line: the most a
+progress line waits to be shown. The child's exit wakes it at once (:func:`_exit_event`)."""
+
+
+def _exit_event(proc: subprocess.Popen[bytes]) -> threading.Event:
+    """An event set as soon as ``proc`` has exited: a daemon thread blocks in ``wait()``
+    (``waitpid`` without a timeout), so nothing polls the child's status."""
+    exited = threading.Event()
+
+    def wait() -> None:
+        try:
+            proc.wait()
+        finally:
+            exited.set()
+
+    threading.Thread(target=wait, name=f"wait-{proc.pid}", daemon=True).start()
+    return exited
+
+
+def _follow(reader: IO[str], exited: threading.Event, take: LineHandler, *,
+            interval_s: float = FOLLOW_INTERVAL_S) -> None:
     """Feed each complete line the child writes to ``reader``'s file to ``take``, as it
-    arrives, until the child has exited and everything it wrote was read. A partial last
-    line waits in the reader's position: ``readline`` returns it again once complete."""
+    arrives, until the child has exited (``exited`` is set) and everything it wrote was read.
+
+    Between bursts of output it sleeps on ``exited`` for up to ``interval_s`` (a wake-up
+    costs a ``readline`` of nothing), never a busy loop: the child writes to a file, not a
+    pipe (see :meth:`CommandRunner.run`), and a regular file has no portable "data ready"
+    notification, so new lines are picked up within ``interval_s``, and the exit at once. A
+    partial last line waits in the reader's position: ``readline`` returns it again once
+    complete. ``KeyboardInterrupt`` (Ctrl-C, or SIGTERM turned into it) interrupts the sleep.
+    """
     while True:
         pos = reader.tell()
         chunk = reader.readline()
         if chunk.endswith("\n"):
             take(chunk[:-1])
             continue
-        if proc.poll() is not None:
+        if exited.is_set():
             for line in (chunk + reader.read()).splitlines():
                 take(line)
             return
         reader.seek(pos)  # incomplete line: read it again when the child has finished it
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            proc.wait(timeout=0.01)
+        exited.wait(interval_s)
 
 
 def _wait_gracefully(proc: subprocess.Popen[bytes]) -> None:

@@ -54,3 +54,118 @@ def test_recording_runner_records_and_answers(tmp_path: Path) -> None:
     assert (r1.returncode, r2.returncode, r2.stdout) == (2, 0, "")
     assert seen == ['{"a": 1}', "line2"]
     assert rec.transcript() == "$ terraform plan -json\n$ terraform show -json x\n"
+
+
+# -- following the child's output without a busy poll (issue 16) --------------------------------
+
+
+class _CountingReader:
+    """A real text file reader that counts ``readline`` calls (each wake-up of the follower)."""
+
+    def __init__(self, path: Path) -> None:
+        self.inner = open(path, encoding="utf-8", newline="\n")  # noqa: SIM115
+        self.readlines = 0
+
+    def tell(self) -> int:
+        return self.inner.tell()
+
+    def seek(self, pos: int) -> int:
+        return self.inner.seek(pos)
+
+    def readline(self) -> str:
+        self.readlines += 1
+        return self.inner.readline()
+
+    def read(self) -> str:
+        return self.inner.read()
+
+
+def test_follow_sleeps_between_lines_and_returns_at_exit(tmp_path: Path) -> None:
+    """A writer that is silent for 1 s: the follower wakes at most ~1/interval times (the old
+    loop re-read every few ms: ~100+ reads a second), takes each line whole, and returns as
+    soon as the exit event is set, not one interval later."""
+    import threading
+    import time
+
+    from mldiag_provision.runner import FOLLOW_INTERVAL_S, _follow
+
+    out = tmp_path / "stdout"
+    out.write_text("")
+    exited = threading.Event()
+    exit_at: list[float] = []
+
+    def child() -> None:
+        with open(out, "a", encoding="utf-8") as f:
+            f.write('{"type": "a"}\n{"type": "pa')
+            f.flush()
+            time.sleep(1.0)
+            f.write('rtial"}\nlast-without-newline')
+            f.flush()
+        exit_at.append(time.monotonic())
+        exited.set()
+
+    reader = _CountingReader(out)
+    seen: list[str] = []
+    writer = threading.Thread(target=child)
+    writer.start()
+    _follow(reader, exited, seen.append, interval_s=0.1)  # type: ignore[arg-type]
+    returned = time.monotonic()
+    writer.join()
+    assert seen == ['{"type": "a"}', '{"type": "partial"}', "last-without-newline"]
+    assert reader.readlines <= 1.0 / 0.1 + 6, reader.readlines  # ~10 wake-ups, not ~100
+    assert returned - exit_at[0] < 0.05  # woken by the exit, not by the next interval
+    assert FOLLOW_INTERVAL_S <= 0.1  # a progress line waits at most this long
+
+
+def test_lines_arrive_while_the_child_runs_and_run_returns_at_exit(tmp_path: Path) -> None:
+    """on_line sees a line while the child still runs (the child waits for a file the
+    callback writes), and run() returns promptly once the child exits."""
+    import time
+
+    go = tmp_path / "go"
+    script = ("import os, sys, time\nprint('ready', flush=True)\n"
+              "t = time.monotonic()\n"
+              "while not os.path.exists(sys.argv[1]) and time.monotonic() - t < 10:\n"
+              "    time.sleep(0.01)\n"
+              "print('done' if os.path.exists(sys.argv[1]) else 'timed out', flush=True)\n"
+              "open(sys.argv[1] + '.exit', 'w').close()")
+
+    def on_line(line: str) -> None:
+        if line == "ready":
+            go.write_text("x")
+
+    seen: list[str] = []
+    t = time.monotonic()
+    result = CommandRunner(None).run([PY, "-c", script, str(go)], cwd=tmp_path, task="t",
+                                     on_line=lambda s: (seen.append(s), on_line(s)))
+    elapsed = time.monotonic() - t
+    assert result.returncode == 0 and seen == ["ready", "done"]
+    assert elapsed < 5, elapsed  # would be ~10 s if 'ready' were only seen at exit
+
+
+def test_a_slowly_written_sensitive_document_stays_masked(tmp_path: Path) -> None:
+    """`output -json`-shaped text written in pieces across the follower's sleeps: the data
+    comes back whole, the log holds it masked, and a later line naming the value is masked."""
+    import json
+    import stat
+
+    from mldiag_provision.secrets import MASK
+
+    log = tmp_path / "logs" / "x.log"
+    runner = CommandRunner(log)
+    doc = json.dumps({"ep": {"sensitive": True, "value": "10.1.2.3-slow-secret"},
+                      "name": {"sensitive": False, "value": "visible-name"}}, indent=1)
+    (tmp_path / "doc.json").write_text(doc)
+    code = ("import sys, time\ntext = open('doc.json').read()\n"
+            "for i in range(0, len(text), 17):\n"
+            "    sys.stdout.write(text[i:i + 17]); sys.stdout.flush(); time.sleep(0.01)\n")
+    result = runner.run([PY, "-c", code], cwd=tmp_path, task="output", capture=True,
+                        sensitive_json=True)
+    runner.run([PY, "-c", "print('reaching 10.1.2.3-slow-secret')"], cwd=tmp_path,
+               task="later")
+    runner.close()
+    assert json.loads(result.stdout or "")["ep"]["value"] == "10.1.2.3-slow-secret"
+    text = log.read_text()
+    assert "10.1.2.3-slow-secret" not in text and text.count(MASK) >= 2
+    assert "visible-name" in text
+    assert stat.S_IMODE(log.stat().st_mode) == 0o600
