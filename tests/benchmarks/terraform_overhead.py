@@ -1,139 +1,300 @@
 #!/usr/bin/env python3
-"""Benchmark: mldiag-provision's own overhead over running the same terraform commands by
-hand, on the offline stack (real terraform binary, offline stand-in providers).
+"""Benchmark: mldiag-provision's overhead over the minimal terraform commands a person would
+type for the same result, on the offline stack (real terraform binary, offline stand-in
+providers, stand-in cloud and Cloud Storage listing).
 
-For each scenario the tool runs as a user runs it (a fresh ``python -m mldiag_provision``
-process: interpreter start, recipe preflight, render, lock, log, JSON parsing, output); its
-per-run log records every terraform argv it ran, and the "by hand" run replays exactly those
-argv lists, one terraform process each, in the same directory and from the same state. Runs
-alternate (tool, hand, tool, hand, ...) so that drifts in machine load hit both.
+Each scenario is a pair of runs from the same starting point, one by the tool (a fresh
+``python -m mldiag_provision`` process, as a user runs it: interpreter start, recipe
+preflight, render, lock, log, policy gate, JSON parsing, output) and one by hand (the bare
+terraform commands, in a directory holding the same rendered stack). The order inside a
+pair alternates (tool first, then hand first, ...) so that drifts in load hit both sides;
+the figure is the median over the pairs of the ratio tool / hand, with its spread.
 
-  plan     steady state after an apply: ``plan`` (render, plan -out, show -json)
-  apply    from nothing: ``apply --auto-approve`` (init, plan, show, apply)
-  destroy  ``destroy --auto-approve`` (plan -destroy, show, apply)
+  first    nothing there yet. Tool: ``apply RECIPE -o DIR --stage project --auto-approve`` into
+           an empty directory (render, init, plan, apply). Hand: a fresh copy of the same
+           rendered stack (no .terraform, no state): ``terraform init`` then
+           ``terraform apply -auto-approve``.
+  apply    initialised, nothing applied: ``apply --stage project --auto-approve`` vs
+           ``terraform apply -auto-approve``.
+  plan     steady state after an apply: ``plan --stage project`` vs ``terraform plan``.
+  destroy  applied: ``destroy --stage project --auto-approve`` vs
+           ``terraform destroy -auto-approve``.
 
-Target: the tool's median overhead under 5 % per scenario.
+``--stage project`` keeps the tool to the stack's root directory, the one the hand commands
+work in (the in-cluster stages need a cluster API; the stand-in cluster has none here).
+
+CPU: the tool runs under a small wrapper that writes, at exit, its own CPU time
+(``getrusage(RUSAGE_SELF)``: the mldiag-provision process) and its children's
+(``RUSAGE_CHILDREN``: terraform, the providers it starts, and the policy gate's Rego worker).
+The self-CPU share is self / (self + children); the hand side's CPU is its children's.
+
+Bytecode: :class:`_bench.Bench` compiles the package into a temporary pycache prefix, and
+one warm-up round of every scenario fills it for the standard library, the third-party
+packages and the stand-in providers (Python programs too), so every timed run reads bytecode
+and none writes it, on both sides.
+
+Target: the median paired overhead under 10 % for plan and apply (issue 16).
 
 Usage: .venv/bin/python tests/benchmarks/terraform_overhead.py [--runs N] [--recipe FILE]
+       [--only plan,apply]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
 ROOT = TESTS.parent
 sys.path.insert(0, str(TESTS))
+sys.path.insert(0, str(TESTS / "benchmarks"))
+
+# Runs mldiag-provision as `python -m` does and writes its own and its children's CPU
+# seconds to $MLDIAG_BENCH_CPU at exit (sys.exit included).
+WRAPPER = """\
+import atexit, os, resource, runpy, sys
+def _dump():
+    s = resource.getrusage(resource.RUSAGE_SELF)
+    c = resource.getrusage(resource.RUSAGE_CHILDREN)
+    with open(os.environ["MLDIAG_BENCH_CPU"], "w") as f:
+        f.write(f"{s.ru_utime + s.ru_stime} {c.ru_utime + c.ru_stime}")
+atexit.register(_dump)
+sys.argv = ["mldiag-provision", *sys.argv[1:]]
+runpy.run_module("mldiag_provision", run_name="__main__", alter_sys=True)
+"""
+TERRAFORM_STATE = ("terraform.tfstate", "terraform.tfstate.backup")
 
 
-def timed(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
-    t = time.perf_counter()
-    proc = subprocess.run(argv, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
-                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    elapsed = time.perf_counter() - t
-    if proc.returncode not in (0, 2):
-        raise SystemExit(f"{shlex.join(argv)} failed ({proc.returncode}):\n{proc.stderr}")
-    return elapsed
+@dataclass
+class Scenario:
+    name: str
+    tool: list[str]  # mldiag-provision arguments
+    hand: list[list[str]]  # terraform commands (argv after "terraform")
+    hand_ok: tuple[int, ...] = (0,)
+    pairs: list[tuple[float, float]] = field(default_factory=list)  # (tool s, hand s)
+    tool_cpu: list[tuple[float, float]] = field(default_factory=list)  # (self, children)
+    hand_cpu: list[float] = field(default_factory=list)
 
 
-def logged_argv(log: Path) -> list[list[str]]:
-    """The terraform commands a tool run executed, from its log (``$ argv`` lines)."""
-    return [shlex.split(line[2:]) for line in log.read_text().splitlines()
-            if line.startswith("$ ")]
+class Run:
+    """One benchmark session: the stand-in, the work and hand directories, the timers."""
+
+    def __init__(self, tmp: Path, recipe: Path, env: dict[str, str]) -> None:
+        self.tmp = tmp
+        self.recipe = recipe
+        self.env = env
+        self.cloud = tmp / "cloud"
+        self.work = tmp / "work"  # the tool's stack directory
+        self.hand = tmp / "hand"  # the person's: the same rendered files
+        self.pristine = tmp / "rendered"  # the rendered stack, as the tool wrote it
+        self.cpu_file = tmp / "cpu.txt"
+        self.terraform = shutil.which("terraform") or "terraform"
+
+    # -- running -------------------------------------------------------------------------
+    def _check(self, proc: subprocess.CompletedProcess[bytes], argv: list[str],
+               ok: tuple[int, ...]) -> None:
+        if proc.returncode not in ok:
+            sys.exit(f"{' '.join(argv)} exited {proc.returncode}:\n"
+                     f"{proc.stderr.decode()[-3000:]}\n{proc.stdout.decode()[-2000:]}")
+
+    def tool(self, args: list[str], env: dict[str, str] | None = None
+             ) -> tuple[float, float, float]:
+        """(wall s, self CPU s, children CPU s) of one mldiag-provision run."""
+        argv = [sys.executable, "-c", WRAPPER, *args]
+        run_env = {**(env or self.env), "MLDIAG_BENCH_CPU": str(self.cpu_file)}
+        self.cpu_file.unlink(missing_ok=True)
+        t = time.perf_counter()
+        proc = subprocess.run(argv, cwd=ROOT, env=run_env, stdin=subprocess.DEVNULL,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+        wall = time.perf_counter() - t
+        self._check(proc, ["mldiag-provision", *args], (0,))
+        own, children = (float(x) for x in self.cpu_file.read_text().split())
+        return wall, own, children
+
+    def terraform_run(self, commands: list[list[str]], cwd: Path, ok: tuple[int, ...],
+                      env: dict[str, str] | None = None) -> tuple[float, float]:
+        """(wall s, CPU s) of the hand commands, one terraform process each, in sequence."""
+        wall = cpu = 0.0
+        for args in commands:
+            argv = [self.terraform, *args]
+            before = _children_cpu()
+            t = time.perf_counter()
+            proc = subprocess.run(argv, cwd=cwd, env=env or self.env,
+                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, check=False)
+            wall += time.perf_counter() - t
+            cpu += _children_cpu() - before
+            self._check(proc, argv, ok)
+        return wall, cpu
+
+    # -- starting points (untimed) -----------------------------------------------------------
+    def empty_cloud(self) -> None:
+        shutil.rmtree(self.cloud, ignore_errors=True)
+        self.cloud.mkdir()
+
+    def no_state(self, where: Path) -> None:
+        for name in TERRAFORM_STATE:
+            (where / name).unlink(missing_ok=True)
+
+    def applied(self, where: Path, env: dict[str, str] | None = None) -> None:
+        """``where`` (initialised) applied into an empty cloud, by terraform itself."""
+        self.empty_cloud()
+        self.no_state(where)
+        self.terraform_run([["apply", "-auto-approve", "-input=false"]], where, (0,), env)
+
+    def fresh_hand_copy(self) -> None:
+        shutil.rmtree(self.hand, ignore_errors=True)
+        shutil.copytree(self.pristine, self.hand, symlinks=True)
 
 
-def reset(work: Path, cloud: Path, *, keep_state: bool) -> None:
-    shutil.rmtree(cloud, ignore_errors=True)
-    cloud.mkdir()
-    if not keep_state:
-        for name in ("terraform.tfstate", "terraform.tfstate.backup"):
-            (work / name).unlink(missing_ok=True)
+def _children_cpu() -> float:
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _tool_args(verb: str, recipe: Path, work: Path) -> list[str]:
+    args = [verb, str(recipe), "-o", str(work), "--stage", "project"]
+    return args if verb == "plan" else [*args, "--auto-approve"]
+
+
+def scenarios(r: Run) -> dict[str, Scenario]:
+    return {
+        "first": Scenario("first", _tool_args("apply", r.recipe, r.work),
+                          [["init", "-input=false"], ["apply", "-auto-approve", "-input=false"]]),
+        "apply": Scenario("apply", _tool_args("apply", r.recipe, r.work),
+                          [["apply", "-auto-approve", "-input=false"]]),
+        "plan": Scenario("plan", _tool_args("plan", r.recipe, r.work), [["plan", "-input=false"]]),
+        "destroy": Scenario("destroy", _tool_args("destroy", r.recipe, r.work),
+                            [["destroy", "-auto-approve", "-input=false"]]),
+    }
+
+
+def prepare(r: Run, name: str, who: str, env: dict[str, str] | None = None) -> Path:
+    """Put the starting point of ``name`` in place for ``who`` ("tool" or "hand"); returns
+    the directory the hand commands run in."""
+    if name == "first":
+        r.empty_cloud()
+        if who == "tool":
+            shutil.rmtree(r.work, ignore_errors=True)
+        else:
+            r.fresh_hand_copy()
+        return r.hand
+    # The other scenarios share the tool's directory (initialised, its stamp current).
+    if name == "apply":
+        r.empty_cloud()
+        r.no_state(r.work)
+    else:
+        r.applied(r.work, env)
+    return r.work
+
+
+def pair(r: Run, s: Scenario, tool_first: bool) -> None:
+    result: dict[str, tuple[float, ...]] = {}
+    for who in (("tool", "hand") if tool_first else ("hand", "tool")):
+        where = prepare(r, s.name, who)
+        if who == "tool":
+            result["tool"] = r.tool(s.tool)
+        else:
+            result["hand"] = r.terraform_run(s.hand, where, s.hand_ok)
+    s.pairs.append((result["tool"][0], result["hand"][0]))
+    s.tool_cpu.append((result["tool"][1], result["tool"][2]))
+    s.hand_cpu.append(result["hand"][1])
+
+
+def report(chosen: list[Scenario], runs: int, recipe: str) -> bool:
+    version = subprocess.run(["terraform", "version"], capture_output=True,
+                             text=True).stdout.split()[1]
+    print(f"recipe {recipe}, {runs} pairs per scenario (terraform {version}, offline "
+          f"stand-in providers, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})")
+    print("  wall: median seconds; overhead: median of the paired ratios tool/hand - 1, "
+          "[quartiles] and (min..max)")
+    print(f"  {'scenario':<8} {'tool':>6} {'hand':>6} {'overhead':>9} {'quartiles':>17} "
+          f"{'min..max':>17}   {'self CPU':>8} {'children':>8} {'hand CPU':>8} {'self share':>10}")
+    ok = True
+    for s in chosen:
+        ratios = sorted(t / h - 1 for t, h in s.pairs)
+        med = statistics.median(ratios)
+        q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [med, med, med]
+        own = statistics.median(c[0] for c in s.tool_cpu)
+        kids = statistics.median(c[1] for c in s.tool_cpu)
+        share = statistics.median(c[0] / (c[0] + c[1]) for c in s.tool_cpu)
+        target = ""
+        if s.name in ("plan", "apply"):
+            met = med < 0.10
+            ok &= met
+            target = f"   target < 10 %: {'OK' if met else 'OVER'}"
+        print(f"  {s.name:<8} {statistics.median(t for t, _ in s.pairs):6.2f} "
+              f"{statistics.median(h for _, h in s.pairs):6.2f} {med * 100:8.1f}% "
+              f"[{q[0] * 100:6.1f}, {q[2] * 100:6.1f}]% ({ratios[0] * 100:6.1f}.."
+              f"{ratios[-1] * 100:6.1f})%   {own:8.2f} {kids:8.2f} "
+              f"{statistics.median(s.hand_cpu):8.2f} {share * 100:9.1f}%{target}")
+    return ok
 
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--runs", type=int, default=11, help="pairs per scenario (default 11)")
     p.add_argument("--recipe", default=str(ROOT / "recipes/tpu-v4-2x2x4-autopilot.yaml"))
+    p.add_argument("--only", default="first,apply,plan,destroy",
+                   help="comma-separated scenarios (default: all four)")
     args = p.parse_args(argv)
     if shutil.which("terraform") is None:
         print("terraform is not on PATH", file=sys.stderr)
         return 1
 
+    from _bench import Bench
     from engine.conftest import offline_recipe
+    from standin.gcs import GcsStandIn
     from standin.mirror import install
 
     tmp = Path(tempfile.mkdtemp(prefix="mldiag-bench-"))
     try:
         standin = install(tmp / "standin")
         cloud = tmp / "cloud"
-        env = {**os.environ, **standin.env, "MLDIAG_STANDIN_CLOUD": str(cloud),
-               "NO_COLOR": "1", "TF_IN_AUTOMATION": "1", "TF_INPUT": "0"}
-        recipe = offline_recipe(Path(args.recipe), tmp / "recipe.yaml")
-        work = tmp / "work"
-        tool = [sys.executable, "-m", "mldiag_provision"]
-        logs = work / ".mldiag/logs"
-
-        def tool_run(cmd: list[str]) -> tuple[float, list[list[str]]]:
-            before = set(logs.glob("*.log")) if logs.is_dir() else set()
-            elapsed = timed(tool + cmd, ROOT, env)
-            (log,) = set(logs.glob("*.log")) - before
-            return elapsed, logged_argv(log)
-
-        def hand_run(commands: list[list[str]]) -> float:
-            return sum(timed(c, work, env) for c in commands)
-
-        # Warm up: render, init, the provider mirror, the page cache.
-        reset(work, cloud, keep_state=False)
-        tool_run(["apply", str(recipe), "-o", str(work), "--auto-approve"])
-        tool_run(["destroy", str(recipe), "-o", str(work), "--auto-approve"])
-
-        results: dict[str, tuple[list[float], list[float], list[list[str]]]] = {}
-        for name in ("plan", "apply", "destroy"):
-            tool_t: list[float] = []
-            hand_t: list[float] = []
-            commands: list[list[str]] = []
-            for _ in range(args.runs):
-                for who in ("tool", "hand"):
-                    # Same starting point for both: an applied stack for plan/destroy,
-                    # nothing for apply (and init done: its stamp and .terraform are kept).
-                    reset(work, cloud, keep_state=False)
-                    if name != "apply":
-                        tool_run(["apply", str(recipe), "-o", str(work), "--auto-approve"])
-                    if who == "tool":
-                        cmd = [name, str(recipe), "-o", str(work)]
-                        if name != "plan":
-                            cmd.append("--auto-approve")
-                        elapsed, commands = tool_run(cmd)
-                        tool_t.append(elapsed)
-                    else:
-                        hand_t.append(hand_run(commands))
-            results[name] = (tool_t, hand_t, commands)
-
-        version = subprocess.run(["terraform", "version"], capture_output=True,
-                                 text=True).stdout.split()[1]
-        print(f"recipe {Path(args.recipe).name}, {args.runs} runs each, median seconds "
-              f"(terraform {version}, offline stand-in providers, {os.cpu_count()} CPUs)")
-        print(f"{'scenario':<9} {'tool':>7} {'by hand':>8} {'overhead':>9} "
-              f"{'(best of each)':>15}  terraform commands")
-        worst = 0.0
-        for name, (tool_t, hand_t, commands) in results.items():
-            t, h = statistics.median(tool_t), statistics.median(hand_t)
-            over = (t - h) / h * 100
-            best = (min(tool_t) - min(hand_t)) / min(hand_t) * 100
-            worst = max(worst, over)
-            cmds = ", ".join(" ".join(c[1:2]) for c in commands)
-            print(f"{name:<9} {t:7.3f} {h:8.3f} {over:8.1f}% {best:14.1f}%  {cmds}")
-        print(f"worst overhead {worst:.1f}% (target < 5 %)")
-        return 0 if worst < 5 else 1
+        cloud.mkdir()
+        with GcsStandIn(cloud) as gcs:
+            os.environ.update({**standin.env, "MLDIAG_STANDIN_CLOUD": str(cloud),
+                               "STORAGE_EMULATOR_HOST": gcs.url, "NO_COLOR": "1",
+                               "TF_IN_AUTOMATION": "1", "TF_INPUT": "0"})
+            with Bench() as bench:
+                recipe = offline_recipe(Path(args.recipe), tmp / "recipe.yaml")
+                r = Run(tmp, recipe, bench.env)
+                all_s = scenarios(r)
+                chosen = [all_s[n] for n in args.only.split(",")]
+                warm_env = bench._write_env  # bytecode written: the warm-up round only
+                # Warm-up (bytecode of the tool, the gate's worker and the providers; page
+                # cache), and the rendered stack the hand side copies.
+                shutil.rmtree(r.work, ignore_errors=True)
+                r.empty_cloud()
+                r.tool(_tool_args("apply", recipe, r.work), warm_env)
+                r.tool(_tool_args("plan", recipe, r.work), warm_env)
+                r.tool(_tool_args("destroy", recipe, r.work), warm_env)
+                ignore = shutil.ignore_patterns(".terraform", ".mldiag", "terraform.tfstate*",
+                                                 "tfplan")
+                shutil.copytree(r.work, r.pristine, ignore=ignore, symlinks=True)
+                r.fresh_hand_copy()
+                r.terraform_run([["init", "-input=false"]], r.hand, (0,), warm_env)
+                r.applied(r.hand, warm_env)
+                r.terraform_run([["plan", "-input=false"]], r.hand, (0,), warm_env)
+                r.terraform_run([["destroy", "-auto-approve"]], r.hand, (0,), warm_env)
+                for i in range(args.runs):
+                    for s in chosen:
+                        pair(r, s, tool_first=i % 2 == 0)
+                    done = ", ".join(f"{s.name} {s.pairs[-1][0] / s.pairs[-1][1]:.2f}"
+                                     for s in chosen)
+                    print(f"  pair {i + 1}/{args.runs}: tool/hand {done}", file=sys.stderr)
+                ok = report(chosen, args.runs, Path(args.recipe).name)
+        return 0 if ok else 1
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

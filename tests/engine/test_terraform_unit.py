@@ -132,23 +132,64 @@ def _engine(tmp_path: Path, responder) -> tuple[TerraformEngine, RecordingRunner
     return TerraformEngine(tmp_path, runner, binary="terraform"), runner
 
 
+def stream_of(doc: dict) -> str:
+    """The ``plan -json`` lines Terraform writes for the saved plan ``doc`` (show -json):
+    planned_change for each resource that changes, resource_drift, outputs, change_summary
+    (shapes as terraform 1.11 writes them; no-op resources are not streamed)."""
+    def event(kind: str, rc: dict) -> str:
+        actions = rc["change"]["actions"]
+        action = "replace" if sorted(actions) == ["create", "delete"] else actions[0]
+        return json.dumps({"type": kind, "change": {
+            "resource": {"addr": rc["address"], "resource_type": rc["type"]},
+            "action": action}})
+
+    lines = [event("resource_drift", rc) for rc in doc.get("resource_drift", [])]
+    lines += [event("planned_change", rc) for rc in reversed(doc.get("resource_changes", []))
+              if rc["change"]["actions"] != ["no-op"]]
+    lines.append(json.dumps({"type": "outputs", "outputs": {
+        k: {"sensitive": False, "action": "noop" if v["actions"] == ["no-op"] else
+            v["actions"][0]} for k, v in doc.get("output_changes", {}).items()}}))
+    lines.append(json.dumps({"type": "change_summary", "changes": {"add": 1}}))
+    return "\n".join(lines)
+
+
 def test_plan_argv_and_exit_code_semantics(tmp_path: Path) -> None:
+    # show -json lists resource changes by address, the stream in the order of the walk
+    saved = {**PLAN, "resource_changes": sorted(PLAN["resource_changes"],
+                                                key=lambda rc: rc["address"])}
+
     def responder(argv, cwd):
         if argv[1] == "plan":
-            return 2, json.dumps({"type": "change_summary", "changes": {"add": 1}})
+            return 2, stream_of(PLAN)
         if argv[1] == "show":
-            return 0, json.dumps(PLAN)
+            return 0, json.dumps(saved)
         return None
 
     engine, runner = _engine(tmp_path, responder)
     plan = engine.plan()
     assert plan.has_changes and plan.summary.create == 1
+    # The dangers written to the summary read values (bucket, pool, forced replacement):
+    # the saved plan is read for them, once.
     assert runner.transcript() == (
         "$ terraform plan -input=false -json -detailed-exitcode -lock-timeout=60s "
         "-out=.mldiag/tfplan\n"
         f"$ terraform show -json -no-color {tmp_path / '.mldiag/tfplan'}\n")
     summary = json.loads((tmp_path / ".mldiag/plan-summary.json").read_text())
     assert summary["summary"]["replace"] == 1 and len(summary["dangers"]) == 3
+    assert summary == parse_plan_json(saved, plan_file=tmp_path / ".mldiag/tfplan").to_dict()
+    assert [c.address for c in plan.detailed().changes] == [
+        rc["address"] for rc in saved["resource_changes"]]  # no-op ones too, for policies
+    assert len(runner.calls) == 2
+
+    # Creates only: the stream says everything; the saved plan is not read.
+    creates = {"resource_changes": [PLAN["resource_changes"][0]], "output_changes": {}}
+    engine, runner = _engine(tmp_path, lambda a, c: (2, stream_of(creates))
+                             if a[1] == "plan" else (0, json.dumps(creates)))
+    plan = engine.plan()
+    assert [c.argv[1] for c in runner.calls] == ["plan"]
+    assert plan.summary.create == 1 and plan.dangers == []
+    assert plan.detailed().changes[0].after == {} and [c.argv[1] for c in runner.calls] == [
+        "plan", "show"]
 
     engine, runner = _engine(tmp_path, lambda a, c: (0, "") if a[1] == "plan" else None)
     assert engine.plan(destroy=True).has_changes is False

@@ -136,6 +136,23 @@ class ResourceChange:
     kinds: ResourceKinds = field(default=TERRAFORM_KINDS, compare=False, repr=False)
     """The engine's type names (:class:`ResourceKinds`); Terraform's unless the engine that
     made this change says otherwise."""
+    details: Callable[[], ResourceChange] | None = field(default=None, compare=False,
+                                                         repr=False)
+    """Set when the engine made this change without its values (``before``, ``after``,
+    ``replace_paths`` left empty, e.g. from Terraform's ``plan -json`` stream): returns the
+    same change with them, loading them on first use (:meth:`full`)."""
+
+    def full(self) -> ResourceChange:
+        """This change with its values: itself, or the one :attr:`details` loads."""
+        return self.details() if self.details is not None else self
+
+    @property
+    def _danger_reads_values(self) -> bool:
+        """Whether :attr:`danger` depends on the values (not only on action and type)."""
+        if self.action == "replace" and self.type in self.kinds.cluster:
+            return True  # the attributes forcing the replacement
+        return self.action in ("replace", "delete") and self.type in (
+            self.kinds.accelerator_pool | self.kinds.slurm | self.kinds.bucket)
 
     @property
     def is_cluster(self) -> bool:
@@ -152,6 +169,8 @@ class ResourceChange:
         """Why this change is dangerous (what is lost), or None."""
         if self.action not in ("replace", "delete"):
             return None
+        if self.details is not None and self._danger_reads_values:
+            return self.full().danger
         verb = "REPLACES" if self.action == "replace" else "DELETES"
         before = self.before or {}
         if self.type in self.kinds.cluster:
@@ -214,6 +233,25 @@ class PlanResult:
     plan_file: Path | None = None
     destroy: bool = False
     drift: list[ResourceChange] = field(default_factory=list)  # changed outside Terraform
+    details: Callable[[], PlanResult] | None = field(default=None, compare=False, repr=False)
+    """Set when the engine made :attr:`changes` and :attr:`drift` without the values: the
+    changes then list what changes (no unchanged resources), each change's values load
+    on first use (:attr:`ResourceChange.details`), and this returns the whole plan, as
+    :meth:`detailed` puts it in place."""
+
+    def detailed(self) -> PlanResult:
+        """This plan with every change's values and the unchanged resources (what a policy
+        over the plan reads), loaded once when the engine deferred them; returns ``self``.
+
+        Raises:
+          EngineError: the engine failed to read its saved plan.
+        """
+        if self.details is not None:
+            full = self.details()
+            self.changes[:] = full.changes
+            self.drift[:] = full.drift
+            self.details = None
+        return self
 
     @property
     def dangers(self) -> list[str]:

@@ -19,12 +19,14 @@ line (:func:`translate`), and the message names the log file of the run.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import hashlib
 import json
 import os
 import re
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -396,13 +398,15 @@ class TerraformEngine:
         diags = [e["diagnostic"] for e in events if e.get("type") == "diagnostic"]
         if result.returncode not in (0, 2):
             raise self._fail("terraform plan", result, diags, events)
-        plan = self.show(plan_file, destroy=destroy)
+        plan = plan_from_events(events, plan_file=plan_file, destroy=destroy,
+                                saved=SavedPlan(lambda: self.show(plan_file, destroy=destroy)))
         plan.has_changes = result.returncode == 2
         (self.workdir / PLAN_SUMMARY).write_text(json.dumps(plan.to_dict(), indent=2) + "\n")
         return plan
 
     def show(self, plan_file: Path, *, destroy: bool = False) -> PlanResult:
-        """The saved plan as data (``terraform show -json``)."""
+        """The saved plan as data (``terraform show -json``): every resource with its
+        before/after values (a second start of every provider, for their schemas)."""
         result = self._run(["show", "-json", "-no-color", str(plan_file)],
                            "terraform show (saved plan)", capture=True, sensitive_json=True)
         if result.returncode != 0:
@@ -536,6 +540,85 @@ def parse_plan_json(doc: dict[str, Any], *, plan_file: Path | None = None,
     return PlanResult(has_changes=summary.total > 0 or summary.outputs_changed > 0,
                       summary=summary, changes=changes, plan_file=plan_file, destroy=destroy,
                       drift=drift)
+
+
+# The plan stream's action names (views/json/change.go in hashicorp/terraform) as
+# ``show -json`` spells the same change: a move or an import without other change is a
+# "no-op" there, a ``removed`` block a "forget"; the rest are the same words.
+_STREAM_ACTIONS = {"noop": "no-op", "move": "no-op", "import": "no-op", "remove": "forget"}
+
+
+class SavedPlan:
+    """The saved plan's values, read at most once, when something first needs them.
+
+    Args:
+      load: reads the whole saved plan (:meth:`TerraformEngine.show`).
+    """
+
+    def __init__(self, load: Callable[[], PlanResult]) -> None:
+        self._load = load
+        self._plan: PlanResult | None = None
+        self._index: dict[tuple[bool, str, str], ResourceChange] = {}
+
+    def plan(self) -> PlanResult:
+        """The whole plan (``show -json``), loaded on the first call."""
+        if self._plan is None:
+            self._plan = self._load()
+            for drift, changes in ((False, self._plan.changes), (True, self._plan.drift)):
+                for c in changes:
+                    self._index.setdefault((drift, c.address, c.action), c)
+        return self._plan
+
+    def change(self, lite: ResourceChange, *, drift: bool = False) -> ResourceChange:
+        """``lite`` (a change from the stream) with its values from the saved plan."""
+        self.plan()
+        found = self._index.get((drift, lite.address, lite.action))
+        return found if found is not None else dataclasses.replace(lite, details=None)
+
+
+def plan_from_events(events: Iterable[dict[str, Any]], *, plan_file: Path | None = None,
+                     destroy: bool = False, saved: SavedPlan | None = None) -> PlanResult:
+    """The plan as Terraform's ``plan -json`` stream tells it
+    (https://developer.hashicorp.com/terraform/internals/machine-readable-ui):
+    ``planned_change`` (address, resource type, action) for every resource that changes,
+    ``resource_drift`` for what changed outside Terraform, ``outputs`` (each root output's
+    action). Counts, change list and order (by address) are those :func:`parse_plan_json`
+    gives for the same saved plan; what the stream lacks (each change's before/after
+    values, the attributes that force a replacement, the unchanged resources) comes from
+    ``saved`` when first needed (:attr:`PlanResult.details`, :attr:`ResourceChange.details`).
+    ``has_changes`` as :func:`parse_plan_json`; :meth:`TerraformEngine.plan` sets it from
+    the exit code.
+    """
+    summary = PlanSummary()
+    changes: list[ResourceChange] = []
+    drift: list[ResourceChange] = []
+    for ev in events:
+        kind = ev.get("type")
+        if kind in ("planned_change", "resource_drift"):
+            change = ev.get("change") or {}
+            resource = change.get("resource") or {}
+            action = str(change.get("action", "?"))
+            item = ResourceChange(address=resource.get("addr", "?"),
+                                  type=resource.get("resource_type", "?"),
+                                  action=_STREAM_ACTIONS.get(action, action))
+            (changes if kind == "planned_change" else drift).append(item)
+        elif kind == "outputs":
+            summary.outputs_changed = sum(
+                1 for o in (ev.get("outputs") or {}).values()
+                if isinstance(o, dict) and o.get("action") not in ("noop", None))
+    changes.sort(key=lambda c: c.address)
+    drift.sort(key=lambda c: c.address)
+    for c in changes:
+        if c.action in ("create", "update", "replace", "delete", "read"):
+            setattr(summary, c.action, getattr(summary, c.action) + 1)
+    if saved is not None:
+        changes = [dataclasses.replace(c, details=functools.partial(saved.change, c))
+                   for c in changes]
+        drift = [dataclasses.replace(c, details=functools.partial(saved.change, c, drift=True))
+                 for c in drift]
+    return PlanResult(has_changes=summary.total > 0 or summary.outputs_changed > 0,
+                      summary=summary, changes=changes, plan_file=plan_file, destroy=destroy,
+                      drift=drift, details=saved.plan if saved is not None else None)
 
 
 def _progress_event(ev: dict[str, Any]) -> ProgressEvent | None:

@@ -184,6 +184,7 @@ def _changed_attributes(before: Any, after: Any, prefix: str = "") -> list[str]:
 def show_plan(out: Console, plan: PlanResult) -> None:
     """The changes of one (Terraform or workloads) plan, then its summary line."""
     for c in plan.drift:
+        c = c.full()  # the values, when the engine deferred them
         attrs = _changed_attributes(c.before, c.after)
         what = f": {', '.join(attrs[:8])}" if attrs else ""
         out.print(out.style(f"  drift: {c.address} changed outside Terraform{what}",
@@ -193,7 +194,8 @@ def show_plan(out: Console, plan: PlanResult) -> None:
             continue
         colour = {"create": "green", "update": "yellow", "replace": "red",
                   "delete": "red"}.get(c.action, "cyan")
-        why = f"  (forced by {', '.join(c.replace_paths)})" if c.replace_paths else ""
+        forced = c.full().replace_paths if c.action == "replace" else c.replace_paths
+        why = f"  (forced by {', '.join(forced)})" if forced else ""
         out.print(f"  {out.style(SYMBOL.get(c.action, '?'), colour):<3} {c.address}{why}")
     s = plan.summary
     if plan.has_changes:

@@ -128,6 +128,9 @@ def gate_stage_plans(workdir: Path, recipe_path: str, stage_plans: list[Any]) ->
 
     files = read_stack_dir(workdir)
     settings = settings_for(None, recipe_path, files, [], {})
+    for sp in stage_plans:  # the rules read every resource's values: load deferred ones
+        if sp.plan is not None:
+            sp.plan.detailed()
     return run_gate(lambda: stack_document(files), plan_document(stage_plans), settings)
 
 
