@@ -196,6 +196,70 @@ def _denials(value: Any, rule: Rule) -> list[tuple[str, str]]:
     return sorted(set(out))
 
 
+class GateRun:
+    """The gate started before its plan input exists: the engine process starts and compiles
+    the policies, and ``stack`` (a function) is built on a thread, while the caller plans
+    (``plan``/``apply`` start it before Terraform plans); :meth:`finish` then evaluates
+    with the plan. Errors of the start (a broken policy, a stack that cannot be read) are
+    raised by :meth:`finish`, where :func:`run_gate` raises them.
+
+    Raises (finish):
+      as :func:`run_gate`.
+    """
+
+    def __init__(self, stack: dict[str, Any] | Callable[[], dict[str, Any]],
+                 settings: Settings, *, use_bundled: bool = True) -> None:
+        import threading
+
+        t0 = time.perf_counter()
+        self.settings = settings
+        self.error: BaseException | None = None
+        self.evaluation: Evaluation | None = None
+        self._stack: dict[str, Any] | None = None if callable(stack) else stack
+        self._thread: threading.Thread | None = None
+        try:
+            dirs = ([bundled_dir()] if use_bundled else []) + list(settings.directories)
+            self.modules, self.packages = load_modules(dirs)
+            self.evaluation = Evaluation(self.modules, sorted(self.packages))
+        except Exception as exc:  # raised again by finish()
+            self.error = exc
+            self._spent = time.perf_counter() - t0
+            return
+        if callable(stack):
+            build = stack
+
+            def run() -> None:
+                try:
+                    self._stack = build()
+                except BaseException as exc:  # raised again by finish()
+                    self.error = exc
+
+            self._thread = threading.Thread(target=run, name="policy-stack", daemon=True)
+            self._thread.start()
+        self._spent = time.perf_counter() - t0
+
+    def cancel(self) -> None:
+        """Stop the engine process (the plan failed or was interrupted)."""
+        if self._thread is not None:
+            self._thread.join()
+        if self.evaluation is not None:
+            self.evaluation.cancel()
+            self.evaluation = None
+
+    def finish(self, plan: dict[str, Any] | None) -> GateResult:
+        """Evaluate every rule with ``plan`` (``None``: no saved plan)."""
+        t0 = time.perf_counter()
+        if self._thread is not None:
+            self._thread.join()
+        if self.error is not None:
+            self.cancel()
+            raise self.error
+        assert self.evaluation is not None and self._stack is not None
+        return _answers(self, plan, self._stack, self.evaluation,
+                        started=t0 - self._spent,
+                        clock_from=time.monotonic() - self._spent - (time.perf_counter() - t0))
+
+
 def run_gate(stack: dict[str, Any] | Callable[[], dict[str, Any]], plan: dict[str, Any] | None,
              settings: Settings, *, use_bundled: bool = True) -> GateResult:
     """Evaluate every rule over ``{"stack": stack, "plan": plan, "params": ...}``.
@@ -209,19 +273,20 @@ def run_gate(stack: dict[str, Any] | Callable[[], dict[str, Any]], plan: dict[st
         an unknown rule.
       PolicyEngineError: the engine process crashed or timed out.
     """
-    start = time.perf_counter()
-    dirs = ([bundled_dir()] if use_bundled else []) + list(settings.directories)
-    modules, packages = load_modules(dirs)
+    return GateRun(stack, settings, use_bundled=use_bundled).finish(plan)
+
+
+def _answers(run: GateRun, plan: dict[str, Any] | None, stack: dict[str, Any],
+             evaluation: Evaluation, *, started: float, clock_from: float) -> GateResult:
+    """Evaluate and read the answers (:func:`run_gate`); ``started`` (perf_counter) and
+    ``clock_from`` (monotonic) leave out the time the caller spent between start and
+    finish."""
+    start = started
+    settings = run.settings
+    packages = run.packages
     params = {k: list(settings.params.get(k, [])) for k in PARAM_KEYS}
-    evaluation = Evaluation(modules, sorted(packages))
-    if callable(stack):
-        try:
-            stack = stack()
-        except BaseException:
-            evaluation.cancel()
-            raise
     document = {"stack": stack, "plan": plan, "params": params}
-    engine, answers = evaluation.finish(document)
+    engine, answers = evaluation.finish(document, clock_from=clock_from)
     bundled_root = str(bundled_dir())
     rules: dict[str, Rule] = {}
     findings: list[Finding] = []

@@ -80,12 +80,13 @@ def run(args: argparse.Namespace, out: Console) -> int:
         stages = [s.name for s in stack.stages(only)]
         if args.no_workloads:
             stages = [s for s in stages if s is not StageName.WORKLOADS]
-        try:
-            with progress or contextlib.nullcontext():
-                plans = stack.plan(stages)
-            from mldiag_provision.cli.commands.policy import gate_stage_plans, show_gate
+        from mldiag_provision.cli.commands.policy import StagePlansGate, show_gate
 
-            gate = gate_stage_plans(stack.workdir, args.recipe, plans)
+        try:
+            with StagePlansGate(stack.workdir, args.recipe) as pending:  # starts meanwhile
+                with progress or contextlib.nullcontext():
+                    plans = stack.plan(stages)
+                gate = pending.finish(plans)
             if gate.failed() and text:
                 show_stage_plans(out, plans)
             show_gate(gate, out, stack.workdir, text=text, verb="nothing was applied")

@@ -79,13 +79,15 @@ def run(args: argparse.Namespace, out: Console) -> int:
             check_workdir_recipe(stack.workdir, args.recipe)
         if args.detailed_exitcode:
             _require_detailed_exitcode(stack.engine_unit)
-        with progress or contextlib.nullcontext():
-            plans = stack.plan(stage_names(args.stage), destroy=args.destroy)
-        gate = None
-        if not args.destroy:  # the gate: the stack and these plans (a destroy deletes all)
-            from mldiag_provision.cli.commands.policy import gate_stage_plans, show_gate
+        # The gate: the stack and these plans (a destroy deletes all); its engine starts
+        # while Terraform plans.
+        from mldiag_provision.cli.commands.policy import StagePlansGate, show_gate
 
-            gate = gate_stage_plans(stack.workdir, args.recipe, plans)
+        with (StagePlansGate(stack.workdir, args.recipe) if not args.destroy
+              else contextlib.nullcontext()) as pending:
+            with progress or contextlib.nullcontext():
+                plans = stack.plan(stage_names(args.stage), destroy=args.destroy)
+            gate = pending.finish(plans) if pending is not None else None
         decisions = list(stack.saved.get("decisions", []))
         stack_name = str(stack.saved.get("name") or stack.workdir.name)
         log = stack.log_path

@@ -115,23 +115,66 @@ def _settings(data: dict[str, Any] | None, base: Path, extra_dirs: list[str],
                     params=s.params, waivers={**s.waivers, **waive})
 
 
+class StagePlansGate:
+    """The gate of ``plan``/``apply``, started before Terraform plans: the stack rendered
+    in ``workdir`` (settings from its ``.mldiag/policy.json``, directories relative to
+    ``recipe_path``) is read and the Rego engine starts while the stages are planned
+    (:class:`~mldiag_provision.policy.gate.GateRun`); :meth:`finish` adds the stage plans.
+    A problem of the start (broken settings or policies) is raised by :meth:`finish`, after
+    the planning, as before. Use it as a context manager: leaving it unfinished (the plan
+    failed, Ctrl-C) stops the engine process.
+    """
+
+    def __init__(self, workdir: Path, recipe_path: str) -> None:
+        from mldiag_provision.policy.gate import GateRun
+        from mldiag_provision.policy.inputs import read_stack_dir, stack_document
+
+        self.run: GateRun | None = None
+        self.error: Exception | None = None
+        try:
+            files = read_stack_dir(workdir)
+            settings = settings_for(None, recipe_path, files, [], {})
+        except Exception as exc:  # raised again by finish()
+            self.error = exc
+            return
+        self.run = GateRun(lambda: stack_document(files), settings)
+
+    def __enter__(self) -> StagePlansGate:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.run is not None:
+            self.run.cancel()
+            self.run = None
+
+    def finish(self, stage_plans: list[Any]) -> Any:
+        """The :class:`~mldiag_provision.policy.gate.GateResult` over the stage plans.
+
+        Raises:
+          PolicyError, PolicyEngineError: a policy is broken, or the engine crashed.
+        """
+        from mldiag_provision.policy.inputs import plan_document
+
+        if self.error is not None:
+            raise self.error
+        assert self.run is not None
+        for sp in stage_plans:  # the rules read every resource's values: load deferred ones
+            if sp.plan is not None:
+                sp.plan.detailed()
+        run, self.run = self.run, None
+        return run.finish(plan_document(stage_plans))
+
+
 def gate_stage_plans(workdir: Path, recipe_path: str, stage_plans: list[Any]) -> Any:
-    """The gate of ``plan``/``apply``: the stack rendered in ``workdir`` (settings from its
-    ``.mldiag/policy.json``, directories relative to ``recipe_path``) and the stage plans just
-    made. Returns the :class:`~mldiag_provision.policy.gate.GateResult`.
+    """The gate of ``plan``/``apply`` over stage plans already made (see
+    :class:`StagePlansGate`, which starts it before planning). Returns the
+    :class:`~mldiag_provision.policy.gate.GateResult`.
 
     Raises:
       PolicyError, PolicyEngineError: a policy is broken, or the engine crashed.
     """
-    from mldiag_provision.policy.gate import run_gate
-    from mldiag_provision.policy.inputs import plan_document, read_stack_dir, stack_document
-
-    files = read_stack_dir(workdir)
-    settings = settings_for(None, recipe_path, files, [], {})
-    for sp in stage_plans:  # the rules read every resource's values: load deferred ones
-        if sp.plan is not None:
-            sp.plan.detailed()
-    return run_gate(lambda: stack_document(files), plan_document(stage_plans), settings)
+    with StagePlansGate(workdir, recipe_path) as gate:
+        return gate.finish(stage_plans)
 
 
 def show_gate(result: Any, out: Console, workdir: Path, *, text: bool, verb: str) -> None:
