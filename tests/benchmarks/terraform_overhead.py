@@ -7,8 +7,10 @@ Each scenario is a pair of runs from the same starting point, one by the tool (a
 ``python -m mldiag_provision`` process, as a user runs it: interpreter start, recipe
 preflight, render, lock, log, policy gate, JSON parsing, output) and one by hand (the bare
 terraform commands, in a directory holding the same rendered stack). The order inside a
-pair alternates (tool first, then hand first, ...) so that drifts in load hit both sides;
-the figure is the median over the pairs of the ratio tool / hand, with its spread.
+pair rotates (tool first, then hand first, ...) so that drifts in load hit both sides; the
+figure is the median over the pairs of the ratio tool / hand, with its quartiles and range.
+With ``--baseline PYTHON`` each pair also runs the tool as installed for that interpreter
+(another checkout): before and after measured side by side under the same load.
 
   first    nothing there yet. Tool: ``apply RECIPE -o DIR --stage project --auto-approve`` into
            an empty directory (render, init, plan, apply). Hand: a fresh copy of the same
@@ -36,7 +38,7 @@ and none writes it, on both sides.
 Target: the median paired overhead under 10 % for plan and apply (issue 16).
 
 Usage: .venv/bin/python tests/benchmarks/terraform_overhead.py [--runs N] [--recipe FILE]
-       [--only plan,apply]
+       [--only plan,apply] [--baseline OTHER_CHECKOUT/.venv/bin/python]
 """
 
 from __future__ import annotations
@@ -79,16 +81,18 @@ class Scenario:
     tool: list[str]  # mldiag-provision arguments
     hand: list[list[str]]  # terraform commands (argv after "terraform")
     hand_ok: tuple[int, ...] = (0,)
-    pairs: list[tuple[float, float]] = field(default_factory=list)  # (tool s, hand s)
-    tool_cpu: list[tuple[float, float]] = field(default_factory=list)  # (self, children)
-    hand_cpu: list[float] = field(default_factory=list)
+    # per pair: "hand" -> (wall s, CPU s); "tool" / "baseline" -> (wall s, self CPU s,
+    # children CPU s)
+    runs: list[dict[str, tuple[float, ...]]] = field(default_factory=list)
 
 
 class Run:
     """One benchmark session: the stand-in, the work and hand directories, the timers."""
 
-    def __init__(self, tmp: Path, recipe: Path, env: dict[str, str]) -> None:
+    def __init__(self, tmp: Path, recipe: Path, env: dict[str, str],
+                 baseline: str | None = None) -> None:
         self.tmp = tmp
+        self.python = {"tool": sys.executable, "baseline": baseline or ""}
         self.recipe = recipe
         self.env = env
         self.cloud = tmp / "cloud"
@@ -105,15 +109,16 @@ class Run:
             sys.exit(f"{' '.join(argv)} exited {proc.returncode}:\n"
                      f"{proc.stderr.decode()[-3000:]}\n{proc.stdout.decode()[-2000:]}")
 
-    def tool(self, args: list[str], env: dict[str, str] | None = None
+    def tool(self, args: list[str], env: dict[str, str] | None = None, who: str = "tool",
              ) -> tuple[float, float, float]:
-        """(wall s, self CPU s, children CPU s) of one mldiag-provision run."""
-        argv = [sys.executable, "-c", WRAPPER, *args]
+        """(wall s, self CPU s, children CPU s) of one mldiag-provision run (``who``:
+        "tool", this interpreter's package, or "baseline", --baseline's)."""
+        argv = [self.python[who], "-c", WRAPPER, *args]
         run_env = {**(env or self.env), "MLDIAG_BENCH_CPU": str(self.cpu_file)}
         self.cpu_file.unlink(missing_ok=True)
         t = time.perf_counter()
         proc = subprocess.run(argv, cwd=ROOT, env=run_env, stdin=subprocess.DEVNULL,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, check=False)
+                              capture_output=True, check=False)
         wall = time.perf_counter() - t
         self._check(proc, ["mldiag-provision", *args], (0,))
         own, children = (float(x) for x in self.cpu_file.read_text().split())
@@ -128,8 +133,7 @@ class Run:
             before = _children_cpu()
             t = time.perf_counter()
             proc = subprocess.run(argv, cwd=cwd, env=env or self.env,
-                                  stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE, check=False)
+                                  stdin=subprocess.DEVNULL, capture_output=True, check=False)
             wall += time.perf_counter() - t
             cpu += _children_cpu() - before
             self._check(proc, argv, ok)
@@ -198,17 +202,20 @@ def prepare(r: Run, name: str, who: str, env: dict[str, str] | None = None) -> P
     return r.work
 
 
-def pair(r: Run, s: Scenario, tool_first: bool) -> None:
+def pair(r: Run, s: Scenario, turn: int) -> None:
+    """One run of each side, in an order that rotates with ``turn``."""
+    sides = ["tool", "hand"] + (["baseline"] if r.python["baseline"] else [])
+    sides = sides[turn % len(sides):] + sides[:turn % len(sides)]
+    if turn // len(sides) % 2:
+        sides.reverse()
     result: dict[str, tuple[float, ...]] = {}
-    for who in (("tool", "hand") if tool_first else ("hand", "tool")):
-        where = prepare(r, s.name, who)
-        if who == "tool":
-            result["tool"] = r.tool(s.tool)
-        else:
+    for who in sides:
+        where = prepare(r, s.name, "hand" if who == "hand" else "tool")
+        if who == "hand":
             result["hand"] = r.terraform_run(s.hand, where, s.hand_ok)
-    s.pairs.append((result["tool"][0], result["hand"][0]))
-    s.tool_cpu.append((result["tool"][1], result["tool"][2]))
-    s.hand_cpu.append(result["hand"][1])
+        else:
+            result[who] = r.tool(s.tool, who=who)
+    s.runs.append(result)
 
 
 def report(chosen: list[Scenario], runs: int, recipe: str) -> bool:
@@ -218,26 +225,31 @@ def report(chosen: list[Scenario], runs: int, recipe: str) -> bool:
           f"stand-in providers, {os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})")
     print("  wall: median seconds; overhead: median of the paired ratios tool/hand - 1, "
           "[quartiles] and (min..max)")
-    print(f"  {'scenario':<8} {'tool':>6} {'hand':>6} {'overhead':>9} {'quartiles':>17} "
+    print(f"  {'scenario':<19} {'tool':>6} {'hand':>6} {'overhead':>9} {'quartiles':>17} "
           f"{'min..max':>17}   {'self CPU':>8} {'children':>8} {'hand CPU':>8} {'self share':>10}")
     ok = True
     for s in chosen:
-        ratios = sorted(t / h - 1 for t, h in s.pairs)
-        med = statistics.median(ratios)
-        q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [med, med, med]
-        own = statistics.median(c[0] for c in s.tool_cpu)
-        kids = statistics.median(c[1] for c in s.tool_cpu)
-        share = statistics.median(c[0] / (c[0] + c[1]) for c in s.tool_cpu)
-        target = ""
-        if s.name in ("plan", "apply"):
-            met = med < 0.10
-            ok &= met
-            target = f"   target < 10 %: {'OK' if met else 'OVER'}"
-        print(f"  {s.name:<8} {statistics.median(t for t, _ in s.pairs):6.2f} "
-              f"{statistics.median(h for _, h in s.pairs):6.2f} {med * 100:8.1f}% "
-              f"[{q[0] * 100:6.1f}, {q[2] * 100:6.1f}]% ({ratios[0] * 100:6.1f}.."
-              f"{ratios[-1] * 100:6.1f})%   {own:8.2f} {kids:8.2f} "
-              f"{statistics.median(s.hand_cpu):8.2f} {share * 100:9.1f}%{target}")
+        for who in ("baseline", "tool"):
+            if who not in s.runs[0]:
+                continue
+            tool = [r[who] for r in s.runs]
+            hand = [r["hand"] for r in s.runs]
+            ratios = sorted(t[0] / h[0] - 1 for t, h in zip(tool, hand, strict=True))
+            med = statistics.median(ratios)
+            q = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else [med, med, med]
+            share = statistics.median(t[1] / (t[1] + t[2]) for t in tool)
+            target = ""
+            if s.name in ("plan", "apply") and who == "tool":
+                met = med < 0.10
+                ok &= met
+                target = f"   target < 10 %: {'OK' if met else 'OVER'}"
+            name = s.name + (" (baseline)" if who == "baseline" else "")
+            print(f"  {name:<19} {statistics.median(t[0] for t in tool):6.2f} "
+                  f"{statistics.median(h[0] for h in hand):6.2f} {med * 100:8.1f}% "
+                  f"[{q[0] * 100:6.1f}, {q[2] * 100:6.1f}]% ({ratios[0] * 100:6.1f}.."
+                  f"{ratios[-1] * 100:6.1f})%   {statistics.median(t[1] for t in tool):8.2f} "
+                  f"{statistics.median(t[2] for t in tool):8.2f} "
+                  f"{statistics.median(h[1] for h in hand):8.2f} {share * 100:9.1f}%{target}")
     return ok
 
 
@@ -247,12 +259,17 @@ def main(argv: list[str]) -> int:
     p.add_argument("--recipe", default=str(ROOT / "recipes/tpu-v4-2x2x4-autopilot.yaml"))
     p.add_argument("--only", default="first,apply,plan,destroy",
                    help="comma-separated scenarios (default: all four)")
+    p.add_argument("--baseline", metavar="PYTHON",
+                   help="also time the tool as installed for this interpreter (e.g. another "
+                        "checkout's .venv/bin/python): a before/after comparison in one run, "
+                        "each side in every pair")
     args = p.parse_args(argv)
     if shutil.which("terraform") is None:
         print("terraform is not on PATH", file=sys.stderr)
         return 1
 
     from _bench import Bench
+
     from engine.conftest import offline_recipe
     from standin.gcs import GcsStandIn
     from standin.mirror import install
@@ -268,17 +285,17 @@ def main(argv: list[str]) -> int:
                                "TF_IN_AUTOMATION": "1", "TF_INPUT": "0"})
             with Bench() as bench:
                 recipe = offline_recipe(Path(args.recipe), tmp / "recipe.yaml")
-                r = Run(tmp, recipe, bench.env)
+                r = Run(tmp, recipe, bench.env, args.baseline)
                 all_s = scenarios(r)
                 chosen = [all_s[n] for n in args.only.split(",")]
                 warm_env = bench._write_env  # bytecode written: the warm-up round only
                 # Warm-up (bytecode of the tool, the gate's worker and the providers; page
                 # cache), and the rendered stack the hand side copies.
-                shutil.rmtree(r.work, ignore_errors=True)
-                r.empty_cloud()
-                r.tool(_tool_args("apply", recipe, r.work), warm_env)
-                r.tool(_tool_args("plan", recipe, r.work), warm_env)
-                r.tool(_tool_args("destroy", recipe, r.work), warm_env)
+                for who in ("baseline", "tool") if args.baseline else ("tool",):
+                    shutil.rmtree(r.work, ignore_errors=True)
+                    r.empty_cloud()
+                    for verb in ("apply", "plan", "destroy"):
+                        r.tool(_tool_args(verb, recipe, r.work), warm_env, who=who)
                 ignore = shutil.ignore_patterns(".terraform", ".mldiag", "terraform.tfstate*",
                                                  "tfplan")
                 shutil.copytree(r.work, r.pristine, ignore=ignore, symlinks=True)
@@ -289,8 +306,8 @@ def main(argv: list[str]) -> int:
                 r.terraform_run([["destroy", "-auto-approve"]], r.hand, (0,), warm_env)
                 for i in range(args.runs):
                     for s in chosen:
-                        pair(r, s, tool_first=i % 2 == 0)
-                    done = ", ".join(f"{s.name} {s.pairs[-1][0] / s.pairs[-1][1]:.2f}"
+                        pair(r, s, i)
+                    done = ", ".join(f"{s.name} {s.runs[-1]['tool'][0] / s.runs[-1]['hand'][0]:.2f}"
                                      for s in chosen)
                     print(f"  pair {i + 1}/{args.runs}: tool/hand {done}", file=sys.stderr)
                 ok = report(chosen, args.runs, Path(args.recipe).name)
