@@ -2,10 +2,16 @@
 rendered directory, through Terraform's machine-readable interfaces only.
 
   * ``plan -json -detailed-exitcode -out=.mldiag/tfplan``: the event stream (diagnostics,
-    drift) plus the exit code that says "changes" (2) or "no changes" (0);
-  * ``show -json .mldiag/tfplan``: the saved plan as data, for the summary counts and the
-    dangerous-change checks; ``apply -json .mldiag/tfplan`` executes exactly that plan and
-    streams per-resource progress; ``output -json``; ``validate -json``.
+    drift, each planned change's address, type and action, the outputs' actions: the
+    summary counts and change list, :func:`plan_from_events`) plus the exit code that says
+    "changes" (2) or "no changes" (0);
+  * ``show -json .mldiag/tfplan``: the saved plan as data, with every resource's
+    before/after values. It starts every provider again (for its schema), so it runs only
+    when something reads values: a dangerous-change check that depends on them (a node
+    pool's machine type, the bucket's name, the attributes forcing a cluster replacement),
+    the drift display, the policy gate (its rules read every resource's planned values);
+  * ``apply -json .mldiag/tfplan`` executes exactly that plan and streams per-resource
+    progress; ``output -json``; ``validate -json``.
 
 Why not python-terraform: its last release is from 2019 (Terraform 0.12 era); it builds
 command lines from keyword arguments, returns the text output after the process ends, knows
