@@ -175,11 +175,10 @@ def _verdict(path: str) -> _Verdict:
 
 def cmd_validate(args: argparse.Namespace, out: Console) -> int:
     from mldiag_provision.batch import map_ordered
-    from mldiag_provision.catalog.tpu import load_catalog
-    from mldiag_provision.pipeline import check_file  # noqa: F401  (loaded before any fork)
     from mldiag_provision.recipe.sourcemap import SourceMap
 
-    load_catalog()
+    # the checks (pipeline, preflight, catalog) are imported by _verdict: in each worker, in
+    # parallel, when the files are checked on several processes
     paths: list[str] = args.recipes
     # stdin cannot be shared by workers: a run that reads it checks every file here
     jobs = 1 if "-" in paths else args.jobs
