@@ -58,5 +58,14 @@ def map_ordered(fn: Callable[[T], R], items: Sequence[T], jobs: int | None = Non
     ctx = multiprocessing.get_context("fork")
     # a few chunks per worker: even when some inputs take longer than others
     chunk = max(1, len(items) // (workers * 4))
-    with ctx.Pool(workers) as pool:
+    with ctx.Pool(workers, initializer=_ignore_interrupt) as pool:
         return pool.map(fn, items, chunksize=chunk)
+
+
+def _ignore_interrupt() -> None:
+    """In a worker: Ctrl-C reaches the whole process group, and only the parent answers it
+    (it stops the workers and exits 130, as a serial run does), so a worker shows no
+    traceback."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -70,3 +70,31 @@ def test_validate_in_parallel_prints_what_one_process_prints(tmp_path: Path) -> 
         assert outs["1", fmt][0] == 2  # the missing file is a usage error
     text = outs["1", "text"][1]
     assert "unknown key 'bogus'" in text and "missing.yaml: no such file" in text
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="workers fork on Linux only")
+@pytest.mark.parametrize("delay", [0.3, 0.6, 1.2])  # workers importing, checking, ...
+def test_ctrl_c_stops_a_parallel_validate_without_worker_tracebacks(tmp_path: Path,
+                                                                    delay: float) -> None:
+    """A terminal's Ctrl-C reaches the whole process group: the workers ignore it, the
+    parent stops them and exits 130 with one line."""
+    import os
+    import signal
+    import time
+
+    text = (ROOT / "recipes" / "tpu-v4-2x2x4-autopilot.yaml").read_text()
+    files = []
+    for i in range(1500):
+        path = tmp_path / f"r{i:04d}.yaml"
+        path.write_text(text)
+        files.append(str(path))
+    proc = subprocess.Popen([sys.executable, "-m", "mldiag_provision", "validate", "-j", "2",
+                             *files], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    time.sleep(delay)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=120)
+    if proc.returncode == 0:
+        pytest.skip("the run finished before the interrupt (a very fast machine)")
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err, err

@@ -63,3 +63,31 @@ def test_a_tab_in_the_indentation_says_use_spaces() -> None:
     assert p.rule == "yaml-syntax" and "tab" in p.message
     assert p.hint is not None and p.hint.startswith("YAML indents with spaces only")
     assert p.line == text[:text.index("\tregion")].count("\n") + 1
+
+
+@pytest.mark.parametrize(("written", "message"), [
+    ("030", "YAML 1.1 reads 030 as the octal number 24, not 30"),
+    ("0_30", "YAML 1.1 reads 0_30 as the octal number 24, not 30"),
+    ("1:30", "YAML 1.1 reads 1:30 as the base-60 number 90"),
+])
+def test_an_integer_yaml_reads_in_another_base_is_an_error(written: str, message: str) -> None:
+    """`retentionDays: 030` used to pass and render retention_days = 24."""
+    text = EXAMPLE.replace("retentionDays: ", f"retentionDays: {written} #", 1)
+    assert text != EXAMPLE
+    parsed = parse_recipe_text(text, "r.yaml")
+    assert parsed.recipe is None
+    (p,) = parsed.problems
+    assert (p.rule, p.message, p.value) == ("yaml-value", message, written)
+    assert p.path == "spec.diagnostics.logAnalytics.retentionDays"
+    assert p.hint is not None and "quote it" in p.hint
+
+
+def test_plain_and_prefixed_integers_stay_numbers() -> None:
+    from mldiag_provision.recipe.loader import load_documents, load_single
+
+    doc = load_single("a: 30\nb: 0\nc: -7\nd: 0x1F\ne: '030'\nf: 04:00\n", "f.yaml")
+    assert doc.problems == [] and doc.data == {"a": 30, "b": 0, "c": -7, "d": 31, "e": "030",
+                                               "f": "04:00"}
+    # Kubernetes manifests (lint) keep YAML 1.1's reading: only recipes refuse it
+    (other,) = load_documents("a: 030\n", "m.yaml")
+    assert other.problems == [] and other.data == {"a": 24}

@@ -31,6 +31,18 @@ class _Parser(argparse.ArgumentParser):
         self.exit(int(ExitCode.USAGE), f"{self.prog}: error: {message}\n")
 
 
+def _jobs(text: str) -> int:
+    """``--jobs``: a whole number >= 0 (0: one process per CPU)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of processes (0 or more; "
+                                         "0: one per CPU)")
+    return value
+
+
 def build_parser(command: str | None = None, *, full: bool = True) -> argparse.ArgumentParser:
     """The argument parser. ``full``: every command module's own parser (imports them all);
     otherwise only ``command``'s module is imported and the other module commands are stubs
@@ -61,7 +73,7 @@ def build_parser(command: str | None = None, *, full: bool = True) -> argparse.A
     v.add_argument("recipes", nargs="+", metavar="RECIPE", help="recipe file(s); - for stdin")
     v.add_argument("--output", "-O", choices=("text", "json"), default="text")
     v.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
-    v.add_argument("--jobs", "-j", type=int, default=0, metavar="N",
+    v.add_argument("--jobs", "-j", type=_jobs, default=0, metavar="N",
                    help="check the files on N processes (default 0: one per CPU, for "
                         "batches of 64 files or more per process); the output is the same")
 

@@ -85,10 +85,12 @@ def orchestrator(ctx: Context) -> Iterator[Problem]:
         return
     if ctx.has(Capability.NODE_POOLS) and not ctx.recipe.spec.zone:
         yield ctx.problem("orchestrator", ("spec", "zone"),
-                          f"{orch.type} needs spec.zone: a TPU slice node pool lives in one "
+                          f"{orch.type} needs spec.zone: each slice's node pool lives in one "
                           "zone",
-                          expected=f"a zone of {ctx.recipe.spec.region} that offers the TPUs",
-                          hint="see `mldiag-provision catalog tpu VERSION` for zones",
+                          expected=f"a zone of {ctx.recipe.spec.region} that offers the "
+                                   "slices' accelerators",
+                          hint="see `mldiag-provision catalog tpu VERSION` for TPU zones, and "
+                               "Compute Engine's GPU regions and zones page for GPUs",
                           source="https://cloud.google.com/kubernetes-engine/docs/concepts/tpus")
     if ctx.has(Capability.EXISTING_CLUSTER):
         if orch.min_version is not None:

@@ -301,6 +301,28 @@ def workload_gpus(ctx: Context) -> Iterator[Problem]:
                 f"{shape.gpus_per_vm}; the pod can never schedule",
                 value=w.gpus_per_pod, expected=f"1 to {shape.gpus_per_vm}",
                 source=_gpu_source(shape))
+        elif shape.gpus_per_vm is None and w.gpus_per_pod and shape.gpu.machines:
+            # Autopilot picks the machine: no machine type of this GPU has more GPUs than
+            # the largest in the catalog (gpu.yaml machineTypes)
+            largest = max(shape.gpu.machines.values(), key=lambda m: m.gpus)
+            if w.gpus_per_pod > largest.gpus:
+                yield ctx.problem(
+                    "workload-gpus", (*base, "gpusPerPod"),
+                    f"{w.gpus_per_pod} GPUs per pod, but no machine type with "
+                    f"{shape.gpu.display_name} has more than {largest.gpus} "
+                    f"({largest.name}); the pod can never schedule",
+                    value=w.gpus_per_pod, expected=f"1 to {largest.gpus}",
+                    hint="split the work over more pods (replicas), each with at most "
+                         f"{largest.gpus} GPUs",
+                    facts=[largest.fact],
+                    source=load_gpu_source(largest.source))
+
+
+def load_gpu_source(tag: str) -> str:
+    """The URL (else the path) of a gpu.yaml source tag."""
+    from mldiag_provision.catalog.gpu import load_gpu_catalog
+
+    return load_gpu_catalog().source_url(tag)
 
 
 def _gpu_source(shape: GpuShape) -> str:

@@ -87,8 +87,10 @@ class _TooLarge(Exception):
 class _Builder:
     """Turns a composed node tree into Python data while recording positions."""
 
-    def __init__(self, loader: yaml.SafeLoader, sourcemap: SourceMap) -> None:
+    def __init__(self, loader: yaml.SafeLoader, sourcemap: SourceMap,
+                 decimal: bool = False) -> None:
         self.loader = loader
+        self.decimal = decimal
         self.sm = sourcemap
         self.problems: list[Problem] = []
         self._own: dict[int, set[int]] = {}
@@ -121,6 +123,14 @@ class _Builder:
 
     def _scalar(self, node: yaml.Node, path: Path) -> object:
         """A scalar's value; an unreadable one becomes a problem at its own position."""
+        if self.decimal and node.tag == _INT and isinstance(node.value, str):
+            why = _surprising_int(node.value)
+            if why is not None:
+                self.problems.append(Problem(
+                    rule="yaml-value", message=why, value=node.value,
+                    hint="write the number in plain decimal (no leading zero, no ':'), or "
+                         "quote it if it is text", **self._where(node, path)))
+                return None
         try:
             # a plain scalar of a core tag: its constructor directly (what construct_object
             # would call, without its bookkeeping); anything else the generic way
@@ -198,6 +208,28 @@ class _Builder:
         return out
 
 
+_INT = "tag:yaml.org,2002:int"
+_LEADING_ZERO = re.compile(r"[-+]?0[0-7_]+")
+
+
+def _surprising_int(text: str) -> str | None:
+    """Why a plain scalar YAML 1.1 reads as an integer does not mean the number it looks
+    like, or None: ``030`` is octal (24), ``1:30`` is base 60 (90). PyYAML's int resolver
+    (YAML 1.1 int type, https://yaml.org/type/int.html) reads both; YAML 1.2 and most
+    people read 30 and a time."""
+    if _LEADING_ZERO.fullmatch(text):
+        value = int(text.replace("_", ""), 8)
+        looks = text.replace("_", "").lstrip("+-").lstrip("0") or "0"
+        return f"YAML 1.1 reads {text} as the octal number {value}, not {looks}"
+    if ":" in text:
+        value = 0
+        for part in text.lstrip("+-").split(":"):
+            value = value * 60 + int(part.replace("_", ""))
+        return (f"YAML 1.1 reads {text} as the base-60 number "
+                f"{-value if text.startswith('-') else value}")
+    return None
+
+
 class _NeedsPaths(Exception):
     """The quick pass met something to report: build the part again with positions."""
 
@@ -214,8 +246,9 @@ class _Quick:
     :class:`_NeedsPaths` wherever :class:`_Builder` would report a problem.
     """
 
-    def __init__(self, loader: yaml.SafeLoader) -> None:
+    def __init__(self, loader: yaml.SafeLoader, decimal: bool = False) -> None:
         self.loader = loader
+        self.decimal = decimal
         self.own: dict[int, set[int]] = {}
         self.keys: dict[int, list[str]] = {}
         self.count = 0
@@ -226,6 +259,8 @@ class _Quick:
         if self.count > MAX_NODES:
             raise _NeedsPaths
         if isinstance(node, yaml.ScalarNode):
+            if self.decimal and node.tag == _INT and _surprising_int(node.value):
+                raise _NeedsPaths
             construct = _SCALAR_CONSTRUCTORS.get(node.tag)
             try:
                 return construct(self.loader, node) if construct is not None \
@@ -359,7 +394,8 @@ class _Tree:
         return keys, values, confusables
 
 
-def _quick_part(text: str, file: str, lines: list[str], first_index: int) -> list[Document]:
+def _quick_part(text: str, file: str, lines: list[str], first_index: int,
+                decimal: bool = False) -> list[Document]:
     """Every document of ``text`` built by :class:`_Quick`.
 
     Raises:
@@ -374,7 +410,7 @@ def _quick_part(text: str, file: str, lines: list[str], first_index: int) -> lis
                 docs.append(Document(data=None, sourcemap=SourceMap(file=file, lines=lines),
                                      problems=[], index=first_index + len(docs)))
                 continue
-            quick = _Quick(loader)
+            quick = _Quick(loader, decimal)
             data = quick.build(node)
             docs.append(Document(data=data, sourcemap=SourceMap(
                 file=file, lines=lines, lazy=_Tree(node, quick)), problems=[],
@@ -405,20 +441,21 @@ def _shift(doc: Document, offset: int) -> Document:
     return doc
 
 
-def load_documents(text: str, file: str) -> list[Document]:
+def load_documents(text: str, file: str, *, decimal: bool = False) -> list[Document]:
     """Parse every YAML document in ``text``.
 
     Returns one :class:`Document` per document. A syntax error yields a document whose
     ``data`` is ``None`` and whose ``problems`` holds the error; parsing then resumes at the
     next ``---`` line, so one broken document does not hide the ones after it. Never raises
-    for bad input.
+    for bad input. ``decimal``: an integer YAML 1.1 reads in another base (octal ``030``,
+    base-60 ``1:30``) is a ``yaml-value`` problem instead of a value.
     """
     lines = text.splitlines()
     docs: list[Document] = []
     offset = 0
     while True:
         part = "\n".join(lines[offset:]) if offset else text
-        found, error_line = _load_part(part, file, lines, len(docs))
+        found, error_line = _load_part(part, file, lines, len(docs), decimal)
         docs.extend(_shift(d, offset) for d in found)
         if error_line is None:
             return docs
@@ -429,12 +466,12 @@ def load_documents(text: str, file: str) -> list[Document]:
         offset = resume
 
 
-def _load_part(text: str, file: str, lines: list[str],
-               first_index: int) -> tuple[list[Document], int | None]:
+def _load_part(text: str, file: str, lines: list[str], first_index: int,
+               decimal: bool = False) -> tuple[list[Document], int | None]:
     """Documents of ``text``; and the 0-based line of a syntax error in it, if one stopped it."""
     if QUICK:
         try:
-            return _quick_part(text, file, lines, first_index), None
+            return _quick_part(text, file, lines, first_index, decimal), None
         except _NeedsPaths:
             pass
     docs: list[Document] = []
@@ -444,7 +481,7 @@ def _load_part(text: str, file: str, lines: list[str],
         while loader.check_node():
             node = loader.get_node()
             sm = SourceMap(file=file, lines=lines)
-            builder = _Builder(loader, sm)
+            builder = _Builder(loader, sm, decimal)
             try:
                 data = builder.build(node, ()) if node is not None else None
             except _TooLarge as exc:
@@ -475,8 +512,9 @@ def _load_part(text: str, file: str, lines: list[str],
 
 
 def load_single(text: str, file: str) -> Document:
-    """Parse a file that must hold exactly one YAML document (a recipe)."""
-    docs = load_documents(text, file)
+    """Parse a file that must hold exactly one YAML document (a recipe). An integer written
+    so that YAML 1.1 reads another number (``030``, ``1:30``) is a problem here."""
+    docs = load_documents(text, file, decimal=True)
     if not docs:
         return Document(None, SourceMap(file=file, lines=text.splitlines()), [Problem(
             rule="recipe-empty", message="the file is empty", file=file, line=1, column=1,
