@@ -91,3 +91,22 @@ def test_plain_and_prefixed_integers_stay_numbers() -> None:
     # Kubernetes manifests (lint) keep YAML 1.1's reading: only recipes refuse it
     (other,) = load_documents("a: 030\n", "m.yaml")
     assert other.problems == [] and other.data == {"a": 24}
+
+
+def test_a_duplicate_slice_name_gets_no_follow_on_manifest_errors() -> None:
+    """Two slices called v6e-16 (a 2x2 and the example's 4x4): the duplicate is the one
+    error; the manifest checks no longer pair the workload with the other slice's topology."""
+    from mldiag_provision.pipeline import check_text
+
+    i = EXAMPLE.index("      topology: 4x4\n") + len("      topology: 4x4\n")
+    text = EXAMPLE[:i] + "    - name: v6e-16\n      tpu: v6e\n      topology: 2x2\n" + EXAMPLE[i:]
+    errors = [p for p in check_text(text, "r.yaml").report.problems
+              if p.severity.value == "error"]
+    assert [p.rule for p in errors] == ["tpu-slice-names"]
+
+
+def test_stdin_named_twice_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    from mldiag_provision.cli.app import main
+
+    assert main(["validate", "-", "-"]) == 2
+    assert "named more than once" in capsys.readouterr().err

@@ -192,6 +192,9 @@ def cmd_validate(args: argparse.Namespace, out: Console) -> int:
     # the checks (pipeline, preflight, catalog) are imported by _verdict: in each worker, in
     # parallel, when the files are checked on several processes
     paths: list[str] = args.recipes
+    if paths.count("-") > 1:
+        raise UsageError("standard input (-) is named more than once; it can be read once",
+                         hint="name - once")
     # stdin cannot be shared by workers: a run that reads it checks every file here
     jobs = 1 if "-" in paths else args.jobs
     verdicts = map_ordered(_verdict, paths, jobs)

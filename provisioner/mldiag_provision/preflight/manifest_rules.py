@@ -153,6 +153,8 @@ def rendered_workloads(ctx: Context) -> tuple[list[Resource], dict[int, Origin]]
         return [], {}
     if any(shapes.get(i) is None for i in range(len(spec.slices))):
         return [], {}
+    if len({s.name for s in spec.slices}) < len(spec.slices):
+        return [], {}  # tpu-slice-names reports it; a workload's slice is ambiguous until then
     project = plan_project(recipe, shapes, ctx.catalog, unit)
     diagnostics = diagnostics_plan(project, recipe, ctx.catalog, "none", True)
     partial = _PartialPlan(blueprint=project.blueprint, diagnostics=diagnostics,
