@@ -326,10 +326,7 @@ def load_gpu_source(tag: str) -> str:
 
 
 def _gpu_source(shape: GpuShape) -> str:
-    from mldiag_provision.catalog.gpu import load_gpu_catalog
-
-    return load_gpu_catalog().source_url(shape.machine.source if shape.machine else
-                                         shape.gpu.source)
+    return load_gpu_source(shape.machine.source if shape.machine else shape.gpu.source)
 
 
 @rule("workload-resources")

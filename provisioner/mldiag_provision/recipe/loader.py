@@ -77,6 +77,18 @@ _SCALAR_CONSTRUCTORS = {
 _FLATTENED = ("tag:yaml.org,2002:merge", "tag:yaml.org,2002:value")
 
 
+def _key(loader: yaml.SafeLoader, node: yaml.Node) -> str:
+    """A mapping key as a path part: its value, made text when YAML read another type
+    (``1`` -> ``"1"``; a non-scalar key -> its repr)."""
+    construct = _SCALAR_CONSTRUCTORS.get(node.tag) if isinstance(node, yaml.ScalarNode) \
+        else None
+    key = construct(loader, node) if construct is not None \
+        else loader.construct_object(node, deep=True)
+    if isinstance(key, str):
+        return key
+    return str(key) if isinstance(key, (int, float, bool)) or key is None else repr(key)
+
+
 class _TooLarge(Exception):
     def __init__(self, node: yaml.Node, message: str) -> None:
         super().__init__(message)
@@ -175,13 +187,8 @@ class _Builder:
         out: dict[str, object] = {}
         inherited: set[str] = set()  # keys that came from a merge: a later entry overrides
         for key_node, value_node in node.value:
-            construct = _SCALAR_CONSTRUCTORS.get(key_node.tag) \
-                if isinstance(key_node, yaml.ScalarNode) else None
-            key = construct(self.loader, key_node) if construct is not None \
-                else self.loader.construct_object(key_node, deep=True)
+            key = _key(self.loader, key_node)
             line, col = key_node.start_mark.line + 1, key_node.start_mark.column + 1
-            if not isinstance(key, str):
-                key = str(key) if isinstance(key, (int, float, bool)) or key is None else repr(key)
             child: Path = (*path, key)
             if key in inherited:  # an explicit key (or a later merge) overrides a merged one
                 inherited.discard(key)
@@ -289,16 +296,11 @@ class _Quick:
         keys: list[str] = []
         inherited: set[str] = set()
         for key_node, value_node in node.value:
-            construct = _SCALAR_CONSTRUCTORS.get(key_node.tag) \
-                if isinstance(key_node, yaml.ScalarNode) else None
             try:
-                key = construct(self.loader, key_node) if construct is not None \
-                    else self.loader.construct_object(key_node, deep=True)
+                key = _key(self.loader, key_node)
             except (yaml.constructor.ConstructorError, ValueError, TypeError,
                     OverflowError):
                 raise _NeedsPaths from None
-            if not isinstance(key, str):
-                key = str(key) if isinstance(key, (int, float, bool)) or key is None else repr(key)
             keys.append(key)
             if key in inherited:
                 inherited.discard(key)
