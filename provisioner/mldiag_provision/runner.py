@@ -64,6 +64,9 @@ class CommandRunner:
       tail_lines: how many trailing stdout/stderr lines a :class:`RunResult` keeps.
     """
 
+    executes = True
+    """Whether :meth:`run` runs programs (False: a :class:`RecordingRunner`)."""
+
     def __init__(self, log_path: Path | None = None, *, env: Mapping[str, str] | None = None,
                  tail_lines: int = 40) -> None:
         self.log_path = log_path
@@ -296,6 +299,7 @@ class RecordingRunner(CommandRunner):
 
     responder: Responder | None = None
     calls: list[Recorded] = field(default_factory=list)
+    executes = False
 
     def __post_init__(self) -> None:
         CommandRunner.__init__(self, None)

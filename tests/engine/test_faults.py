@@ -113,11 +113,15 @@ def _start_apply(recipe: str, work: Path, delay: str) -> subprocess.Popen[str]:
 
 
 def test_killed_mid_apply_keeps_state_and_lock_then_converges(tmp_path: Path, offline,
-                                                              cli) -> None:
+                                                              cli, monkeypatch) -> None:
+    """Also: the provider plugins (started once and reattached, engines/provider_pool.py)
+    serve the orphaned terraform until it has finished, and stop then."""
     if offline is None:
         return
     r = str(offline_recipe(RECIPE, tmp_path / "recipe.yaml"))
     work = tmp_path / "work"
+    starts = tmp_path / "plugin-starts"
+    monkeypatch.setenv("MLDIAG_STANDIN_STARTS", str(starts))
     proc = _start_apply(r, work, "google_container_cluster:8")
     try:
         wait_for(lambda: "google_project_service" in cloud_objects(offline), 60,
@@ -134,6 +138,12 @@ def test_killed_mid_apply_keeps_state_and_lock_then_converges(tmp_path: Path, of
         if proc.poll() is None:
             proc.kill()
     assert CLUSTER in state_addresses(work)  # it finished the apply and saved the state
+    plugins = [line.split() for line in starts.read_text().splitlines()]
+    assert sorted((name, mode) for _, name, mode in plugins) == [
+        ("google", "reattach"), ("google-beta", "reattach")], plugins
+    wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid, _, _ in plugins), 15,
+             "the keeper to stop the plugins once terraform had finished")
+    monkeypatch.delenv("MLDIAG_STANDIN_STARTS")
     converges(cli, r, work)
 
 

@@ -30,7 +30,10 @@ Behaviour:
 
 Fault injection for tests (environment, inherited through Terraform):
   * ``MLDIAG_STANDIN_FAIL=TYPE:MESSAGE`` fails the apply of every TYPE resource with MESSAGE;
-  * ``MLDIAG_STANDIN_DELAY=TYPE:SECONDS`` sleeps before an apply of TYPE completes.
+  * ``MLDIAG_STANDIN_DELAY=TYPE:SECONDS`` sleeps before an apply of TYPE completes;
+  * ``MLDIAG_STANDIN_STARTS=FILE``: each start appends ``PID PROVIDER MODE`` to FILE (MODE
+    ``managed``: Terraform started it, with AutoMTLS; ``reattach``: mldiag-provision's
+    provider keeper did, see provisioner/mldiag_provision/engines/provider_pool.py).
 
 The in-cluster stage: ``hashicorp/kubernetes`` and ``hashicorp/helm`` are served by the same
 machinery with :class:`standin.kube_providers.KubeProvider`, acting on a Kubernetes API server
@@ -477,6 +480,11 @@ def _serve(provider_name: str) -> int:  # pragma: no cover - runs as Terraform's
     # As go-plugin's Serve does: Ctrl-C reaches the whole process group; Terraform decides
     # when its plugins stop (GRPCController.Shutdown), so ignore SIGINT here.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    starts = os.environ.get("MLDIAG_STANDIN_STARTS")
+    if starts:  # tests count plugin starts: "<pid> <provider> managed|reattach" per start
+        mode = "managed" if os.environ.get("PLUGIN_CLIENT_CERT") else "reattach"
+        with open(starts, "a", encoding="utf-8") as f:
+            f.write(f"{os.getpid()} {provider_name} {mode}\n")
     versions = os.environ.get("PLUGIN_PROTOCOL_VERSIONS", "6").split(",")
     if "6" not in versions:
         sys.stderr.write(f"stand-in speaks plugin protocol 6 only; Terraform offers {versions}\n")

@@ -6,12 +6,17 @@ rendered directory, through Terraform's machine-readable interfaces only.
     summary counts and change list, :func:`plan_from_events`) plus the exit code that says
     "changes" (2) or "no changes" (0);
   * ``show -json .mldiag/tfplan``: the saved plan as data, with every resource's
-    before/after values. It starts every provider again (for its schema), so it runs only
-    when something reads values: a dangerous-change check that depends on them (a node
+    before/after values. It needs every provider's schema, so it runs only when something
+    reads values: a dangerous-change check that depends on them (a node
     pool's machine type, the bucket's name, the attributes forcing a cluster replacement),
     the drift display, the policy gate (its rules read every resource's planned values);
   * ``apply -json .mldiag/tfplan`` executes exactly that plan and streams per-resource
     progress; ``output -json``; ``validate -json``.
+
+Provider plugins: ``plan``, ``show`` and ``apply`` of one stage reattach to plugins started
+once for the run (:mod:`.provider_pool`: Terraform would start each plugin three times in a
+``plan`` and again in every later command); ``init``, ``validate`` and ``output`` run as
+Terraform alone would.
 
 Why not python-terraform: its last release is from 2019 (Terraform 0.12 era); it builds
 command lines from keyword arguments, returns the text output after the process ends, knows
@@ -52,6 +57,7 @@ from mldiag_provision.errors import EngineError
 from mldiag_provision.runner import CommandRunner, RunResult
 
 if TYPE_CHECKING:
+    from mldiag_provision.engines.provider_pool import ProviderPool
     from mldiag_provision.plan.stack import StackPlan
 
 PLAN_FILE = ".mldiag/tfplan"
@@ -234,15 +240,39 @@ class TerraformEngine:
         self.binary = binary or find_terraform()
         self.keep_fds = tuple(keep_fds)
         self.lock_timeout = lock_timeout
+        self._pool: ProviderPool | None = None
 
     # -- helpers -----------------------------------------------------------------------------
-    def _run(self, args: list[str], task: str, **kw: Any) -> RunResult:
+    def _run(self, args: list[str], task: str, *, pooled: bool = False,
+             **kw: Any) -> RunResult:
+        env = {"TF_IN_AUTOMATION": "1", "TF_INPUT": "0"}
+        if pooled:
+            env.update(self._providers())
         try:
             return self.runner.run([self.binary, *args], cwd=self.workdir, task=task,
-                                   env={"TF_IN_AUTOMATION": "1", "TF_INPUT": "0"},
-                                   keep_fds=self.keep_fds, **kw)
+                                   env=env, keep_fds=self.keep_fds, **kw)
         except FileNotFoundError:
             raise EngineError(f"cannot run {self.binary}", hint=MIN_VERSION_HINT) from None
+
+    def _providers(self) -> dict[str, str]:
+        """The environment that reattaches this stage's provider plugins, started once for
+        the run (:mod:`.provider_pool`); {} when Terraform starts them itself (a recording
+        runner, or a reason the pool logged)."""
+        if not self.runner.executes:
+            return {}
+        if self._pool is None:
+            from mldiag_provision.engines.provider_pool import ProviderPool, reusable
+
+            env = {**os.environ, **self.runner.env, "TF_IN_AUTOMATION": "1", "TF_INPUT": "0"}
+            self._pool = ProviderPool(self.workdir, env, self.runner.log_path, self.runner.log)
+            self._pool.start(reusable(self.workdir, log=self.runner.log))
+        return self._pool.environment()
+
+    def close(self) -> None:
+        """Stop the provider plugins started for this run (see :mod:`.provider_pool`)."""
+        if self._pool is not None:
+            self._pool.close()
+            self._pool = None
 
     def _fail(self, what: str, result: RunResult, diags: list[dict[str, Any]],
               events: list[dict[str, Any]] = ()) -> EngineError:  # type: ignore[assignment]
@@ -315,6 +345,7 @@ class TerraformEngine:
                     return
             except (ValueError, KeyError, OSError):
                 pass
+        self.close()  # init may install other plugin versions: start them afresh after it
         args = ["init", "-input=false", "-no-color", f"-lock-timeout={self.lock_timeout}"]
         if not backend:
             args.append("-backend=false")
@@ -400,7 +431,7 @@ class TerraformEngine:
         args += [f"-target={t}" for t in targets]
         events: list[dict[str, Any]] = []
         result = self._run(args, "terraform plan" + (" -destroy" if destroy else ""),
-                           on_line=self._stream(events, progress))
+                           on_line=self._stream(events, progress), pooled=True)
         diags = [e["diagnostic"] for e in events if e.get("type") == "diagnostic"]
         if result.returncode not in (0, 2):
             raise self._fail("terraform plan", result, diags, events)
@@ -414,7 +445,8 @@ class TerraformEngine:
         """The saved plan as data (``terraform show -json``): every resource with its
         before/after values (a second start of every provider, for their schemas)."""
         result = self._run(["show", "-json", "-no-color", str(plan_file)],
-                           "terraform show (saved plan)", capture=True, sensitive_json=True)
+                           "terraform show (saved plan)", capture=True, sensitive_json=True,
+                           pooled=True)
         if result.returncode != 0:
             raise self._fail("terraform show", result, [])
         try:
@@ -431,7 +463,7 @@ class TerraformEngine:
                             f"-lock-timeout={self.lock_timeout}", PLAN_FILE],
                            "terraform apply (saved plan)" + (" [destroy]" if plan.destroy
                                                               else ""),
-                           on_line=self._stream(events, progress))
+                           on_line=self._stream(events, progress), pooled=True)
         diags = [e["diagnostic"] for e in events if e.get("type") == "diagnostic"]
         if result.returncode != 0:
             raise self._fail("terraform destroy" if plan.destroy else "terraform apply",
@@ -456,7 +488,7 @@ class TerraformEngine:
                 self.workdir / ".terraform" / "terraform.tfstate").is_file():
             return []
         result = self._run(["show", "-json", "-no-color"], "terraform show (state)",
-                           capture=True, sensitive_json=True)
+                           capture=True, sensitive_json=True, pooled=True)
         if result.returncode != 0:
             raise self._fail("terraform show", result, [])
         try:

@@ -114,6 +114,10 @@ class Stack:
             self._acquire()
 
     def __exit__(self, *exc: object) -> None:
+        for engine in self._engines.values():
+            close = getattr(engine, "close", None)
+            if close is not None:
+                close()  # e.g. the provider plugins Terraform reattached to
         if self._runner is not None:
             self._runner.close()
         if self._lock is not None:

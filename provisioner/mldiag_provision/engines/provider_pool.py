@@ -1,0 +1,257 @@
+"""Provider reuse: one start of each provider plugin per stage per run, shared by every
+``terraform`` command of that run through ``TF_REATTACH_PROVIDERS``.
+
+Why: Terraform starts every provider plugin of the configuration again in each command, and
+``terraform plan`` alone starts them three times (schemas, validation, the plan walk); a
+``show -json`` of the saved plan (the policy gate reads planned values) and the saved-plan
+``apply`` start them again. For ``plan`` + ``show`` + ``apply`` of one stage that is five or
+six starts of each plugin (the Google provider is a ~100 MB program that serves a schema of
+~1,000 resource types). Reattached, Terraform connects to the running plugins instead
+(``TF_REATTACH_PROVIDERS``, the mechanism of provider debug mode:
+https://developer.hashicorp.com/terraform/plugin/debugging#running-terraform-with-a-provider-in-debug-mode).
+
+The plugins are started by a keeper process (:mod:`.provider_keeper`), not by us, so that a
+Terraform ``apply`` whose mldiag-provision died still has its plugins until it finishes.
+
+What Terraform does not do for a reattached plugin, we do here, or we do not reattach:
+  * the package is the one ``terraform init`` installed for the version the dependency lock
+    file pins, and matches one of the lock file's ``h1:`` hashes (Terraform checks this on
+    every command: the package directory hash, golang.org/x/mod/sumdb/dirhash ``Hash1``);
+  * one plugin process serves one provider configuration: a configuration with provider
+    ``alias``-es (or a module with ``configuration_aliases``) is never reattached, since all
+    its configurations would share one process and its last ``ConfigureProvider`` call;
+  * ``dev_overrides`` in the CLI configuration, a ``TF_REATTACH_PROVIDERS`` of your own, a
+    platform other than Linux, or ``MLDIAG_TERRAFORM_REUSE_PROVIDERS=0``: Terraform starts
+    the plugins itself, as before.
+
+Anything unexpected (the keeper or a plugin failing to start) falls back to Terraform
+starting the plugins itself; the reason is in the run's log. The plugins' own output
+(stderr: logs, a panic) goes to ``<run log>.providers``, next to the run's log.
+"""
+
+from __future__ import annotations
+
+import atexit
+import base64
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+REUSE_ENV = "MLDIAG_TERRAFORM_REUSE_PROVIDERS"
+"""Set to ``0`` (or ``false``, ``no``) to let Terraform start its plugins in every command."""
+
+_ALIAS = re.compile(r"^\s*(alias|configuration_aliases)\s*=", re.M)
+_PROVIDERS_DIR = Path(".terraform/providers")
+
+
+def package_hash(directory: Path) -> str:
+    """The ``h1:`` hash of an unpacked provider package (Go's dirhash ``Hash1``, which
+    Terraform records in ``.terraform.lock.hcl``): SHA-256 over the sorted lines
+    ``"<sha256 hex of the file>  <path relative to the directory, / separated>\\n"``,
+    base64. Source: golang.org/x/mod/sumdb/dirhash (HashDir, Hash1) and
+    https://developer.hashicorp.com/terraform/language/files/dependency-lock#checksum-verification.
+
+    Raises:
+      OSError: a file cannot be read.
+    """
+    lines = []
+    for root, dirs, files in os.walk(directory):
+        dirs.sort()
+        for name in files:
+            path = Path(root, name)
+            digest = hashlib.sha256()
+            with open(path, "rb") as f:
+                for chunk in iter(lambda: f.read(1 << 20), b""):
+                    digest.update(chunk)
+            lines.append(f"{digest.hexdigest()}  {path.relative_to(directory).as_posix()}\n")
+    summary = hashlib.sha256("".join(sorted(lines, key=lambda s: s.split("  ", 1)[1]))
+                             .encode()).digest()
+    return "h1:" + base64.b64encode(summary).decode()
+
+
+def _platform() -> str:
+    machine = os.uname().machine.lower()
+    arch = {"x86_64": "amd64", "aarch64": "arm64", "armv7l": "arm", "i686": "386"}.get(
+        machine, machine)
+    return f"linux_{arch}"
+
+
+def _cli_config_files() -> list[Path]:
+    explicit = os.environ.get("TF_CLI_CONFIG_FILE")
+    if explicit:
+        return [Path(explicit)]
+    return [Path.home() / ".terraformrc"]
+
+
+def reusable(workdir: Path, *, log: Callable[[str], None] = lambda _: None,
+             ) -> list[dict[str, str]]:
+    """The providers of an initialised stage that may be started once and reattached:
+    ``[{"source": "registry.terraform.io/hashicorp/google", "exe": "/abs/path"}]``; [] when
+    none may (every reason is passed to ``log``, one line each). Reads the dependency lock
+    file, the installed packages and the stage's ``.tf`` files; never raises."""
+    def no(why: str) -> list[dict[str, str]]:
+        log(f"[mldiag] providers: Terraform starts them in every command ({why})")
+        return []
+
+    if sys.platform != "linux":
+        return no(f"provider reuse is implemented for Linux only, not {sys.platform}")
+    if os.environ.get(REUSE_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
+        return no(f"{REUSE_ENV}={os.environ[REUSE_ENV]}")
+    if os.environ.get("TF_REATTACH_PROVIDERS"):
+        return no("TF_REATTACH_PROVIDERS is set in the environment")
+    for cfg in _cli_config_files():
+        try:
+            if "dev_overrides" in cfg.read_text(encoding="utf-8", errors="replace"):
+                return no(f"{cfg} has provider dev_overrides")
+        except OSError:
+            pass
+    tf_files = [p for p in workdir.rglob("*.tf") if ".terraform" not in p.parts]
+    tf_files += list((workdir / ".terraform" / "modules").rglob("*.tf"))
+    for path in tf_files:
+        try:
+            if _ALIAS.search(path.read_text(encoding="utf-8", errors="replace")):
+                return no(f"{path.relative_to(workdir)} configures a provider alias")
+        except OSError:
+            return no(f"cannot read {path}")
+    try:
+        from mldiag_provision.policy.inputs import parse_hcl
+
+        lock = parse_hcl(".terraform.lock.hcl",
+                         (workdir / ".terraform.lock.hcl").read_text(encoding="utf-8"))
+    except Exception as exc:  # missing, unreadable or not HCL: Terraform will say so
+        return no(f"the dependency lock file cannot be read: {exc}")
+    out = []
+    for block in lock.get("provider", []):
+        for source, body in block.items():
+            version = str(body.get("version", ""))
+            hashes = {h for h in body.get("hashes", []) if str(h).startswith("h1:")}
+            package = workdir / _PROVIDERS_DIR / source / version / _platform()
+            exes = sorted(package.glob("terraform-provider-*")) if package.is_dir() else []
+            if not exes or not hashes:
+                log(f"[mldiag] providers: {source} {version}: Terraform starts it (no "
+                    f"{'installed package' if not exes else 'h1: hash in the lock file'})")
+                continue
+            try:
+                actual = package_hash(package.resolve())
+            except OSError as exc:
+                log(f"[mldiag] providers: {source}: Terraform starts it ({exc})")
+                continue
+            if actual not in hashes:
+                log(f"[mldiag] providers: {source} {version}: Terraform starts it (the "
+                    f"installed package {actual} matches no hash in the lock file)")
+                continue
+            out.append({"source": source, "exe": str(exes[0].resolve())})
+    return out
+
+
+class ProviderPool:
+    """The plugins of one stage, started once (by the keeper) and reattached.
+
+    ``ProviderPool(workdir, env, log_path, log)``; :meth:`start` launches the keeper without
+    waiting; :meth:`environment` waits for the plugins' handshakes and returns the variables
+    to add to every Terraform command ({} when Terraform should start them itself);
+    :meth:`close` stops them. ``log`` receives one-line notes for the run's log.
+    """
+
+    def __init__(self, workdir: Path, env: dict[str, str], log_path: Path | None,
+                 log: Callable[[str], None], *, timeout_s: float = 60.0) -> None:
+        self.workdir = workdir
+        self.timeout_s = timeout_s  # a plugin's handshake (go-plugin's StartTimeout: 1 min)
+        self.env = env
+        self.log_path = Path(f"{log_path}.providers") if log_path else None
+        self.log = log
+        self._proc: subprocess.Popen[str] | None = None
+        self._sockets: str | None = None
+        self._answer: dict[str, str] | None = None
+        self.pids: list[int] = []
+
+    def start(self, providers: Iterable[dict[str, str]]) -> None:
+        """Launch the keeper for ``providers`` (from :func:`reusable`); returns at once."""
+        providers = list(providers)
+        if not providers or self._proc is not None:
+            return
+        self._sockets = tempfile.mkdtemp(prefix="mldiag-tfp-")  # 0700; short socket paths
+        keeper = Path(__file__).with_name("provider_keeper.py")
+        request = {"providers": providers, "cwd": str(self.workdir), "sockets": self._sockets,
+                   "log": str(self.log_path) if self.log_path else None,
+                   "timeout_s": self.timeout_s}
+        try:
+            if self.log_path:  # private, like the run's log
+                os.close(os.open(self.log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600))
+            self._proc = subprocess.Popen([sys.executable, "-I", "-S", str(keeper)],
+                                          cwd=self.workdir, env=self.env, text=True,
+                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=subprocess.DEVNULL, start_new_session=True)
+            assert self._proc.stdin is not None
+            self._proc.stdin.write(json.dumps(request) + "\n")
+            self._proc.stdin.flush()
+            atexit.register(self.close)  # an engine used without Stack's `with`
+        except OSError as exc:
+            self.log(f"[mldiag] providers: Terraform starts them (the keeper: {exc})")
+            self._abandon()
+
+    def environment(self) -> dict[str, str]:
+        """``{"TF_REATTACH_PROVIDERS": ...}`` once the plugins serve; {} without a pool or
+        when it failed to start (then Terraform starts the plugins, as without a pool)."""
+        if self._answer is not None:
+            return self._answer
+        self._answer = {}
+        if self._proc is None:
+            return self._answer
+        assert self._proc.stdout is not None
+        line = self._proc.stdout.readline()
+        try:
+            answer: dict[str, Any] = json.loads(line)
+        except ValueError:
+            answer = {"ok": False, "error": f"the keeper answered {line[:200]!r}"}
+        if not answer.get("ok"):
+            self.log(f"[mldiag] providers: Terraform starts them ({answer.get('error')})")
+            self._abandon()
+            return self._answer
+        self.pids = [int(p) for p in answer.get("pids", [])]
+        self._answer = {"TF_REATTACH_PROVIDERS": json.dumps(answer["reattach"],
+                                                            sort_keys=True)}
+        self.log(f"[mldiag] providers: started once for this run and reattached "
+                 f"({', '.join(sorted(answer['reattach']))}; sockets in {self._sockets}); "
+                 f"their output: {self.log_path}")
+        return self._answer
+
+    def _abandon(self) -> None:
+        if self._proc is not None:
+            if self._proc.poll() is None:
+                self._proc.kill()
+            self._proc.wait()
+            self._proc = None
+        if self._sockets:
+            shutil.rmtree(self._sockets, ignore_errors=True)
+
+    def close(self) -> None:
+        """Stop the plugins (the keeper does, once no Terraform uses them) and wait for it."""
+        proc, self._proc = self._proc, None
+        if proc is None:
+            return
+        try:
+            assert proc.stdin is not None
+            proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.terminate()
+            proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+        try:  # the plugins said nothing: no empty file next to the log
+            if self.log_path and self.log_path.stat().st_size == 0:
+                self.log_path.unlink()
+        except OSError:
+            pass

@@ -1,0 +1,114 @@
+"""Provider reuse on real Terraform with the stand-in providers
+(provisioner/mldiag_provision/engines/provider_pool.py): one start of each plugin per stage per
+run, the same results as Terraform starting them itself, the lock file's hashes enforced."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from engine.conftest import offline_recipe
+from mldiag_provision.engines.provider_pool import REUSE_ENV, package_hash
+from mldiag_provision.policy.inputs import parse_hcl
+from stack_support import RECIPES
+
+pytestmark = pytest.mark.terraform
+
+RECIPE = next(r for r in RECIPES if r.stem == "tpu-v4-2x2x4-autopilot")
+
+
+def _starts(path: Path) -> list[tuple[int, str, str]]:
+    if not path.is_file():
+        return []
+    return [(int(p), name, mode) for p, name, mode in
+            (line.split() for line in path.read_text().splitlines())]
+
+
+def _dead(pid: int, timeout: float = 15) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0]
+        except OSError:
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_each_plugin_starts_once_per_run_with_the_same_results(tmp_path: Path, offline, cli,
+                                                               monkeypatch) -> None:
+    if offline is None:
+        return
+    recipe = str(offline_recipe(RECIPE, tmp_path / "recipe.yaml"))
+    work = tmp_path / "work"
+    starts = tmp_path / "starts"
+    monkeypatch.setenv("MLDIAG_STANDIN_STARTS", str(starts))
+    monkeypatch.delenv(REUSE_ENV, raising=False)
+    project = ("-o", str(work), "--stage", "project")
+
+    # apply = init + plan + show (the gate) + apply: each plugin started once, by the keeper
+    code, out, err = cli("apply", recipe, *project, "--auto-approve")
+    assert code == 0, out + err
+    got = _starts(starts)
+    assert sorted((name, mode) for _, name, mode in got) == [
+        ("google", "reattach"), ("google-beta", "reattach")], got
+    assert all(_dead(pid) for pid, _, _ in got)  # stopped at the end of the run
+    log = max((work / ".mldiag/logs").glob("apply-*.log"))
+    assert "providers: started once for this run and reattached" in log.read_text()
+
+    # what real `terraform init` recorded in the lock file is what we verify against
+    lock = parse_hcl("lock", (work / ".terraform.lock.hcl").read_text())
+    for block in lock["provider"]:
+        for source, body in block.items():
+            package = next((work / ".terraform/providers" / source / body["version"]).iterdir())
+            assert package_hash(package) in body["hashes"], source
+
+    # a plan in steady state, reattached, then the same plan with Terraform starting them
+    summaries = {}
+    for reuse in ("1", "0"):
+        starts.unlink()
+        monkeypatch.setenv(REUSE_ENV, reuse)
+        code, out, err = cli("plan", recipe, *project, "--detailed-exitcode")
+        assert code == 0, out + err
+        summaries[reuse] = json.loads((work / ".mldiag/plan-summary.json").read_text())
+        modes = [mode for _, _, mode in _starts(starts)]
+        if reuse == "1":
+            assert modes == ["reattach", "reattach"], modes
+        else:  # schemas, validation and the plan walk: Terraform starts each several times
+            assert set(modes) == {"managed"} and len(modes) >= 4, modes
+    assert summaries["1"] == summaries["0"]
+
+
+def test_a_changed_plugin_package_is_refused_as_terraform_refuses_it(tmp_path: Path, offline,
+                                                                     cli, monkeypatch) -> None:
+    """Terraform checks the installed package against the lock file's h1 hash in every
+    command; for a reattached plugin it does not, so the pool checks and declines: Terraform
+    then starts it itself and refuses it with its own message."""
+    if offline is None:
+        return
+    recipe = str(offline_recipe(RECIPE, tmp_path / "recipe.yaml"))
+    work = tmp_path / "work"
+    starts = tmp_path / "starts"
+    monkeypatch.setenv("MLDIAG_STANDIN_STARTS", str(starts))
+    monkeypatch.delenv(REUSE_ENV, raising=False)
+    project = ("-o", str(work), "--stage", "project")
+    code, out, err = cli("plan", recipe, *project)
+    assert code == 0, out + err
+    exe = next((work / ".terraform/providers/registry.terraform.io/hashicorp/google")
+               .glob("*/*/terraform-provider-google_*"))
+    exe.write_text(exe.read_text() + "# changed after terraform init\n")
+    starts.unlink()
+    code, out, err = cli("plan", recipe, *project)
+    assert code != 0, out + err
+    log = max((work / ".mldiag/logs").glob("plan-*.log"), key=lambda p: p.stat().st_mtime)
+    text = log.read_text()
+    assert ("registry.terraform.io/hashicorp/google 8.7.0: Terraform starts it (the installed "
+            "package") in text
+    assert "does not match any of the checksums recorded in the dependency lock file" in \
+        " ".join((out + err + text).split())
+    assert all(name != "google" or mode == "managed" for _, name, mode in _starts(starts))
