@@ -112,3 +112,31 @@ def test_a_changed_plugin_package_is_refused_as_terraform_refuses_it(tmp_path: P
     assert "does not match any of the checksums recorded in the dependency lock file" in \
         " ".join((out + err + text).split())
     assert all(name != "google" or mode == "managed" for _, name, mode in _starts(starts))
+
+
+def test_a_terraform_init_that_runs_replaces_the_plugins(tmp_path: Path, offline, cli,
+                                                         monkeypatch) -> None:
+    """init may install other plugin versions: plugins started before it are stopped, and
+    the next command reattaches to ones started from what init installed."""
+    if offline is None:
+        return
+    from mldiag_provision.engines.terraform import INIT_STAMP, TerraformEngine
+    from mldiag_provision.runner import CommandRunner
+
+    recipe = str(offline_recipe(RECIPE, tmp_path / "recipe.yaml"))
+    work = tmp_path / "work"
+    monkeypatch.delenv(REUSE_ENV, raising=False)
+    code, out, err = cli("plan", recipe, "-o", str(work), "--stage", "project")
+    assert code == 0, out + err
+    engine = TerraformEngine(work, CommandRunner(tmp_path / "run.log"))
+    try:
+        first = json.loads(engine._providers()["TF_REATTACH_PROVIDERS"])
+        (work / INIT_STAMP).unlink()  # the next init runs
+        engine.init()
+        assert all(_dead(entry["Pid"]) for entry in first.values())
+        plan = engine.plan()
+        second = json.loads(engine._providers()["TF_REATTACH_PROVIDERS"])
+        assert {e["Pid"] for e in second.values()}.isdisjoint(e["Pid"] for e in first.values())
+        assert plan.summary.create > 0 and plan.has_changes  # nothing applied yet
+    finally:
+        engine.close()

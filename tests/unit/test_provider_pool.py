@@ -46,8 +46,9 @@ def _program(path: Path, body: str) -> Path:
 
 def _serving(tmp_path: Path, name: str = "plugin") -> Path:
     """A plugin that prints a go-plugin handshake (protocol 6) and serves until stopped."""
-    return _program(tmp_path / name, f'echo "1|6|unix|$PLUGIN_UNIX_SOCKET_DIR/{name}.sock|grpc|"\n'
-                                     "echo more output >&2\nexec sleep 300\n")
+    return _program(tmp_path / name, "echo plugin log line >&2\n"
+                                     f'echo "1|6|unix|$PLUGIN_UNIX_SOCKET_DIR/{name}.sock|grpc|"\n'
+                                     "exec sleep 300\n")
 
 
 def _pool(tmp_path: Path, notes: list[str], **kw) -> ProviderPool:
@@ -72,7 +73,7 @@ def test_handshake_becomes_reattach_config_and_close_stops_plugins(tmp_path: Pat
     pool.close()
     assert _wait_dead(entry["Pid"])
     assert not os.path.exists(sockets)
-    assert "more output" in (tmp_path / "run.log.providers").read_text()
+    assert "plugin log line" in (tmp_path / "run.log.providers").read_text()
 
 
 @pytest.mark.parametrize("body, why", [
@@ -160,6 +161,8 @@ def _installed(work: Path, source: str, version: str, files: dict[str, bytes]) -
     package.mkdir(parents=True)
     for name, data in files.items():
         (package / name).write_bytes(data)
+        if name.startswith("terraform-provider-"):
+            (package / name).chmod(0o755)
     return package
 
 

@@ -134,7 +134,11 @@ def reusable(workdir: Path, *, log: Callable[[str], None] = lambda _: None,
             version = str(body.get("version", ""))
             hashes = {h for h in body.get("hashes", []) if str(h).startswith("h1:")}
             package = workdir / _PROVIDERS_DIR / source / version / _platform()
-            exes = sorted(package.glob("terraform-provider-*")) if package.is_dir() else []
+            # the plugin is the executable named terraform-provider-TYPE[_vX.Y.Z] (Terraform's
+            # rule: internal/getproviders, "the file whose name starts with terraform-provider-")
+            prefix = f"terraform-provider-{source.rsplit('/', 1)[-1]}"
+            exes = sorted(p for p in package.glob(prefix + "*")
+                          if p.is_file() and os.access(p, os.X_OK)) if package.is_dir() else []
             if not exes or not hashes:
                 log(f"[mldiag] providers: {source} {version}: Terraform starts it (no "
                     f"{'installed package' if not exes else 'h1: hash in the lock file'})")
