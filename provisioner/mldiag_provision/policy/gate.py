@@ -15,10 +15,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.policy.engine import Evaluation, Module, PolicyError
+
+if TYPE_CHECKING:
+    from mldiag_provision.policy.cache import GateCache
 
 _PACKAGE = re.compile(r"^\s*package\s+([A-Za-z_][A-Za-z0-9_.]*)\s*$", re.M)
 _RULE_ID = re.compile(r"^[a-z0-9][a-z0-9-]{1,62}$")
@@ -95,6 +98,7 @@ class GateResult:
     elapsed_s: float
     unused_waivers: list[str] = field(default_factory=list)
     external_waivers: list[dict[str, str]] = field(default_factory=list)
+    cached: bool = False  # the engine's answers came from policy/cache.py (same input)
 
     @property
     def errors(self) -> list[Finding]:
@@ -208,19 +212,25 @@ class GateRun:
     """
 
     def __init__(self, stack: dict[str, Any] | Callable[[], dict[str, Any]],
-                 settings: Settings, *, use_bundled: bool = True) -> None:
+                 settings: Settings, *, use_bundled: bool = True,
+                 cache: Callable[[list[Module], list[str]], GateCache | None] | None = None,
+                 ) -> None:
         import threading
 
         t0 = time.perf_counter()
         self.settings = settings
         self.error: BaseException | None = None
         self.evaluation: Evaluation | None = None
+        self.cache: GateCache | None = None
+        self.cached = False  # whether finish() took the answers from the cache
         self._stack: dict[str, Any] | None = None if callable(stack) else stack
         self._thread: threading.Thread | None = None
         try:
             dirs = ([bundled_dir()] if use_bundled else []) + list(settings.directories)
             self.modules, self.packages = load_modules(dirs)
-            self.evaluation = Evaluation(self.modules, sorted(self.packages))
+            self.cache = cache(self.modules, sorted(self.packages)) if cache else None
+            if self.cache is None or not self.cache.likely_hit:
+                self.evaluation = Evaluation(self.modules, sorted(self.packages))
         except Exception as exc:  # raised again by finish()
             self.error = exc
             self._spent = time.perf_counter() - t0
@@ -254,10 +264,48 @@ class GateRun:
         if self.error is not None:
             self.cancel()
             raise self.error
-        assert self.evaluation is not None and self._stack is not None
-        return _answers(self, plan, self._stack, self.evaluation,
-                        started=t0 - self._spent,
+        assert self._stack is not None
+        return _answers(self, plan, self._stack, started=t0 - self._spent,
                         clock_from=time.monotonic() - self._spent - (time.perf_counter() - t0))
+
+    def evaluate(self, document: dict[str, Any], clock_from: float,
+                 ) -> tuple[str, dict[str, dict[str, Any]]]:
+        """(engine, answers) for ``document``: from the cache on an exact key match, else
+        from the engine (started now if it was not started ahead), then cached."""
+        key = None
+        if self.cache is not None:
+            from mldiag_provision.policy.cache import input_key
+
+            key = input_key(self.modules, sorted(self.packages), document)
+            hit = self.cache.get(key)
+            if hit is not None:
+                self.cached = True
+                if self.evaluation is not None:
+                    self.evaluation.cancel()
+                    self.evaluation = None
+                return hit
+        if self.evaluation is None:
+            self.evaluation = Evaluation(self.modules, sorted(self.packages))
+        evaluation, self.evaluation = self.evaluation, None
+        engine, answers = evaluation.finish(document, clock_from=clock_from)
+        if self.cache is not None and key is not None:
+            self.cache.put(key, engine, _kept(answers))
+        return engine, answers
+
+
+def _kept(answers: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """What :func:`_answers` reads of each package's answer, and nothing else: a rule's
+    ``deny`` and ``metadata``, any error; a helper library's value (which may repeat input
+    data, planned values included) is dropped."""
+    out = {}
+    for pkg, answer in answers.items():
+        value = answer.get("value")
+        if isinstance(value, dict) and "deny" in value:
+            value = {"deny": value["deny"], "metadata": value.get("metadata")}
+        else:
+            value = None
+        out[pkg] = {"value": value, "error": answer.get("error")}
+    return out
 
 
 def run_gate(stack: dict[str, Any] | Callable[[], dict[str, Any]], plan: dict[str, Any] | None,
@@ -276,8 +324,8 @@ def run_gate(stack: dict[str, Any] | Callable[[], dict[str, Any]], plan: dict[st
     return GateRun(stack, settings, use_bundled=use_bundled).finish(plan)
 
 
-def _answers(run: GateRun, plan: dict[str, Any] | None, stack: dict[str, Any],
-             evaluation: Evaluation, *, started: float, clock_from: float) -> GateResult:
+def _answers(run: GateRun, plan: dict[str, Any] | None, stack: dict[str, Any], *,
+             started: float, clock_from: float) -> GateResult:
     """Evaluate and read the answers (:func:`run_gate`); ``started`` (perf_counter) and
     ``clock_from`` (monotonic) leave out the time the caller spent between start and
     finish."""
@@ -286,7 +334,7 @@ def _answers(run: GateRun, plan: dict[str, Any] | None, stack: dict[str, Any],
     packages = run.packages
     params = {k: list(settings.params.get(k, [])) for k in PARAM_KEYS}
     document = {"stack": stack, "plan": plan, "params": params}
-    engine, answers = evaluation.finish(document, clock_from=clock_from)
+    engine, answers = run.evaluate(document, clock_from)
     bundled_root = str(bundled_dir())
     rules: dict[str, Rule] = {}
     findings: list[Finding] = []
@@ -318,4 +366,5 @@ def _answers(run: GateRun, plan: dict[str, Any] | None, stack: dict[str, Any],
                       engine=engine, with_plan=plan is not None,
                       elapsed_s=time.perf_counter() - start,
                       unused_waivers=sorted(set(settings.waivers) - fired),
-                      external_waivers=list(stack.get("external_waivers", [])))
+                      external_waivers=list(stack.get("external_waivers", [])),
+                      cached=run.cached)

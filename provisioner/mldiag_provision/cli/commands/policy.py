@@ -115,14 +115,23 @@ def _settings(data: dict[str, Any] | None, base: Path, extra_dirs: list[str],
                     params=s.params, waivers={**s.waivers, **waive})
 
 
+def _cache(workdir: Path, modules: Any, packages: list[str], files: dict[str, bytes],
+           settings: Any) -> Any:
+    from mldiag_provision.policy.cache import GateCache, predict_key
+
+    return GateCache(workdir, predict_key(modules, packages, files, settings.params, workdir))
+
+
 class StagePlansGate:
     """The gate of ``plan``/``apply``, started before Terraform plans: the stack rendered
     in ``workdir`` (settings from its ``.mldiag/policy.json``, directories relative to
     ``recipe_path``) is read and the Rego engine starts while the stages are planned
     (:class:`~mldiag_provision.policy.gate.GateRun`); :meth:`finish` adds the stage plans.
-    A problem of the start (broken settings or policies) is raised by :meth:`finish`, after
-    the planning, as before. Use it as a context manager: leaving it unfinished (the plan
-    failed, Ctrl-C) stops the engine process.
+    The answers are cached in the stack directory (:mod:`mldiag_provision.policy.cache`):
+    the same input again (a plan in steady state) is not evaluated again. A problem of the
+    start (broken settings or policies) is raised by :meth:`finish`, after the planning, as
+    before. Use it as a context manager: leaving it unfinished (the plan failed, Ctrl-C)
+    stops the engine process.
     """
 
     def __init__(self, workdir: Path, recipe_path: str) -> None:
@@ -137,7 +146,9 @@ class StagePlansGate:
         except Exception as exc:  # raised again by finish()
             self.error = exc
             return
-        self.run = GateRun(lambda: stack_document(files), settings)
+        self.run = GateRun(lambda: stack_document(files), settings,
+                           cache=lambda modules, packages: _cache(workdir, modules, packages,
+                                                                  files, settings))
 
     def __enter__(self) -> StagePlansGate:
         return self

@@ -1,0 +1,154 @@
+"""The policy gate's answer cache (provisioner/mldiag_provision/policy/cache.py) with the real
+Rego engine: the same input is answered from the cache without starting the engine; any change
+of the input, the policies or the engine evaluates again; the file keeps no input data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mldiag_provision.policy import engine
+from mldiag_provision.policy.cache import CACHE_FILE, GateCache, predict_key
+from mldiag_provision.policy.engine import PolicyEngineError
+from mldiag_provision.policy.gate import GateRun, Settings
+
+POLICY = """package test.rules.flag
+
+import rego.v1
+
+metadata := {
+	"id": "flag-bad",
+	"severity": "error",
+	"title": "No resource is planned with bad = true",
+	"rationale": "test rule",
+	"source": "https://example.com/flag-bad",
+}
+
+deny contains {"msg": sprintf("%s is bad", [rc.address]), "resource": rc.address} if {
+	some rc in object.get(object.get(input, "plan", {}), "resource_changes", [])
+	rc.change.after.bad == true
+}
+"""
+LIB = """package test.lib
+
+import rego.v1
+
+# a helper library: its value repeats input data
+echo := input.plan
+"""
+STACK = {"name": "s", "resources": []}
+FILES = {"main.tf": b'resource "x" "y" {}\n'}
+
+
+def _plan(bad: bool, secret: str = "sentinel-value-123") -> dict:
+    return {"resource_changes": [{"address": "x.y", "type": "x", "stage": "project",
+                                  "change": {"actions": ["create"], "before": None,
+                                             "after": {"bad": bad, "token": secret}}}]}
+
+
+@pytest.fixture
+def setup(tmp_path: Path):
+    policies = tmp_path / "policies"
+    policies.mkdir()
+    (policies / "flag.rego").write_text(POLICY)
+    (policies / "lib.rego").write_text(LIB)
+    work = tmp_path / "work"
+    work.mkdir()
+    return policies, work
+
+
+def _gate(policies: Path, work: Path, plan: dict) -> tuple[GateRun, object]:
+    run = GateRun(STACK, Settings(directories=(policies,)), use_bundled=False,
+                  cache=lambda m, p: GateCache(work, predict_key(m, p, FILES, {}, work)))
+    return run, run.finish(plan)
+
+
+def _no_engine(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Starting the engine now fails loudly: a result proves it was not started."""
+    monkeypatch.setattr(engine, "WORKER_ARGV", ["/nonexistent/rego-worker"])
+
+
+def test_same_input_is_answered_without_starting_the_engine(setup, monkeypatch) -> None:
+    policies, work = setup
+    run, first = _gate(policies, work, _plan(True))
+    assert not first.cached and [f.message for f in first.findings] == ["x.y is bad"]
+    _no_engine(monkeypatch)
+    run, second = _gate(policies, work, _plan(True))
+    assert second.cached and run.evaluation is None
+    assert [(f.rule.id, f.message, f.resource) for f in second.findings] == [
+        (f.rule.id, f.message, f.resource) for f in first.findings]
+    assert second.engine == first.engine and second.errors and second.failed()
+
+
+def test_the_cache_file_keeps_no_input_data(setup) -> None:
+    policies, work = setup
+    _gate(policies, work, _plan(False, secret="sentinel-value-123"))
+    path = work / CACHE_FILE
+    assert "sentinel-value-123" not in path.read_text()
+    assert oct(path.stat().st_mode & 0o777) == "0o600"
+    answers = json.loads(path.read_text())["answers"]
+    assert answers["test.lib"] == {"value": None, "error": None}
+
+
+@pytest.mark.parametrize("change", ["plan", "policy", "engine"])
+def test_any_change_evaluates_again(setup, monkeypatch, change: str) -> None:
+    policies, work = setup
+    _gate(policies, work, _plan(False))
+    plan = _plan(False)
+    if change == "plan":
+        plan = _plan(True)
+    elif change == "policy":
+        (policies / "flag.rego").write_text(POLICY.replace("is bad", "is flagged"))
+    else:  # another regopy installed: its files' time is part of both keys
+        from mldiag_provision.policy import cache
+
+        monkeypatch.setattr(cache, "_engine_id", lambda: "regopy:reinstalled")
+    run, result = _gate(policies, work, plan)
+    assert not result.cached
+    expected = {"plan": ["x.y is bad"], "policy": [], "engine": []}[change]
+    assert [f.message for f in result.findings] == expected
+
+
+def test_a_changed_state_starts_the_engine_ahead_but_still_uses_a_matching_answer(
+        setup, monkeypatch) -> None:
+    """The prediction (state bytes) says "changed": the engine starts while Terraform would
+    plan; the input turns out the same, so the cached answer is used and the engine stopped."""
+    policies, work = setup
+    _gate(policies, work, _plan(True))
+    (work / "terraform.tfstate").write_text('{"serial": 2}')
+    run = GateRun(STACK, Settings(directories=(policies,)), use_bundled=False,
+                  cache=lambda m, p: GateCache(work, predict_key(m, p, FILES, {}, work)))
+    assert run.evaluation is not None  # started ahead
+    result = run.finish(_plan(True))
+    assert result.cached and run.evaluation is None
+
+
+def test_a_remote_state_never_predicts(setup) -> None:
+    policies, work = setup
+    (work / ".terraform").mkdir()
+    (work / ".terraform" / "terraform.tfstate").write_text('{"backend": {"type": "gcs"}}')
+    assert predict_key([], [], FILES, {}, work) is None
+    _gate(policies, work, _plan(True))
+    run = GateRun(STACK, Settings(directories=(policies,)), use_bundled=False,
+                  cache=lambda m, p: GateCache(work, predict_key(m, p, FILES, {}, work)))
+    assert run.evaluation is not None
+    assert run.finish(_plan(True)).cached
+
+
+@pytest.mark.parametrize("content", ["not json", '{"version": 1, "key": 5}', "[]", ""])
+def test_a_damaged_cache_costs_an_evaluation(setup, content: str) -> None:
+    policies, work = setup
+    (work / ".mldiag").mkdir()
+    (work / CACHE_FILE).write_text(content)
+    run, result = _gate(policies, work, _plan(True))
+    assert not result.cached and [f.message for f in result.findings] == ["x.y is bad"]
+
+
+def test_an_engine_failure_is_not_cached(setup, monkeypatch) -> None:
+    policies, work = setup
+    _no_engine(monkeypatch)
+    with pytest.raises(PolicyEngineError):
+        _gate(policies, work, _plan(True))
+    assert not (work / CACHE_FILE).exists()
