@@ -112,3 +112,60 @@ def test_plan_from_the_stream_equals_the_saved_plan(tmp_path: Path, offline, gcs
     assert lite.summary.delete == lite.summary.total > 10
     assert len(lite.dangers) >= 3
     _assert_same(lite, eng)
+
+
+_TINY = """terraform {
+  required_providers {
+    google = {
+      source  = "hashicorp/google"
+      version = ">= 8.0.0, < 9.0.0"
+    }
+  }
+}
+
+provider "google" {
+  project = "stream-test-project"
+  region  = "us-central1"
+}
+"""
+
+
+def _bucket(resource: str, name: str) -> str:
+    return (f'resource "google_storage_bucket" "{resource}" {{\n  name     = "{name}"\n'
+            '  location = "US"\n}\n')
+
+
+def test_moved_and_removed_blocks_from_the_stream_equal_the_saved_plan(tmp_path: Path,
+                                                                         offline) -> None:
+    """The stream's "move" and "remove" (a ``moved`` block; a ``removed`` block with
+    ``destroy = false``) read as ``show -json`` reads them: a moved object without other
+    change is listed as unchanged ("no-op"), a removed one as forgotten ("forget"), in counts
+    and change list alike."""
+    if offline is None:
+        return
+    work = tmp_path / "tiny"
+    work.mkdir()
+    (work / "main.tf").write_text(_TINY + _bucket("a", "mldiag-stream-a")
+                                  + _bucket("b", "mldiag-stream-b"))
+    eng = TerraformEngine(work, _Tasks())
+    try:
+        eng.init()
+        lite = eng.plan()
+        _assert_same(lite, eng)
+        eng.apply(lite)
+        (work / "main.tf").write_text(
+            _TINY + _bucket("renamed", "mldiag-stream-a")
+            + "moved {\n  from = google_storage_bucket.a\n"
+              "  to   = google_storage_bucket.renamed\n}\n"
+            + "removed {\n  from = google_storage_bucket.b\n\n  lifecycle {\n"
+              "    destroy = false\n  }\n}\n")
+        eng.init()
+        lite = eng.plan()
+        full = _assert_same(lite, eng)
+        assert {c.address: c.action for c in full.changes} == {
+            "google_storage_bucket.renamed": "no-op", "google_storage_bucket.b": "forget"}
+        assert lite.summary.total == 0 and lite.has_changes
+        eng.apply(lite)
+        assert [r["address"] for r in eng.state_resources()] == ["google_storage_bucket.renamed"]
+    finally:
+        eng.close()
