@@ -23,7 +23,7 @@ from mldiag_provision.lint import (
     wiring_rules,
 )
 from mldiag_provision.lint.context import LintContext, LintOptions
-from mldiag_provision.lint.loading import Source, load_sources
+from mldiag_provision.lint.loading import Loaded, Source, load_sources
 from mldiag_provision.lint.schema import schema_set, validate_resource
 from mldiag_provision.recipe.sourcemap import SourceMap
 
@@ -57,8 +57,14 @@ class LintResult:
 def lint_sources(sources: Iterable[Source], options: LintOptions,
                  catalog: Catalog | None = None) -> LintResult:
     """Lint a set of manifests together (a Job's Service may be in another file)."""
+    return lint_loaded(load_sources(sources), options, catalog)
+
+
+def lint_loaded(loaded: Loaded, options: LintOptions,
+                catalog: Catalog | None = None) -> LintResult:
+    """:func:`lint_sources` of sources already read by
+    :func:`~mldiag_provision.lint.loading.load_sources`."""
     catalog = catalog or load_catalog()
-    loaded = load_sources(sources)
     problems = list(loaded.problems)
     schemas = schema_set(options.kubernetes_version, options.crd_versions)
     for res in loaded.resources:
