@@ -98,11 +98,24 @@ MAX_NODES = 100_000
 # of the node, so calling them directly gives what construct_object gives. Timestamps,
 # binary and unknown tags still go through construct_object.
 # A str scalar's value is its text (SafeConstructor.construct_yaml_str -> construct_scalar).
+_CONSTRUCT_INT = _Loader.yaml_constructors["tag:yaml.org,2002:int"]
+
+
+def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    """SafeConstructor.construct_yaml_int, with decimal digits and no leading zero (most
+    integers of a manifest: ports, counts) read at once: for those it returns
+    ``int(text)`` too, after steps that find no '_', sign, base prefix or ':' (issue 16)."""
+    text = node.value
+    if text.isdecimal() and (text[0] != "0" or text == "0"):
+        return int(text)
+    return _CONSTRUCT_INT(loader, node)  # type: ignore[no-any-return]
+
+
 _SCALAR_CONSTRUCTORS = {
     "tag:yaml.org,2002:str": lambda _loader, node: node.value,
+    "tag:yaml.org,2002:int": _construct_int,
     **{tag: _Loader.yaml_constructors[tag] for tag in (
-        "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool",
-        "tag:yaml.org,2002:null")}}
+        "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null")}}
 _FLATTENED = ("tag:yaml.org,2002:merge", "tag:yaml.org,2002:value")
 
 
