@@ -286,6 +286,7 @@ class _NeedsPaths(Exception):
 _STR = "tag:yaml.org,2002:str"
 _MERGE = "tag:yaml.org,2002:merge"
 _ScalarNode = yaml.ScalarNode
+_MappingNode = yaml.MappingNode
 
 
 class _Quick:
@@ -298,15 +299,18 @@ class _Quick:
     not build it). Raises :class:`_NeedsPaths` wherever :class:`_Builder` would report a
     problem.
 
-    Speed (issue 16): string scalars, most of a manifest, are read inline by the mapping and
-    sequence loops (no call per value), and a mapping without a merge (``<<``) or value
-    (``=``) key takes a loop without the merge bookkeeping; both give what :meth:`build`
-    gives (tests/unit/test_loader_fastpath.py).
+    Speed (issue 16): scalars, most of a manifest, are read inline by the mapping and
+    sequence loops (no call per string value); a mapping without a merge (``<<``) or value
+    (``=``) key takes a loop without the merge bookkeeping; a text without an anchor has no
+    alias, so no collection is visited twice and the recursion guard is skipped. All give
+    what :meth:`build` gives (tests/unit/test_loader_fastpath.py).
     """
 
-    def __init__(self, loader: yaml.SafeLoader, decimal: bool = False) -> None:
+    def __init__(self, loader: yaml.SafeLoader, decimal: bool = False,
+                 aliases: bool = True) -> None:
         self.loader = loader
         self.decimal = decimal
+        self.aliases = aliases  # False: the text has no anchor, so no node is visited twice
         self.own: dict[int, set[int]] = {}
         self.keys: dict[int, list[str]] = {}
         self.count = 0
@@ -322,43 +326,53 @@ class _Quick:
         self.count += 1
         if self.count > MAX_NODES:
             raise _NeedsPaths
-        if isinstance(node, yaml.ScalarNode):
-            if node.tag == _STR:
-                value = node.value
-                if not node.style and (value in WORDS or value[0] in NUMERIC_START):
-                    self._plain(value)
-                return value
-            if self.decimal and node.tag == _INT and _surprising_int(node.value):
-                raise _NeedsPaths
-            construct = _SCALAR_CONSTRUCTORS.get(node.tag)
-            try:
-                return construct(self.loader, node) if construct is not None \
-                    else self.loader.construct_object(node, deep=True)
-            except (yaml.constructor.ConstructorError, ValueError, TypeError,
-                    OverflowError):
-                raise _NeedsPaths from None
+        if node.__class__ is _ScalarNode:
+            return self._scalar(node)
+        if not self.aliases:  # no alias, so no recursion to guard against
+            return self._mapping(node) if node.__class__ is _MappingNode \
+                else self._sequence(node)
         if id(node) in self.active:
             raise _NeedsPaths
         self.active.add(id(node))
         try:
-            if isinstance(node, yaml.MappingNode):
+            if node.__class__ is _MappingNode:
                 return self._mapping(node)
             return self._sequence(node)
         finally:
             self.active.discard(id(node))
 
+    def _scalar(self, node: yaml.Node) -> object:
+        if node.tag == _STR:
+            value = node.value
+            if not node.style and (value in WORDS or value[0] in NUMERIC_START):
+                self._plain(value)
+            return value
+        if self.decimal and node.tag == _INT and _surprising_int(node.value):
+            raise _NeedsPaths
+        construct = _SCALAR_CONSTRUCTORS.get(node.tag)
+        try:
+            return construct(self.loader, node) if construct is not None \
+                else self.loader.construct_object(node, deep=True)
+        except (yaml.constructor.ConstructorError, ValueError, TypeError, OverflowError):
+            raise _NeedsPaths from None
+
     def _sequence(self, node: yaml.Node) -> list[object]:
         out: list[object] = []
         append = out.append
+        scalars = 0
         for item in node.value:
-            if item.__class__ is _ScalarNode and item.tag == _STR:  # build(item), inline
-                self.count += 1
-                value = item.value
-                if not item.style and (value in WORDS or value[0] in NUMERIC_START):
-                    self._plain(value)
-                append(value)
+            if item.__class__ is _ScalarNode:  # build(item), inline
+                scalars += 1
+                if item.tag == _STR:
+                    value = item.value
+                    if not item.style and (value in WORDS or value[0] in NUMERIC_START):
+                        self._plain(value)
+                    append(value)
+                else:
+                    append(self._scalar(item))
             else:
                 append(self.build(item))
+        self.count += scalars
         if self.count > MAX_NODES:
             raise _NeedsPaths
         return out
@@ -370,7 +384,7 @@ class _Quick:
             raise _NeedsPaths from None
 
     def _mapping(self, node: yaml.MappingNode) -> dict[str, object]:
-        own: set[int] | None = self.own.get(id(node))
+        own: set[int] | None = self.own.get(id(node)) if self.own else None
         if own is None:
             for k, _ in node.value:
                 if k.tag in _FLATTENED:
@@ -382,20 +396,26 @@ class _Quick:
             return self._merged(node, own)
         out: dict[str, object] = {}
         keys: list[str] = []
+        append = keys.append
+        scalars = 0
         for key_node, value_node in node.value:
             key = key_node.value if key_node.tag == _STR and key_node.__class__ is _ScalarNode \
                 else self._key(key_node)
-            keys.append(key)
+            append(key)
             if key in out:
                 raise _NeedsPaths  # a duplicate key
-            if value_node.__class__ is _ScalarNode and value_node.tag == _STR:  # inline build
-                self.count += 1
-                value = value_node.value
-                if not value_node.style and (value in WORDS or value[0] in NUMERIC_START):
-                    self._plain(value)
-                out[key] = value
+            if value_node.__class__ is _ScalarNode:  # build(value_node), inline
+                scalars += 1
+                if value_node.tag == _STR:
+                    value = value_node.value
+                    if not value_node.style and (value in WORDS or value[0] in NUMERIC_START):
+                        self._plain(value)
+                    out[key] = value
+                else:
+                    out[key] = self._scalar(value_node)
             else:
                 out[key] = self.build(value_node)
+        self.count += scalars
         if self.count > MAX_NODES:
             raise _NeedsPaths
         self.keys[id(node)] = keys
@@ -525,6 +545,7 @@ def _quick_part(text: str, file: str, lines: list[str], first_index: int,
       _NeedsPaths: a document has something to report, or the text does not parse.
     """
     docs: list[Document] = []
+    aliases = "&" in text  # an alias needs an anchor (&name); without one no recursion
     loader = _Loader(text)
     try:
         while loader.check_node():
@@ -533,7 +554,7 @@ def _quick_part(text: str, file: str, lines: list[str], first_index: int,
                 docs.append(Document(data=None, sourcemap=SourceMap(file=file, lines=lines),
                                      problems=[], index=first_index + len(docs)))
                 continue
-            quick = _Quick(loader, decimal)
+            quick = _Quick(loader, decimal, aliases)
             data = quick.build(node)
             docs.append(Document(data=data, sourcemap=SourceMap(
                 file=file, lines=lines, lazy=_Tree(node, quick)), problems=[],
