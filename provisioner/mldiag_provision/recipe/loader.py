@@ -341,7 +341,7 @@ class _Quick:
         finally:
             self.active.discard(id(node))
 
-    def _scalar(self, node: yaml.Node) -> object:
+    def _scalar(self, node: yaml.ScalarNode) -> object:
         if node.tag == _STR:
             value = node.value
             if not node.style and (value in WORDS or value[0] in NUMERIC_START):
