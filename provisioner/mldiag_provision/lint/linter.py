@@ -7,9 +7,16 @@ for bad input: every finding is a :class:`~mldiag_provision.errors.Problem`.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import contextlib
+import os
+import pickle
+import signal
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
+from typing import Generic, TypeVar
 
+from mldiag_provision.batch import workers_for
 from mldiag_provision.catalog.tpu import Catalog, load_catalog
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.lint import (
@@ -23,11 +30,12 @@ from mldiag_provision.lint import (
     wiring_rules,
 )
 from mldiag_provision.lint.context import LintContext, LintOptions
-from mldiag_provision.lint.loading import Loaded, Source, load_sources
+from mldiag_provision.lint.loading import Loaded, Resource, Source, load_sources
 from mldiag_provision.lint.schema import schema_set, validate_resource
 from mldiag_provision.recipe.sourcemap import SourceMap
 
 _SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+T = TypeVar("T")
 
 
 @dataclass
@@ -55,33 +63,43 @@ class LintResult:
 
 
 def lint_sources(sources: Iterable[Source], options: LintOptions,
-                 catalog: Catalog | None = None) -> LintResult:
-    """Lint a set of manifests together (a Job's Service may be in another file)."""
-    return lint_loaded(load_sources(sources), options, catalog)
+                 catalog: Catalog | None = None, jobs: int | None = 1) -> LintResult:
+    """Lint a set of manifests together (a Job's Service may be in another file).
+
+    ``jobs``: as :func:`lint_loaded`'s (1, the default here: one process)."""
+    return lint_loaded(load_sources(sources), options, catalog, jobs)
 
 
-def lint_loaded(loaded: Loaded, options: LintOptions,
-                catalog: Catalog | None = None) -> LintResult:
+def lint_loaded(loaded: Loaded, options: LintOptions, catalog: Catalog | None = None,
+                jobs: int | None = 1) -> LintResult:
     """:func:`lint_sources` of sources already read by
-    :func:`~mldiag_provision.lint.loading.load_sources`."""
+    :func:`~mldiag_provision.lint.loading.load_sources`.
+
+    ``jobs``: ``1`` runs everything in this process; otherwise (``None`` or ``0``: by the
+    CPUs, as ``validate --jobs``; see :func:`mldiag_provision.batch.workers_for`) a large
+    input set has its Kubernetes schema checks run by a forked process while this one runs
+    the rules (issue 16). The problems are put together in the serial order, so the result
+    is the same either way (tests/lint/test_split.py); the split costs a fork.
+    """
     catalog = catalog or load_catalog()
     problems = list(loaded.problems)
-    schemas = schema_set(options.kubernetes_version, options.crd_versions)
-    for res in loaded.resources:
-        problems.extend(validate_resource(res, schemas))
-    ctx = LintContext(loaded.resources, catalog, options)
-    checks = [*tpu_rules.CHECKS, *names_rules.CHECKS, *wiring_rules.CHECKS,
-              *webhook_rules.CHECKS]
-    if options.autopilot:
-        checks += [*autopilot_rules.CHECKS, *admission_rules.CHECKS]
-    if options.recipe is not None:
-        checks += recipe_rules.CHECKS
-    if options.diagnostics:
-        checks += diagnostics_rules.CHECKS
-    for check in checks:
-        problems.extend(check(ctx))
+    schema_check = partial(_schema_problems, loaded.resources, options)
+    split = jobs != 1 and workers_for(len(loaded.resources), jobs) > 1
+    with (_forked(schema_check) if split else _Here(schema_check)) as schema_problems:
+        ctx = LintContext(loaded.resources, catalog, options)
+        checks = [*tpu_rules.CHECKS, *names_rules.CHECKS, *wiring_rules.CHECKS,
+                  *webhook_rules.CHECKS]
+        if options.autopilot:
+            checks += [*autopilot_rules.CHECKS, *admission_rules.CHECKS]
+        if options.recipe is not None:
+            checks += recipe_rules.CHECKS
+        if options.diagnostics:
+            checks += diagnostics_rules.CHECKS
+        found = [p for check in checks for p in check(ctx)]
+        problems.extend(schema_problems.result())  # the serial order: schema, then rules
+    problems.extend(found)
     order = {f: i for i, f in enumerate(loaded.files)}
-    unique: dict[tuple, Problem] = {}
+    unique: dict[tuple[str, str, str, str], Problem] = {}
     for p in problems:
         unique.setdefault((p.file, p.path, p.rule, p.message), p)
     ordered = sorted(unique.values(), key=lambda p: (order.get(p.file, len(order)), p.line,
@@ -89,3 +107,96 @@ def lint_loaded(loaded: Loaded, options: LintOptions,
                                                      p.rule))
     return LintResult(options=options, files=loaded.files, resources=len(loaded.resources),
                       problems=ordered, sourcemaps=loaded.sourcemaps)
+
+
+def _schema_problems(resources: list[Resource], options: LintOptions) -> list[Problem]:
+    """The Kubernetes schema problems of every object, in input order."""
+    schemas = schema_set(options.kubernetes_version, options.crd_versions)
+    return [p for res in resources for p in validate_resource(res, schemas)]
+
+
+class _Here(Generic[T]):
+    """``fn()`` computed at once, in this process (the serial counterpart of
+    :class:`_Forked`)."""
+
+    def __init__(self, fn: Callable[[], T]) -> None:
+        self.value = fn()
+
+    def __enter__(self) -> _Here[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
+
+    def result(self) -> T:
+        return self.value
+
+
+def _forked(fn: Callable[[], T]) -> _Forked[T] | _Here[T]:
+    """:class:`_Forked`, or :class:`_Here` where this process cannot fork or make a pipe."""
+    try:
+        return _Forked(fn)
+    except OSError:
+        return _Here(fn)
+
+
+class _Forked(Generic[T]):
+    """``fn()`` computed by a forked child process while this one goes on; :meth:`result`
+    waits for it and gives its (pickled) value.
+
+    The child shares this process's memory as it was at the fork (nothing is sent to it)
+    and ignores Ctrl-C, which the parent answers. Where the child fails (an exception, a
+    signal, a value it cannot pickle), the value is computed here instead, so a failure of
+    the split never changes what lint reports. Leaving the ``with`` block without taking
+    the result (an exception in the parent) kills the child.
+    """
+
+    def __init__(self, fn: Callable[[], T]) -> None:
+        self.fn = fn
+        read, write = os.pipe()
+        try:
+            self.pid = os.fork()
+        except OSError:
+            os.close(read)
+            os.close(write)
+            raise
+        if self.pid == 0:  # the child: never returns
+            code = 1
+            try:
+                os.close(read)
+                signal.signal(signal.SIGINT, signal.SIG_IGN)
+                data = pickle.dumps(fn(), protocol=pickle.HIGHEST_PROTOCOL)
+                with os.fdopen(write, "wb") as out:
+                    out.write(data)
+                code = 0
+            finally:
+                os._exit(code)  # no atexit handlers, no flush of the parent's buffers
+        os.close(write)
+        self.read: int | None = read
+
+    def __enter__(self) -> _Forked[T]:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.read is not None:  # the result was not taken: stop the child
+            os.close(self.read)
+            self.read = None
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+            os.waitpid(self.pid, 0)
+
+    def result(self) -> T:
+        if self.read is None:
+            raise RuntimeError("the forked result was already taken")
+        try:
+            with os.fdopen(self.read, "rb") as pipe:
+                self.read = None
+                data = pipe.read()
+        finally:
+            _, status = os.waitpid(self.pid, 0)
+        if status == 0 and data:
+            try:
+                return pickle.loads(data)  # type: ignore[no-any-return]
+            except Exception:  # a broken value: computed here instead
+                pass
+        return self.fn()
