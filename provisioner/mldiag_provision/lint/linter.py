@@ -11,7 +11,7 @@ import contextlib
 import os
 import pickle
 import signal
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Generic, TypeVar
@@ -29,7 +29,7 @@ from mldiag_provision.lint import (
     webhook_rules,
     wiring_rules,
 )
-from mldiag_provision.lint.context import LintContext, LintOptions
+from mldiag_provision.lint.context import Check, LintContext, LintOptions
 from mldiag_provision.lint.loading import Loaded, Resource, Source, load_sources
 from mldiag_provision.lint.schema import schema_set, validate_resource
 from mldiag_provision.recipe.sourcemap import SourceMap
@@ -77,27 +77,32 @@ def lint_loaded(loaded: Loaded, options: LintOptions, catalog: Catalog | None = 
 
     ``jobs``: ``1`` runs everything in this process; otherwise (``None`` or ``0``: by the
     CPUs, as ``validate --jobs``; see :func:`mldiag_provision.batch.workers_for`) a large
-    input set has its Kubernetes schema checks run by a forked process while this one runs
-    the rules (issue 16). The problems are put together in the serial order, so the result
-    is the same either way (tests/lint/test_split.py); the split costs a fork.
+    input set has its Kubernetes schema checks and the rules of :data:`_BESIDE` run by a
+    forked process while this one runs the other rules (issue 16). The problems are put
+    together in the serial order, so the result is the same either way
+    (tests/lint/test_split.py); the split costs a fork and the pages both processes write.
     """
     catalog = catalog or load_catalog()
     problems = list(loaded.problems)
-    schema_check = partial(_schema_problems, loaded.resources, options)
+    ctx = LintContext(loaded.resources, catalog, options)
+    checks = [*tpu_rules.CHECKS, *names_rules.CHECKS, *wiring_rules.CHECKS,
+              *webhook_rules.CHECKS]
+    if options.autopilot:
+        checks += [*autopilot_rules.CHECKS, *admission_rules.CHECKS]
+    if options.recipe is not None:
+        checks += recipe_rules.CHECKS
+    if options.diagnostics:
+        checks += diagnostics_rules.CHECKS
     split = jobs != 1 and workers_for(len(loaded.resources), jobs) > 1
-    with (_forked(schema_check) if split else _Here(schema_check)) as schema_problems:
-        ctx = LintContext(loaded.resources, catalog, options)
-        checks = [*tpu_rules.CHECKS, *names_rules.CHECKS, *wiring_rules.CHECKS,
-                  *webhook_rules.CHECKS]
-        if options.autopilot:
-            checks += [*autopilot_rules.CHECKS, *admission_rules.CHECKS]
-        if options.recipe is not None:
-            checks += recipe_rules.CHECKS
-        if options.diagnostics:
-            checks += diagnostics_rules.CHECKS
-        found = [p for check in checks for p in check(ctx)]
-        problems.extend(schema_problems.result())  # the serial order: schema, then rules
-    problems.extend(found)
+    beside = [c for c in checks if c in _BESIDE] if split else []
+    work = partial(_beside_work, loaded.resources, options, ctx, beside)
+    with (_forked(work) if split else _Here(work)) as pending:
+        found = {c: list(c(ctx)) for c in checks if c not in beside}
+        schema_problems, beside_found = pending.result()
+    problems.extend(schema_problems)  # the serial order: schema, then the rules in order
+    found.update(zip(beside, beside_found, strict=True))
+    for check in checks:
+        problems.extend(found[check])
     order = {f: i for i, f in enumerate(loaded.files)}
     unique: dict[tuple[str, str, str, str], Problem] = {}
     for p in problems:
@@ -109,10 +114,25 @@ def lint_loaded(loaded: Loaded, options: LintOptions, catalog: Catalog | None = 
                       problems=ordered, sourcemaps=loaded.sourcemaps)
 
 
+# The rules that the forked process runs besides the schema checks (--jobs): none of them
+# asks for tpu_rules.tpu_pods(), which the parent computes for the other rules (computing
+# it in both would cost what the split saves).
+_BESIDE = frozenset([names_rules.check_names, webhook_rules.check_webhooks,
+                     wiring_rules.check_gcsfuse, *autopilot_rules.CHECKS,
+                     *admission_rules.CHECKS]) - {autopilot_rules.check_cluster_objects}
+
+
 def _schema_problems(resources: list[Resource], options: LintOptions) -> list[Problem]:
     """The Kubernetes schema problems of every object, in input order."""
     schemas = schema_set(options.kubernetes_version, options.crd_versions)
     return [p for res in resources for p in validate_resource(res, schemas)]
+
+
+def _beside_work(resources: list[Resource], options: LintOptions, ctx: LintContext,
+                 checks: Sequence[Check]) -> tuple[list[Problem], list[list[Problem]]]:
+    """The schema problems, and each of ``checks``' problems: the part of a run that
+    :func:`lint_loaded` can give to a forked process."""
+    return _schema_problems(resources, options), [list(c(ctx)) for c in checks]
 
 
 class _Here(Generic[T]):
