@@ -132,3 +132,32 @@ def test_no_fork_no_split(forced: None, monkeypatch: pytest.MonkeyPatch) -> None
     options = LintOptions(default_version())
     assert _report(linter.lint_sources(sources, options, jobs=2)) == \
         _report(linter.lint_sources(sources, options, jobs=1))
+
+
+@pytest.mark.parametrize(("load", "forks"), [(0.3, True), (1.4, True), (1.6, False),
+                                             (3.0, False)])
+def test_by_default_the_split_waits_for_an_idle_cpu(monkeypatch: pytest.MonkeyPatch,
+                                                     load: float, forks: bool) -> None:
+    """jobs 0 (the CLI's default) splits only while the load average leaves one of two CPUs
+    idle; jobs 2 splits whatever the load."""
+    monkeypatch.setattr(linter, "workers_for", lambda count, jobs: 2)
+    monkeypatch.setattr(linter, "available_cpus", lambda: 2)
+    monkeypatch.setattr(linter.os, "getloadavg", lambda: (load, load, load))
+    monkeypatch.setattr(linter, "_Forked", _Counted)
+    _Counted.made = 0
+    options = LintOptions(default_version())
+    linter.lint_sources(_sources()[:10], options, jobs=0)
+    assert _Counted.made == int(forks)
+    linter.lint_sources(_sources()[:10], options, jobs=2)
+    assert _Counted.made == int(forks) + 1
+
+
+class _Counted(linter._Here):  # type: ignore[type-arg]
+    """Stands in for the forked process: counts the splits (the fork itself is tested
+    above)."""
+
+    made = 0
+
+    def __init__(self, fn: object) -> None:
+        type(self).made += 1
+        super().__init__(fn)  # type: ignore[arg-type]

@@ -51,9 +51,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", "-O", choices=("text", "json", "sarif"), default="text")
     p.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
     p.add_argument("--jobs", "-j", type=_jobs, default=0, metavar="N",
-                   help="N > 1 or 0 (the default: one per CPU): with 128 objects or more, "
-                        "a second process checks the Kubernetes schemas while this one runs "
-                        "the rules; the output is the same. 1: one process")
+                   help="N > 1: with 128 objects or more and two CPUs, a second process "
+                        "checks the Kubernetes schemas (and the rules that need no TPU pod "
+                        "analysis) while this one runs the others; the output is the same. "
+                        "0 (the default): the same while the load average leaves a CPU "
+                        "idle. 1: one process")
 
 
 def _from_recipe(path: str) -> object:
