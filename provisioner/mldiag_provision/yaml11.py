@@ -32,6 +32,12 @@ _BOOLS = frozenset([
     "false", "False", "FALSE", "on", "On", "ON", "off", "Off", "OFF"])
 _NULLS = frozenset(["", "~", "null", "Null", "NULL"])
 _SPECIAL = frozenset(["<<", "="])  # merge key and YAML 1.1 "value" key
+# Every text :func:`confusable` flags is one of WORDS or starts with one of NUMERIC_START (the
+# infinity, NaN, integer, float, base-60 and timestamp forms below start with a sign, a dot,
+# a digit, or an '_' that the integer and float forms drop): a test cheaper than the call,
+# for loops over every scalar of a document.
+WORDS = _BOOLS | _NULLS | _SPECIAL
+NUMERIC_START = frozenset("-+._0123456789")
 _INF_NAN = re.compile(r"[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
 # Go's ParseInt(s, 0, 64) forms (after go-yaml drops '_'), plus YAML 1.1's own int forms
 _INT = re.compile(r"[-+]?(?:0[bB][01]+|0[oO][0-7]+|0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")

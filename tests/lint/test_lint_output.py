@@ -165,6 +165,6 @@ def test_internal_errors_are_exit_70_without_traceback(cli, monkeypatch: pytest.
     def boom(*_a: object, **_k: object) -> None:
         raise RuntimeError("kaboom")
 
-    monkeypatch.setattr("mldiag_provision.lint.linter.lint_sources", boom)
+    monkeypatch.setattr("mldiag_provision.lint.linter.lint_loaded", boom)
     code, out, err = cli("lint", str(SINGLEHOST))
     assert code == 70 and "kaboom" in err and "Traceback" not in out + err

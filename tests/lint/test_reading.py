@@ -59,3 +59,37 @@ def test_read_sources_reads_each_real_file_once(tree: Path) -> None:
     names = [s.name for s in read_sources([str(tree)])]
     assert str(tree / "a.yaml") in names and str(tree / "link-to-a.yaml") not in names
     assert len(names) == len({os.path.realpath(n) for n in names}) == 10
+
+
+def test_reading_asks_for_the_size_and_keeps_the_cap(tmp_path: Path,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file is read by its size (issue 16: asking for the 64 MiB cap allocated it per file)
+    and still refused over the cap; a file longer than its size said (it grew) and a device
+    are read up to the cap as before."""
+    from mldiag_provision.errors import UsageError
+    from mldiag_provision.lint import loading
+
+    monkeypatch.setattr(loading, "MAX_BYTES", 64)
+    at_cap, over = tmp_path / "at.yaml", tmp_path / "over.yaml"
+    at_cap.write_text("a: " + "x" * 60 + "\n")
+    over.write_text("a: " + "x" * 61 + "\n")
+    assert len(at_cap.read_bytes()) == 64
+    assert read_sources([str(at_cap)])[0].text == at_cap.read_text()
+    with pytest.raises(UsageError, match="larger than"):
+        read_sources([str(over)])
+    assert read_sources(["/dev/null"])[0].text == ""
+
+    grown = tmp_path / "grown.yaml"
+    grown.write_bytes(b"k: " + b"v" * 40 + b"\n")
+    real_fstat = os.fstat
+
+    def stale(fd: int) -> os.stat_result:  # the size before the file grew to 44 bytes
+        st = real_fstat(fd)
+        return os.stat_result((st.st_mode, *st[1:6], 10, *st[7:]))
+
+    monkeypatch.setattr(loading.os, "fstat", stale)
+    with open(grown, "rb") as f:
+        assert loading._read_capped(f) == grown.read_bytes()
+    grown.write_bytes(b"k: " + b"v" * 80 + b"\n")
+    with open(grown, "rb") as f:
+        assert loading._read_capped(f) == grown.read_bytes()[:65]

@@ -7,6 +7,7 @@ last. JSON: the same problems as :meth:`Problem.to_dict`, grouped by file, with 
 
 from __future__ import annotations
 
+import io
 import json
 
 from mldiag_provision.console import Console
@@ -20,6 +21,14 @@ def _counts(result: LintResult) -> tuple[int, int, int]:
 
 
 def write_text(result: LintResult, out: Console, *, strict: bool) -> None:
+    """The text report, written to ``out`` in one piece: line by line it was ~15,000 writes
+    for 1,000 manifests, each a system call when stdout is unbuffered (issue 16)."""
+    text = io.StringIO()
+    _write_text(result, Console(text, color=out.color), strict=strict)
+    out.stream.write(text.getvalue())
+
+
+def _write_text(result: LintResult, out: Console, *, strict: bool) -> None:
     for p in result.problems:
         out.problem(p, result.sourcemaps.get(p.file))
     errors, warnings, infos = _counts(result)

@@ -16,6 +16,8 @@ positions (tests/unit/test_loader_fastpath.py).
 from __future__ import annotations
 
 import dataclasses
+import functools
+import operator
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -24,12 +26,39 @@ import yaml
 
 from mldiag_provision.errors import Problem
 from mldiag_provision.recipe.sourcemap import Path, SourceMap
-from mldiag_provision.yaml11 import confusable
+from mldiag_provision.yaml11 import NUMERIC_START, WORDS, confusable
 
 try:  # the C loader is several times faster; fall back to pure Python when libyaml is absent
-    _Loader: Any = yaml.CSafeLoader
+    _Base: Any = yaml.CSafeLoader
 except AttributeError:  # pragma: no cover - depends on how PyYAML was built
-    _Loader = yaml.SafeLoader
+    _Base = yaml.SafeLoader
+
+_RESOLVER = yaml.resolver.Resolver()  # the safe loaders' implicit tag rules (C and Python)
+
+
+@functools.lru_cache(maxsize=8192)
+def _resolve(kind: type, value: str | None, implicit: object) -> str:
+    """The implicit tag of a node: the safe loader's resolve(), remembered.
+
+    The C composer asks the loader for every untagged node of every document; resolve()
+    tries several regular expressions per plain scalar, while a set of manifests repeats the
+    same keys and values. The safe loader has no path resolvers, so the answer depends on
+    ``(kind, value, implicit)`` alone; the cache is functools' (C, no Python frame on a hit).
+    """
+    return _RESOLVER.resolve(kind, value, implicit)  # type: ignore[no-any-return,no-untyped-call]
+
+
+class _Loader(_Base):  # type: ignore[misc]
+    """The safe loader with cheaper per-node hooks (issue 16: the hooks were ~30 % of
+    composing a manifest): implicit tags from :func:`_resolve`; and, as the safe loader has
+    no path resolvers, the path-resolver hooks that the composer calls around every node
+    (``descend_resolver(parent, index)``, ``ascend_resolver()``) are C callables that ignore
+    their arguments instead of Python methods that return at once."""
+
+    resolve = staticmethod(_resolve)
+    if not _Base.yaml_path_resolvers:
+        descend_resolver = staticmethod(operator.is_)
+        ascend_resolver = staticmethod(tuple)
 
 
 @dataclass
@@ -69,11 +98,24 @@ MAX_NODES = 100_000
 # of the node, so calling them directly gives what construct_object gives. Timestamps,
 # binary and unknown tags still go through construct_object.
 # A str scalar's value is its text (SafeConstructor.construct_yaml_str -> construct_scalar).
+_CONSTRUCT_INT = _Loader.yaml_constructors["tag:yaml.org,2002:int"]
+
+
+def _construct_int(loader: yaml.SafeLoader, node: yaml.ScalarNode) -> int:
+    """SafeConstructor.construct_yaml_int, with decimal digits and no leading zero (most
+    integers of a manifest: ports, counts) read at once: for those it returns
+    ``int(text)`` too, after steps that find no '_', sign, base prefix or ':' (issue 16)."""
+    text = node.value
+    if text.isdecimal() and (text[0] != "0" or text == "0"):
+        return int(text)
+    return _CONSTRUCT_INT(loader, node)  # type: ignore[no-any-return]
+
+
 _SCALAR_CONSTRUCTORS = {
     "tag:yaml.org,2002:str": lambda _loader, node: node.value,
+    "tag:yaml.org,2002:int": _construct_int,
     **{tag: _Loader.yaml_constructors[tag] for tag in (
-        "tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool",
-        "tag:yaml.org,2002:null")}}
+        "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool", "tag:yaml.org,2002:null")}}
 _FLATTENED = ("tag:yaml.org,2002:merge", "tag:yaml.org,2002:value")
 
 
@@ -243,69 +285,154 @@ class _NeedsPaths(Exception):
 
 _STR = "tag:yaml.org,2002:str"
 _MERGE = "tag:yaml.org,2002:merge"
+_ScalarNode = yaml.ScalarNode
+_MappingNode = yaml.MappingNode
 
 
 class _Quick:
     """Builds a document's data without positions (the common case: nothing to report).
 
     Keeps, for :class:`_Tree`, each mapping's keys as read (in the order of its flattened
-    pairs) and, for mappings that had merge keys, which key nodes are its own. Raises
-    :class:`_NeedsPaths` wherever :class:`_Builder` would report a problem.
+    pairs) and, for mappings that had merge keys, which key nodes are its own; and whether
+    any plain string scalar is one :func:`~mldiag_provision.yaml11.confusable` flags
+    (``confusable``: False means the document's ``confusables`` table is empty, so lint need
+    not build it). Raises :class:`_NeedsPaths` wherever :class:`_Builder` would report a
+    problem.
+
+    Speed (issue 16): scalars, most of a manifest, are read inline by the mapping and
+    sequence loops (no call per string value); a mapping without a merge (``<<``) or value
+    (``=``) key takes a loop without the merge bookkeeping; a text without an anchor has no
+    alias, so no collection is visited twice and the recursion guard is skipped. All give
+    what :meth:`build` gives (tests/unit/test_loader_fastpath.py).
     """
 
-    def __init__(self, loader: yaml.SafeLoader, decimal: bool = False) -> None:
+    def __init__(self, loader: yaml.SafeLoader, decimal: bool = False,
+                 aliases: bool = True) -> None:
         self.loader = loader
         self.decimal = decimal
+        self.aliases = aliases  # False: the text has no anchor, so no node is visited twice
         self.own: dict[int, set[int]] = {}
         self.keys: dict[int, list[str]] = {}
         self.count = 0
         self.active: set[int] = set()
+        self.confusable = False
+
+    def _plain(self, value: str) -> None:
+        """Notes a plain string scalar that YAML 1.1 may read as another type."""
+        if not self.confusable and confusable(value):
+            self.confusable = True
 
     def build(self, node: yaml.Node) -> object:
         self.count += 1
         if self.count > MAX_NODES:
             raise _NeedsPaths
-        if isinstance(node, yaml.ScalarNode):
-            if self.decimal and node.tag == _INT and _surprising_int(node.value):
-                raise _NeedsPaths
-            construct = _SCALAR_CONSTRUCTORS.get(node.tag)
-            try:
-                return construct(self.loader, node) if construct is not None \
-                    else self.loader.construct_object(node, deep=True)
-            except (yaml.constructor.ConstructorError, ValueError, TypeError,
-                    OverflowError):
-                raise _NeedsPaths from None
+        if node.__class__ is _ScalarNode:
+            return self._scalar(node)
+        if not self.aliases:  # no alias, so no recursion to guard against
+            return self._mapping(node) if node.__class__ is _MappingNode \
+                else self._sequence(node)
         if id(node) in self.active:
             raise _NeedsPaths
         self.active.add(id(node))
         try:
-            if isinstance(node, yaml.MappingNode):
+            if node.__class__ is _MappingNode:
                 return self._mapping(node)
-            return [self.build(item) for item in node.value]
+            return self._sequence(node)
         finally:
             self.active.discard(id(node))
 
+    def _scalar(self, node: yaml.ScalarNode) -> object:
+        if node.tag == _STR:
+            value = node.value
+            if not node.style and (value in WORDS or value[0] in NUMERIC_START):
+                self._plain(value)
+            return value
+        if self.decimal and node.tag == _INT and _surprising_int(node.value):
+            raise _NeedsPaths
+        construct = _SCALAR_CONSTRUCTORS.get(node.tag)
+        try:
+            return construct(self.loader, node) if construct is not None \
+                else self.loader.construct_object(node, deep=True)
+        except (yaml.constructor.ConstructorError, ValueError, TypeError, OverflowError):
+            raise _NeedsPaths from None
+
+    def _sequence(self, node: yaml.Node) -> list[object]:
+        out: list[object] = []
+        append = out.append
+        scalars = 0
+        for item in node.value:
+            if item.__class__ is _ScalarNode:  # build(item), inline
+                scalars += 1
+                if item.tag == _STR:
+                    value = item.value
+                    if not item.style and (value in WORDS or value[0] in NUMERIC_START):
+                        self._plain(value)
+                    append(value)
+                else:
+                    append(self._scalar(item))
+            else:
+                append(self.build(item))
+        self.count += scalars
+        if self.count > MAX_NODES:
+            raise _NeedsPaths
+        return out
+
+    def _key(self, key_node: yaml.Node) -> str:
+        try:
+            return _key(self.loader, key_node)
+        except (yaml.constructor.ConstructorError, ValueError, TypeError, OverflowError):
+            raise _NeedsPaths from None
+
     def _mapping(self, node: yaml.MappingNode) -> dict[str, object]:
-        own: set[int] | None = self.own.get(id(node))
-        if own is None and any(k.tag in _FLATTENED for k, _ in node.value):
-            own = self.own.setdefault(id(node), {id(k) for k, _ in node.value
-                                                 if k.tag != _MERGE})
+        own: set[int] | None = self.own.get(id(node)) if self.own else None
+        if own is None:
+            for k, _ in node.value:
+                if k.tag in _FLATTENED:
+                    own = self.own.setdefault(id(node), {id(k) for k, _ in node.value
+                                                         if k.tag != _MERGE})
+                    break
         if own is not None:
             self.loader.flatten_mapping(node)
+            return self._merged(node, own)
+        out: dict[str, object] = {}
+        keys: list[str] = []
+        append = keys.append
+        scalars = 0
+        for key_node, value_node in node.value:
+            key = key_node.value if key_node.tag == _STR and key_node.__class__ is _ScalarNode \
+                else self._key(key_node)
+            append(key)
+            if key in out:
+                raise _NeedsPaths  # a duplicate key
+            if value_node.__class__ is _ScalarNode:  # build(value_node), inline
+                scalars += 1
+                if value_node.tag == _STR:
+                    value = value_node.value
+                    if not value_node.style and (value in WORDS or value[0] in NUMERIC_START):
+                        self._plain(value)
+                    out[key] = value
+                else:
+                    out[key] = self._scalar(value_node)
+            else:
+                out[key] = self.build(value_node)
+        self.count += scalars
+        if self.count > MAX_NODES:
+            raise _NeedsPaths
+        self.keys[id(node)] = keys
+        return out
+
+    def _merged(self, node: yaml.MappingNode, own: set[int]) -> dict[str, object]:
+        """A flattened mapping that had merge (``<<``) or value (``=``) keys."""
         out: dict[str, object] = {}
         keys: list[str] = []
         inherited: set[str] = set()
         for key_node, value_node in node.value:
-            try:
-                key = _key(self.loader, key_node)
-            except (yaml.constructor.ConstructorError, ValueError, TypeError,
-                    OverflowError):
-                raise _NeedsPaths from None
+            key = self._key(key_node)
             keys.append(key)
             if key in inherited:
                 inherited.discard(key)
                 del out[key]
-            if own is not None and id(key_node) not in own:
+            if id(key_node) not in own:
                 inherited.add(key)
             if key in out:
                 raise _NeedsPaths  # a duplicate key
@@ -321,12 +448,13 @@ class _Tree:
     A mapping key names the pair :class:`_Builder` keeps: its first own occurrence, else the
     last one merged in (``<<``)."""
 
-    __slots__ = ("_entries", "keys", "offset", "own", "root")
+    __slots__ = ("_entries", "confusable", "keys", "offset", "own", "root")
 
     def __init__(self, root: yaml.Node, quick: _Quick) -> None:
         self.root = root
         self.own = quick.own
         self.keys = quick.keys
+        self.confusable = quick.confusable
         self.offset = 0
         self._entries: dict[int, dict[str, tuple[yaml.Node, yaml.Node]]] = {}
 
@@ -358,7 +486,18 @@ class _Tree:
         key: yaml.Node | None = None
         for part in path:
             if isinstance(node, yaml.MappingNode):
-                pair = self.entries(node).get(part) if isinstance(part, str) else None
+                if not isinstance(part, str):
+                    return None, None
+                keys = self.keys[id(node)]
+                if len(keys) <= 16 and id(node) not in self.own:
+                    # no merge and (the quick pass refuses duplicates) no repeated key: the
+                    # pair is the one at the key's index, found without entries()' table
+                    try:
+                        key, node = node.value[keys.index(part)]
+                    except ValueError:
+                        return None, None
+                    continue
+                pair = self.entries(node).get(part)
                 if pair is None:
                     return None, None
                 key, node = pair
@@ -375,25 +514,27 @@ class _Tree:
         keys: dict[Path, tuple[int, int]] = {}
         values: dict[Path, tuple[int, int]] = {}
         confusables: dict[Path, str] = {}
-
-        def walk(node: yaml.Node, path: Path) -> None:
-            values.setdefault(path, self._pos(node))
-            if isinstance(node, yaml.MappingNode):
-                for key, (key_node, value_node) in self.entries(node).items():
-                    child = (*path, key)
-                    keys[child] = self._pos(key_node)
-                    walk(value_node, child)
-            elif isinstance(node, yaml.SequenceNode):
-                for i, item in enumerate(node.value):
-                    keys.setdefault((*path, i), self._pos(item))
-                    walk(item, (*path, i))
-            elif node.tag == _STR and not getattr(node, "style", None):
-                kind = confusable(node.value)
-                if kind:
-                    confusables[path] = kind
-
-        walk(self.root, ())
+        self._walk(self.root, (), keys, values, confusables)
         return keys, values, confusables
+
+    def _walk(self, node: yaml.Node, path: Path, keys: dict[Path, tuple[int, int]],
+              values: dict[Path, tuple[int, int]], confusables: dict[Path, str]) -> None:
+        """Tables every position below ``node`` (a method, not a closure that refers to
+        itself: such a cycle kept the whole node tree alive until the next collection)."""
+        values.setdefault(path, self._pos(node))
+        if isinstance(node, yaml.MappingNode):
+            for key, (key_node, value_node) in self.entries(node).items():
+                child = (*path, key)
+                keys[child] = self._pos(key_node)
+                self._walk(value_node, child, keys, values, confusables)
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                keys.setdefault((*path, i), self._pos(item))
+                self._walk(item, (*path, i), keys, values, confusables)
+        elif node.tag == _STR and not getattr(node, "style", None):
+            kind = confusable(node.value)
+            if kind:
+                confusables[path] = kind
 
 
 def _quick_part(text: str, file: str, lines: list[str], first_index: int,
@@ -404,6 +545,7 @@ def _quick_part(text: str, file: str, lines: list[str], first_index: int,
       _NeedsPaths: a document has something to report, or the text does not parse.
     """
     docs: list[Document] = []
+    aliases = "&" in text  # an alias needs an anchor (&name); without one no recursion
     loader = _Loader(text)
     try:
         while loader.check_node():
@@ -412,7 +554,7 @@ def _quick_part(text: str, file: str, lines: list[str], first_index: int,
                 docs.append(Document(data=None, sourcemap=SourceMap(file=file, lines=lines),
                                      problems=[], index=first_index + len(docs)))
                 continue
-            quick = _Quick(loader, decimal)
+            quick = _Quick(loader, decimal, aliases)
             data = quick.build(node)
             docs.append(Document(data=data, sourcemap=SourceMap(
                 file=file, lines=lines, lazy=_Tree(node, quick)), problems=[],

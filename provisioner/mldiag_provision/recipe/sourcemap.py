@@ -48,6 +48,11 @@ class LazyPositions(Protocol):
         """Report every line ``offset`` lines further down."""
         ...
 
+    @property
+    def confusable(self) -> bool:
+        """False when the ``confusables`` table :meth:`tables` builds is certainly empty."""
+        ...
+
 
 class SourceMap:
     """Positions of fields in one YAML document.
@@ -105,6 +110,13 @@ class SourceMap:
     def confusables(self) -> dict[Path, str]:
         self._tabled()
         return self._confusables
+
+    def may_have_confusables(self) -> bool:
+        """Whether the ``confusables`` table may hold an entry; False is certain and, unlike
+        reading the table, builds no position table (issue 16)."""
+        if self._lazy is not None:
+            return self._lazy.confusable
+        return bool(self._confusables)
 
     def shift_lines(self, offset: int) -> None:
         """Move every position ``offset`` lines down (a document parsed from a later part of
