@@ -105,7 +105,7 @@ def test_any_change_evaluates_again(setup, monkeypatch, change: str) -> None:
         from mldiag_provision.policy import cache
 
         monkeypatch.setattr(cache, "_engine_id", lambda: "regopy:reinstalled")
-    run, result = _gate(policies, work, plan)
+    _, result = _gate(policies, work, plan)
     assert not result.cached
     expected = {"plan": ["x.y is bad"], "policy": [], "engine": []}[change]
     assert [f.message for f in result.findings] == expected
@@ -142,7 +142,7 @@ def test_a_damaged_cache_costs_an_evaluation(setup, content: str) -> None:
     policies, work = setup
     (work / ".mldiag").mkdir()
     (work / CACHE_FILE).write_text(content)
-    run, result = _gate(policies, work, _plan(True))
+    _, result = _gate(policies, work, _plan(True))
     assert not result.cached and [f.message for f in result.findings] == ["x.y is bad"]
 
 

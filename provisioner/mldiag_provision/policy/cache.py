@@ -57,8 +57,9 @@ def _policies(modules: list[Module], packages: list[str]) -> bytes:
 
 def state_fingerprint(workdir: Path) -> str | None:
     """SHA-256 over each stage's local state (``terraform.tfstate`` in the stack directory
-    and in its stage folders: the folders with ``*.tf`` files, e.g. ``agents/``), or None when a stage keeps its state elsewhere (a backend
-    configured by ``terraform init`` in ``.terraform/terraform.tfstate``)."""
+    and in its stage folders: the folders with ``*.tf`` files, e.g. ``agents/``), or None
+    when a stage keeps its state elsewhere (a backend configured by ``terraform init`` in
+    ``.terraform/terraform.tfstate``)."""
     h = hashlib.sha256()
     stages = [p for p in workdir.iterdir() if p.is_dir() and not p.name.startswith(".")
               and any(p.glob("*.tf"))]  # the stage folders (agents/) beside the root
