@@ -76,3 +76,12 @@ def test_version_output(capsys: pytest.CaptureFixture[str]) -> None:
 
     assert main(["--version"]) == 0
     assert capsys.readouterr().out == f"mldiag-provision {__version__}\n"
+
+
+def test_validate_of_every_example_imports_no_pydantic_model() -> None:
+    """The recipe is checked with the committed core schema (recipe/validator.py); the
+    pydantic models (recipe/model.py, ~0.2 s to import and build) stay off the validate
+    path, the queued recipes' Kueue defaults included (issue 16)."""
+    mods = _modules_after("validate", *map(str, sorted((ROOT / "recipes").glob("*.yaml"))))
+    assert "mldiag_provision.recipe.validator" in mods  # the check ran
+    assert "mldiag_provision.recipe.model" not in mods

@@ -77,3 +77,23 @@ def test_mutated_examples_give_the_same_errors(data: st.DataObject) -> None:
     elif isinstance(node, dict):
         node[data.draw(st.sampled_from(["extra", "toplogy", "chipsPerVm"]))] = data.draw(SCALARS)
     _same(base)
+
+
+@pytest.mark.parametrize("loc", [("spec", "kueue"), ("spec", "slurm"), ("spec", "diagnostics"),
+                                 ("spec", "engine")])
+def test_defaults_are_the_models_defaults(loc: tuple[str, ...]) -> None:
+    model: type[BaseModel] = Recipe
+    for part in loc:  # the field's model class, through Optional[...]
+        field = next(f for name, f in model.model_fields.items()
+                     if (f.validation_alias or name) == part)
+        model = next(t for t in (field.annotation, *getattr(field.annotation, "__args__", ()))
+                     if isinstance(t, type) and issubclass(t, BaseModel))
+    assert _plain(validator.defaults(loc)) == _plain(model())
+    assert validator.defaults(loc) is validator.defaults(loc)  # built once
+
+
+def test_defaults_of_a_field_that_is_not_a_model() -> None:
+    with pytest.raises(KeyError, match=r"spec\.nope"):
+        validator.defaults(("spec", "nope"))
+    with pytest.raises(KeyError, match="not a model"):
+        validator.defaults(("spec", "project"))

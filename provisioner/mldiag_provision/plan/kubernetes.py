@@ -252,10 +252,11 @@ def workload_plan(recipe: Recipe, w: Any, sp: SlicePlan) -> WorkloadPlan:
 
 
 def kueue_settings(recipe: Recipe) -> Any:
-    """The recipe's ``spec.kueue``, or its defaults when left out."""
-    from mldiag_provision.recipe.model import Kueue
+    """The recipe's ``spec.kueue``, or its defaults when left out (the model's ``Kueue()``,
+    from the recipe's core schema: pydantic's models are not imported to check a recipe)."""
+    from mldiag_provision.recipe.validator import defaults
 
-    return recipe.spec.kueue or Kueue()
+    return recipe.spec.kueue or defaults(("spec", "kueue"))
 
 
 # Kueue checks quota before the admission check; cpu and memory are covered (the pods request

@@ -19,7 +19,7 @@ from pydantic_core import SchemaValidator, ValidationError
 
 SCHEMA_FILE = Path(__file__).resolve().parents[1] / "schemas" / "recipe.core.json"
 
-__all__ = ["SCHEMA_FILE", "ValidationError", "allowed_keys", "validate"]
+__all__ = ["SCHEMA_FILE", "ValidationError", "allowed_keys", "defaults", "validate"]
 
 
 class RecipeObject:
@@ -44,25 +44,30 @@ def _schema() -> dict:
     return json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
 
 
+def _inject(node: object, classes: dict[str, type]) -> object:
+    """``node`` with each ``{"$model": name}`` class placeholder replaced by the attribute-bag
+    class of that name (made once per name in ``classes``)."""
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            if key == "cls" and isinstance(value, dict) and "$model" in value:
+                name = value["$model"]
+                out[key] = classes.setdefault(name, type(name, (RecipeObject,), {}))
+            else:
+                out[key] = _inject(value, classes)
+        return out
+    if isinstance(node, list):
+        return [_inject(v, classes) for v in node]
+    return node
+
+
+# the model classes by name, shared by the recipe's validator and :func:`defaults`
+_CLASSES: dict[str, type] = {}
+
+
 @functools.lru_cache(maxsize=1)
 def _validator() -> SchemaValidator:
-    classes: dict[str, type] = {}
-
-    def inject(node: object) -> object:
-        if isinstance(node, dict):
-            out = {}
-            for key, value in node.items():
-                if key == "cls" and isinstance(value, dict) and "$model" in value:
-                    name = value["$model"]
-                    out[key] = classes.setdefault(name, type(name, (RecipeObject,), {}))
-                else:
-                    out[key] = inject(value)
-            return out
-        if isinstance(node, list):
-            return [inject(v) for v in node]
-        return node
-
-    return SchemaValidator(inject(_schema()))  # type: ignore[arg-type]
+    return SchemaValidator(_inject(_schema(), _CLASSES))  # type: ignore[arg-type]
 
 
 def validate(data: object) -> Any:
@@ -107,3 +112,33 @@ def allowed_keys(loc: tuple[str | int, ...]) -> list[str]:
         schema = fields[part]
     fields = _fields(schema, defs)
     return list(fields) if fields else []
+
+
+@functools.cache
+def defaults(loc: tuple[str, ...]) -> Any:
+    """The object the model of the field at ``loc`` (camelCase aliases, e.g. ``("spec",
+    "kueue")``) gives when its mapping is left empty: every field at its default, as the
+    model's own ``Kueue()`` would be, without importing pydantic's models. One object per
+    ``loc`` (callers must not change it).
+
+    Raises:
+      KeyError: ``loc`` names no model field.
+      ValidationError: the model has a required field (there is no default object).
+    """
+    defs: dict[str, dict] = {}
+    schema: dict = _schema()
+    for part in loc:
+        fields = _fields(schema, defs)
+        if fields is None or part not in fields:
+            raise KeyError(f"no model field {'.'.join(loc)} in {SCHEMA_FILE.name}")
+        schema = fields[part]
+    while schema.get("type") != "model":  # the field's wrappers: default, nullable, refs
+        if schema.get("type") == "definition-ref":
+            schema = defs[schema["schema_ref"]]
+        elif "schema" in schema:
+            schema = schema["schema"]
+        else:
+            raise KeyError(f"{'.'.join(loc)} in {SCHEMA_FILE.name} is not a model")
+    if defs:
+        schema = {"type": "definitions", "schema": schema, "definitions": list(defs.values())}
+    return SchemaValidator(_inject(schema, _CLASSES)).validate_python({})  # type: ignore[arg-type]
