@@ -72,6 +72,29 @@ def check_text(text: str, file: str, catalog: Catalog | None = None) -> CheckRes
     return CheckResult(parsed=parsed, report=Report(file=file, problems=problems), shapes=shapes)
 
 
+def warm_up() -> None:
+    """Load now what checking recipes loads on first use: the catalogs, the recipe
+    validator, the orchestrator and engine units (their modules), the blueprints and the
+    Slurm facts. ``validate --jobs`` calls it before its workers fork, so that they share
+    one copy instead of each loading its own (tests/unit/test_batch.py checks that a check
+    afterwards imports no module of the package)."""
+    from mldiag_provision import engines, orchestrators
+    from mldiag_provision.catalog.gpu import load_gpu_catalog
+    from mldiag_provision.catalog.names import load_name_limits
+    from mldiag_provision.catalog.slurm import load_slurm_facts
+    from mldiag_provision.recipe.validator import build_validator
+    from mldiag_provision.render.blueprint import load_blueprint
+
+    load_catalog()
+    load_gpu_catalog()
+    load_name_limits()
+    load_slurm_facts()
+    build_validator()
+    engines.units()
+    for unit in orchestrators.units():
+        load_blueprint(unit.blueprint)
+
+
 def check_file(path: str, catalog: Catalog | None = None) -> CheckResult:
     name, text = read_text(path)
     return check_text(text, name, catalog)

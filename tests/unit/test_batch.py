@@ -39,6 +39,45 @@ def test_results_come_back_in_input_order_from_workers() -> None:
     assert batch.map_ordered(_square_or_fail, items, 2) == [x * x for x in items]
 
 
+_PREPARED: list[int] = []
+
+
+def _prepare() -> None:
+    _PREPARED.append(1)
+
+
+def _prepared_count(_x: int) -> int:
+    return len(_PREPARED)  # in a worker: what the parent had before the fork
+
+
+def test_prepare_runs_here_once_before_the_workers_fork_and_never_serially() -> None:
+    _PREPARED.clear()
+    assert batch.map_ordered(_prepared_count, list(range(10)), 2, prepare=_prepare) \
+        == [0] * 10  # one worker: runs here, fn loads what it needs itself
+    assert _PREPARED == []
+    if sys.platform == "linux":
+        items = list(range(4 * batch.MIN_PER_WORKER))
+        assert batch.map_ordered(_prepared_count, items, 2, prepare=_prepare) \
+            == [1] * len(items)
+        assert _PREPARED == [1]
+
+
+def test_warm_up_loads_everything_a_check_loads_on_first_use() -> None:
+    """What a worker would import or load on its first recipes is loaded before the fork:
+    after warm_up, checking every example imports no module of the package."""
+    code = ("import sys, glob\n"
+            "from mldiag_provision.pipeline import check_file, warm_up\n"
+            "warm_up()\n"
+            "before = set(sys.modules)\n"
+            "for path in sorted(glob.glob('recipes/*.yaml')):\n"
+            "    assert check_file(path).report.ok, path\n"
+            "print(sorted(m for m in set(sys.modules) - before "
+            "if m.startswith('mldiag_provision')))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=ROOT, check=True).stdout
+    assert out.strip() == "[]"
+
+
 @pytest.mark.parametrize("jobs", [1, 2])
 def test_a_failure_in_a_worker_is_raised_here(jobs: int) -> None:
     with pytest.raises(ValueError, match="seventy-seven"):

@@ -185,19 +185,25 @@ def _verdict(path: str) -> _Verdict:
                     slices=_resolution_lines(res) if res.report.ok else [])
 
 
+def _prepare_checks() -> None:
+    """Before the workers of a parallel validate fork: import the checks and load what they
+    load on first use, once, shared by the workers."""
+    from mldiag_provision.pipeline import warm_up
+
+    warm_up()
+
+
 def cmd_validate(args: argparse.Namespace, out: Console) -> int:
     from mldiag_provision.batch import map_ordered
     from mldiag_provision.recipe.sourcemap import SourceMap
 
-    # the checks (pipeline, preflight, catalog) are imported by _verdict: in each worker, in
-    # parallel, when the files are checked on several processes
     paths: list[str] = args.recipes
     if paths.count("-") > 1:
         raise UsageError("standard input (-) is named more than once; it can be read once",
                          hint="name - once")
     # stdin cannot be shared by workers: a run that reads it checks every file here
     jobs = 1 if "-" in paths else args.jobs
-    verdicts = map_ordered(_verdict, paths, jobs)
+    verdicts = map_ordered(_verdict, paths, jobs, prepare=_prepare_checks)
     results = [v for v in verdicts if v.read]
     unreadable = [v for v in verdicts if not v.read]
     total_e = len(unreadable)

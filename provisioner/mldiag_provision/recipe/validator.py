@@ -70,6 +70,11 @@ def _validator() -> SchemaValidator:
     return SchemaValidator(_inject(_schema(), _CLASSES))  # type: ignore[arg-type]
 
 
+def build_validator() -> None:
+    """Build the recipe's validator now (else on the first :func:`validate`)."""
+    _validator()
+
+
 def validate(data: object) -> Any:
     """Validate recipe data (plain dicts/lists from YAML). Returns the recipe object.
 
