@@ -46,13 +46,19 @@ def _schema() -> dict:
 
 def _inject(node: object, classes: dict[str, type]) -> object:
     """``node`` with each ``{"$model": name}`` class placeholder replaced by the attribute-bag
-    class of that name (made once per name in ``classes``)."""
+    class of that name (made once per name in ``classes``), and each empty ``{}`` / ``[]``
+    default made by ``dict`` / ``list`` again (the models' ``default_factory``): pydantic-core
+    deep-copies a mutable default on every use (``copy.deepcopy``, ~20 per recipe), a factory
+    just makes a new empty one; the same value either way."""
     if isinstance(node, dict):
         out = {}
         for key, value in node.items():
             if key == "cls" and isinstance(value, dict) and "$model" in value:
                 name = value["$model"]
                 out[key] = classes.setdefault(name, type(name, (RecipeObject,), {}))
+            elif (key == "default" and node.get("type") == "default"
+                  and value in ({}, []) and isinstance(value, (dict, list))):
+                out["default_factory"] = type(value)
             else:
                 out[key] = _inject(value, classes)
         return out
