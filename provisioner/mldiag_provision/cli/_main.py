@@ -15,10 +15,14 @@ import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from mldiag_provision import __version__
 from mldiag_provision.console import Console, severity_counts
 from mldiag_provision.errors import ExitCode, MldiagError, Problem, Severity, UsageError
+
+if TYPE_CHECKING:
+    from mldiag_provision.recipe.sourcemap import SourceMap
 
 EPILOG = """exit codes: 0 ok, 1 invalid input, 2 usage error, 3 refused (e.g. edited files),
 4 engine (terraform, cluster) failed, 70 internal error; plan --detailed-exitcode: 0 no
@@ -158,7 +162,9 @@ class _Verdict:
 
     file: str
     problems: list[Problem] = field(default_factory=list)
-    lines: list[str] = field(default_factory=list)  # the file's lines, when it has problems
+    # the source lines its problems point at, by line number (what the report quotes; a
+    # worker sends these, not the whole file)
+    lines: dict[int, str] = field(default_factory=dict)
     slices: list[str] = field(default_factory=list)  # how each slice resolved
     usage_error: bool = False  # the file could not be read (a usage error, exit 2)
     read: bool = True  # False: unreadable; ``problems`` holds the one file-unreadable problem
@@ -166,6 +172,26 @@ class _Verdict:
     @property
     def ok(self) -> bool:
         return not any(p.severity is Severity.ERROR for p in self.problems)
+
+
+def _quoted_lines(sourcemap: SourceMap, problems: list[Problem]) -> dict[int, str]:
+    """The lines of ``sourcemap``'s file that ``problems`` point at, by number."""
+    found = {}
+    for p in problems:
+        text = sourcemap.source_line(p.line) if p.line else None
+        if text is not None:
+            found[p.line] = text
+    return found
+
+
+def _as_sourcemap(file: str, lines: dict[int, str]) -> SourceMap:
+    """A source map that quotes ``lines`` (:func:`_quoted_lines`) at their numbers."""
+    from mldiag_provision.recipe.sourcemap import SourceMap
+
+    listed = [""] * max(lines, default=0)
+    for number, text in lines.items():
+        listed[number - 1] = text
+    return SourceMap(file=file, lines=listed)
 
 
 def _verdict(path: str) -> _Verdict:
@@ -181,7 +207,7 @@ def _verdict(path: str) -> _Verdict:
                                           hint=exc.hint, file=path)])
     problems = res.report.problems
     return _Verdict(file=res.report.file, problems=problems,
-                    lines=res.parsed.sourcemap.lines if problems else [],
+                    lines=_quoted_lines(res.parsed.sourcemap, problems),
                     slices=_resolution_lines(res) if res.report.ok else [])
 
 
@@ -195,7 +221,6 @@ def _prepare_checks() -> None:
 
 def cmd_validate(args: argparse.Namespace, out: Console) -> int:
     from mldiag_provision.batch import map_ordered
-    from mldiag_provision.recipe.sourcemap import SourceMap
 
     paths: list[str] = args.recipes
     if paths.count("-") > 1:
@@ -221,7 +246,7 @@ def cmd_validate(args: argparse.Namespace, out: Console) -> int:
                               "files": files}, indent=2))
     else:
         for res in results:
-            sourcemap = SourceMap(file=res.file, lines=res.lines)
+            sourcemap = _as_sourcemap(res.file, res.lines)
             for p in res.problems:
                 out.problem(p, sourcemap)
             if res.ok:
