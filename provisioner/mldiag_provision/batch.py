@@ -65,17 +65,29 @@ def map_ordered(fn: Callable[[T], R], items: Sequence[T], jobs: int | None = Non
         return [fn(x) for x in items]
     import gc
     import multiprocessing
+    import signal
 
-    if prepare is not None:
-        prepare()
-    # what exists now is never garbage for the workers: their collections skip it (and leave
-    # its pages shared with this process)
-    gc.freeze()
-
-    ctx = multiprocessing.get_context("fork")
+    # Ctrl-C is held until the pool is up. While ``prepare`` imports, an interrupt can land
+    # in code CPython runs for a class definition (a dataclass's generated methods, a
+    # ``__set_name__``, which wraps it in a RuntimeError) and surface as something else than
+    # an interrupt; and a worker forked before its initializer ran would print a traceback.
+    # Held, it is raised here once the pool exists, and the pool is stopped.
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        if prepare is not None:
+            prepare()
+        # what exists now is never garbage for the workers: their collections skip it (and
+        # leave its pages shared with this process)
+        gc.freeze()
+        ctx = multiprocessing.get_context("fork")
+        pool = ctx.Pool(workers, initializer=_ignore_interrupt)
+    except BaseException:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+        raise
     # a few chunks per worker (even when some inputs take longer than others), and small ones
     chunk = max(1, min(MAX_CHUNK, len(items) // (workers * 4)))
-    with ctx.Pool(workers, initializer=_ignore_interrupt) as pool:
+    with pool:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)  # a held Ctrl-C is raised here
         return pool.map(fn, items, chunksize=chunk)
 
 

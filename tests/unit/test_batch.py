@@ -62,6 +62,28 @@ def test_prepare_runs_here_once_before_the_workers_fork_and_never_serially() -> 
         assert _PREPARED == [1]
 
 
+def _prepare_interrupted() -> None:
+    import os
+    import signal
+
+    os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C while the checks are being imported
+    _PREPARED.append(1)  # held: preparing goes on to the end
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="workers fork on Linux only")
+def test_ctrl_c_while_preparing_is_raised_once_the_pool_is_up() -> None:
+    """An interrupt is held while ``prepare`` runs (in a class definition it could surface as
+    a RuntimeError) and raised as KeyboardInterrupt after it, with the workers stopped."""
+    import multiprocessing
+
+    _PREPARED.clear()
+    with pytest.raises(KeyboardInterrupt):
+        batch.map_ordered(_square_or_fail, list(range(4 * batch.MIN_PER_WORKER)), 2,
+                          prepare=_prepare_interrupted)
+    assert _PREPARED == [1]
+    assert multiprocessing.active_children() == []
+
+
 def test_warm_up_loads_everything_a_check_loads_on_first_use() -> None:
     """What a worker would import or load on its first recipes is loaded before the fork:
     after warm_up, checking every example imports no module of the package."""
