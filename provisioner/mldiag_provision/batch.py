@@ -94,7 +94,9 @@ def map_ordered(fn: Callable[[T], R], items: Sequence[T], jobs: int | None = Non
 def _ignore_interrupt() -> None:
     """In a worker: Ctrl-C reaches the whole process group, and only the parent answers it
     (it stops the workers and exits 130, as a serial run does), so a worker shows no
-    traceback."""
+    traceback. The worker was forked with Ctrl-C held (:func:`map_ordered`); ignored, a held
+    one is dropped, and it is no longer held."""
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
