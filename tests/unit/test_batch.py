@@ -39,6 +39,79 @@ def test_results_come_back_in_input_order_from_workers() -> None:
     assert batch.map_ordered(_square_or_fail, items, 2) == [x * x for x in items]
 
 
+_PARENT = [0]
+
+
+def _slowly(x: int) -> int:
+    """In this process: leave the helpers time to take tasks too."""
+    import time
+
+    time.sleep(0.002)
+    return x
+
+
+def _fail_in_helper(x: int) -> int:
+    import os
+
+    if os.getpid() != _PARENT[0]:
+        raise ValueError(f"failed in a helper at {x}")
+    return _slowly(x)
+
+
+class _Unpicklable(Exception):
+    def __reduce__(self) -> object:
+        raise TypeError("not picklable")
+
+
+def _unpicklable_in_helper(x: int) -> int:
+    import os
+
+    if os.getpid() != _PARENT[0]:
+        raise _Unpicklable(f"odd failure at {x}")
+    return _slowly(x)
+
+
+def _die_in_helper(x: int) -> int:
+    import os
+
+    if os.getpid() != _PARENT[0]:
+        os._exit(3)
+    return _slowly(x)
+
+
+def _big(x: int) -> str:
+    return str(x) * (50_000 if x % 7 == 0 else 1)  # frames larger than a pipe's buffer
+
+
+linux_only = pytest.mark.skipif(sys.platform != "linux", reason="helpers fork on Linux only")
+
+
+@linux_only
+@pytest.mark.parametrize(("jobs", "count", "max_tasks"), [(2, 1000, batch.MAX_TASKS),
+                                                          (3, 999, batch.MAX_TASKS),
+                                                          (2, 1000, 7)])
+def test_every_task_comes_back_once_in_order(monkeypatch: pytest.MonkeyPatch, jobs: int,
+                                             count: int, max_tasks: int) -> None:
+    monkeypatch.setattr(batch, "MAX_TASKS", max_tasks)  # 7: tasks of 143 items
+    items = list(range(count))
+    assert batch.map_ordered(_big, items, jobs) == [_big(x) for x in items]
+
+
+@linux_only
+def test_a_helper_s_failure_is_raised_here_and_the_helpers_are_stopped() -> None:
+    import os
+
+    _PARENT[0] = os.getpid()
+    with pytest.raises(ValueError, match="failed in a helper"):
+        batch.map_ordered(_fail_in_helper, list(range(2000)), 3)
+    with pytest.raises(RuntimeError, match="_Unpicklable: odd failure"):
+        batch.map_ordered(_unpicklable_in_helper, list(range(2000)), 2)
+    with pytest.raises(RuntimeError, match="worker process failed"):
+        batch.map_ordered(_die_in_helper, list(range(2000)), 2)
+    with pytest.raises(ChildProcessError):  # none left running or unreaped
+        os.waitpid(-1, os.WNOHANG)
+
+
 _PREPARED: list[int] = []
 
 
@@ -74,14 +147,15 @@ def _prepare_interrupted() -> None:
 def test_ctrl_c_while_preparing_is_raised_once_the_pool_is_up() -> None:
     """An interrupt is held while ``prepare`` runs (in a class definition it could surface as
     a RuntimeError) and raised as KeyboardInterrupt after it, with the workers stopped."""
-    import multiprocessing
+    import os
 
     _PREPARED.clear()
     with pytest.raises(KeyboardInterrupt):
         batch.map_ordered(_square_or_fail, list(range(4 * batch.MIN_PER_WORKER)), 2,
                           prepare=_prepare_interrupted)
     assert _PREPARED == [1]
-    assert multiprocessing.active_children() == []
+    with pytest.raises(ChildProcessError):  # no helper left running, none left to reap
+        os.waitpid(-1, os.WNOHANG)
 
 
 def test_warm_up_loads_everything_a_check_loads_on_first_use() -> None:
