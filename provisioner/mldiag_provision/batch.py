@@ -71,7 +71,8 @@ def map_ordered(fn: Callable[[T], R], items: Sequence[T], jobs: int | None = Non
     # in code CPython runs for a class definition (a dataclass's generated methods, a
     # ``__set_name__``, which wraps it in a RuntimeError) and surface as something else than
     # an interrupt; a helper forked with it held ignores it before it can arrive. Held, it is
-    # raised here once the helpers exist, and they are stopped.
+    # raised here once the helpers exist, and they are stopped. (Held by this thread: the CLI
+    # has no other.)
     held = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         if prepare is not None:
