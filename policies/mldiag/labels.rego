@@ -14,7 +14,7 @@ metadata := {
 deny contains f if {
 	some key in input.params.required_labels
 	not key in object.keys(object.get(input.stack.decisions, "labels", {}))
-	f := lib.finding(sprintf("the stack's labels lack the required key %q (recipe metadata.labels)", [key]), "metadata.labels")
+	f := lib.finding(sprintf("the stack's labels lack the required key '%s' (recipe metadata.labels)", [key]), "metadata.labels")
 }
 
 deny contains f if {
@@ -24,5 +24,5 @@ deny contains f if {
 	labels := object.get(after, "terraform_labels", null)
 	is_object(labels)
 	not key in object.keys(labels)
-	f := lib.finding(sprintf("the saved plan gives %s no label %q", [rc.address, key]), rc.address)
+	f := lib.finding(sprintf("the saved plan gives %s no label '%s'", [rc.address, key]), rc.address)
 }

@@ -152,3 +152,42 @@ def test_an_engine_failure_is_not_cached(setup, monkeypatch) -> None:
     with pytest.raises(PolicyEngineError):
         _gate(policies, work, _plan(True))
     assert not (work / CACHE_FILE).exists()
+
+
+@pytest.mark.parametrize("call", ["opa.runtime().env.ACME_FLAG", "time.now_ns()",
+                                  "rand.intn(\"x\", 10)", "uuid.rfc4122(\"x\")"])
+def test_a_policy_reading_the_clock_or_environment_is_never_cached(tmp_path: Path,
+                                                                    call: str) -> None:
+    """A stale answer would be shown: the same input, another environment or time."""
+    from mldiag_provision.cli.commands.policy import _cache
+    from mldiag_provision.policy.cache import impure
+    from mldiag_provision.policy.engine import Module
+
+    policy = Module("p.rego", f"package p\n\nimport rego.v1\n\nx := {call}\n")
+    assert impure([Module("a.rego", POLICY), policy]) == "p.rego"
+    assert _cache(tmp_path, [policy], ["p"], FILES, Settings()) is None
+    assert _cache(tmp_path, [Module("a.rego", POLICY)], ["p"], FILES, Settings()) is not None
+
+
+def test_the_environment_policy_of_the_review_is_evaluated_every_time(setup,
+                                                                      monkeypatch) -> None:
+    """The reviewer's case end to end: a rule that reports an environment variable shows
+    the value of each run."""
+    from mldiag_provision.cli.commands.policy import _cache
+
+    policies, work = setup
+    (policies / "env.rego").write_text(POLICY.replace("test.rules.flag", "test.rules.env")
+                                       .replace('"flag-bad"', '"env-flag"')
+                                       .replace('sprintf("%s is bad", [rc.address])',
+                                                'sprintf("flag %s", [opa.runtime().env.'
+                                                'ACME_FLAG])'))
+    seen = []
+    for value in ("one", "two"):
+        monkeypatch.setenv("ACME_FLAG", value)
+        run = GateRun(STACK, Settings(directories=(policies,)), use_bundled=False,
+                      cache=lambda m, p: _cache(work, m, p, FILES, Settings()))
+        result = run.finish(_plan(True))
+        assert not result.cached
+        seen.append(sorted(f.message for f in result.findings if f.rule.id == "env-flag"))
+    # (rego-cpp returns the variable quoted: 'flag "one"')
+    assert len(seen[0]) == len(seen[1]) == 1 and "one" in seen[0][0] and "two" in seen[1][0]

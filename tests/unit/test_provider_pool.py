@@ -122,6 +122,18 @@ def test_the_keeper_killed_takes_its_plugins_along(tmp_path: Path) -> None:
     pool.close()
 
 
+def _module(work: Path, name: str, file: str, text: str) -> None:
+    """A local module as `terraform init` records it in .terraform/modules/modules.json."""
+    (work / "modules" / name).mkdir(parents=True, exist_ok=True)
+    (work / "modules" / name / file).write_text(text)
+    manifest = work / ".terraform/modules/modules.json"
+    manifest.parent.mkdir(parents=True, exist_ok=True)
+    doc = json.loads(manifest.read_text()) if manifest.is_file() else {
+        "Modules": [{"Key": "", "Source": "", "Dir": "."}]}
+    doc["Modules"].append({"Key": name, "Source": f"./modules/{name}", "Dir": f"modules/{name}"})
+    manifest.write_text(json.dumps(doc))
+
+
 def _stage(tmp_path: Path, tf: str = 'resource "null_resource" "x" {}\n') -> Path:
     (tmp_path / "main.tf").write_text(tf)
     return tmp_path
@@ -137,11 +149,20 @@ def _stage(tmp_path: Path, tf: str = 'resource "null_resource" "x" {}\n') -> Pat
     (lambda d, mp: d.joinpath("p.tf").write_text(
         'provider "google" {\n  alias   = "eu"\n  region = "europe-west4"\n}\n'),
      "p.tf configures a provider alias"),
-    (lambda d, mp: (d / "modules" / "m").mkdir(parents=True) or d.joinpath(
-        "modules/m/versions.tf").write_text(
+    (lambda d, mp: _module(d, "m", "versions.tf",
         'terraform {\n  required_providers {\n    google = {\n      source = "hashicorp/google"\n'
         '      configuration_aliases = [google.eu]\n    }\n  }\n}\n'),
      "modules/m/versions.tf configures a provider alias"),
+    (lambda d, mp: d.joinpath("extra.tf.json").write_text(json.dumps(
+        {"provider": {"google": [{"alias": "second", "project": "other"}]}})),
+     "extra.tf.json configures a provider alias"),
+    (lambda d, mp: (d.joinpath("p.tf").write_text('provider "google" {\n  project = "a"\n}\n'),
+                    _module(d, "x", "main.tf", 'provider "google" {\n  project = "b"\n}\n')),
+     "provider google has 2 configurations"),
+    (lambda d, mp: (d.joinpath("p.tf").write_text('provider "google" {\n  project = "a"\n}\n'),
+                    d.joinpath("p2.tf.json").write_text(json.dumps(
+                        {"provider": {"google": {"project": "b"}}}))),
+     "provider google has 2 configurations"),
     (lambda d, mp: None, "the dependency lock file cannot be read"),
 ])
 def test_when_terraform_starts_the_plugins_itself(tmp_path: Path, monkeypatch, setup,
@@ -207,3 +228,17 @@ def test_package_hash_is_gos_dirhash_h1(tmp_path: Path) -> None:
                f"{hashlib.sha256(b'').hexdigest()}  sub/b\n")
     expected = "h1:" + base64.b64encode(hashlib.sha256(summary.encode()).digest()).decode()
     assert package_hash(tmp_path) == expected
+
+
+def test_one_configuration_per_provider_is_what_terraform_reads(tmp_path: Path) -> None:
+    """Counted over the files Terraform reads for this root: another root beside it (the
+    cluster stage's agents/), a module no call uses and override files do not count."""
+    work = _stage(tmp_path)
+    (work / "p.tf").write_text('provider "google" {\n  project = "a"\n}\n')
+    (work / "agents").mkdir()
+    (work / "agents" / "main.tf").write_text('provider "google" {\n  project = "a"\n}\n')
+    (work / "modules" / "unused").mkdir(parents=True)
+    (work / "modules" / "unused" / "main.tf").write_text('provider "google" {}\n')
+    (work / "p_override.tf").write_text('provider "google" {\n  region = "us-east5"\n}\n')
+    _module(work, "used", "main.tf", 'resource "google_storage_bucket" "b" {}\n')
+    assert provider_pool._configurations(work) == {"google": 1}

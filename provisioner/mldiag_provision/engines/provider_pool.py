@@ -17,9 +17,10 @@ What Terraform does not do for a reattached plugin, we do here, or we do not rea
   * the package is the one ``terraform init`` installed for the version the dependency lock
     file pins, and matches one of the lock file's ``h1:`` hashes (Terraform checks this on
     every command: the package directory hash, golang.org/x/mod/sumdb/dirhash ``Hash1``);
-  * one plugin process serves one provider configuration: a configuration with provider
-    ``alias``-es (or a module with ``configuration_aliases``) is never reattached, since all
-    its configurations would share one process and its last ``ConfigureProvider`` call;
+  * one plugin process serves one provider configuration: a stack with provider ``alias``-es
+    (or a module with ``configuration_aliases``), or with ``provider`` blocks of one provider
+    in more than one module (``*.tf`` and ``*.tf.json`` alike), is never reattached, since
+    all its configurations would share one process and its last ``ConfigureProvider`` call;
   * ``dev_overrides`` in the CLI configuration, a ``TF_REATTACH_PROVIDERS`` of your own, a
     platform other than Linux, or ``MLDIAG_TERRAFORM_REUSE_PROVIDERS=0``: Terraform starts
     the plugins itself, as before.
@@ -49,6 +50,7 @@ REUSE_ENV = "MLDIAG_TERRAFORM_REUSE_PROVIDERS"
 """Set to ``0`` (or ``false``, ``no``) to let Terraform start its plugins in every command."""
 
 _ALIAS = re.compile(r"^\s*(alias|configuration_aliases)\s*=", re.M)
+_PROVIDER_BLOCK = re.compile(r'^\s*provider\s+"([^"]+)"\s*\{', re.M)
 _PROVIDERS_DIR = Path(".terraform/providers")
 
 
@@ -113,14 +115,13 @@ def reusable(workdir: Path, *, log: Callable[[str], None] = lambda _: None,
                 return no(f"{cfg} has provider dev_overrides")
         except OSError:
             pass
-    tf_files = [p for p in workdir.rglob("*.tf") if ".terraform" not in p.parts]
-    tf_files += list((workdir / ".terraform" / "modules").rglob("*.tf"))
-    for path in tf_files:
-        try:
-            if _ALIAS.search(path.read_text(encoding="utf-8", errors="replace")):
-                return no(f"{path.relative_to(workdir)} configures a provider alias")
-        except OSError:
-            return no(f"cannot read {path}")
+    configurations = _configurations(workdir)
+    if isinstance(configurations, str):
+        return no(configurations)
+    several = sorted(name for name, n in configurations.items() if n > 1)
+    if several:
+        return no(f"provider {several[0]} has {configurations[several[0]]} configurations "
+                  "(provider blocks in more than one module)")
     try:
         from mldiag_provision.policy.inputs import parse_hcl
 
@@ -154,6 +155,60 @@ def reusable(workdir: Path, *, log: Callable[[str], None] = lambda _: None,
                 continue
             out.append({"source": source, "exe": str(exes[0].resolve())})
     return out
+
+
+def _has_alias(doc: Any) -> bool:
+    if isinstance(doc, dict):
+        return any(k in ("alias", "configuration_aliases") or _has_alias(v)
+                   for k, v in doc.items())
+    if isinstance(doc, list):
+        return any(_has_alias(v) for v in doc)
+    return False
+
+
+def _configurations(workdir: Path) -> dict[str, int] | str:
+    """How many ``provider`` blocks each provider name has over the files Terraform reads
+    for this root (``*.tf`` and ``*.tf.json`` of the root and of every module in
+    ``.terraform/modules/modules.json``; override files, which merge into a block, not
+    counted); or why reuse is off (an alias, an unreadable file)."""
+    dirs = [workdir]
+    try:  # every module of this root, as `terraform init` resolved them
+        manifest = json.loads((workdir / ".terraform/modules/modules.json").read_text())
+        dirs += [(workdir / m["Dir"]).resolve() for m in manifest.get("Modules", [])
+                 if m.get("Key")]
+    except FileNotFoundError:
+        pass  # a root without module calls has no manifest
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        return f"the module manifest cannot be read: {exc}"
+    paths = [p for d in dict.fromkeys(dirs) for pattern in ("*.tf", "*.tf.json")
+             for p in sorted(d.glob(pattern))]
+    counts: dict[str, int] = {}
+    for path in paths:
+        rel = path.relative_to(workdir) if path.is_relative_to(workdir) else path
+        override = path.name in ("override.tf", "override.tf.json") or path.name.endswith(
+            ("_override.tf", "_override.tf.json"))
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return f"cannot read {rel}"
+        if path.name.endswith(".json"):
+            try:
+                doc = json.loads(text)
+            except ValueError:
+                return f"{rel} is not JSON"
+            if _has_alias(doc):
+                return f"{rel} configures a provider alias"
+            blocks = doc.get("provider", {}) if isinstance(doc, dict) else {}
+            names = [name for name, body in (blocks.items() if isinstance(blocks, dict) else [])
+                     for _ in (body if isinstance(body, list) else [body])]
+        else:
+            if _ALIAS.search(text):
+                return f"{rel} configures a provider alias"
+            names = _PROVIDER_BLOCK.findall(text)
+        if not override:
+            for name in names:
+                counts[name] = counts.get(name, 0) + 1
+    return counts
 
 
 class ProviderPool:

@@ -16,8 +16,10 @@ Two keys, both SHA-256:
     then. A stage with a remote backend (its state is not here to read) never predicts.
 
 The file ``.mldiag/gate-cache.json`` (owner-only) holds one entry: the keys, the engine's name
-and the raw answers per package (no input data). Settings applied after the engine (waivers,
-which rules are errors) are applied to cached answers as to fresh ones. Any problem reading
+and the raw answers per package (no input data). Policies that call a built-in reading the
+clock, the environment, randomness or the network (:func:`impure`) are never cached. Settings
+applied after the engine (waivers, which rules are errors) are applied to cached answers as to
+fresh ones. Any problem reading
 or writing it costs an evaluation, never a wrong answer: an entry is used only on an exact
 ``key`` match.
 """
@@ -28,6 +30,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +38,23 @@ from mldiag_provision.policy.engine import Module
 
 CACHE_FILE = ".mldiag/gate-cache.json"
 _VERSION = 1
+
+# Built-ins whose answer is not a function of the policies and the input: the clock, the
+# process environment and configuration, randomness, the network
+# (https://www.openpolicyagent.org/docs/policy-reference/builtins: time.now_ns, opa.runtime,
+# rand.intn, uuid.rfc4122, http.send, net.lookup_ip_addr). A policy that calls one is never
+# answered from the cache.
+_IMPURE = re.compile(r"\b(time\.now_ns|opa\.runtime|rand\.intn|uuid\.rfc4122|http\.send|"
+                     r"net\.lookup_ip_addr)\s*\(")
+
+
+def impure(modules: list[Module]) -> str | None:
+    """The first policy file that calls a built-in whose answer depends on more than the
+    input (the clock, the environment, randomness, the network), or None."""
+    for m in modules:
+        if _IMPURE.search(m.source):
+            return m.name
+    return None
 
 
 @functools.cache
