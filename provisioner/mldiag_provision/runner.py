@@ -75,6 +75,7 @@ class CommandRunner:
         self._log: IO[str] | None = None
         self._log_lock = threading.Lock()
         self.secrets: set[str] = set()  # sensitive values seen so far: never logged
+        self.stopped_at_once = False  # a second Ctrl-C stopped a child without its clean-up
 
     # -- logging ------------------------------------------------------------------------------
     def log(self, text: str) -> None:
@@ -171,7 +172,10 @@ class CommandRunner:
                     interrupted = True
                     self.log("[mldiag] interrupted: sending SIGINT to the child and waiting "
                              "for it to stop gracefully")
-                    _wait_gracefully(proc)
+                    if _wait_gracefully(proc):
+                        self.stopped_at_once = True
+                        self.log("[mldiag] interrupted again: terraform was told to stop at "
+                                 "once (its state may lack what was in flight)")
                     _follow(reader, exited, take)
             if held:
                 self.add_secrets(sensitive_in_json_text("\n".join(held)))
@@ -245,15 +249,19 @@ def _follow(reader: IO[str], exited: threading.Event, take: LineHandler, *,
         exited.wait(interval_s)
 
 
-def _wait_gracefully(proc: subprocess.Popen[bytes]) -> None:
-    """SIGINT the child; a second Ctrl-C sends another (Terraform then stops at once)."""
+def _wait_gracefully(proc: subprocess.Popen[bytes]) -> bool:
+    """SIGINT the child; a second Ctrl-C sends another (Terraform then stops at once:
+    "Two interrupts received. Exiting immediately. Note that data loss may have occurred.").
+    Returns whether that second interrupt was sent."""
+    forced = False
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGINT)
     while True:
         try:
             proc.wait()
-            return
+            return forced
         except KeyboardInterrupt:
+            forced = True
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGINT)
 

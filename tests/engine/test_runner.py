@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from mldiag_provision.runner import CommandRunner, RecordingRunner
 
 PY = sys.executable
@@ -169,3 +171,49 @@ def test_a_slowly_written_sensitive_document_stays_masked(tmp_path: Path) -> Non
     assert "10.1.2.3-slow-secret" not in text and text.count(MASK) >= 2
     assert "visible-name" in text
     assert stat.S_IMODE(log.stat().st_mode) == 0o600
+
+
+_CHILD = """import signal, sys, time
+count = 0
+def on_int(*_):
+    global count
+    count += 1
+    if count >= {stop_after}:
+        sys.exit(3)
+signal.signal(signal.SIGINT, on_int)
+print("ready", flush=True)
+while True:
+    time.sleep(0.05)
+"""
+_DRIVER = """import pathlib, sys
+from mldiag_provision.runner import CommandRunner
+runner = CommandRunner(None)
+child = [sys.executable, "-c", sys.argv[1]]
+try:
+    runner.run(child, cwd=pathlib.Path("."), task="t", on_line=lambda l: print(l, flush=True))
+except KeyboardInterrupt:
+    print("stopped_at_once", runner.stopped_at_once, flush=True)
+"""
+
+
+@pytest.mark.parametrize("presses, expected", [(1, "False"), (2, "True")])
+def test_a_second_ctrl_c_is_remembered(presses: int, expected: str) -> None:
+    """Ctrl-C once: the child is asked to stop and finishes cleanly; twice: it is told to
+    stop at once, and the runner says so (the CLI then does not claim a saved state)."""
+    import signal
+    import subprocess
+    import time
+
+    driver = subprocess.Popen([PY, "-c", _DRIVER, _CHILD.format(stop_after=presses)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert driver.stdout is not None
+        assert driver.stdout.readline().strip() == "ready"
+        for _ in range(presses):
+            driver.send_signal(signal.SIGINT)
+            time.sleep(1.0)  # the runner is waiting for the child by now
+        out = driver.communicate(timeout=30)[0]
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert out.strip() == f"stopped_at_once {expected}"

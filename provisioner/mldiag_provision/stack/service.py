@@ -132,6 +132,12 @@ class Stack:
     def log_path(self) -> Path | None:
         return self._runner.log_path if self._runner is not None else None
 
+    @property
+    def stopped_at_once(self) -> bool:
+        """Whether a second Ctrl-C told Terraform to stop without finishing what was in
+        flight (its state may then lack objects Google Cloud created)."""
+        return bool(self._runner is not None and self._runner.stopped_at_once)
+
     def _emit(self, kind: str, stage: StageName | str, message: str = "",
               event: ProgressEvent | None = None, elapsed_s: float = 0.0) -> None:
         if self.reporter is not None:

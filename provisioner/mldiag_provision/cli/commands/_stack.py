@@ -347,9 +347,15 @@ def render_shown(stack: Any, args: argparse.Namespace, out: Console, *, quiet: b
 
 def interrupted(stack: Any, command: str) -> None:
     stack.log("[mldiag] interrupted by the user")
+    log = f" (log: {stack.log_path})" if stack.log_path else ""
+    if getattr(stack, "stopped_at_once", False):
+        sys.stderr.write("interrupted twice: terraform stopped at once, without finishing "
+                         "the operations in flight, and says data loss may have occurred; "
+                         "run `mldiag-provision plan` to see what the state records, then "
+                         f"re-run `mldiag-provision {command}`{log}\n")
+        return
     sys.stderr.write(f"interrupted: terraform was stopped gracefully and its state saved; "
-                     f"re-run `mldiag-provision {command}` to converge"
-                     + (f" (log: {stack.log_path})" if stack.log_path else "") + "\n")
+                     f"re-run `mldiag-provision {command}` to converge{log}\n")
 
 
 def _seconds(text: str) -> float:
