@@ -117,9 +117,11 @@ def test_the_keeper_killed_takes_its_plugins_along(tmp_path: Path) -> None:
     pool.environment()
     pid = pool.pids[0]
     assert pool._proc is not None
+    sockets = pool._sockets
     pool._proc.kill()  # PR_SET_PDEATHSIG: SIGKILL for the plugin too
     assert _wait_dead(pid)
     pool.close()
+    assert sockets and not os.path.exists(sockets)  # the keeper could not remove it
 
 
 def _module(work: Path, name: str, file: str, text: str) -> None:

@@ -309,6 +309,8 @@ class ProviderPool:
             proc.wait()
         if proc.stdout is not None:
             proc.stdout.close()
+        if self._sockets:  # the keeper removes it; not when it was killed
+            shutil.rmtree(self._sockets, ignore_errors=True)
         try:  # the plugins said nothing: no empty file next to the log
             if self.log_path and self.log_path.stat().st_size == 0:
                 self.log_path.unlink()
