@@ -34,6 +34,7 @@ AutoMTLS, as in provider debug mode). The plugin prints one handshake line
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -140,7 +141,12 @@ def main() -> int:
             ready, _, _ = select.select([proc.stdout], [], [], max(0.0, left))
             line = proc.stdout.readline().decode(errors="replace") if ready else ""
             if not line:
-                why = (f"exited with code {proc.poll()}" if proc.poll() is not None
+                code = None
+                if ready:  # end of output: it is exiting (give it a moment to be reaped)
+                    with contextlib.suppress(subprocess.TimeoutExpired):
+                        code = proc.wait(timeout=2)
+                why = (f"exited with code {code}" if code is not None
+                       else "closed its output without a handshake" if ready
                        else f"printed no handshake within {request.get('timeout_s', 60)} s")
                 raise RuntimeError(f"{item['source']}: the plugin {why}")
             entry = _handshake(line)
