@@ -40,16 +40,22 @@ def _dead(pid: int, timeout: float = 15) -> bool:
     return False
 
 
-def test_each_plugin_starts_once_per_run_with_the_same_results(tmp_path: Path, offline, cli,
-                                                               monkeypatch) -> None:
-    if offline is None:
-        return
+def _setup(tmp_path: Path, monkeypatch) -> tuple[str, Path, Path, tuple[str, ...]]:
+    """(recipe, stack directory, the stand-in's plugin-start record, the stage arguments),
+    with provider reuse at its default."""
     recipe = str(offline_recipe(RECIPE, tmp_path / "recipe.yaml"))
     work = tmp_path / "work"
     starts = tmp_path / "starts"
     monkeypatch.setenv("MLDIAG_STANDIN_STARTS", str(starts))
     monkeypatch.delenv(REUSE_ENV, raising=False)
-    project = ("-o", str(work), "--stage", "project")
+    return recipe, work, starts, ("-o", str(work), "--stage", "project")
+
+
+def test_each_plugin_starts_once_per_run_with_the_same_results(tmp_path: Path, offline, cli,
+                                                               monkeypatch) -> None:
+    if offline is None:
+        return
+    recipe, work, starts, project = _setup(tmp_path, monkeypatch)
 
     # apply = init + plan + show (the gate) + apply: each plugin started once, by the keeper
     code, out, err = cli("apply", recipe, *project, "--auto-approve")
@@ -91,12 +97,7 @@ def test_a_changed_plugin_package_is_refused_as_terraform_refuses_it(tmp_path: P
     then starts it itself and refuses it with its own message."""
     if offline is None:
         return
-    recipe = str(offline_recipe(RECIPE, tmp_path / "recipe.yaml"))
-    work = tmp_path / "work"
-    starts = tmp_path / "starts"
-    monkeypatch.setenv("MLDIAG_STANDIN_STARTS", str(starts))
-    monkeypatch.delenv(REUSE_ENV, raising=False)
-    project = ("-o", str(work), "--stage", "project")
+    recipe, work, starts, project = _setup(tmp_path, monkeypatch)
     code, out, err = cli("plan", recipe, *project)
     assert code == 0, out + err
     exe = next((work / ".terraform/providers/registry.terraform.io/hashicorp/google")

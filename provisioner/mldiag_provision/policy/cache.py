@@ -26,7 +26,6 @@ or writing it costs an evaluation, never a wrong answer: an entry is used only o
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -57,17 +56,11 @@ def impure(modules: list[Module]) -> str | None:
     return None
 
 
-@functools.cache
 def _engine_id() -> str:
-    """Where regopy is installed and when (a reinstall changes it), without importing it."""
-    import importlib.util
+    """Which regopy is installed (see :func:`~mldiag_provision.policy.inputs.installed_id`)."""
+    from mldiag_provision.policy.inputs import installed_id
 
-    spec = importlib.util.find_spec("regopy")
-    origin = spec.origin if spec is not None and spec.origin else "regopy"
-    try:
-        return f"{origin}:{os.stat(origin).st_mtime_ns}"
-    except OSError:
-        return origin
+    return installed_id("regopy")
 
 
 def _policies(modules: list[Module], packages: list[str]) -> bytes:
@@ -155,6 +148,15 @@ def predict_key(modules: list[Module], packages: list[str], files: dict[str, byt
         h.update(files[name])
     h.update(state.encode())
     return h.hexdigest()
+
+
+def for_stack(workdir: Path, modules: list[Module], packages: list[str],
+              files: dict[str, bytes], params: dict[str, Any]) -> GateCache | None:
+    """The cache of the stack in ``workdir`` for these policies, or None when they must be
+    evaluated every time (:func:`impure`)."""
+    if impure(modules):
+        return None  # e.g. time.now_ns(): the same input may get another answer
+    return GateCache(workdir, predict_key(modules, packages, files, params, workdir))
 
 
 def input_key(modules: list[Module], packages: list[str], document: dict[str, Any]) -> str:

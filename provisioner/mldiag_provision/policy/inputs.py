@@ -61,17 +61,23 @@ _PARSED: dict[str, dict[str, Any]] = {}
 
 
 @functools.cache
-def _parser_id() -> str:
-    """Which python-hcl2 is installed (its files' location and time), without importing it
-    (0.4 s) or importlib.metadata (0.1 s): a reinstall invalidates the parse cache."""
+def installed_id(package: str) -> str:
+    """Which copy of ``package`` is installed (its files' location and time), without
+    importing it or importlib.metadata (0.1 s): a reinstall changes it, so caches keyed on
+    it (the HCL parses, the policy gate's answers) are invalidated."""
     import importlib.util
 
-    spec = importlib.util.find_spec("hcl2")
-    origin = spec.origin if spec is not None and spec.origin else "hcl2"
+    spec = importlib.util.find_spec(package)
+    origin = spec.origin if spec is not None and spec.origin else package
     try:
         return f"{origin}:{os.stat(origin).st_mtime_ns}"
     except OSError:
         return origin
+
+
+def _parser_id() -> str:
+    """Which python-hcl2 is installed (importing it takes 0.4 s)."""
+    return installed_id("hcl2")
 
 
 def parse_hcl(rel: str, text: str) -> dict[str, Any]:

@@ -117,11 +117,9 @@ def _settings(data: dict[str, Any] | None, base: Path, extra_dirs: list[str],
 
 def _cache(workdir: Path, modules: Any, packages: list[str], files: dict[str, bytes],
            settings: Any) -> Any:
-    from mldiag_provision.policy.cache import GateCache, impure, predict_key
+    from mldiag_provision.policy.cache import for_stack
 
-    if impure(modules):
-        return None  # e.g. time.now_ns(): the same input may get another answer
-    return GateCache(workdir, predict_key(modules, packages, files, settings.params, workdir))
+    return for_stack(workdir, modules, packages, files, settings.params)
 
 
 class StagePlansGate:
