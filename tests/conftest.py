@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -13,6 +16,15 @@ from mldiag_provision.catalog.tpu import Catalog, load_catalog
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """The tool's start-up cache (mldiag_provision.startcache) goes to a directory of this
+    test session, not the user's ~/.cache; removed at the end."""
+    if "MLDIAG_CACHE_DIR" not in os.environ:
+        where = tempfile.mkdtemp(prefix="mldiag-test-startcache-")
+        os.environ["MLDIAG_CACHE_DIR"] = where
+        config.add_cleanup(lambda: shutil.rmtree(where, ignore_errors=True))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -74,11 +74,13 @@ def check_text(text: str, file: str, catalog: Catalog | None = None) -> CheckRes
 
 def warm_up() -> None:
     """Load now what checking recipes loads on first use: the catalogs, the recipe
-    validator, the orchestrator and engine units (their modules), the blueprints and the
-    Slurm facts. ``validate --jobs`` calls it before its workers fork, so that they share
-    one copy instead of each loading its own (tests/unit/test_batch.py checks that a check
-    afterwards imports no module of the package)."""
-    from mldiag_provision import engines, orchestrators
+    validator, the orchestrator units (their modules), the blueprints and the Slurm facts
+    (not the engine units: checks need only their names,
+    :mod:`mldiag_provision.engine_names`). ``validate --jobs`` calls it before its workers
+    fork, so that they share one copy instead of each loading its own
+    (tests/unit/test_batch.py checks that a check afterwards imports no module of the
+    package)."""
+    from mldiag_provision import orchestrators
     from mldiag_provision.catalog.gpu import load_gpu_catalog
     from mldiag_provision.catalog.names import load_name_limits
     from mldiag_provision.catalog.slurm import load_slurm_facts
@@ -90,7 +92,6 @@ def warm_up() -> None:
     load_name_limits()
     load_slurm_facts()
     build_validator()
-    engines.units()
     for unit in orchestrators.units():
         load_blueprint(unit.blueprint)
 

@@ -11,6 +11,11 @@ prefix set Python looks for every ``.pyc`` there, not in ``__pycache__``), and t
 every command, the floor included, with the same prefix and ``PYTHONDONTWRITEBYTECODE=1``:
 all runs read bytecode, none writes it. The prefix is deleted at exit.
 
+Start-up cache (:mod:`mldiag_provision.startcache`: compiled dataclass methods, parsed fact
+files): like bytecode, an installed tool fills it on its first run. The benchmarks give it a
+directory of their own under the prefix (``MLDIAG_CACHE_DIR``), filled by the same warm-up
+runs; ``MLDIAG_CACHE=0`` in the environment measures without it.
+
 Floor: ``python -c pass`` with the same interpreter and environment, alternated with the
 command (floor, command, floor, command, ...) so that load on the shared machine hits both.
 
@@ -50,6 +55,7 @@ class Bench:
         self.prefix = Path(tempfile.mkdtemp(prefix="mldiag-pycache-"))
         base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         base["PYTHONPYCACHEPREFIX"] = str(self.prefix)
+        base["MLDIAG_CACHE_DIR"] = str(self.prefix / "mldiag-startcache")
         self._write_env = base
         self.env = {**base, "PYTHONDONTWRITEBYTECODE": "1"}
         old = os.environ.get("PYTHONPYCACHEPREFIX")
@@ -137,6 +143,7 @@ def report(title: str, samples: dict[str, list[float]],
     cpu_floor = statistics.median(cpu["python -c pass"]) if cpu else 0.0
     print(f"  {'command':<34} {'min':>8} {'median':>8} {'max':>8} {'x floor':>8} "
           f"{'CPU med':>8} {'x floor':>8}   (ms, {runs} runs, bytecode compiled, "
+          f"start-up cache {'off' if os.environ.get('MLDIAG_CACHE') == '0' else 'filled'}, "
           f"load {os.getloadavg()[0]:.1f}, {os.cpu_count()} CPUs)")
     ok = True
     for name, s in samples.items():

@@ -236,6 +236,41 @@ def test_danger_and_kept_follow_the_engine_kinds() -> None:
     assert ResourceChange("s", "google_project_service", "delete").kept
 
 
+def test_the_engine_name_table_lists_every_module_that_defines_a_unit() -> None:
+    """engine_names.MODULES is what ``validate`` knows without importing the engines: every
+    module of the package that defines ``UNIT`` is in it under its unit's name, and units()
+    is exactly the table's."""
+    import importlib
+    import pkgutil
+
+    from mldiag_provision import engine_names
+
+    defined = {}
+    for info in pkgutil.iter_modules(engines.__path__):
+        module = importlib.import_module(f"{engines.__name__}.{info.name}")
+        unit = getattr(module, "UNIT", None)
+        if unit is not None:
+            defined[unit.name] = module.__name__
+    assert defined == engine_names.MODULES
+    assert engines.names() == tuple(u.name for u in engines.units()) == ("pulumi", "terraform")
+
+
+def test_a_table_entry_whose_module_defines_another_unit_is_refused(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from mldiag_provision import engine_names
+
+    monkeypatch.setitem(engine_names.MODULES, "opentofu", "mldiag_provision.engines.terraform")
+    engines.units.cache_clear()
+    try:
+        with pytest.raises(TypeError, match=r"engines\.terraform\.UNIT is not the EngineUnit "
+                                            r"named 'opentofu'"):
+            engines.units()
+    finally:
+        monkeypatch.undo()
+        engines.units.cache_clear()
+    assert "opentofu" not in engines.names()
+
+
 def test_engine_units_are_complete() -> None:
     for unit in engines.units():
         assert isinstance(unit, EngineUnit)

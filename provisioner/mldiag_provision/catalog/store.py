@@ -100,11 +100,20 @@ class Fact(Mapping[str, Any]):
 
 
 def _read(path: Path) -> Any:
+    from mldiag_provision.startcache import load_yaml
+
     try:
-        with open(path, encoding="utf-8") as f:
-            return yaml.load(f, Loader=_Loader)
+        return load_yaml(path, _parse, _KIND)
     except (OSError, yaml.YAMLError) as exc:
         raise CatalogError(f"cannot read the fact file {path}: {exc}") from exc
+
+
+# the parser, for the start-up cache's key (mldiag_provision.startcache.load_yaml)
+_KIND = f"PyYAML {yaml.__version__} {_Loader.__name__}"
+
+
+def _parse(raw: bytes) -> Any:
+    return yaml.load(raw, Loader=_Loader)
 
 
 def _where(file: str, path: tuple[str | int, ...]) -> str:

@@ -45,6 +45,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.write(f"mldiag-provision {__version__}\n")
         return 0
     _tune_gc()
+    from mldiag_provision import startcache
+
+    startcache.install()  # before the commands' dataclasses are made
     from mldiag_provision.cli._main import main as run
 
     return run(argv_list)

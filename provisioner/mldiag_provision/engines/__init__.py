@@ -1,7 +1,9 @@
 """Engines: what turns a rendered stack into real infrastructure.
 
 Each engine is a unit: a module of this package that defines ``UNIT = EngineUnit(...)``
-(:mod:`~mldiag_provision.engines.terraform` today), found by :func:`units` on first use. A
+(:mod:`~mldiag_provision.engines.terraform`, :mod:`~mldiag_provision.engines.pulumi`), listed
+by name in :data:`mldiag_provision.engine_names.MODULES` and imported by :func:`units` on
+first use. A
 unit declares its :class:`EngineCapability` values, renders its files of a stack, names its
 resource types by what they hold (:class:`ResourceKinds`: danger warnings), translates its
 tool's and Google's errors, and makes the :class:`Engine` that works in one rendered
@@ -16,7 +18,6 @@ from __future__ import annotations
 
 import enum
 import importlib
-import pkgutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -429,29 +430,30 @@ class UnknownEngineError(UsageError):
 
 @cache
 def units() -> tuple[EngineUnit, ...]:
-    """Every registered engine unit, by name (modules of this package defining ``UNIT``).
+    """Every registered engine unit, by name: the ``UNIT`` of each module that
+    :data:`mldiag_provision.engine_names.MODULES` lists.
 
     Raises:
-      TypeError: a module's ``UNIT`` is not an :class:`EngineUnit` (a bug in that unit).
-      ValueError: two units share a name.
+      TypeError: a listed module's ``UNIT`` is missing or not an :class:`EngineUnit`, or is
+        named otherwise than the table says (a bug in that unit or in the table).
     """
-    found: dict[str, EngineUnit] = {}
-    for info in pkgutil.iter_modules(__path__):
-        module = importlib.import_module(f"{__name__}.{info.name}")
+    from mldiag_provision.engine_names import MODULES
+
+    found: list[EngineUnit] = []
+    for name in sorted(MODULES):
+        module = importlib.import_module(MODULES[name])
         unit = getattr(module, "UNIT", None)
-        if unit is None:
-            continue
-        if not isinstance(unit, EngineUnit):
-            raise TypeError(f"{module.__name__}.UNIT is not an EngineUnit")
-        if unit.name in found:
-            raise ValueError(f"two engine units are named '{unit.name}'")
-        found[unit.name] = unit
-    return tuple(found[n] for n in sorted(found))
+        if not isinstance(unit, EngineUnit) or unit.name != name:
+            raise TypeError(f"{module.__name__}.UNIT is not the EngineUnit named '{name}'")
+        found.append(unit)
+    return tuple(found)
 
 
 def names() -> tuple[str, ...]:
-    """The registered engine names, sorted."""
-    return tuple(u.name for u in units())
+    """The registered engine names, sorted (without importing the engines)."""
+    from mldiag_provision.engine_names import names as registered
+
+    return registered()
 
 
 def find(name: str) -> EngineUnit | None:

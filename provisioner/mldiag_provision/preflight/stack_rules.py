@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from mldiag_provision import orchestrators
+from mldiag_provision import engine_names, orchestrators
 from mldiag_provision.catalog import requirements as req
 from mldiag_provision.catalog.gke_version import GkeVersion
 from mldiag_provision.catalog.names import load_name_limits
@@ -36,13 +36,12 @@ def bucket_rule() -> str:
 
 @rule("engine")
 def engine(ctx: Context) -> Iterator[Problem]:
-    """The engine has a unit (:mod:`mldiag_provision.engines`) and the orchestrator's
+    """The engine has a unit (:mod:`mldiag_provision.engine_names`) and the orchestrator's
     blueprint lists it (``engines:`` of its blueprint.yaml); a backend fits its type."""
-    from mldiag_provision import engines
     from mldiag_provision.render.blueprint import load_blueprint, mismatch
 
     eng = ctx.recipe.spec.engine
-    known = engines.names()
+    known = engine_names.names()
     if eng.name not in known:
         yield ctx.problem("engine", ("spec", "engine", "name"),
                           f"engine '{eng.name}' is not supported by this version yet",

@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
-from mldiag_provision import engines, orchestrators
+from mldiag_provision import engine_names, orchestrators
 from mldiag_provision.recipe import patterns
 from mldiag_provision.recipe.patterns import DNS_LABEL, ENV_NAME, GCE_NAME, IMAGE_REF
 
@@ -23,7 +23,7 @@ from mldiag_provision.recipe.patterns import DNS_LABEL, ENV_NAME, GCE_NAME, IMAG
 # registry's order; engines: the registered ones and "pulumi", which the recipe format has
 # room for before its unit exists (preflight then refuses it with a clear message).
 _ORCHESTRATORS = orchestrators.names()
-_ENGINES = tuple(dict.fromkeys(("terraform", "pulumi", *engines.names())))
+_ENGINES = tuple(dict.fromkeys(("terraform", "pulumi", *engine_names.names())))
 
 API_VERSION = "mldiag-provision/v1alpha1"
 

@@ -40,9 +40,12 @@ class Blueprint:
 
 @cache
 def _load(path: Path) -> Blueprint:
+    from mldiag_provision.startcache import load_yaml
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     try:
-        doc = yaml.load(path.read_text(encoding="utf-8"),
-                        Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        doc = load_yaml(path, lambda raw: yaml.load(raw, Loader=loader),
+                        f"PyYAML {yaml.__version__} {loader.__name__}")
     except FileNotFoundError:
         raise CatalogError(f"{path} is missing: the blueprint named by an orchestrator unit "
                            "is not installed") from None

@@ -1,0 +1,215 @@
+"""Start-up work kept between runs, in the user's cache directory (issue 16).
+
+Two things every run used to redo, about a third of the time ``validate`` spends before it
+checks its first recipe (measured on the project's 2-core machine, bytecode compiled):
+
+- **The code of dataclass methods.** :mod:`dataclasses` writes each class's ``__init__``,
+  ``__repr__``, ``__eq__``, ``__setattr__`` ... as source text and compiles it at import time:
+  ~40-50 ms for the 69 dataclasses ``validate`` imports (Python's ``.pyc`` files do not cover
+  it). :func:`install` gives :mod:`dataclasses` a stand-in for ``exec`` that compiles each text
+  once and keeps the code objects, by the text itself, in a ``marshal`` file (Python's own
+  format for bytecode); a later run executes the kept code objects. Only this package's classes
+  are cached (the text's globals are a module of ``mldiag_provision``); the functions come out
+  the same (``tests/unit/test_startcache.py``).
+- **The fact files.** :func:`load_yaml` returns a YAML file's data kept (with :mod:`marshal`)
+  by a hash of the file's bytes: ~29 ms of YAML parsing per run for ``catalog/data/*.yaml``
+  and the blueprint manifests.
+
+Both are addressed by content (the source text; the file's bytes, with PyYAML's version and the
+loader), so an entry can never be stale: a changed text or file is a new entry.
+
+Where: ``$MLDIAG_CACHE_DIR``, else ``$XDG_CACHE_HOME/mldiag-provision``, else
+``~/.cache/mldiag-provision``; ``MLDIAG_CACHE=0`` turns it off. Trust, as Python gives
+``__pycache__``: the directory is created 0700 and each file 0600, written whole under a
+temporary name then renamed; a file is read only when it and its directory belong to this user
+and nobody else may write them. Anything unreadable, damaged or refused is ignored (the work is
+done as without a cache); a failure to write is ignored too. Nothing here ever fails a run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+_PREFIX = "mldiag_provision."
+
+
+def directory() -> Path | None:
+    """The cache directory (not created here), or None when caching is off (``MLDIAG_CACHE=0``)
+    or no home is known."""
+    if os.environ.get("MLDIAG_CACHE", "1") == "0":
+        return None
+    explicit = os.environ.get("MLDIAG_CACHE_DIR")
+    if explicit:
+        return Path(explicit)
+    base = os.environ.get("XDG_CACHE_HOME") or (
+        os.path.join(os.path.expanduser("~"), ".cache") if os.path.expanduser("~") != "~"
+        else "")
+    return Path(base) / "mldiag-provision" if base else None
+
+
+def _safe(st: os.stat_result) -> bool:
+    """Owned by this user and not writable by group or others."""
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+def read(name: str) -> bytes | None:
+    """The bytes of the cache file ``name``, or None (no cache, no file, or not trusted)."""
+    where = directory()
+    if where is None:
+        return None
+    try:
+        if not _safe(os.stat(where)):
+            return None
+        fd = os.open(where / name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not _safe(st):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read(st.st_size + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def write(name: str, data: bytes) -> None:
+    """Store ``data`` as the cache file ``name`` (whole, or not at all; errors ignored)."""
+    where = directory()
+    if where is None:
+        return
+    tmp = where / f".{name}.{os.getpid()}.tmp"
+    try:
+        where.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, where / name)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+# --- compiled dataclass methods ----------------------------------------------------------
+
+def _code_file() -> str:
+    """The code cache's file name: bytecode is specific to the interpreter and its -O level."""
+    return (f"dataclass-code-{sys.implementation.cache_tag}-{sys.hexversion:x}"
+            f"-O{sys.flags.optimize}.marshal")
+
+
+class _CodeCache:
+    """The ``exec`` :mod:`dataclasses` calls, with compiled texts kept (see the module)."""
+
+    def __init__(self) -> None:
+        self.codes: dict[str, Any] | None = None  # source text -> code object
+        self.changed = False
+
+    def _load(self) -> dict[str, Any]:
+        import marshal
+
+        data = read(_code_file())
+        if data:
+            try:
+                codes = marshal.loads(data)
+                if isinstance(codes, dict):
+                    return codes
+            except (ValueError, EOFError, TypeError):
+                pass
+        return {}
+
+    def exec(self, source: Any, globals: dict[str, Any] | None = None,
+             locals: Any = None) -> None:
+        name = globals.get("__name__", "") if isinstance(globals, dict) else ""
+        if not isinstance(source, str) or not str(name).startswith(_PREFIX):
+            exec(source, globals, locals)
+            return
+        if self.codes is None:
+            self.codes = self._load()
+        code = self.codes.get(source)
+        if code is None:
+            # dont_inherit: compiled as dataclasses compiles it, without this module's
+            # ``from __future__`` flags
+            code = compile(source, "<string>", "exec", dont_inherit=True)
+            self.codes[source] = code
+            if not self.changed:
+                self.changed = True
+                import atexit
+
+                atexit.register(self.save)
+        exec(code, globals, locals)
+
+    def save(self) -> None:
+        """Write the kept code (at exit, when this run compiled something new). Entries of
+        other runs are kept, unless the file has grown past 4,096 texts: then only this
+        run's."""
+        import marshal
+
+        if not self.changed or self.codes is None:
+            return
+        merged = self._load()
+        merged.update(self.codes)
+        if len(merged) > 4096:
+            merged = self.codes
+        with contextlib.suppress(ValueError):  # a code object marshal refuses
+            write(_code_file(), marshal.dumps(merged))
+        self.changed = False
+
+
+_CODE = _CodeCache()
+
+
+def install() -> None:
+    """Let :mod:`dataclasses` compile through :class:`_CodeCache` (the CLI calls it before it
+    imports its commands; a dataclass made earlier is simply not cached). Off with
+    ``MLDIAG_CACHE=0``."""
+    if directory() is None:
+        return
+    import dataclasses
+
+    dataclasses.exec = _CODE.exec  # type: ignore[attr-defined]  # shadows the builtin there
+
+
+# --- parsed fact files -------------------------------------------------------------------
+
+def _digest(data: bytes) -> str:
+    """BLAKE2b of ``data``, hex (``_blake2`` is CPython's C module behind ``hashlib.blake2b``;
+    importing ``hashlib`` itself loads OpenSSL, ~3 ms)."""
+    try:
+        from _blake2 import blake2b
+    except ImportError:  # pragma: no cover - another Python
+        from hashlib import blake2b
+    return blake2b(data, digest_size=20).hexdigest()
+
+
+def load_yaml(path: Path, parse: Callable[[bytes], Any], kind: str) -> Any:
+    """``parse(bytes of path)``, or the same data kept from an earlier run.
+
+    ``kind`` names the parser and its version (e.g. ``"PyYAML 6.0.2 CSafeLoader"``): part of
+    the key with the file's bytes. The data is kept with :mod:`marshal` (dicts, lists,
+    strings, numbers, booleans, None: what the safe loader gives; data marshal refuses, such as
+    a date, is simply not kept). Raises what reading ``path`` or ``parse`` raise.
+    """
+    import marshal
+
+    with open(path, "rb") as f:
+        raw = f.read()
+    key = _digest(kind.encode() + b"\0" + raw)
+    name = f"data-{key}.marshal"
+    kept = read(name)
+    if kept:
+        try:
+            return marshal.loads(kept)
+        except (ValueError, EOFError, TypeError):  # damaged: parsed again
+            pass
+    data = parse(raw)
+    with contextlib.suppress(ValueError):  # not marshal's kind of data (a date)
+        write(name, marshal.dumps(data))
+    return data

@@ -1,0 +1,212 @@
+"""The start-up cache (mldiag_provision.startcache, issue 16): compiled dataclass methods and
+parsed fact files kept between runs, addressed by content, trusted only when owned by the
+user, never failing a run."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import inspect
+import marshal
+import os
+import subprocess
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import pytest
+import yaml
+
+from mldiag_provision import startcache
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    where = tmp_path / "cache"
+    monkeypatch.setenv("MLDIAG_CACHE_DIR", str(where))
+    monkeypatch.delenv("MLDIAG_CACHE", raising=False)
+    return where
+
+
+def _make(module: str, cache: startcache._CodeCache | None) -> type:
+    """A frozen dataclass made in a module called ``module``, through ``cache`` (or not)."""
+    source = textwrap.dedent("""
+        from dataclasses import dataclass, field
+
+        @dataclass(frozen=True)
+        class Shape:
+            name: str
+            chips: int = 4
+            tags: tuple = field(default=())
+    """)
+    fake = types.ModuleType(module)  # dataclasses takes the globals from sys.modules
+    sys.modules[module] = fake
+    namespace = fake.__dict__
+    saved = getattr(dataclasses, "exec", None)
+    if cache is not None:
+        dataclasses.exec = cache.exec  # type: ignore[attr-defined]
+    try:
+        exec(compile(source, "<test>", "exec", dont_inherit=True), namespace)
+    finally:
+        del sys.modules[module]
+        if saved is not None:
+            dataclasses.exec = saved  # type: ignore[attr-defined]
+        elif cache is not None:
+            del dataclasses.exec  # type: ignore[attr-defined]
+    return namespace["Shape"]
+
+
+def _methods(cls: type) -> dict[str, tuple]:
+    return {name: (fn.__code__.co_code, fn.__code__.co_consts, fn.__code__.co_names,
+                   fn.__code__.co_varnames, fn.__annotations__, fn.__defaults__)
+            for name in ("__init__", "__repr__", "__eq__", "__setattr__", "__delattr__",
+                         "__hash__")
+            if (fn := inspect.unwrap(getattr(cls, name))).__code__.co_filename == "<string>"}
+
+
+def test_cached_code_makes_the_same_methods_as_dataclasses_alone(cache_dir: Path) -> None:
+    plain = _make("mldiag_provision.fake", None)
+    first = startcache._CodeCache()
+    cached = _make("mldiag_provision.fake", first)
+    assert first.codes and first.changed  # compiled, to be saved
+    first.save()
+    assert (cache_dir / startcache._code_file()).is_file()
+    second = startcache._CodeCache()
+    again = _make("mldiag_provision.fake", second)
+    assert not second.changed  # every text was found in the file
+    assert _methods(plain) == _methods(cached) == _methods(again)
+    assert set(_methods(plain)) >= {"__init__", "__repr__", "__eq__", "__setattr__"}
+    for cls in (plain, cached, again):
+        s = cls("v5e")
+        assert repr(s) == "Shape(name='v5e', chips=4, tags=())" and s == cls("v5e", 4)
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            s.chips = 8  # type: ignore[misc]
+    # annotations are objects, as dataclasses makes them (not this module's future strings)
+    assert again.__init__.__annotations__ == plain.__init__.__annotations__
+
+
+def test_other_packages_dataclasses_are_not_kept(cache_dir: Path) -> None:
+    cache = startcache._CodeCache()
+    _make("someone_else", cache)
+    assert cache.codes is None and not cache.changed
+
+
+def test_a_second_cli_run_compiles_no_dataclass_method(cache_dir: Path) -> None:
+    code = ("import dataclasses, sys\n"
+            "from mldiag_provision import startcache\n"
+            "from mldiag_provision.cli.app import main\n"
+            "rc = main(['validate', 'recipes/tpu-v4-2x2x4-autopilot.yaml'])\n"
+            "print('RESULT', rc, startcache._CODE.changed, len(startcache._CODE.codes or {}))\n")
+    runs = []
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                             text=True, check=True, env=os.environ.copy()).stdout
+        runs.append(next(line for line in out.splitlines() if line.startswith("RESULT")))
+    first, second = (r.split() for r in runs)
+    assert first[1] == second[1] == "0"
+    assert first[2] == "True" and second[2] == "False"  # nothing new compiled the second time
+    assert int(second[3]) >= 50  # the validate path's dataclasses came from the file
+    files = sorted(p.name for p in cache_dir.iterdir())
+    assert startcache._code_file() in files and any(f.startswith("data-") for f in files)
+    assert oct(cache_dir.stat().st_mode & 0o777) == "0o700"
+    assert {oct(p.stat().st_mode & 0o777) for p in cache_dir.iterdir()} == {"0o600"}
+
+
+def test_off_switch_writes_nothing(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MLDIAG_CACHE", "0")
+    assert startcache.directory() is None
+    proc = subprocess.run([sys.executable, "-m", "mldiag_provision", "validate",
+                           "recipes/tpu-v4-2x2x4-autopilot.yaml"], cwd=ROOT,
+                          capture_output=True, text=True, env=os.environ.copy())
+    assert proc.returncode == 0, proc.stderr
+    assert not cache_dir.exists()
+
+
+def _data_file(cache_dir: Path) -> Path:
+    (found,) = [p for p in cache_dir.iterdir() if p.name.startswith("data-")]
+    return found
+
+
+def test_load_yaml_keeps_the_data_by_content(cache_dir: Path, tmp_path: Path) -> None:
+    calls = []
+
+    def parse(raw: bytes) -> object:
+        calls.append(raw)
+        return yaml.safe_load(raw)
+
+    src = tmp_path / "facts.yaml"
+    src.write_text("a: 1\nb: [x, 2.5, null, true]\n")
+    assert startcache.load_yaml(src, parse, "test") == {"a": 1, "b": ["x", 2.5, None, True]}
+    assert startcache.load_yaml(src, parse, "test") == {"a": 1, "b": ["x", 2.5, None, True]}
+    assert len(calls) == 1  # the second came from the cache
+    src.write_text("a: 2\n")  # a changed file is a new entry, never a stale answer
+    assert startcache.load_yaml(src, parse, "test") == {"a": 2}
+    assert startcache.load_yaml(src, parse, "other parser") == {"a": 2}
+    assert len(calls) == 3
+
+
+def test_damaged_or_untrusted_entries_are_parsed_again(cache_dir: Path, tmp_path: Path) -> None:
+    calls = []
+
+    def parse(raw: bytes) -> object:
+        calls.append(raw)
+        return yaml.safe_load(raw)
+
+    src = tmp_path / "facts.yaml"
+    src.write_text("a: 1\n")
+    startcache.load_yaml(src, parse, "t")
+    entry = _data_file(cache_dir)
+    entry.write_bytes(b"\xff\x00garbage")
+    assert startcache.load_yaml(src, parse, "t") == {"a": 1}  # damaged: parsed again
+    assert marshal.loads(entry.read_bytes()) == {"a": 1}  # and rewritten
+    # a file others may write is not trusted (someone could have put other data there)
+    entry.write_bytes(marshal.dumps({"a": "planted"}))
+    entry.chmod(0o666)
+    assert startcache.load_yaml(src, parse, "t") == {"a": 1}
+    assert marshal.loads(entry.read_bytes()) == {"a": 1}  # replaced, owner-only again
+    assert entry.stat().st_mode & 0o777 == 0o600
+    assert startcache.read(entry.name) is not None
+    cache_dir.chmod(0o777)
+    assert startcache.read(entry.name) is None  # nor a directory others may write
+    cache_dir.chmod(0o700)
+    if os.getuid() == 0:  # only root can give a file away
+        os.chown(entry, 12345, 12345)
+        assert startcache.read(entry.name) is None
+
+
+def test_data_marshal_refuses_is_returned_and_not_kept(cache_dir: Path, tmp_path: Path) -> None:
+    src = tmp_path / "dated.yaml"
+    src.write_text("verified: 2026-11-30\n")
+    data = startcache.load_yaml(src, yaml.safe_load, "t")
+    assert data == {"verified": datetime.date(2026, 11, 30)}
+    assert not cache_dir.exists() or not any(cache_dir.iterdir())
+
+
+def test_an_unwritable_cache_never_fails_a_run(tmp_path: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("MLDIAG_CACHE_DIR", str(blocker / "cache"))
+    src = tmp_path / "facts.yaml"
+    src.write_text("a: 1\n")
+    assert startcache.load_yaml(src, yaml.safe_load, "t") == {"a": 1}
+    startcache.write("x", b"data")  # ignored
+    proc = subprocess.run([sys.executable, "-m", "mldiag_provision", "validate",
+                           "recipes/tpu-v4-2x2x4-autopilot.yaml"], cwd=ROOT,
+                          capture_output=True, text=True, env=os.environ.copy())
+    assert proc.returncode == 0 and not proc.stderr, proc.stderr
+
+
+def test_validate_prints_the_same_with_and_without_the_cache(cache_dir: Path) -> None:
+    recipes = sorted(str(p) for p in (ROOT / "recipes").glob("*.yaml"))
+    outs = []
+    for env in ({"MLDIAG_CACHE": "0"}, {}, {}):  # off; filling; filled
+        proc = subprocess.run([sys.executable, "-m", "mldiag_provision", "validate",
+                               "--output", "json", *recipes], cwd=ROOT, capture_output=True,
+                              text=True, env={**os.environ, **env})
+        outs.append((proc.returncode, proc.stdout, proc.stderr))
+    assert outs[0] == outs[1] == outs[2]
+    assert outs[0][0] == 0
