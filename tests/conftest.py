@@ -19,12 +19,11 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The tool's start-up cache (mldiag_provision.startcache) goes to a directory of this
-    test session, not the user's ~/.cache; removed at the end."""
-    if "MLDIAG_CACHE_DIR" not in os.environ:
-        where = tempfile.mkdtemp(prefix="mldiag-test-startcache-")
-        os.environ["MLDIAG_CACHE_DIR"] = where
-        config.add_cleanup(lambda: shutil.rmtree(where, ignore_errors=True))
+    """The tool's caches between runs (mldiag_provision.startcache, render/template_cache.py)
+    go to a directory of this test session, not the user's ~/.cache; removed at the end."""
+    where = tempfile.mkdtemp(prefix="mldiag-test-cache-")
+    os.environ["XDG_CACHE_HOME"] = where
+    config.add_cleanup(lambda: shutil.rmtree(where, ignore_errors=True))
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

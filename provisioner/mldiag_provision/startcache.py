@@ -18,12 +18,18 @@ checks its first recipe (measured on the project's 2-core machine, bytecode comp
 Both are addressed by content (the source text; the file's bytes, with PyYAML's version and the
 loader), so an entry can never be stale: a changed text or file is a new entry.
 
-Where: ``$MLDIAG_CACHE_DIR``, else ``$XDG_CACHE_HOME/mldiag-provision``, else
-``~/.cache/mldiag-provision``; ``MLDIAG_CACHE=0`` turns it off. Trust, as Python gives
-``__pycache__``: the directory is created 0700 and each file 0600, written whole under a
-temporary name then renamed; a file is read only when it and its directory belong to this user
-and nobody else may write them. Anything unreadable, damaged or refused is ignored (the work is
-done as without a cache); a failure to write is ignored too. Nothing here ever fails a run.
+Where, following Python's own bytecode settings as the template cache does
+(:mod:`mldiag_provision.render.template_cache`): under ``sys.pycache_prefix``
+(``PYTHONPYCACHEPREFIX``) in ``mldiag-provision-startup/`` when set, else in
+``$XDG_CACHE_HOME/mldiag-provision/startup`` (``~/.cache`` when unset); nothing is written
+while ``sys.dont_write_bytecode`` holds (``PYTHONDONTWRITEBYTECODE``, ``-B``), what is there
+is still read. ``MLDIAG_CACHE=0`` turns it off (nothing read, nothing written).
+
+Trust, as Python gives ``__pycache__``: the directory is created 0700 and each file 0600,
+written whole under a temporary name then renamed; a file is read only when it and its
+directory belong to this user and nobody else may write them. Anything unreadable, damaged
+or refused is ignored (the work is done as without a cache); a failure to write is ignored
+too. Nothing here ever fails a run.
 """
 
 from __future__ import annotations
@@ -39,17 +45,14 @@ _PREFIX = "mldiag_provision."
 
 
 def directory() -> Path | None:
-    """The cache directory (not created here), or None when caching is off (``MLDIAG_CACHE=0``)
-    or no home is known."""
+    """The cache directory (not created here; see the module), or None when caching is off
+    (``MLDIAG_CACHE=0``)."""
     if os.environ.get("MLDIAG_CACHE", "1") == "0":
         return None
-    explicit = os.environ.get("MLDIAG_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or (
-        os.path.join(os.path.expanduser("~"), ".cache") if os.path.expanduser("~") != "~"
-        else "")
-    return Path(base) / "mldiag-provision" if base else None
+    if sys.pycache_prefix:
+        return Path(sys.pycache_prefix) / "mldiag-provision-startup"
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "mldiag-provision" / "startup"
 
 
 def _safe(st: os.stat_result) -> bool:
@@ -81,9 +84,10 @@ def read(name: str) -> bytes | None:
 
 
 def write(name: str, data: bytes) -> None:
-    """Store ``data`` as the cache file ``name`` (whole, or not at all; errors ignored)."""
+    """Store ``data`` as the cache file ``name`` (whole, or not at all; errors ignored); not
+    while ``sys.dont_write_bytecode`` holds."""
     where = directory()
-    if where is None:
+    if where is None or sys.dont_write_bytecode:
         return
     tmp = where / f".{name}.{os.getpid()}.tmp"
     try:

@@ -12,9 +12,9 @@ every command, the floor included, with the same prefix and ``PYTHONDONTWRITEBYT
 all runs read bytecode, none writes it. The prefix is deleted at exit.
 
 Start-up cache (:mod:`mldiag_provision.startcache`: compiled dataclass methods, parsed fact
-files): like bytecode, an installed tool fills it on its first run. The benchmarks give it a
-directory of their own under the prefix (``MLDIAG_CACHE_DIR``), filled by the same warm-up
-runs; ``MLDIAG_CACHE=0`` in the environment measures without it.
+files) follows the bytecode settings: it goes under the prefix too, filled by the same warm-up
+runs, as an installed tool fills it on its first run; ``MLDIAG_CACHE=0`` in the environment
+measures without it.
 
 Floor: ``python -c pass`` with the same interpreter and environment, alternated with the
 command (floor, command, floor, command, ...) so that load on the shared machine hits both.
@@ -55,7 +55,6 @@ class Bench:
         self.prefix = Path(tempfile.mkdtemp(prefix="mldiag-pycache-"))
         base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         base["PYTHONPYCACHEPREFIX"] = str(self.prefix)
-        base["MLDIAG_CACHE_DIR"] = str(self.prefix / "mldiag-startcache")
         self._write_env = base
         self.env = {**base, "PYTHONDONTWRITEBYTECODE": "1"}
         old = os.environ.get("PYTHONPYCACHEPREFIX")

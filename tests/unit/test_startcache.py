@@ -25,10 +25,14 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture
 def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    where = tmp_path / "cache"
-    monkeypatch.setenv("MLDIAG_CACHE_DIR", str(where))
+    """An empty cache home; bytecode writing on, here and in the CLI processes started."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("MLDIAG_CACHE", raising=False)
-    return where
+    monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
+    monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    monkeypatch.setattr(sys, "pycache_prefix", None)
+    return tmp_path / "xdg" / "mldiag-provision" / "startup"
 
 
 def _make(module: str, cache: startcache._CodeCache | None) -> type:
@@ -185,11 +189,28 @@ def test_data_marshal_refuses_is_returned_and_not_kept(cache_dir: Path, tmp_path
     assert not cache_dir.exists() or not any(cache_dir.iterdir())
 
 
-def test_an_unwritable_cache_never_fails_a_run(tmp_path: Path,
+def test_bytecode_settings_are_followed(cache_dir: Path, tmp_path: Path,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """As Python's bytecode: nothing written under -B / PYTHONDONTWRITEBYTECODE (what is
+    there is read); under PYTHONPYCACHEPREFIX when that is set."""
+    src = tmp_path / "facts.yaml"
+    src.write_text("a: 1\n")
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    assert startcache.load_yaml(src, yaml.safe_load, "t") == {"a": 1}
+    assert not cache_dir.exists()
+    monkeypatch.setattr(sys, "dont_write_bytecode", False)
+    startcache.load_yaml(src, yaml.safe_load, "t")
+    monkeypatch.setattr(sys, "dont_write_bytecode", True)
+    assert startcache.load_yaml(src, lambda raw: pytest.fail("parsed"), "t") == {"a": 1}
+    monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "prefix"))
+    assert startcache.directory() == tmp_path / "prefix" / "mldiag-provision-startup"
+
+
+def test_an_unwritable_cache_never_fails_a_run(cache_dir: Path, tmp_path: Path,
                                                monkeypatch: pytest.MonkeyPatch) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
-    monkeypatch.setenv("MLDIAG_CACHE_DIR", str(blocker / "cache"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker / "cache"))
     src = tmp_path / "facts.yaml"
     src.write_text("a: 1\n")
     assert startcache.load_yaml(src, yaml.safe_load, "t") == {"a": 1}
