@@ -13,6 +13,12 @@ import enum
 from dataclasses import dataclass, field
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (``kill``, a CI job's timeout, ``docker stop``) while a tool such as terraform
+    runs: handled as Ctrl-C is (the child is told to stop gracefully, its state saved), but
+    reported as what it was, with exit code 143 (128 + SIGTERM) instead of Ctrl-C's 130."""
+
+
 class ExitCode(enum.IntEnum):
     """Stable, documented exit codes of every ``mldiag-provision`` command."""
 

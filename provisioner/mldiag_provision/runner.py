@@ -158,6 +158,7 @@ class CommandRunner:
 
         started = time.monotonic()
         interrupted = False
+        reason: KeyboardInterrupt = KeyboardInterrupt()
         previous = _install_sigterm_as_interrupt()
         try:
             with open(out_path, "wb") as fout, open(err_path, "wb") as ferr:
@@ -168,8 +169,9 @@ class CommandRunner:
             with open(out_path, encoding="utf-8", errors="replace", newline="\n") as reader:
                 try:
                     _follow(reader, exited, take)
-                except KeyboardInterrupt:
+                except KeyboardInterrupt as exc:
                     interrupted = True
+                    reason = exc
                     self.log("[mldiag] interrupted: sending SIGINT to the child and waiting "
                              "for it to stop gracefully")
                     if _wait_gracefully(proc):
@@ -191,7 +193,7 @@ class CommandRunner:
                            "\n".join(captured) if capture else None)
         self.log(f"=== exit {proc.returncode} after {result.duration_s:.2f}s")
         if interrupted:
-            raise KeyboardInterrupt
+            raise type(reason)()  # Ctrl-C, or SIGTERM (errors.Terminated)
         return result
 
 
@@ -271,7 +273,9 @@ def _install_sigterm_as_interrupt() -> object:
         return None
 
     def handler(signum: int, frame: object) -> None:
-        raise KeyboardInterrupt
+        from mldiag_provision.errors import Terminated
+
+        raise Terminated
 
     return signal.signal(signal.SIGTERM, handler)
 

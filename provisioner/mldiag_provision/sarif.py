@@ -65,13 +65,24 @@ def _message(p: Problem) -> str:
     return text + ("" if text.endswith((".", "?")) else ".")
 
 
+def _invocation(not_read: list[str]) -> dict[str, Any]:
+    if not not_read:
+        return {"executionSuccessful": True}
+    return {"executionSuccessful": False, "toolExecutionNotifications": [
+        {"level": "error", "message": {"text": text}} for text in not_read]}
+
+
 def sarif_log(rules: Iterable[SarifRule], problems: Iterable[Problem], *,
               run_properties: dict[str, Any] | None = None,
-              suppressions: dict[int, str] | None = None) -> str:
+              suppressions: dict[int, str] | None = None,
+              not_read: Iterable[str] = ()) -> str:
     """The SARIF 2.1.0 log (JSON text) of one run.
 
     ``suppressions`` maps the index of a problem to the justification of its waiver: such a
     result carries an ``accepted`` external suppression, so code scanning shows it closed.
+    ``not_read``: why each input that could not be read was not (one line each): error-level
+    tool execution notifications of an invocation that was not successful (SARIF 2.1.0
+    §3.20.14, §3.20.21), not results: they say nothing about the code.
     """
     ordered = sorted(rules, key=lambda r: r.id)
     index = {r.id: i for i, r in enumerate(ordered)}
@@ -110,7 +121,7 @@ def sarif_log(rules: Iterable[SarifRule], problems: Iterable[Problem], *,
     run: dict[str, Any] = {
         "tool": {"driver": {"name": "mldiag-provision", "version": __version__,
                             "semanticVersion": __version__, "rules": descriptors}},
-        "invocations": [{"executionSuccessful": True}],
+        "invocations": [_invocation(list(not_read))],
         "columnKind": "unicodeCodePoints",
         "results": results,
     }

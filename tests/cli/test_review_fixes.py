@@ -17,7 +17,7 @@ def test_one_unreadable_file_does_not_hide_a_directory(tmp_path: Path, capsys) -
     (tmp_path / "ok.yaml").write_text("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n")
     code = main(["lint", str(tmp_path), "-O", "json"])
     report = json.loads(capsys.readouterr().out)
-    assert code == 1
+    assert code == 2  # as validate: an input that cannot be read is a usage error, reported
     text = json.dumps(report)
     assert "file-unreadable" in text and "not UTF-8" in text
     assert "ok.yaml" in text  # the readable file was linted too

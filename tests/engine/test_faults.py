@@ -147,8 +147,13 @@ def test_killed_mid_apply_keeps_state_and_lock_then_converges(tmp_path: Path, of
     converges(cli, r, work)
 
 
-def test_interrupted_apply_stops_gracefully_then_converges(tmp_path: Path, offline,
-                                                           cli) -> None:
+@pytest.mark.parametrize("signum, code, said", [
+    (signal.SIGINT, 130, "interrupted"),  # Ctrl-C
+    (signal.SIGTERM, 143, "terminated (SIGTERM)"),  # kill, a CI job's timeout
+])
+def test_interrupted_apply_stops_gracefully_then_converges(tmp_path: Path, offline, cli,
+                                                           signum: int, code: int,
+                                                           said: str) -> None:
     if offline is None:
         return
     r = str(offline_recipe(RECIPE, tmp_path / "recipe.yaml"))
@@ -157,10 +162,10 @@ def test_interrupted_apply_stops_gracefully_then_converges(tmp_path: Path, offli
     wait_for(lambda: "google_project_service" in cloud_objects(offline), 60,
              "the apply to start creating resources", proc)
     # The cluster takes 8 s on the stand-in: margin for a loaded CI box to signal mid-apply.
-    proc.send_signal(signal.SIGINT)  # Ctrl-C
+    proc.send_signal(signum)
     out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, out + err
-    assert "interrupted: terraform was stopped gracefully and its state saved" in err
+    assert proc.returncode == code, out + err
+    assert f"{said}: terraform was stopped gracefully and its state saved" in err
     assert lock_free(work)
     # Terraform let the operations in flight finish and recorded them:
     assert state_addresses(work) and all(

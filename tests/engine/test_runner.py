@@ -191,8 +191,8 @@ runner = CommandRunner(None)
 child = [sys.executable, "-c", sys.argv[1]]
 try:
     runner.run(child, cwd=pathlib.Path("."), task="t", on_line=lambda l: print(l, flush=True))
-except KeyboardInterrupt:
-    print("stopped_at_once", runner.stopped_at_once, flush=True)
+except KeyboardInterrupt as exc:
+    print(type(exc).__name__, "stopped_at_once", runner.stopped_at_once, flush=True)
 """
 
 
@@ -216,4 +216,40 @@ def test_a_second_ctrl_c_is_remembered(presses: int, expected: str) -> None:
     finally:
         if driver.poll() is None:
             driver.kill()
-    assert out.strip() == f"stopped_at_once {expected}"
+    assert out.strip() == f"KeyboardInterrupt stopped_at_once {expected}"
+
+
+def test_sigterm_stops_the_child_gracefully_and_is_reported_as_sigterm() -> None:
+    """SIGTERM (a CI timeout, ``kill``) is handled as Ctrl-C (the child gets SIGINT and
+    finishes), but raised as errors.Terminated, so the CLI says "terminated" and exits 143."""
+    import signal
+    import subprocess
+
+    driver = subprocess.Popen([PY, "-c", _DRIVER, _CHILD.format(stop_after=1)],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert driver.stdout is not None
+        assert driver.stdout.readline().strip() == "ready"
+        driver.send_signal(signal.SIGTERM)
+        out = driver.communicate(timeout=30)[0]
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+    assert out.strip() == "Terminated stopped_at_once False"
+
+
+@pytest.mark.parametrize("exc, code, said", [("Terminated", 143, "terminated (SIGTERM)"),
+                                             ("KeyboardInterrupt", 130, "interrupted")])
+def test_the_cli_exit_code_says_which_signal(exc: str, code: int, said: str,
+                                             monkeypatch: pytest.MonkeyPatch, capsys) -> None:
+    from mldiag_provision import errors
+    from mldiag_provision.cli import _main
+
+    raised = getattr(errors, exc, KeyboardInterrupt)
+
+    def run(args: object, out: object) -> int:
+        raise raised()
+
+    monkeypatch.setitem(_main.COMMANDS, "validate", run)
+    assert _main.main(["validate", "x.yaml"]) == code
+    assert capsys.readouterr().err.strip() == said

@@ -18,10 +18,10 @@ def _cli(*argv: str, stdin: bytes = b"") -> subprocess.CompletedProcess[bytes]:
 
 def test_lint_non_utf8_stdin_is_a_clear_usage_error_not_exit_70() -> None:
     proc = _cli("--no-color", "lint", "-", stdin=b"a: \xff\n")
-    err = proc.stderr.decode()
+    out, err = proc.stdout.decode(), proc.stderr.decode()
     assert proc.returncode == 2, err
-    assert "<stdin>: not UTF-8 text" in err and "byte 3" in err
-    assert "internal error" not in err and "Traceback" not in err
+    assert "<stdin>: error[file-unreadable]: <stdin>: not UTF-8 text" in out and "byte 3" in out
+    assert "internal error" not in out + err and "Traceback" not in out + err
 
 
 def test_lint_utf8_stdin_still_reads() -> None:

@@ -136,12 +136,50 @@ def test_directories_are_read_recursively(cli, tmp_path: Path) -> None:
 def test_usage_errors_exit_2(cli, argv: list[str], message: str) -> None:
     code, out, err = cli(*argv)
     assert code == 2, out + err
-    assert message in err and "Traceback" not in out + err
+    assert message in out + err and "Traceback" not in out + err
 
 
-def test_empty_directory_is_a_usage_error(cli, tmp_path: Path) -> None:
-    code, _, err = cli("lint", str(tmp_path))
-    assert code == 2 and "no *.yaml or *.yml files" in err
+def test_empty_directory_is_reported_and_exits_2(cli, tmp_path: Path) -> None:
+    code, out, _ = cli("lint", str(tmp_path))
+    assert code == 2
+    assert f"{tmp_path}: error[file-unreadable]: {tmp_path}: no *.yaml or *.yml files" in out
+
+
+def test_an_unreadable_path_does_not_hide_the_others(cli, tmp_path: Path) -> None:
+    """As validate: every PATH that cannot be read is a file-unreadable finding in the report
+    (text, JSON, SARIF), the others are linted, and the exit code is 2 (usage) at the end.
+    lint used to stop at the first missing path with a usage error and lint nothing."""
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"kind: \xff\n")
+    args = [str(MULTIHOST), str(tmp_path / "nope.yaml"), str(binary), str(empty),
+            str(SINGLEHOST)]
+    code, out, _ = cli("lint", *args, "-O", "json")
+    doc = json.loads(out)
+    assert code == 2
+    by_file = {f["file"]: [p["rule"] for p in f["problems"]] for f in doc["files"]}
+    assert list(by_file) == args
+    assert by_file[str(tmp_path / "nope.yaml")] == ["file-unreadable"]
+    assert by_file[str(binary)] == ["file-unreadable"] and by_file[str(empty)] == [
+        "file-unreadable"]
+    assert doc["objects"] > 2  # both good files were linted
+    messages = {p["message"]: p["hint"] for f in doc["files"] for p in f["problems"]
+                if p["rule"] == "file-unreadable"}
+    assert messages == {
+        f"{tmp_path / 'nope.yaml'}: no such file or directory": "check the path",
+        f"{binary}: not UTF-8 text (invalid start byte at byte 6)":
+            "a manifest is a YAML text file in UTF-8",
+        f"{empty}: no *.yaml or *.yml files in this directory":
+            "name YAML files or a directory that holds some (hidden directories are skipped)"}
+    code, out, _ = cli("lint", *args, "-O", "sarif")
+    [run] = json.loads(out)["runs"]
+    assert code == 2 and run["results"]  # the good files' findings
+    assert "file-unreadable" not in {r["ruleId"] for r in run["results"]}
+    [invocation] = run["invocations"]
+    assert invocation["executionSuccessful"] is False
+    assert [n["message"]["text"] for n in invocation["toolExecutionNotifications"]] == [
+        m for m in messages]
 
 
 def test_gke_version_is_accepted(cli) -> None:

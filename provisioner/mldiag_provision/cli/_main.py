@@ -539,7 +539,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         if detailed:  # 2 is "changes": every error is 1, as with terraform
             return int(ExitCode.INVALID)
         return int(exc.exit_code)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as exc:
+        from mldiag_provision.errors import Terminated
+
+        if isinstance(exc, Terminated):
+            err.print("terminated (SIGTERM)")
+            return 143
         err.print("interrupted")
         return 130
     except BrokenPipeError:

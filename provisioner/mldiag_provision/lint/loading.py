@@ -60,11 +60,15 @@ def field_path(path: Iterable[str | int]) -> str:
 @dataclass(frozen=True)
 class Source:
     """One input: a display name (the path as given, or ``<stdin>``) and its text; ``error``
-    says why a file found in a directory could not be read (it is reported, not fatal)."""
+    says why it could not be read (missing, unreadable, not UTF-8, too large, a directory
+    without YAML files), and ``hint`` what to do: it is reported as a ``file-unreadable``
+    problem, the other inputs are still linted, and lint exits 2 (a usage error) at the end,
+    as ``validate`` does."""
 
     name: str
     text: str
     error: str | None = None
+    hint: str | None = None
 
 
 # Manifests are kilobytes; a cap keeps /dev/zero or a mistaken huge file from hanging lint.
@@ -165,12 +169,17 @@ def _yaml_files(root: FsPath) -> list[tuple[str, str]]:
     return [(shown, real) for _, shown, real in found]
 
 
+def _unreadable(name: str, exc: UsageError) -> Source:
+    return Source(name, "", error=exc.message, hint=exc.hint)
+
+
 def read_sources(paths: Iterable[str]) -> list[Source]:
-    """Expand the command line's PATHs into sources.
+    """Expand the command line's PATHs into sources. An input that cannot be read (a missing
+    or unreadable path, a file that is not UTF-8 or is too large, a directory holding no YAML
+    file) is a source with ``error`` set, in its place: one bad path does not hide the others.
 
     Raises:
-      UsageError: a path is missing or unreadable, a directory holds no YAML file, or ``-``
-        is given twice.
+      UsageError: ``-`` is given twice (the command line itself is wrong).
     """
     paths = list(paths)
     if paths.count("-") > 1:
@@ -179,25 +188,33 @@ def read_sources(paths: Iterable[str]) -> list[Source]:
     seen: set[str] = set()
     for raw in paths:
         if raw == "-":
-            out.append(_read_stdin())
+            try:
+                out.append(_read_stdin())
+            except UsageError as exc:
+                out.append(_unreadable("<stdin>", exc))
             continue
         p = FsPath(raw)
         if p.is_dir():
             found = _yaml_files(p)
             if not found:
-                raise UsageError(f"{raw}: no *.yaml or *.yml files in this directory")
+                out.append(Source(raw, "", error=f"{raw}: no *.yaml or *.yml files in this "
+                                  "directory", hint="name YAML files or a directory that holds "
+                                  "some (hidden directories are skipped)"))
             for name, key in found:
                 if key not in seen:
                     seen.add(key)
                     try:
                         out.append(_read(name, name))
-                    except UsageError as exc:  # one bad file must not hide the others
-                        out.append(Source(name, "", error=exc.message))
+                    except UsageError as exc:
+                        out.append(_unreadable(name, exc))
             continue
         key = str(p.resolve()) if p.exists() else raw
         if key not in seen:
             seen.add(key)
-            out.append(_read(p, raw))
+            try:
+                out.append(_read(p, raw))
+            except UsageError as exc:
+                out.append(_unreadable(raw, exc))
     return out
 
 
@@ -410,7 +427,7 @@ def load_sources(sources: Iterable[Source]) -> Loaded:
         out.files.append(src.name)
         if src.error is not None:
             out.problems.append(Problem(rule="file-unreadable", message=src.error,
-                                        file=src.name, hint="fix or remove the file"))
+                                        file=src.name, hint=src.hint or "fix or remove the file"))
             out.sourcemaps[src.name] = SourceMap(file=src.name, lines=[])
             continue
         docs = load_documents(src.text, src.name)

@@ -1,6 +1,7 @@
 """SARIF 2.1.0 output of ``lint``, through the writer shared with ``policy``
 (:mod:`mldiag_provision.sarif`): every lint rule with its title, default level, group tag
-and source; the run's properties name the Kubernetes version and modes.
+and source; the run's properties name the Kubernetes version and modes. An input that could
+not be read is a notification of an unsuccessful invocation, not a result.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ def to_sarif(result: LintResult) -> str:
     rules = [SarifRule(id=rid, title=info.title, severity=info.severity, source=info.source,
                        tags=(info.group,)) for rid, info in RULES.items()]
     o = result.options
-    return sarif_log(rules, result.problems,
+    unread = [p for p in result.problems if p.rule == "file-unreadable"]
+    return sarif_log(rules, [p for p in result.problems if p.rule != "file-unreadable"],
                      run_properties={"kubernetesVersion": o.kubernetes_version,
-                                     "autopilot": o.autopilot, "diagnostics": o.diagnostics})
+                                     "autopilot": o.autopilot, "diagnostics": o.diagnostics},
+                     not_read=[p.message for p in unread])

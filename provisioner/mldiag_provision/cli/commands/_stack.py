@@ -345,16 +345,21 @@ def render_shown(stack: Any, args: argparse.Namespace, out: Console, *, quiet: b
         out.print(f"  {line}")
 
 
-def interrupted(stack: Any, command: str) -> None:
-    stack.log("[mldiag] interrupted by the user")
+def interrupted(stack: Any, command: str, exc: KeyboardInterrupt | None = None) -> None:
+    """Say on stderr how an interrupted run left terraform: ``exc`` is the interrupt (Ctrl-C,
+    or :class:`~mldiag_provision.errors.Terminated` for SIGTERM)."""
+    from mldiag_provision.errors import Terminated
+
+    what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+    stack.log(f"[mldiag] {what}" + ("" if isinstance(exc, Terminated) else " by the user"))
     log = f" (log: {stack.log_path})" if stack.log_path else ""
     if getattr(stack, "stopped_at_once", False):
-        sys.stderr.write("interrupted twice: terraform stopped at once, without finishing "
-                         "the operations in flight, and says data loss may have occurred; "
-                         "run `mldiag-provision plan` to see what the state records, then "
-                         f"re-run `mldiag-provision {command}`{log}\n")
+        sys.stderr.write(f"{what}, then interrupted again: terraform stopped at once, without "
+                         "finishing the operations in flight, and says data loss may have "
+                         "occurred; run `mldiag-provision plan` to see what the state records, "
+                         f"then re-run `mldiag-provision {command}`{log}\n")
         return
-    sys.stderr.write(f"interrupted: terraform was stopped gracefully and its state saved; "
+    sys.stderr.write(f"{what}: terraform was stopped gracefully and its state saved; "
                      f"re-run `mldiag-provision {command}` to converge{log}\n")
 
 

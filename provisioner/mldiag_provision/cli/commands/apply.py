@@ -101,8 +101,8 @@ def run(args: argparse.Namespace, out: Console) -> int:
             with progress or contextlib.nullcontext():
                 results = stack.apply(plans, confirm=lambda ps: None if ps is plans
                                       else ask_later(ps))
-        except KeyboardInterrupt:
-            interrupted(stack, NAME)
+        except KeyboardInterrupt as exc:
+            interrupted(stack, NAME, exc)
             raise
         project = [r for r in results if r.stage is StageName.PROJECT]
         outputs = project[0].outputs if project else {}

@@ -79,8 +79,8 @@ def run(args: argparse.Namespace, out: Console) -> int:
                     confirm=ask, only=stage_names(args.stage),
                     disable_deletion_protection=args.disable_deletion_protection,
                     delete_profiles=args.delete_profiles)
-        except KeyboardInterrupt:
-            interrupted(stack, NAME)
+        except KeyboardInterrupt as exc:
+            interrupted(stack, NAME, exc)
             raise
         log = stack.log_path
     deleted = sum(r.summary.delete for r in results)

@@ -2,8 +2,9 @@
 before ``kubectl apply``: Kubernetes schema of a chosen version, TPU slice shape and chips,
 multi-host wiring, Autopilot refusals (``--autopilot``) and ML Diagnostics readiness.
 
-Exit codes as every command: 0 ok, 1 an error (with ``--strict`` also a warning), 2 usage,
-70 internal error.
+Exit codes as every command: 0 ok, 1 an error (with ``--strict`` also a warning), 2 usage
+(also when a PATH could not be read: each such file is reported with the others' findings,
+as ``validate`` does), 70 internal error.
 """
 
 from __future__ import annotations
@@ -135,7 +136,8 @@ def run(args: argparse.Namespace, out: Console) -> int:
         kubernetes_version=resolve_version(version) if version else default_version(catalog),
         autopilot=autopilot, diagnostics=not args.no_diagnostics,
         crd_versions=tuple(sorted(crd_versions.items())), recipe=recipe)
-    with _loaded(read_sources(args.paths)) as loaded:
+    sources = read_sources(args.paths)
+    with _loaded(sources) as loaded:
         result = lint_loaded(loaded, options, catalog, args.jobs)
     if args.output == "json":
         from mldiag_provision.lint.output import to_json
@@ -149,4 +151,6 @@ def run(args: argparse.Namespace, out: Console) -> int:
         from mldiag_provision.lint.output import write_text
 
         write_text(result, out, strict=args.strict)
+    if any(src.error is not None for src in sources):  # reported above; as validate: usage
+        return int(ExitCode.USAGE)
     return int(ExitCode.INVALID if result.failed(args.strict) else ExitCode.OK)
