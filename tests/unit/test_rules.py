@@ -92,7 +92,9 @@ def test_every_rule_has_a_test() -> None:
               # tests/unit/test_cluster_rules.py (issue 14)
               "cluster-node-identity", "cluster-private", "cluster-maintenance",
               # tests/unit/test_gpunet.py
-              "gpunet-mode", "gpunet-off", "gpunet-cidr", "gpunet-names", "gpunet-version"}
+              "gpunet-mode", "gpunet-off", "gpunet-cidr", "gpunet-names", "gpunet-version",
+              # tests/unit/test_policy_rules.py
+              "policy-directories"}
     assert {rule_id for rule_id, _ in RULES} == tested
 
 

@@ -18,6 +18,7 @@ from mldiag_provision.preflight import (  # noqa: F401  (importing registers the
     gpunet_rules,
     manifest_rules,
     name_rules,
+    policy_rules,
     queued_rules,
     slurm_rules,
     stack_rules,
