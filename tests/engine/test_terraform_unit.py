@@ -306,3 +306,26 @@ def test_show_plan_text(tmp_path: Path) -> None:
     assert "drift: module.profiles_bucket.google_storage_bucket.this[0] changed outside" in text
     assert "-/+ module.cluster.google_container_cluster.this  (forced by location)" in text
     assert "plan: 1 to create, 1 to update, 1 to replace, 2 to delete; 1 output(s) change" in text
+
+
+def test_human_readable_diagnostics_are_read_whole() -> None:
+    """init has no -json here: its stderr's diagnostics are read as -json gives them. The
+    stderr below is real terraform 1.11 output (init offline, a provider version no registry
+    answers for): a framed warning, then a plain error whose detail wraps over 5 lines."""
+    from mldiag_provision.engines.terraform import stderr_diagnostics
+
+    text = (Path(__file__).parent / "data" / "terraform-1.11-init-error.stderr.txt").read_text()
+    (diag,) = stderr_diagnostics(text.splitlines())
+    assert diag["summary"] == "Failed to query available provider packages"
+    assert diag["detail"].startswith(
+        "Could not retrieve the list of available versions for provider hashicorp/google: "
+        "could not connect to registry.terraform.io: failed to request discovery document: "
+        'Get "https://registry.terraform.io/.well-known/terraform.json": dial tcp: lookup ')
+    assert diag["detail"].endswith("run the following command: terraform providers")
+    framed = ["\u2577", "\u2502 Error: Invalid provider configuration", "\u2502",
+              "\u2502 The provider needs a", "\u2502 project.", "\u2575",
+              "\u2577", "\u2502 Warning: Deprecated", "\u2502", "\u2502 ignored", "\u2575"]
+    assert stderr_diagnostics(framed) == [{"severity": "error",
+                                           "summary": "Invalid provider configuration",
+                                           "detail": "The provider needs a project."}]
+    assert stderr_diagnostics(["no diagnostics here", "Error:no space"]) == []

@@ -80,3 +80,20 @@ def test_misspelt_attribute_and_misplaced_block_fail_with_address_and_path(
     assert f"{tf.relative_to(stack).as_posix()}:" in message
     assert info.value.exit_code == 4
     assert "full log:" in (info.value.hint or "")
+
+
+def test_an_init_error_shows_terraform_s_summary_and_whole_detail(tmp_path: Path,
+                                                                  offline) -> None:
+    """``init`` has no -json: its error used to be cut to the last line of a wrapped
+    sentence. The summary and the whole detail, unwrapped, are shown (real terraform)."""
+    if offline is None:
+        return
+    stack = tmp_path / "stack"
+    stack.mkdir()
+    (stack / "main.tf").write_text('module "agents" {\n  source = "./no-such-module"\n}\n')
+    with pytest.raises(EngineError) as info:
+        engine_for(stack).init(backend=False)
+    first, detail = info.value.message.split("\n", 1)
+    assert first == "terraform init failed: Unreadable module directory"
+    assert detail == ("  terraform: Unreadable module directory: Unable to evaluate directory "
+                      "symlink: lstat no-such-module: no such file or directory")

@@ -37,7 +37,7 @@ import json
 import os
 import re
 import shutil
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -183,6 +183,40 @@ def translate(text: str) -> tuple[str, str] | None:
     return None
 
 
+_BOX = "\u2502\u2577\u2575"  # the frame terraform draws around a diagnostic: │ ╷ ╵
+
+
+def stderr_diagnostics(lines: Sequence[str]) -> list[dict[str, Any]]:
+    """The error diagnostics of terraform's human-readable output (``init``, which has no
+    ``-json`` here; any command's stderr), as ``-json`` gives them: ``[{"severity": "error",
+    "summary": ..., "detail": ...}]``, in order.
+
+    terraform writes a diagnostic as ``Error: <summary>``, a blank line, then its detail
+    wrapped at ~78 columns (framed by ``│`` with colour on; plain with ``-no-color``). The last
+    non-empty line alone, which ``_fail`` used to show, was the tail of a wrapped sentence
+    (``registry.terraform.io on 10.0.0.53:53: no such host``); the summary and the whole
+    detail, unwrapped, say what failed."""
+    found: list[dict[str, Any]] = []
+    current: dict[str, Any] | None = None
+    detail: list[str] = []
+    for raw in lines:
+        line = raw.lstrip(_BOX).strip() if raw[:1] in _BOX else raw.strip()
+        if line.startswith(("Error: ", "Warning: ")) and raw[:1] in (*_BOX, "E", "W"):
+            if current is not None:
+                current["detail"] = " ".join(" ".join(detail).split())
+            severity, _, summary = line.partition(": ")
+            current = ({"severity": "error", "summary": summary.strip()}
+                       if severity == "Error" else None)
+            if current is not None:
+                found.append(current)
+            detail = []
+        elif current is not None:
+            detail.append(line)
+    if current is not None:
+        current["detail"] = " ".join(" ".join(detail).split())
+    return found
+
+
 def _diag_text(d: dict[str, Any]) -> str:
     return " ".join(str(d.get(k) or "") for k in ("summary", "detail"))
 
@@ -276,7 +310,8 @@ class TerraformEngine:
 
     def _fail(self, what: str, result: RunResult, diags: list[dict[str, Any]],
               events: list[dict[str, Any]] = ()) -> EngineError:  # type: ignore[assignment]
-        errors = [d for d in diags if d.get("severity") == "error"]
+        errors = [d for d in diags if d.get("severity") == "error"] or stderr_diagnostics(
+            [*result.stderr_tail, *result.stdout_tail])
         failed = [e.get("hook", {}).get("resource", {}).get("addr") for e in events
                   if e.get("type") == "apply_errored"]
         text = "\n".join([_diag_text(d) for d in errors] + list(result.stderr_tail)
