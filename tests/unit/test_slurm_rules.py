@@ -11,6 +11,8 @@ import yaml
 from mldiag_provision import pipeline
 from mldiag_provision.errors import Problem, Severity
 
+SEED_003 = "https://cloud.google.com/vertex-ai/docs/training/training-clusters/overview"
+
 ERROR, WARNING = Severity.ERROR, Severity.WARNING
 
 BASE: dict = {
@@ -85,7 +87,7 @@ def test_tpu_slice_on_slurm_is_an_error_naming_the_seed(recipe: dict) -> None:
     recipe["spec"]["workloads"] = []
     p = only(check(recipe), "slurm-tpu", "spec.slices[0].tpu", ERROR)
     assert "Compute Engine GPU and CPU machines" in p.message
-    assert p.source and "seeds/003_0dcd9f8af9449bd8.txt" in p.source
+    assert p.source == SEED_003  # the seed's page (sources.yaml SEED-003, with its seed file)
     assert "gke-standard" in (p.hint or "")
 
 
@@ -251,7 +253,7 @@ def test_existing_filestore_needs_its_name(recipe: dict) -> None:
 def test_no_filestore_home_warns_with_the_seed(recipe: dict) -> None:
     slurm(recipe)["storage"][0]["mount"] = "/shared"
     p = only(check(recipe), "slurm-storage", "spec.slurm.storage", WARNING)
-    assert p.source and "seeds/003" in p.source
+    assert p.source == SEED_003
 
 
 # -- slurm-network --------------------------------------------------------------------------
