@@ -329,3 +329,34 @@ def test_human_readable_diagnostics_are_read_whole() -> None:
                                            "summary": "Invalid provider configuration",
                                            "detail": "The provider needs a project."}]
     assert stderr_diagnostics(["no diagnostics here", "Error:no space"]) == []
+
+
+def test_never_applied_only_when_the_state_is_certainly_local_and_absent(
+        tmp_path: Path) -> None:
+    (tmp_path / "main.tf").write_text('terraform {\n  # backend "gcs" {} is not used here\n}\n')
+    engine, runner = _engine(tmp_path, None)
+    assert engine.never_applied()
+    (tmp_path / "versions.tf").write_text('terraform {\n  backend "gcs" {\n  }\n}\n')
+    assert not engine.never_applied()  # a gcs backend not yet initialised may hold state
+    (tmp_path / "versions.tf").unlink()
+    (tmp_path / ".terraform").mkdir()
+    (tmp_path / ".terraform" / "terraform.tfstate").write_text("{}")  # a backend recorded
+    assert not engine.never_applied()
+    (tmp_path / ".terraform" / "terraform.tfstate").unlink()
+    (tmp_path / "terraform.tfstate").write_text("{}")
+    assert not engine.never_applied()
+    assert runner.calls == []  # decided without running terraform
+
+
+def test_output_of_a_never_applied_stack_runs_no_terraform(tmp_path: Path, cli) -> None:
+    """``output`` used to run ``terraform init`` first, which needs the provider registry
+    (or a mirror) only to find that there is no state."""
+    recipe = str(Path(__file__).resolve().parents[2] / "recipes" /
+                 "tpu-v4-2x2x4-autopilot.yaml")
+    work = str(tmp_path / "stack")
+    assert cli("render", recipe, "-o", work)[0] == 0
+    code, out, err = cli("output", recipe, "-o", work)
+    assert (code, out.strip()) == (0, "no outputs yet: run `mldiag-provision apply` first"), err
+    code, out, _ = cli("output", recipe, "-o", work, "--output", "json")
+    assert code == 0 and json.loads(out) == {}
+    assert not (tmp_path / "stack" / ".terraform").exists()  # terraform never ran

@@ -338,6 +338,11 @@ class Engine(Protocol):
           EngineError: the tool failed.
         """
 
+    def never_applied(self) -> bool:
+        """True when it is certain, without running the tool or reaching a backend, that
+        nothing was ever applied here (so there are no outputs and no state to read);
+        False when it may have been (a remote backend can only be asked by the tool)."""
+
     def state_resources(self) -> list[dict[str, Any]]:
         """Managed resources in the state, each ``{"address", "type", "values"}`` (type
         names as in the unit's :class:`ResourceKinds`); [] when nothing was applied.

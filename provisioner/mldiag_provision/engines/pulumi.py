@@ -366,6 +366,10 @@ class PulumiEngine:
             raise self._fail("pulumi stack output", exc) from None
         return {k: {"value": v.value, "sensitive": bool(v.secret)} for k, v in outs.items()}
 
+    def never_applied(self) -> bool:
+        """Never certain: the stack's state lives in its backend, which only Pulumi reads."""
+        return False
+
     def state_resources(self) -> list[dict[str, Any]]:
         """Managed resources in the state: ``{"address", "type", "values"}`` with Terraform
         names (for the destroy guard); [] when nothing was applied yet."""

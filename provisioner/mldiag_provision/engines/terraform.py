@@ -217,6 +217,10 @@ def stderr_diagnostics(lines: Sequence[str]) -> list[dict[str, Any]]:
     return found
 
 
+# a ``backend "TYPE" {`` block (inside ``terraform {}``), not in a comment
+_BACKEND_BLOCK = re.compile(r'(?m)^[ \t]*backend[ \t]+"[^"]+"[ \t]*\{')
+
+
 def _diag_text(d: dict[str, Any]) -> str:
     return " ".join(str(d.get(k) or "") for k in ("summary", "detail"))
 
@@ -516,6 +520,21 @@ class TerraformEngine:
         return ApplyResult(summary=summary, outputs=outputs)
 
     # -- state ---------------------------------------------------------------------------------
+    def never_applied(self) -> bool:
+        """The state is local and there is none: no ``terraform.tfstate`` here, no backend
+        recorded by ``init`` (``.terraform/terraform.tfstate``) and no ``backend`` block in
+        the stage's ``*.tf`` files (a ``gcs`` backend not yet initialised may hold state)."""
+        if any(self.workdir.glob("*.tfstate")) or (
+                self.workdir / ".terraform" / "terraform.tfstate").is_file():
+            return False
+        for tf in self.workdir.glob("*.tf"):
+            try:
+                if _BACKEND_BLOCK.search(tf.read_text(encoding="utf-8", errors="replace")):
+                    return False
+            except OSError:
+                return False
+        return True
+
     def state_resources(self) -> list[dict[str, Any]]:
         """Managed resources in the state (``terraform show -json``): each
         ``{"address", "type", "values"}``; [] when nothing was applied yet."""

@@ -553,10 +553,14 @@ class Stack:
 
     # -- outputs ------------------------------------------------------------------------------
     def outputs(self, stage: StageName = StageName.PROJECT) -> dict[str, Any]:
-        """The outputs of a Terraform stage: name -> {"value", "sensitive"}."""
+        """The outputs of a Terraform stage: name -> {"value", "sensitive"}; {} without
+        running the engine when the stage was certainly never applied (local state, none:
+        ``init`` would need the provider registry just to say so)."""
         self._require_lock()
         st = self.stages([stage])[0]
         eng = self.engine(st)
+        if eng.never_applied():
+            return {}
         eng.init()
         return dict(eng.outputs())
 
