@@ -14,6 +14,14 @@ from mldiag_provision import batch
 
 ROOT = Path(__file__).resolve().parents[2]
 
+# These tests fork inside the pytest process, where other tests of the same worker may have
+# imported JAX (tests/workloads), whose import warns at every later os.fork(). The CLI never
+# imports JAX on the paths that fork (validate; tests/unit/test_batch.py checks what
+# warm_up imports), and the forked helpers here run plain functions and os._exit: the
+# warning is about this test process, not the product.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:os.fork\\(\\) was called.*JAX is multithreaded:RuntimeWarning")
+
 
 def _square_or_fail(x: int) -> int:
     if x == 77:
