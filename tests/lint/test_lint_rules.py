@@ -15,7 +15,7 @@ from mldiag_provision.errors import Severity
 from mldiag_provision.lint.loading import field_path
 from mldiag_provision.lint.rules import DATA_DIR, RULES
 
-from .support import MULTIHOST, by_rule, errors, lint, one, show
+from .support import DATA, MULTIHOST, by_rule, errors, lint, one, show
 
 
 def y(text: str) -> str:
@@ -123,6 +123,19 @@ def test_quantity_and_name() -> None:
     assert n.message == "'p_X' is not a valid object name" and n.hint == "e.g. p-x"
 
 
+def test_negative_quantity_is_named_as_negative() -> None:
+    """Quantities are signed; the API server refuses a negative request or limit
+    (ValidateNonnegativeQuantity: "must be greater than or equal to 0")."""
+    text = pod().replace("requests: {google.com/tpu: 8}", "requests: {google.com/tpu: 8, cpu: -3}")
+    q = one(lint(text), "k8s-quantity")
+    assert (q.path, q.line, q.message, q.value, q.expected, q.hint) == (
+        "spec.containers[0].resources.requests.cpu", 13,
+        "cpu: -3 is negative; resource requests must be greater than or equal to 0 (the API "
+        "server refuses the object)", -3, "0 or more", "use an amount of 0 or more, e.g. 3")
+    assert "ValidateNonnegativeQuantity" in (q.source or "")
+    assert [p.rule for p in errors(lint(text))] == ["k8s-quantity"]
+
+
 def test_odd_quantities_are_problems_not_crashes() -> None:
     text = pod(container_extra="    env: []\n").replace(
         "requests: {google.com/tpu: 8}", "requests: {google.com/tpu: 8, cpu: .nan, memory: .inf}")
@@ -191,6 +204,44 @@ def test_non_objects(text: str, message: str) -> None:
     assert one(lint(text), "k8s-object").message == message
 
 
+@pytest.mark.parametrize(("edit", "path", "line", "message", "expected"), [
+    (("apiVersion: v1", "apiVersion: 1"), "apiVersion", 1,
+     "apiVersion is the integer 1, not a string group/version",
+     "a string group/version such as batch/v1"),
+    (("apiVersion: v1", "apiVersion: [v1]"), "apiVersion", 1,
+     "apiVersion is a list, not a string group/version",
+     "a string group/version such as batch/v1"),
+    (("kind: Pod", "kind: true"), "kind", 2, "kind is the boolean true, not a string",
+     "a string such as Job"),
+])
+def test_wrong_typed_api_version_or_kind_is_not_missing(edit: tuple[str, str], path: str,
+                                                         line: int, message: str,
+                                                         expected: str) -> None:
+    p = one(lint(pod().replace(*edit)), "k8s-object")
+    assert (p.path, p.line, p.message, p.expected) == (path, line, message, expected)
+    assert "missing" not in p.message
+
+
+def test_unreadable_kind_is_one_finding() -> None:
+    text = pod().replace("kind: Pod", "kind: !!python/object:os.system")
+    assert show(lint(text)) == [(
+        "error", "yaml-value", "kind",
+        "YAML value cannot be read: could not determine a constructor for the tag "
+        "'tag:yaml.org,2002:python/object:os.system'")]
+    assert lint(text).problems[0].line == 2
+
+
+def test_nul_byte_is_located_by_line_and_column() -> None:
+    text = pod().replace("name: p\n", "name: p\x00q\n")
+    p = one(lint(text), "yaml-syntax")
+    assert (p.line, p.column, p.message) == (
+        4, 10, "YAML syntax error: the NUL character U+0000 is not allowed in YAML text")
+    assert "position" not in p.message
+    # one finding for the file, not one per document after it (the reader stops at the NUL)
+    two = pod() + "---\n" + text + "---\n" + pod(name="r")
+    assert [(p.rule, p.line) for p in errors(lint(two))] == [("yaml-syntax", 19)]
+
+
 def test_yaml_errors_keep_their_ids() -> None:
     assert one(lint("a: [1\n"), "yaml-syntax").line == 2
     assert one(lint("apiVersion: v1\nkind: Pod\nkind: Pod\nmetadata: {name: x}\n"),
@@ -200,6 +251,73 @@ def test_yaml_errors_keep_their_ids() -> None:
 def test_field_path_quotes_keys_that_are_not_words() -> None:
     assert field_path(("spec", "nodeSelector", "cloud.google.com/x", 0, 'a"b')) == \
         'spec.nodeSelector["cloud.google.com/x"][0]["a\\"b"]'
+
+
+# --- a wrong-typed value is reported once --------------------------------------------------
+# The schema's (or the quantity check's) finding is the one report; the rules that read the
+# value do not add their reading of it ("parallelism: four" is not "parallelism 1").
+
+JS = "spec.replicatedJobs[0].template.spec"
+WEBHOOK = (DATA / "faultkinds" / "webhook.yaml").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(("text", "found"), [
+    (JOBSET.replace("parallelism: 4", "parallelism: four"),
+     ("k8s-schema", f"{JS}.parallelism", 16, "expected an integer, got a string")),
+    (JOBSET.replace("completionMode: Indexed", "completionMode: 7"),
+     ("k8s-schema", f"{JS}.completionMode", 14, "expected a string, got an integer")),
+    (JOBSET.replace("ports: [{containerPort: 8471}]", "ports: four"),
+     ("k8s-schema", f"{JS}.template.spec.containers[0].ports", 28,
+      "expected a list, got a string")),
+    (JOBSET.replace("requests: {google.com/tpu: 4}", "requests: {google.com/tpu: four}"),
+     ("k8s-quantity", f'{JS}.template.spec.containers[0].resources.requests["google.com/tpu"]',
+      32, "'four' is not a Kubernetes quantity")),
+    (re.sub(r"nodeSelector:\n.*\n.*\n", "nodeSelector: tpu-v6e-slice\n", JOBSET),
+     ("k8s-schema", f"{JS}.template.spec.nodeSelector", 22,
+      "expected a mapping (key: value), got a string")),
+], ids=["parallelism", "completionMode", "ports", "tpu-request", "nodeSelector"])
+def test_a_wrong_typed_value_is_one_finding(text: str, found: tuple) -> None:
+    result = lint(text)
+    assert [(p.rule, p.path, p.line, p.message) for p in result.problems
+            if p.severity is not Severity.INFO] == [found]
+
+
+def test_negative_tpu_request_is_one_finding_per_field() -> None:
+    text = JOBSET.replace("{google.com/tpu: 4}", "{google.com/tpu: -4}")
+    tpu = f"{JS}.template.spec.containers[0].resources"
+    assert [(p.rule, p.path, p.line) for p in lint(text).problems
+            if p.severity is not Severity.INFO] == [
+        ("k8s-quantity", f'{tpu}.requests["google.com/tpu"]', 32),
+        ("k8s-quantity", f'{tpu}.limits["google.com/tpu"]', 33)]
+
+
+def test_wrong_typed_port_feeds_no_webhook_rule() -> None:
+    """The webhook's own port, and the ports of the Service it calls (another object)."""
+    for text, path, line in (
+            (WEBHOOK.replace("      port: 443\n", "      port: four\n"),
+             "webhooks[0].clientConfig.service.port", 16),
+            (WEBHOOK.replace("- {port: 443, targetPort", "- {port: https, targetPort"),
+             "spec.ports[0].port", 28)):
+        result = lint(text)
+        assert not by_rule(result, "webhook-service-port")
+        p = one(result, "k8s-schema")
+        assert (p.path, p.line, p.message) == (path, line, "expected an integer, got a string")
+        # an independent finding at a field above the bad one stays
+        assert one(result, "webhook-ca-bundle").path == "webhooks[0].clientConfig"
+
+
+def test_enum_field_of_the_wrong_type_is_one_finding() -> None:
+    """Not also "'7' is not an allowed value" (CRD enums: GKE's Network objects)."""
+    text = y("""
+        apiVersion: networking.gke.io/v1
+        kind: Network
+        metadata: {name: net}
+        spec:
+          type: 7
+        """)
+    assert [(p.rule, p.path, p.line, p.message) for p in lint(text).problems
+            if p.severity is not Severity.INFO] == [
+        ("k8s-schema", "spec.type", 5, "expected a string, got an integer")]
 
 
 # --- TPU controllers -----------------------------------------------------------------------

@@ -84,3 +84,16 @@ def test_hints_fix_spaces_and_case() -> None:
 def test_every_example_recipe_passes() -> None:
     for recipe in sorted((ROOT / "recipes").glob("*.yaml")):
         assert _format_errors(recipe.read_text()) == [], recipe
+
+
+def test_a_malformed_machine_type_is_not_also_a_shape_error() -> None:
+    """'four' is "not a machine type" (gcp-format), the one finding of that field: the shape
+    and Slurm rules that look the value up do not report it again in their words."""
+    for doc in (SLURM, yaml.safe_load((ROOT / "recipes" / "gpu-a3-ultra-standard.yaml")
+                                      .read_text())):
+        problems = [p for p in check_text(_with(doc, ("slices", 0, "machineType"), "four"),
+                                          "r.yaml").report.problems
+                    if p.path == "spec.slices[0].machineType"]
+        assert [(p.rule, p.message) for p in problems] == [
+            ("gcp-format", "'four' is not a machine type")]
+        assert problems[0].line > 0

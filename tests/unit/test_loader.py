@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from mldiag_provision.recipe.loader import load_documents, load_single
 from mldiag_provision.recipe.parse import parse_recipe_text
+
+ROOT = Path(__file__).resolve().parents[2]
 
 TEXT = """\
 apiVersion: v1
@@ -87,6 +91,35 @@ def test_syntax_error_is_a_problem_with_a_line(text: str, line: int) -> None:
     assert problem.hint
     single = load_single(text, "f.yaml")
     assert single.data is None and single.problems[0].rule == "yaml-syntax"
+
+
+@pytest.mark.parametrize(("text", "line", "column", "name"), [
+    ("a: 1\nb: x\x00y\n", 2, 5, "NUL"),
+    ("a: é\u00e9\nb: x\x00y\n", 2, 5, "NUL"),  # libyaml counts bytes, not characters
+    ("a: 1\n\x00\n", 2, 1, "NUL"),
+    ("a: 1\nb: \x7f\n", 2, 4, "DEL"),
+    ("a: 1\r\nb: \x01\n", 2, 4, "control"),
+])
+def test_control_character_is_located_by_line_and_column(text: str, line: int, column: int,
+                                                          name: str) -> None:
+    """Not by the reader's offset ("position 51"), which no editor shows."""
+    code = next(c for c in text if c in "\x00\x01\x7f")
+    for problem in (load_documents(text, "f.yaml")[-1].problems[0],
+                    load_single(text, "f.yaml").problems[0]):
+        assert (problem.rule, problem.line, problem.column) == ("yaml-syntax", line, column)
+        assert problem.message == (f"YAML syntax error: the {name} character "
+                                   f"U+{ord(code):04X} is not allowed in YAML text")
+        assert "position" not in problem.message
+
+
+def test_nul_byte_in_a_recipe_is_one_located_error() -> None:
+    from mldiag_provision.pipeline import check_text
+
+    text = (ROOT / "recipes" / "tpu-v5e-manual-agents-standard.yaml").read_text()
+    bad = text.replace("  region: ", "  region: \x00", 1)
+    [p] = check_text(bad, "r.yaml").report.problems
+    line = bad[:bad.index("\x00")].count("\n") + 1
+    assert (p.rule, p.line, p.column) == ("yaml-syntax", line, len("  region: ") + 1)
 
 
 def test_multi_document_recipe_rejected() -> None:

@@ -7,9 +7,11 @@ for bad input: every finding is a :class:`~mldiag_provision.errors.Problem`.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import os
 import pickle
+import re
 import signal
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -31,7 +33,7 @@ from mldiag_provision.lint import (
 )
 from mldiag_provision.lint.context import Check, LintContext, LintOptions
 from mldiag_provision.lint.loading import Loaded, Resource, Source, load_sources
-from mldiag_provision.lint.schema import schema_set, validate_resource
+from mldiag_provision.lint.schema import about_the_value, schema_set, validate_resource
 from mldiag_provision.recipe.sourcemap import SourceMap
 
 _SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
@@ -106,6 +108,7 @@ def lint_loaded(loaded: Loaded, options: LintOptions, catalog: Catalog | None = 
     found.update(zip(beside, beside_found, strict=True))
     for check in checks:
         problems.extend(found[check])
+    problems = drop_consequences(problems, loaded.resources)
     order = {f: i for i, f in enumerate(loaded.files)}
     unique: dict[tuple[str, str, str, str], Problem] = {}
     for p in problems:
@@ -115,6 +118,62 @@ def lint_loaded(loaded: Loaded, options: LintOptions, catalog: Catalog | None = 
                                                      p.rule))
     return LintResult(options=options, files=loaded.files, resources=len(loaded.resources),
                       problems=ordered, sourcemaps=loaded.sourcemaps)
+
+
+def drop_consequences(problems: list[Problem], resources: list[Resource]) -> list[Problem]:
+    """``problems`` less the findings that stand on a value already reported as unreadable,
+    of the wrong type or out of range (:func:`~mldiag_provision.lint.schema.about_the_value`).
+
+    A rule reads a wrong-typed value as absent (``parallelism: four`` as "not set") or as
+    something else, so its finding would be a second, misleading report of the one problem.
+    Dropped: a finding of another rule at that field or below it, and, where the value is
+    an item of a list, at the list (``containers`` when ``containers[0]`` is a string: "no
+    container requests google.com/tpu"). The value findings themselves are all kept. Fields
+    are compared per file and YAML document (paths repeat across the documents of one
+    file)."""
+    bad = [p for p in problems if about_the_value(p)]
+    if not bad:
+        return problems
+    starts: dict[str, list[int]] = {}
+    for res in resources:
+        starts.setdefault(res.file, []).append(res.sourcemap.locate((), prefer_value=True)[0])
+    for lines in starts.values():
+        lines.sort()
+
+    def document(p: Problem) -> int:
+        return bisect.bisect_right(starts.get(p.file, []), p.line)
+
+    poisoned: dict[tuple[str, int], list[str]] = {}
+    lists: dict[tuple[str, int], set[str]] = {}
+    for p in bad:
+        where = (p.file, document(p))
+        poisoned.setdefault(where, []).append(p.path)
+        item = _ITEM.search(p.path)
+        if item and item.start():
+            lists.setdefault(where, set()).add(p.path[:item.start()])
+
+    def stands_on_bad_value(p: Problem) -> bool:
+        where = (p.file, document(p))
+        return p.path in lists.get(where, ()) or any(
+            _within(p.path, path) for path in poisoned.get(where, ()))
+
+    return [p for p in problems if about_the_value(p) or p.rule in _KEPT
+            or not stands_on_bad_value(p)]
+
+
+# findings about the reading or the shape of an object, never a consequence of a field's value
+_KEPT = frozenset({"yaml-syntax", "yaml-duplicate-key", "yaml-too-large", "file-unreadable",
+                   "k8s-object", "k8s-schema", "k8s-unknown-field", "k8s-api-version",
+                   "k8s-no-schema", "yaml-confusable-scalar"})
+
+
+_ITEM = re.compile(r"\[\d+\]$")
+
+
+def _within(path: str, outer: str) -> bool:
+    """Whether the field path ``path`` is ``outer`` or lies below it."""
+    return path == outer or (path.startswith(outer) and path[len(outer):len(outer) + 1]
+                             in (".", "["))
 
 
 # The rules that the forked process runs besides the schema checks (--jobs): none of them

@@ -376,7 +376,43 @@ def _written_quoted(sm: SourceMap, path: Path, value: str) -> bool:
     return quote in ("'", '"') and text[col:col + len(value) + 1] == value + quote
 
 
-def _add(out: Loaded, sm: SourceMap, data: object, base: Path, document: int) -> None:
+def _type_words(value: object) -> str:
+    """``1`` -> ``the integer 1``: a wrong-typed value as a message names it."""
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, int):
+        return f"the integer {value}"
+    if isinstance(value, float):
+        return f"the number {value}"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return f"the {type(value).__name__} {value!r}"[:60]
+
+
+_HEADER = {"apiVersion": ("a string group/version", "apiVersion: batch/v1"),
+           "kind": ("a string", "kind: Job")}
+
+
+def _header_problem(sm: SourceMap, base: Path, data: dict, key: str) -> Problem:
+    """apiVersion or kind is there but not a string (``apiVersion: 1``)."""
+    value = data[key]
+    expected, example = _HEADER[key]
+    line, col = sm.locate((*base, key), prefer_value=True)
+    shown = value if isinstance(value, (bool, int, float)) else None
+    return Problem(rule=OBJECT.id, message=f"{key} is {_type_words(value)}, not "
+                   f"{expected}", path=field_path((*base, key)), value=shown,
+                   expected=f"{expected} such as {example.split(': ')[1]}",
+                   hint=f"write the {key} as text, e.g. {example}",
+                   file=sm.file, line=line, column=col, source=OBJECT.source)
+
+
+def _add(out: Loaded, sm: SourceMap, data: object, base: Path, document: int,
+         unreadable: frozenset[str] = frozenset()) -> None:
+    """Add ``data`` (a document, or an item of a List) as a :class:`Resource`, or the
+    problem that keeps it from being one. ``unreadable``: the fields the loader could not
+    read (a ``yaml-value`` problem each, reported already)."""
     if not isinstance(data, dict):
         kind = "a list" if isinstance(data, list) else f"the scalar {data!r}"[:60]
         out.problems.append(_object_problem(
@@ -384,8 +420,13 @@ def _add(out: Loaded, sm: SourceMap, data: object, base: Path, document: int) ->
             "each document between '---' lines holds one object with apiVersion, kind and "
             "metadata"))
         return
-    missing = [k for k in ("apiVersion", "kind") if not isinstance(data.get(k), str)
-               or not data.get(k)]
+    for key in ("apiVersion", "kind"):
+        if field_path((*base, key)) in unreadable:
+            return  # the loader's problem is the one report of it
+        if data.get(key) is not None and not isinstance(data[key], str):
+            out.problems.append(_header_problem(sm, base, data, key))
+            return
+    missing = [k for k in ("apiVersion", "kind") if not data.get(k)]
     if missing:
         out.problems.append(_object_problem(
             sm, (*base, missing[0]),
@@ -396,7 +437,7 @@ def _add(out: Loaded, sm: SourceMap, data: object, base: Path, document: int) ->
     items = data.get("items")
     if data["kind"].endswith("List") and data["apiVersion"] == "v1" and isinstance(items, list):
         for i, item in enumerate(items):
-            _add(out, sm, item, (*base, "items", i), document)
+            _add(out, sm, item, (*base, "items", i), document, unreadable)
         return
     res = Resource(sm.file, sm, data, base, document)
     out.resources.append(res)
@@ -437,5 +478,6 @@ def load_sources(sources: Iterable[Source]) -> Loaded:
             out.problems.extend(doc.problems)
             if doc.data is None:  # an empty document ('---' twice) or a syntax error
                 continue
-            _add(out, doc.sourcemap, doc.data, (), doc.index)
+            _add(out, doc.sourcemap, doc.data, (), doc.index, frozenset(
+                p.path for p in doc.problems if p.rule == "yaml-value"))
     return out

@@ -61,6 +61,12 @@ QUANTITY = define("k8s-quantity", "resource requests and limits are Kubernetes q
                   source="https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/"
                          "quantity/")
 
+# Quantities are signed, but the API server validates every resource request and limit of
+# a container with ValidateResourceQuantityValue -> ValidateNonnegativeQuantity, whose error
+# is IsNegativeErrorMsg, "must be greater than or equal to 0"
+NONNEGATIVE_SOURCE = ("https://github.com/kubernetes/kubernetes/blob/master/pkg/apis/core/"
+                      "validation/validation.go (ValidateNonnegativeQuantity)")
+
 K8S_DEFS_URI = "https://kubernetes.io/api/_definitions.json"
 CRD_URI = "urn:mldiag-provision:lint:crds"
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
@@ -467,6 +473,20 @@ def schema_set(version: str, crd_versions: tuple[tuple[str, str], ...] = ()) -> 
     return SchemaSet(version, crd_versions)
 
 
+def about_the_value(p: Problem) -> bool:
+    """Whether ``p`` says that the value written at its field is unreadable, of the wrong
+    type or out of range (YAML, the Kubernetes schema, quantities, object names): the one
+    report of that value, which later rules must not report again in their own words
+    (:func:`mldiag_provision.lint.linter.drop_consequences`). A missing field is not a value."""
+    if p.rule in _VALUE_RULES:
+        return p.rule != NAME.id or p.value is not None
+    return p.rule == SCHEMA.id and not p.message.startswith(_MISSING)
+
+
+_VALUE_RULES = frozenset({"yaml-value", QUANTITY.id, NAME.id})
+_MISSING = "missing required field"
+
+
 # --- errors -> problems -----------------------------------------------------------------------
 
 _TYPE_WORDS = {"string": "a string", "integer": "an integer", "number": "a number",
@@ -513,9 +533,10 @@ class _Emit:
 
     def add(self, rule, path: Path, message: str, *, value: object = None,
             expected: str | None = None, hint: str | None = None,
-            severity: Severity | None = None, crd: bool = False) -> None:
+            severity: Severity | None = None, crd: bool = False,
+            source: str | None = None) -> None:
         line, col = self.res.locate(path, prefer_value=value is not None)
-        source = self.crd_source if crd and self.crd_source else rule.source
+        source = source or (self.crd_source if crd and self.crd_source else rule.source)
         self.problems.append(Problem(
             rule=rule.id, message=message, path=self.res.full_path(path), value=value,
             expected=expected, hint=hint, file=self.res.file, line=line, column=col,
@@ -557,7 +578,7 @@ def _translate(err, emit: _Emit, defs: dict) -> None:
     elif kw == "required" and isinstance(inst, dict):
         for key in err.validator_value:
             if key not in inst:
-                emit.add(SCHEMA, (*path, key), f"missing required field '{key}'",
+                emit.add(SCHEMA, (*path, key), f"{_MISSING} '{key}'",
                          severity=soft, crd=crd,
                          hint=f"add {field_path((*path, key))}")
     elif kw == "type":
@@ -638,7 +659,15 @@ def _quantities(node: object, link: _Link, in_resources: bool, emit: _Emit,
                         continue  # wrong types are the schema's finding
                     parsed = parse_quantity(str(qty)) if not isinstance(qty, (int, float)) \
                         else Decimal(str(qty))
-                    if parsed is None or not parsed.is_finite() or parsed < 0:
+                    if parsed is not None and parsed.is_finite() and parsed < 0:
+                        emit.add(QUANTITY, (*sub, res_name),
+                                 f"{res_name}: {qty} is negative; resource {key} must be "
+                                 "greater than or equal to 0 (the API server refuses the "
+                                 "object)", value=qty, expected="0 or more",
+                                 hint=f"use an amount of 0 or more, e.g. {str(qty)[1:]}"
+                                 if str(qty).startswith("-") else None,
+                                 source=NONNEGATIVE_SOURCE)
+                    elif parsed is None or not parsed.is_finite():
                         emit.add(QUANTITY, (*sub, res_name),
                                  f"'{qty}' is not a Kubernetes quantity", value=qty,
                                  expected="a number with an optional suffix: m, k, M, G, T, "
@@ -664,9 +693,13 @@ def validate_resource(res: Resource, schemas: SchemaSet) -> list[Problem]:
         # rejected (or undecided): python-jsonschema's errors, translated into problems
         validator, _ = schemas.validator_for(res.api_version, res.kind)
         seen: set[tuple[Path, str]] = set()
-        for err in validator.iter_errors(res.data):  # type: ignore[union-attr]
+        errors = list(validator.iter_errors(res.data))  # type: ignore[union-attr]
+        # a value of the wrong type is reported once, as that: not again as a value outside
+        # the enum (or a pattern) of the type it does not have
+        wrong_type = {tuple(e.absolute_path) for e in errors if e.validator == "type"}
+        for err in errors:
             key = (tuple(err.absolute_path), err.validator)
-            if key in seen:
+            if key in seen or (err.validator != "type" and key[0] in wrong_type):
                 continue
             seen.add(key)
             _translate(err, emit, schemas.defs)

@@ -162,8 +162,12 @@ def check_webhooks(ctx: LintContext) -> Iterator[Problem]:
             svc = services[0]
             want = svc_ref.get("port", fact(*_F, "servicePort")["default"])
             listed = svc.get("spec", "ports")
-            entries = [p for p in (listed if isinstance(listed, list) else [])
-                       if isinstance(p, dict)]
+            if not isinstance(svc.get("spec"), (dict, type(None))) or not isinstance(
+                    listed, (list, type(None))) or any(
+                    not isinstance(p, dict) or p.get("port").__class__ is not int
+                    for p in listed or ()):
+                continue  # ports of the wrong type: the schema's one finding
+            entries = [p for p in listed or () if isinstance(p, dict)]
             entry = next((p for p in entries if p.get("port") == want), None)
             if entry is None:
                 have = ", ".join(str(p.get("port")) for p in entries) or "none"

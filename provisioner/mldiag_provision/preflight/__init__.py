@@ -40,8 +40,25 @@ def run_preflight(recipe: Recipe, catalog: Catalog, sourcemap: SourceMap,
     problems: list[Problem] = []
     for fn in _ordered(len(RULES)):
         problems.extend(fn(ctx))
+    problems = _drop_consequences(problems)
     problems.sort(key=lambda p: (p.line, p.column, p.rule))
     return problems, {**ctx.shapes, **ctx.gpu_shapes}
+
+
+# rules whose finding says that the value at its field has the wrong form: the one report
+# of that value (format_rules.RULE)
+_VALUE_RULES = frozenset({"gcp-format"})
+
+
+def _drop_consequences(problems: list[Problem]) -> list[Problem]:
+    """``problems`` less the findings of other rules at a field (or below it) whose value
+    already has a :data:`_VALUE_RULES` finding: ``machineType: four`` is "not a machine
+    type", not also "does not carry NVIDIA H200" and "not offered by Slurm"."""
+    bad = {p.path for p in problems if p.rule in _VALUE_RULES}
+    if not bad:
+        return problems
+    return [p for p in problems if p.rule in _VALUE_RULES or not any(
+        p.path == b or p.path.startswith((b + ".", b + "[")) for b in bad)]
 
 
 @cache

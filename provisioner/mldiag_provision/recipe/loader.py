@@ -71,7 +71,9 @@ class Document:
     index: int = 0  # position of the document in a multi-document stream
 
 
-def _yaml_error_problem(exc: yaml.YAMLError, file: str) -> Problem:
+def _yaml_error_problem(exc: yaml.YAMLError, file: str, text: str = "") -> Problem:
+    if isinstance(exc, yaml.reader.ReaderError) and isinstance(exc.character, int):
+        return _reader_problem(exc.character, file, text)
     mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
     line, col = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
     what = getattr(exc, "problem", None) or str(exc)
@@ -83,6 +85,27 @@ def _yaml_error_problem(exc: yaml.YAMLError, file: str) -> Problem:
                 "(as many as the lines above it use)")
     return Problem(rule="yaml-syntax", message=message, file=file, line=line, column=col,
                    hint=hint)
+
+
+def _reader_problem(code: int, file: str, text: str) -> Problem:
+    """A character YAML does not allow (NUL, other control characters), at its line and
+    column: the reader's own error names an offset (in bytes with libyaml, in characters
+    without), which no editor shows. The reader stops at the first such character, so it is
+    the first of that code in ``text``; lines are counted as the source map counts them."""
+    index = text.find(chr(code))
+    before = text[:max(index, 0)].splitlines(keepends=True)
+    if not before or before[-1].splitlines()[0] != before[-1]:  # at a line's start
+        line, col = len(before) + 1, 1
+    else:
+        line, col = len(before), len(before[-1]) + 1
+    name = {0: "NUL", 0x7f: "DEL", 0xfffe: "U+FFFE", 0xffff: "U+FFFF"}.get(code, "control")
+    return Problem(
+        rule="yaml-syntax", file=file, line=line if index >= 0 else 0,
+        column=col if index >= 0 else 0, value=f"U+{code:04X}",
+        message=f"YAML syntax error: the {name} character U+{code:04X} is not allowed in YAML "
+                "text", expected="printable text (tabs and line breaks are fine)",
+        hint="remove it" + (" (a NUL byte is often a sign of a binary or UTF-16 file: "
+                            "save the file as UTF-8 text)" if code == 0 else ""))
 
 
 # Build documents without positions first (see the module docstring); False: always table
@@ -639,7 +662,7 @@ def _load_part(text: str, file: str, lines: list[str], first_index: int,
             docs.append(Document(data=data, sourcemap=sm, problems=builder.problems,
                                  index=first_index + len(docs)))
     except yaml.YAMLError as exc:
-        problem = _yaml_error_problem(exc, file)
+        problem = _yaml_error_problem(exc, file, text)
         docs.append(Document(data=None, sourcemap=SourceMap(file=file, lines=lines),
                              problems=[problem], index=first_index + len(docs)))
         error_line = max(problem.line - 1, 0)
