@@ -306,6 +306,31 @@ def test_wrong_typed_port_feeds_no_webhook_rule() -> None:
         assert one(result, "webhook-ca-bundle").path == "webhooks[0].clientConfig"
 
 
+def test_unreadable_selector_is_one_finding_named_like_lint_names_it() -> None:
+    """The loader's yaml-value finding writes the field as lint does, and the TPU rules do
+    not read the unreadable value as a missing selector."""
+    text = pod().replace("gke-tpu-topology: 2x4", "gke-tpu-topology: !foo 2x4")
+    assert [(p.rule, p.path, p.line, p.message) for p in lint(text).problems
+            if p.severity is not Severity.INFO] == [
+        ("yaml-value", 'spec.nodeSelector["cloud.google.com/gke-tpu-topology"]', 8,
+         "YAML value cannot be read: could not determine a constructor for the tag '!foo'")]
+
+
+@pytest.mark.parametrize("edit", [("  name: train\n", "  name: 7\n"),
+                                  ("metadata:\n  name: train\n", "metadata: four\n")],
+                         ids=["name", "metadata"])
+def test_object_with_a_wrong_typed_name_feeds_no_rule_of_another_object(
+        edit: tuple[str, str]) -> None:
+    """A Job named 7 is not "Job ''" in the findings of its headless Service."""
+    text = (DATA / "faultkinds" / "wiring-headless-service.yaml").read_text(encoding="utf-8")
+    assert text.count(edit[0]) == 1
+    bad = text.replace(*edit)
+    path = "metadata.name" if edit[0] == "  name: train\n" else "metadata"
+    assert [(p.rule, p.path, p.line) for p in lint(bad).problems
+            if p.severity is not Severity.INFO] == [("k8s-schema", path, 15 if path ==
+                                                     "metadata.name" else 14)]
+
+
 def test_enum_field_of_the_wrong_type_is_one_finding() -> None:
     """Not also "'7' is not an allowed value" (CRD enums: GKE's Network objects)."""
     text = y("""

@@ -88,7 +88,9 @@ def lint_loaded(loaded: Loaded, options: LintOptions, catalog: Catalog | None = 
     """
     catalog = catalog or load_catalog()
     problems = list(loaded.problems)
-    ctx = LintContext(loaded.resources, catalog, options)
+    # the rules see the objects whose name they can read (Resource.identified); the schema
+    # checks every object
+    ctx = LintContext([r for r in loaded.resources if r.identified], catalog, options)
     checks = [*tpu_rules.CHECKS, *names_rules.CHECKS, *wiring_rules.CHECKS,
               *webhook_rules.CHECKS]
     if options.autopilot:

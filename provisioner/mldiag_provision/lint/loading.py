@@ -13,6 +13,7 @@ Field paths are shown the way people search for them in a manifest: dotted keys 
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import stat
@@ -25,7 +26,7 @@ from typing import BinaryIO
 from mldiag_provision.errors import Problem, UsageError
 from mldiag_provision.lint.rules import define
 from mldiag_provision.recipe.loader import load_documents
-from mldiag_provision.recipe.sourcemap import Path, SourceMap
+from mldiag_provision.recipe.sourcemap import Path, SourceMap, format_path
 from mldiag_provision.yaml11 import confusable
 
 OBJECT = define("k8s-object", "each YAML document is a Kubernetes object with apiVersion and kind",
@@ -266,6 +267,18 @@ class Resource:
         v = self.get("metadata", "annotations")
         return v if isinstance(v, dict) else {}
 
+    @property
+    def identified(self) -> bool:
+        """Whether ``metadata``, its ``name`` and ``namespace`` are of their types (or absent):
+        an object that another names, finds or quotes by them. One that is not (``name: 7``)
+        is left to the schema's finding: the rules would take it for an unnamed object and
+        report that in their own words, on it or on the objects around it."""
+        meta = self.data.get("metadata")
+        if meta is None:
+            return True
+        return isinstance(meta, dict) and all(
+            meta.get(k) is None or isinstance(meta[k], str) for k in ("name", "namespace"))
+
     def display(self) -> str:
         return f"{self.kind or 'object'} '{self.name}'" if self.name else (self.kind or "object")
 
@@ -461,6 +474,28 @@ def _add(out: Loaded, sm: SourceMap, data: object, base: Path, document: int,
             hint=f"quote it: \"{value}\"", source=CONFUSABLE.source))
 
 
+def _lint_paths(problems: list[Problem], data: object) -> list[Problem]:
+    """The loader's problems with their field paths as lint writes them
+    (``spec.nodeSelector["cloud.google.com/gke-tpu-topology"]``, not the loader's
+    ``spec.nodeSelector.cloud.google.com/gke-tpu-topology``), so that the findings of one
+    field name it alike and :func:`~mldiag_provision.lint.linter.drop_consequences` can
+    match them. An unreadable value is ``None`` in ``data``; only those are looked for."""
+    if not any(p.rule == "yaml-value" and p.path for p in problems):
+        return problems
+    shown: dict[str, str] = {}
+    stack: list[tuple[object, Path]] = [(data, ())]
+    while stack:
+        node, path = stack.pop()
+        if isinstance(node, dict):
+            stack.extend((v, (*path, k)) for k, v in node.items())
+        elif isinstance(node, list):
+            stack.extend((v, (*path, i)) for i, v in enumerate(node))
+        elif node is None and path:
+            shown.setdefault(format_path(path), field_path(path))
+    return [dataclasses.replace(p, path=shown[p.path])
+            if p.rule == "yaml-value" and p.path in shown else p for p in problems]
+
+
 def load_sources(sources: Iterable[Source]) -> Loaded:
     """Parse every source; never raises for bad input."""
     out = Loaded()
@@ -475,9 +510,10 @@ def load_sources(sources: Iterable[Source]) -> Loaded:
         out.sourcemaps[src.name] = (docs[0].sourcemap if docs
                                     else SourceMap(file=src.name, lines=src.text.splitlines()))
         for doc in docs:
-            out.problems.extend(doc.problems)
+            found = _lint_paths(doc.problems, doc.data)
+            out.problems.extend(found)
             if doc.data is None:  # an empty document ('---' twice) or a syntax error
                 continue
             _add(out, doc.sourcemap, doc.data, (), doc.index, frozenset(
-                p.path for p in doc.problems if p.rule == "yaml-value"))
+                p.path for p in found if p.rule == "yaml-value"))
     return out
