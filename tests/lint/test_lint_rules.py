@@ -331,6 +331,16 @@ def test_object_with_a_wrong_typed_name_feeds_no_rule_of_another_object(
                                                      "metadata.name" else 14)]
 
 
+def test_wrong_typed_selector_value_is_not_also_a_selector_mismatch() -> None:
+    """The finding at the mapping that holds the bad value is its consequence."""
+    text = (DATA / "faultkinds" / "wiring-headless-service.yaml").read_text(encoding="utf-8")
+    bad = text.replace("    job-name: train\n", "    job-name: 7\n")
+    assert bad != text
+    assert [(p.rule, p.path, p.line, p.message) for p in lint(bad).problems
+            if p.severity is Severity.ERROR] == [
+        ("k8s-schema", "spec.selector.job-name", 10, "expected a string, got an integer")]
+
+
 def test_enum_field_of_the_wrong_type_is_one_finding() -> None:
     """Not also "'7' is not an allowed value" (CRD enums: GKE's Network objects)."""
     text = y("""

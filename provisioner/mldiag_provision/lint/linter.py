@@ -128,11 +128,12 @@ def drop_consequences(problems: list[Problem], resources: list[Resource]) -> lis
 
     A rule reads a wrong-typed value as absent (``parallelism: four`` as "not set") or as
     something else, so its finding would be a second, misleading report of the one problem.
-    Dropped: a finding of another rule at that field or below it, and, where the value is
-    an item of a list, at the list (``containers`` when ``containers[0]`` is a string: "no
-    container requests google.com/tpu"). The value findings themselves are all kept. Fields
-    are compared per file and YAML document (paths repeat across the documents of one
-    file)."""
+    Dropped: a finding of another rule at that field or below it, or at the mapping or list
+    that holds it (``containers`` when ``containers[0]`` is a string: "no container requests
+    google.com/tpu"; ``spec.selector`` when ``spec.selector.job-name`` is 7: "the selector
+    does not select the pods"), but not at the object itself. The value findings themselves
+    are all kept. Fields are compared per file and YAML document (paths repeat across the
+    documents of one file)."""
     bad = [p for p in problems if about_the_value(p)]
     if not bad:
         return problems
@@ -146,17 +147,17 @@ def drop_consequences(problems: list[Problem], resources: list[Resource]) -> lis
         return bisect.bisect_right(starts.get(p.file, []), p.line)
 
     poisoned: dict[tuple[str, int], list[str]] = {}
-    lists: dict[tuple[str, int], set[str]] = {}
+    holders: dict[tuple[str, int], set[str]] = {}
     for p in bad:
         where = (p.file, document(p))
         poisoned.setdefault(where, []).append(p.path)
-        item = _ITEM.search(p.path)
-        if item and item.start():
-            lists.setdefault(where, set()).add(p.path[:item.start()])
+        step = _LAST_STEP.search(p.path)
+        if step and step.start():
+            holders.setdefault(where, set()).add(p.path[:step.start()])
 
     def stands_on_bad_value(p: Problem) -> bool:
         where = (p.file, document(p))
-        return p.path in lists.get(where, ()) or any(
+        return p.path in holders.get(where, ()) or any(
             _within(p.path, path) for path in poisoned.get(where, ()))
 
     return [p for p in problems if about_the_value(p) or p.rule in _KEPT
@@ -169,7 +170,8 @@ _KEPT = frozenset({"yaml-syntax", "yaml-duplicate-key", "yaml-too-large", "file-
                    "k8s-no-schema", "yaml-confusable-scalar"})
 
 
-_ITEM = re.compile(r"\[\d+\]$")
+# the last step of a field path as loading.field_path writes it: .key, [index] or ["key"]
+_LAST_STEP = re.compile(r'(\.[A-Za-z_$][A-Za-z0-9_$-]*|\[\d+\]|\["(?:[^"\\]|\\.)*"\])$')
 
 
 def _within(path: str, outer: str) -> bool:
