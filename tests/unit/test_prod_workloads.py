@@ -313,6 +313,24 @@ def test_lint_gcsfuse_volume_without_annotation(tmp_path: Path) -> None:
     assert "training-data" in found[0].message
 
 
+@pytest.mark.parametrize("value", [True, 1, ["true"]], ids=["bool", "int", "list"])
+def test_lint_gcsfuse_annotation_of_the_wrong_type_is_one_finding(tmp_path: Path,
+                                                                  value: object) -> None:
+    """gke-gcsfuse/volumes: true (unquoted) is the schema's "expected a string", not also
+    "mounts ... without the pod annotation"."""
+    (jobset,) = _manifest(VOLUMES, tmp_path, "llm-train")
+    _pod_template(jobset)["metadata"]["annotations"]["gke-gcsfuse/volumes"] = value
+    found = [p for p in _lint(tmp_path, [jobset]) if p.severity.value == "error"]
+    assert [(p.rule, p.path) for p in found] == [(
+        "k8s-schema", "spec.replicatedJobs[0].template.spec.template.metadata"
+        '.annotations["gke-gcsfuse/volumes"]')]
+    kind = {bool: "a boolean", int: "an integer", list: "a list"}[type(value)]
+    assert found[0].message == f"expected a string, got {kind}"
+    lines = yaml.safe_dump_all([jobset], sort_keys=False).splitlines()
+    key_line = next(i for i, t in enumerate(lines, 1) if "gke-gcsfuse/volumes:" in t)
+    assert found[0].line == key_line
+
+
 def _lint_autopilot(docs: list[dict]) -> list:
     from mldiag_provision.lint.context import LintOptions
     from mldiag_provision.lint.linter import lint_sources
