@@ -86,6 +86,8 @@ class NameLimit:
 
 
 def _is_ipv4(name: str) -> bool:
+    if name.count(".") != 3:  # not four dotted parts (most names have no dot): no parse
+        return False
     try:
         ipaddress.IPv4Address(name)
     except ValueError:

@@ -6,6 +6,7 @@ given), so the version gates live in one place: ``catalog/data/*.yaml``.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from mldiag_provision.catalog.gke_version import GkeVersion, at_least
@@ -41,6 +42,11 @@ class GkeMode:
     base_need: tuple[tuple[str, ...], str] | None = None
 
 
+# _fact_need and channel_offer are pure functions of the catalog's data and their arguments,
+# remembered per catalog: the gke-version and gke-channel rules ask them for every recipe,
+# each answer a fact lookup and a version parse (issue 16).
+
+@functools.lru_cache(maxsize=128)
 def _fact_need(catalog: Catalog, reason: str, *keys: str) -> VersionNeed:
     """A minimum version stated in gke.yaml (a mapping with version, source, confidence)."""
     fact = catalog.fact(*keys)
@@ -111,6 +117,7 @@ def _minor(text: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
+@functools.lru_cache(maxsize=64)
 def channel_offer(catalog: Catalog, channel: str) -> tuple[tuple[int, int], tuple[int, int]] | None:
     """(oldest, newest) (major, minor) a GKE release channel offers new clusters, from gke.yaml
     ``releaseChannels`` (a dated copy of the GKE release notes); None for an unknown channel.

@@ -145,6 +145,7 @@ class Catalog:
         for key, raw in tpu["versions"].items():
             self.versions[key] = self._version(key, raw)
         self._facts: dict[tuple[str, ...], Any] = {}  # fact() answers; the data never changes
+        self._shapes: dict[tuple[str, str, int | None], SliceShape] = {}  # resolve()'s answers
         self._by_name: dict[str, TpuVersion] = {}
         for v in self.versions.values():
             for name in v.all_names():
@@ -296,7 +297,18 @@ class Catalog:
             more than one machine type (v5e/v6e ``2x4``).
         Raises:
           ShapeError: naming the field at fault, what is allowed and a hint.
+
+        A shape that resolves is remembered by its three arguments (a shape is catalog data,
+        the same for every recipe; preflight and lint's TPU checks resolve every TPU slice
+        of every recipe; issue 16); a problem is worked out each time.
         """
+        key = (tpu, topology, chips_per_vm)
+        shape = self._shapes.get(key)
+        if shape is None:
+            shape = self._shapes[key] = self._resolve(tpu, topology, chips_per_vm)
+        return shape
+
+    def _resolve(self, tpu: str, topology: str, chips_per_vm: int | None) -> SliceShape:
         version = self.version(tpu)
         if version is None:
             from mldiag_provision.recipe.parse import suggest

@@ -15,6 +15,7 @@ both decide the same mode, CIDR and names.
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import json
 from collections.abc import Mapping, Sequence
@@ -156,12 +157,9 @@ def decide(recipe: Any, creates_pools: bool,
         error = None
         if mode is not None:
             if net.cidr is not None:
-                try:
-                    cidr = ipaddress.IPv4Network(net.cidr, strict=True)
-                except ValueError as exc:
-                    error = str(exc)
+                cidr, error = _network(net.cidr)
             else:
-                parts = list(DEFAULT_POOL.subnets(new_prefix=DEFAULT_PREFIX))
+                parts = _default_ranges()
                 if k < len(parts):
                     cidr = parts[k]
                 else:
@@ -172,11 +170,31 @@ def decide(recipe: Any, creates_pools: bool,
     return out
 
 
-def subnets_of(cidr: ipaddress.IPv4Network) -> list[ipaddress.IPv4Network]:
+# The ranges below are pure functions of their text or network, remembered: preflight asks
+# for them for every networked GPU slice of every recipe (gpunet-cidr, gpunet-names), and
+# building 16 IPv4Network objects was most of those rules' time (issue 16).
+
+@functools.lru_cache(maxsize=256)
+def _network(text: str) -> tuple[ipaddress.IPv4Network | None, str | None]:
+    """``text`` as a strict IPv4 network: (network, None), or (None, why it is not one)."""
+    try:
+        return ipaddress.IPv4Network(text, strict=True), None
+    except ValueError as exc:
+        return None, str(exc)
+
+
+@functools.cache
+def _default_ranges() -> tuple[ipaddress.IPv4Network, ...]:
+    """The default slice ranges: the /DEFAULT_PREFIXs of :data:`DEFAULT_POOL`, in order."""
+    return tuple(DEFAULT_POOL.subnets(new_prefix=DEFAULT_PREFIX))
+
+
+@functools.lru_cache(maxsize=256)
+def subnets_of(cidr: ipaddress.IPv4Network) -> tuple[ipaddress.IPv4Network, ...]:
     """The 16 equal subnets of a slice's range (empty when it is too small to split)."""
     if cidr.prefixlen + SPLIT_BITS > 29:  # a subnet's primary range is at most /29
-        return []
-    return list(cidr.subnets(prefixlen_diff=SPLIT_BITS))
+        return ()
+    return tuple(cidr.subnets(prefixlen_diff=SPLIT_BITS))
 
 
 def build(cluster: str, zone: str | None, r: Resolved, accelerator: str,

@@ -7,6 +7,7 @@ Facts: ``catalog/data/gke.yaml`` ``cluster`` (each with its source in ``sources.
 from __future__ import annotations
 
 import datetime
+import functools
 import ipaddress
 import re
 from collections.abc import Iterator
@@ -60,8 +61,12 @@ def node_identity(ctx: Context) -> Iterator[Problem]:
             hint="copy it from `gcloud iam service-accounts list`", source=fmt)
 
 
+@functools.lru_cache(maxsize=256)
 def _cidr(text: str) -> ipaddress.IPv4Network | str:
-    """``text`` as an IPv4 network, or why it is not one (host bits set, IPv6, garbage)."""
+    """``text`` as an IPv4 network, or why it is not one (host bits set, IPv6, garbage).
+
+    Remembered (a pure function of the text): the same few ranges come back recipe after
+    recipe, and parsing one is a dozen Python calls (issue 16)."""
     if "/" not in text:  # ipaddress reads a bare address as a /32; GKE wants CIDR notation
         return f"no prefix length: write {text}/32 for one address"
     try:
