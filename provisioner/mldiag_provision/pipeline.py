@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from mldiag_provision.catalog.gpu import GpuShape
 from mldiag_provision.catalog.tpu import Catalog, SliceShape, load_catalog
 from mldiag_provision.errors import InputError, Problem, Report, Severity, UsageError
+from mldiag_provision.lint.loading import read_capped
 from mldiag_provision.preflight import run_preflight
 from mldiag_provision.recipe.parse import ParsedRecipe, parse_recipe_text
 
@@ -42,7 +43,7 @@ def read_text(path: str) -> tuple[str, str]:
             raw = sys.stdin.buffer.read(MAX_RECIPE_BYTES + 1)
         else:
             with open(path, "rb") as f:
-                raw = f.read(MAX_RECIPE_BYTES + 1)
+                raw = read_capped(f, MAX_RECIPE_BYTES)
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file", hint="check the path") from None
     except IsADirectoryError:

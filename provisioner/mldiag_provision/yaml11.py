@@ -25,6 +25,7 @@ scalar they are folded or normalised; only a double-quoted scalar with escapes k
 
 from __future__ import annotations
 
+import functools
 import re
 
 _BOOLS = frozenset([
@@ -51,10 +52,15 @@ _TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:$|[Tt\s])")
 _NEEDS_ESCAPE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
 
 
+@functools.lru_cache(maxsize=4096)
 def confusable(text: str) -> str | None:
     """The type a YAML 1.1 / go-yaml v2 reader gives the plain scalar ``text`` when it is not
     a string: ``"boolean"``, ``"null"``, ``"integer"``, ``"float"``, ``"timestamp"`` or
-    ``"merge key"``; ``None`` when it stays a string."""
+    ``"merge key"``; ``None`` when it stays a string.
+
+    Remembered (a pure function of the text): up to six regular expressions per scalar that
+    starts like a number, and manifests and recipes repeat such values (``2x2x4``, ``-c``,
+    versions, quantities; issue 16)."""
     if text in _BOOLS:
         return "boolean"
     if text in _NULLS:

@@ -305,10 +305,10 @@ def check_selectors(ctx: LintContext) -> Iterator[Problem]:
                 severity=Severity.WARNING, hint=hint)
         # which TPU
         if tp.accelerator is not None:
-            labels = sorted(v.accelerator for v in ctx.catalog.versions.values())
             if not isinstance(tp.accelerator, str):
                 pass  # the schema reports non-string selector values
             elif tp.version is None:
+                labels = sorted(v.accelerator for v in ctx.catalog.versions.values())
                 yield ctx.problem(
                     res, ACCELERATOR.id, tp.accelerator_path,
                     f"'{tp.accelerator}' is not a TPU accelerator label GKE knows",

@@ -29,6 +29,11 @@ if TYPE_CHECKING:
 class Capability(enum.Enum):
     """What an orchestrator does; a unit lists the ones it has."""
 
+    # Members are singletons compared by identity, so the identity hash agrees with ==;
+    # Enum's own __hash__ is a Python function, and preflight asks ``has(capability)``
+    # ~25 times per recipe (issue 16). Nothing iterates a set of capabilities.
+    __hash__ = object.__hash__
+
     CREATES_CLUSTER = "creates-cluster"
     """The project stage creates a GKE cluster: GKE version gates and release channel apply,
     the cluster stage waits for it, ``get_credentials`` reaches it."""

@@ -9,6 +9,7 @@ Diagnostics IAM, and the resolved slices. An orchestrator unit
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -111,6 +112,20 @@ def capacity_selector(node_pools: bool, slice_name: str, cap_type: str,
     return sel
 
 
+@functools.lru_cache(maxsize=8)
+def _diagnostics_access(catalog: Catalog) -> tuple[tuple[str, ...], tuple[str, ...],
+                                                   tuple[str, ...]]:
+    """(the ML Diagnostics APIs sorted, its predefined roles, its custom role's permissions
+    sorted), from gke.yaml ``mlDiagnostics``: catalog data, the same for every recipe, so
+    worked out once per catalog (preflight plans every TPU recipe; issue 16)."""
+    services = sorted({str(s["service"]) for s in catalog.fact("mlDiagnostics",
+                                                                  "requiredServices")})
+    roles = [str(r["role"]) for r in catalog.fact("mlDiagnostics", "predefinedRoles")]
+    permissions = sorted(str(p["permission"]) for p in
+                         catalog.fact("mlDiagnostics", "customRolePermissions"))
+    return tuple(services), tuple(roles), tuple(permissions)
+
+
 def plan_project(recipe: Recipe, shapes: Mapping[int, SliceShape | GpuShape | None],
                  catalog: Catalog, unit: Orchestrator) -> ProjectPlan:
     """Decide the shared part of the stack. Call only after preflight reported no errors.
@@ -163,15 +178,9 @@ def plan_project(recipe: Recipe, shapes: Mapping[int, SliceShape | GpuShape | No
     diag = spec.diagnostics
     labels = {"managed-by": "mldiag-provision", "mldiag-stack": recipe.metadata.name,
               **recipe.metadata.labels}
-    services = sorted({str(s["service"]) for s in catalog.fact("mlDiagnostics",
-                                                                  "requiredServices")})
-    if diag.iam.mode == "predefined":
-        roles = [str(r["role"]) for r in catalog.fact("mlDiagnostics", "predefinedRoles")]
-        permissions: list[str] = []
-    else:
-        roles = []
-        permissions = sorted(str(p["permission"]) for p in
-                             catalog.fact("mlDiagnostics", "customRolePermissions"))
+    services, predefined_roles, custom_permissions = _diagnostics_access(catalog)
+    roles: tuple[str, ...] = predefined_roles if diag.iam.mode == "predefined" else ()
+    permissions: tuple[str, ...] = () if diag.iam.mode == "predefined" else custom_permissions
     bucket_name = (diag.profiles_bucket.name
                    or default_profiles_bucket(spec.project, recipe.metadata.name))
     return ProjectPlan(
@@ -180,7 +189,7 @@ def plan_project(recipe: Recipe, shapes: Mapping[int, SliceShape | GpuShape | No
         labels=dict(sorted(labels.items())),
         backend=BackendPlan(type=spec.engine.backend.type, bucket=spec.engine.backend.bucket,
                             prefix=spec.engine.backend.prefix),
-        services=tuple(services), slices=tuple(slices), shapes=resolved,
+        services=services, slices=tuple(slices), shapes=resolved,
         diagnostics_enabled=diag.enabled,
         mlrun_region=diag.mlrun_region or spec.region,
         profiles_bucket=ProfilesBucketPlan(
@@ -189,7 +198,7 @@ def plan_project(recipe: Recipe, shapes: Mapping[int, SliceShape | GpuShape | No
             force_destroy=diag.profiles_bucket.delete_on_destroy),
         log_analytics=LogAnalyticsPlan(enabled=diag.log_analytics.enabled,
                                        retention_days=diag.log_analytics.retention_days),
-        iam=IamPlan(mode=diag.iam.mode, roles=tuple(roles),
-                    custom_role_id=diag.iam.custom_role_id, permissions=tuple(permissions)),
+        iam=IamPlan(mode=diag.iam.mode, roles=roles,
+                    custom_role_id=diag.iam.custom_role_id, permissions=permissions),
         decisions=tuple(decisions), engine=spec.engine.name,
     )

@@ -28,8 +28,14 @@ from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.lint import tpu_rules as lint_tpu
 from mldiag_provision.lint.context import LintContext, LintOptions
 from mldiag_provision.lint.loading import Resource, get
+from mldiag_provision.orchestrators import Capability, find
+from mldiag_provision.plan.kubernetes import diagnostics_plan, workload_plan
 from mldiag_provision.plan.parts import DiagnosticsPlan
-from mldiag_provision.plan.project import TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL
+from mldiag_provision.plan.project import (
+    TPU_ACCELERATOR_LABEL,
+    TPU_TOPOLOGY_LABEL,
+    plan_project,
+)
 from mldiag_provision.plan.stack import SlicePlan
 from mldiag_provision.preflight.context import Context, runs
 from mldiag_provision.recipe.sourcemap import Path, SourceMap
@@ -141,10 +147,6 @@ def rendered_workloads(ctx: Context) -> tuple[list[Resource], dict[int, Origin]]
     """The objects the plan renders for each TPU workload, as lint :class:`Resource` objects
     (positions: the recipe's), with their origins. Needs every slice resolved (the project
     plan does); a recipe whose slices fail preflight gets its slice errors first."""
-    from mldiag_provision.orchestrators import Capability, find
-    from mldiag_provision.plan.kubernetes import diagnostics_plan, workload_plan
-    from mldiag_provision.plan.project import plan_project
-
     recipe = ctx.recipe
     spec = recipe.spec
     unit = find(spec.orchestrator.type)
@@ -155,20 +157,23 @@ def rendered_workloads(ctx: Context) -> tuple[list[Resource], dict[int, Origin]]
         return [], {}
     if len({s.name for s in spec.slices}) < len(spec.slices):
         return [], {}  # tpu-slice-names reports it; a workload's slice is ambiguous until then
+    # (workload index, its slice's index) of the workloads on a TPU slice: lint's checks
+    # are TPU checks, so a recipe without one (a GPU recipe) needs no plan (issue 16)
+    on_tpu = [(i, j) for i, w in enumerate(spec.workloads)
+              if (j := ctx.slice_index(w.slice)) is not None
+              and isinstance(shapes.get(j), SliceShape)]
+    if not on_tpu:
+        return [], {}
     project = plan_project(recipe, shapes, ctx.catalog, unit)
     diagnostics = diagnostics_plan(project, recipe, ctx.catalog, "none", True)
     partial = _PartialPlan(blueprint=project.blueprint, diagnostics=diagnostics,
                            slices=project.slices)
-    by_name = {sp.name: (j, sp) for j, sp in enumerate(project.slices)}
     empty = SourceMap(file=ctx.sourcemap.file)
     resources: list[Resource] = []
     origins: dict[int, Origin] = {}
-    for i, w in enumerate(spec.workloads):
-        found = by_name.get(w.slice)
-        if found is None or not isinstance(shapes.get(found[0]), SliceShape):
-            continue
-        j, sp = found
-        for obj in k8s.workload(partial, workload_plan(recipe, w, sp)):
+    for i, j in on_tpu:
+        w = spec.workloads[i]
+        for obj in k8s.workload(partial, workload_plan(recipe, w, project.slices[j])):
             res = Resource(ctx.sourcemap.file, empty, obj)
             resources.append(res)
             origins[id(res)] = Origin(i, j, w)

@@ -12,7 +12,7 @@ can say what to shorten. Names the user writes in full are checked where they ar
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from mldiag_provision.catalog.names import NameLimit, load_name_limits
 from mldiag_provision.errors import Problem, Severity
@@ -24,10 +24,10 @@ from mldiag_provision.recipe.sourcemap import Path
 RULE = "gcp-names"
 
 
-@dataclass(frozen=True)
-class DerivedName:
+class DerivedName(NamedTuple):
     """A name and where it comes from: ``path`` is the recipe field the problem points at;
-    ``made_of`` says how the name is built; ``hint`` what to change."""
+    ``made_of`` says how the name is built; ``hint`` what to change. (A named tuple: some
+    five per recipe, and a tuple is made several times faster than a frozen dataclass.)"""
 
     kind: str  # key in names.yaml
     value: str

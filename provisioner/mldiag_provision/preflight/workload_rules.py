@@ -14,6 +14,7 @@ from typing import Any
 
 from mldiag_provision.catalog.store import store
 from mldiag_provision.errors import Problem, Severity
+from mldiag_provision.orchestrators import Capability
 from mldiag_provision.preflight.context import Context, rule
 from mldiag_provision.preflight.stack_rules import bucket_name_problem, bucket_rule
 from mldiag_provision.quantity import parse_quantity
@@ -34,8 +35,6 @@ def _wpath(i: int, *rest: str | int) -> tuple[str | int, ...]:
 def workload_volumes(ctx: Context) -> Iterator[Problem]:
     """Workload volumes: one source each, unique names and mount paths, Cloud Storage FUSE
     only where the pods have Workload Identity, emptyDir sizes are quantities."""
-    from mldiag_provision.orchestrators import Capability
-
     wi = ctx.recipe.spec.orchestrator.workload_identity or not ctx.has(
         Capability.EXISTING_CLUSTER)
     gcs = _k8s("volumes", "gcsFuse")
@@ -193,8 +192,6 @@ def workload_priority_class(ctx: Context) -> Iterator[Problem]:
 def workload_ephemeral_storage(ctx: Context) -> Iterator[Problem]:
     """resources.ephemeralStorage is a quantity, and on GKE Autopilot within the range
     Autopilot allows for accelerator Pods (above the maximum Autopilot rejects the Pod)."""
-    from mldiag_provision.orchestrators import Capability
-
     autopilot = ctx.has(Capability.AUTOPILOT_RULES)
     lo_fact = _k8s("ephemeralStorage", "autopilotAcceleratorMin")
     hi_fact = _k8s("ephemeralStorage", "autopilotAcceleratorMax")
@@ -303,8 +300,6 @@ def workload_kubernetes_only(ctx: Context) -> Iterator[Problem]:
     """Volumes, tolerations, annotations, priority class, failure policy and ephemeral storage
     are Kubernetes pod settings: an orchestrator without Kubernetes workloads (managed Slurm)
     would silently drop them."""
-    from mldiag_provision.orchestrators import Capability
-
     if ctx.orchestrator is None or ctx.has(Capability.KUBERNETES_WORKLOADS):
         return
     for i, w in enumerate(ctx.recipe.spec.workloads):

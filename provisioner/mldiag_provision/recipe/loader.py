@@ -515,10 +515,9 @@ class _Tree:
                 if len(keys) <= 16 and id(node) not in self.own:
                     # no merge and (the quick pass refuses duplicates) no repeated key: the
                     # pair is the one at the key's index, found without entries()' table
-                    try:
-                        key, node = node.value[keys.index(part)]
-                    except ValueError:
+                    if part not in keys:  # a missing key (has_key asks) raises no ValueError
                         return None, None
+                    key, node = node.value[keys.index(part)]
                     continue
                 pair = self.entries(node).get(part)
                 if pair is None:
