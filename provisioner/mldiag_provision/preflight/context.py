@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+from mldiag_provision import orchestrators
 from mldiag_provision.catalog.gpu import GpuShape
 from mldiag_provision.catalog.store import Fact, store
 from mldiag_provision.catalog.tpu import Catalog, SliceShape
@@ -53,18 +53,20 @@ class Context:
                        column=col, severity=settle(rule, severity, facts),
                        source=source or info.source)
 
-    @cached_property
-    def orchestrator(self) -> Orchestrator | None:
+    def __post_init__(self) -> None:
+        # Worked out once per recipe, up front: the rules ask for them many times, nearly
+        # every recipe's rules at all (cached_property locked and looked up on each first
+        # access, ~3 per recipe; issue 16).
+        self.orchestrator: Orchestrator | None = orchestrators.find(
+            self.recipe.spec.orchestrator.type)
         """The unit of the recipe's orchestrator type; None when no unit has that name (the
-        ``orchestrator`` rule reports it). Looked up once per context: rules ask often."""
-        from mldiag_provision import orchestrators
-
-        return orchestrators.find(self.recipe.spec.orchestrator.type)
-
-    @cached_property
-    def _capabilities(self) -> frozenset[Capability]:
-        unit = self.orchestrator
-        return unit.capabilities if unit is not None else frozenset()
+        ``orchestrator`` rule reports it)."""
+        self._capabilities: frozenset[Capability] = (
+            self.orchestrator.capabilities if self.orchestrator is not None else frozenset())
+        # slice name -> index of its first slice (rules ask for every workload's slice)
+        self._slice_indexes: dict[str, int] = {}
+        for i, s in enumerate(self.recipe.spec.slices):
+            self._slice_indexes.setdefault(s.name, i)
 
     def has(self, capability: Capability) -> bool:
         """Whether the recipe's orchestrator has ``capability`` (False when it is unknown)."""
@@ -73,14 +75,6 @@ class Context:
     def slice_index(self, name: str) -> int | None:
         """Index of the first slice called ``name`` (None when there is none)."""
         return self._slice_indexes.get(name)
-
-    @cached_property
-    def _slice_indexes(self) -> dict[str, int]:
-        # built once per recipe: rules ask for every workload's slice (was a scan each time)
-        found: dict[str, int] = {}
-        for i, s in enumerate(self.recipe.spec.slices):
-            found.setdefault(s.name, i)
-        return found
 
 
 RuleFn = Callable[[Context], Iterator[Problem]]
