@@ -164,3 +164,31 @@ def test_escape_is_saxutils_escape() -> None:
         s = "".join(rng.choice("&<>\"'ab ;#") for _ in range(rng.randint(0, 12)))
         assert escape(s) == sax_escape(s), s
         assert escape(s, {'"': "&quot;"}) == sax_escape(s, {'"': "&quot;"}), s
+
+
+def test_the_slice_lookup_keeps_one_plan_alive_not_every_plan() -> None:
+    """render/k8s.py looks slices up by name through a table of the last slices tuple: a
+    table per tuple, keyed by id(), kept every plan of a validate batch alive (issue 16)."""
+    import gc
+    import weakref
+
+    from mldiag_provision.render import k8s
+
+    class Slice:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+    class Slices(tuple):  # a tuple subclass: not kept (only exact tuples are immutable)
+        pass
+
+    first = (Slice("a"), Slice("b"))
+    ref = weakref.ref(first[1])
+    assert k8s._slice_named(first, "b") is first[1]
+    second = (Slice("a"),)
+    assert k8s._slice_named(second, "a") is second[0]
+    assert len(k8s._LAST_SLICES) == 1 and k8s._LAST_SLICES[0][0] is second
+    del first
+    gc.collect()
+    assert ref() is None  # the first plan's slices are no longer held
+    odd = Slices([Slice("x")])
+    assert k8s._slice_named(odd, "x") is odd[0] and k8s._LAST_SLICES[0][0] is second

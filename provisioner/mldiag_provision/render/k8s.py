@@ -159,21 +159,22 @@ def _rendezvous_env(plan: WorkloadSource, w: WorkloadPlan) -> list[dict[str, Any
     ]
 
 
-_SLICES_BY_NAME: dict[int, tuple[object, dict[str, Any]]] = {}
+# the last slices tuple asked about and its slices by name (one slot: a stack renders every
+# workload of one plan in a row; a dict by id() kept every plan of a validate batch alive)
+_LAST_SLICES: list[tuple[tuple[Any, ...], dict[str, Any]]] = []
 
 
 def _slice_named(slices: Sequence[Any], name: str) -> Any:
-    """The first slice called ``name``: a dict per slices tuple, kept while it lives (a
-    scan per workload was quadratic in a stack of many slice+workload pairs, issue 16)."""
+    """The first slice called ``name``: a dict for the last slices tuple (a scan per workload
+    was quadratic in a stack of many slice+workload pairs, issue 16)."""
     if type(slices) is not tuple:  # only an immutable sequence is kept
         return next(s for s in slices if s.name == name)
-    held = _SLICES_BY_NAME.get(id(slices))
-    if held is None or held[0] is not slices:
+    if not _LAST_SLICES or _LAST_SLICES[0][0] is not slices:
         by_name: dict[str, Any] = {}
         for s in slices:
             by_name.setdefault(s.name, s)
-        held = _SLICES_BY_NAME[id(slices)] = (slices, by_name)
-    found = held[1].get(name)
+        _LAST_SLICES[:] = [(slices, by_name)]
+    found = _LAST_SLICES[0][1].get(name)
     if found is None:  # as before: StopIteration (a plan always names its slices)
         return next(s for s in slices if s.name == name)
     return found
