@@ -37,22 +37,24 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pathlib is not imported at run time: --help imports this module too
+    from collections.abc import Callable
+    from pathlib import Path
 
 _PREFIX = "mldiag_provision."
 
 
-def directory() -> Path | None:
+def directory() -> str | None:
     """The cache directory (not created here; see the module), or None when caching is off
     (``MLDIAG_CACHE=0``)."""
     if os.environ.get("MLDIAG_CACHE", "1") == "0":
         return None
     if sys.pycache_prefix:
-        return Path(sys.pycache_prefix) / "mldiag-provision-startup"
+        return os.path.join(sys.pycache_prefix, "mldiag-provision-startup")
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "mldiag-provision" / "startup"
+    return os.path.join(base, "mldiag-provision", "startup")
 
 
 def _safe(st: os.stat_result) -> bool:
@@ -68,7 +70,7 @@ def read(name: str) -> bytes | None:
     try:
         if not _safe(os.stat(where)):
             return None
-        fd = os.open(where / name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        fd = os.open(os.path.join(where, name), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
         return None
     try:
@@ -89,13 +91,13 @@ def write(name: str, data: bytes) -> None:
     where = directory()
     if where is None or sys.dont_write_bytecode:
         return
-    tmp = where / f".{name}.{os.getpid()}.tmp"
+    tmp = os.path.join(where, f".{name}.{os.getpid()}.tmp")
     try:
-        where.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.makedirs(where, mode=0o700, exist_ok=True)
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
-        os.replace(tmp, where / name)
+        os.replace(tmp, os.path.join(where, name))
     except OSError:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -203,7 +203,7 @@ def test_bytecode_settings_are_followed(cache_dir: Path, tmp_path: Path,
     monkeypatch.setattr(sys, "dont_write_bytecode", True)
     assert startcache.load_yaml(src, lambda raw: pytest.fail("parsed"), "t") == {"a": 1}
     monkeypatch.setattr(sys, "pycache_prefix", str(tmp_path / "prefix"))
-    assert startcache.directory() == tmp_path / "prefix" / "mldiag-provision-startup"
+    assert startcache.directory() == str(tmp_path / "prefix" / "mldiag-provision-startup")
 
 
 def test_an_unwritable_cache_never_fails_a_run(cache_dir: Path, tmp_path: Path,
