@@ -27,7 +27,9 @@ is still read. ``MLDIAG_CACHE=0`` turns it off (nothing read, nothing written).
 
 Trust, as Python gives ``__pycache__``: the directory is created 0700 and each file 0600,
 written whole under a temporary name then renamed; a file is read only when it and its
-directory belong to this user and nobody else may write them. Anything unreadable, damaged
+directory belong to this user and nobody else may write them, and when its first 16 bytes,
+a BLAKE2b digest of the rest, match (a damaged file, e.g. one flipped bit, is never used: it
+made ``marshal`` raise ``SystemError`` at every start). Anything unreadable, damaged
 or refused is ignored (the work is done as without a cache); a failure to write is ignored
 too. Nothing here ever fails a run.
 """
@@ -53,7 +55,9 @@ def directory() -> str | None:
         return None
     if sys.pycache_prefix:
         return os.path.join(sys.pycache_prefix, "mldiag-provision-startup")
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = os.environ.get("XDG_CACHE_HOME", "")
+    if not os.path.isabs(base):  # the XDG spec: a relative value is ignored
+        base = os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "mldiag-provision", "startup")
 
 
@@ -62,8 +66,14 @@ def _safe(st: os.stat_result) -> bool:
     return st.st_uid == os.getuid() and not st.st_mode & 0o022
 
 
+# Each cache file starts with a BLAKE2b digest of the rest: a damaged or truncated file (a
+# flipped bit made marshal raise SystemError, or load other data) is never used.
+_CHECK = 16
+
+
 def read(name: str) -> bytes | None:
-    """The bytes of the cache file ``name``, or None (no cache, no file, or not trusted)."""
+    """The bytes stored as the cache file ``name``, or None: no cache, no file, not trusted,
+    or its digest does not match (damaged)."""
     where = directory()
     if where is None:
         return None
@@ -78,11 +88,15 @@ def read(name: str) -> bytes | None:
         if not _safe(st):
             return None
         with os.fdopen(fd, "rb", closefd=False) as f:
-            return f.read(st.st_size + 1)
+            stored = f.read(st.st_size + 1)
     except OSError:
         return None
     finally:
         os.close(fd)
+    check, payload = stored[:_CHECK], stored[_CHECK:]
+    if len(check) != _CHECK or _digest(payload, _CHECK) != check:
+        return None  # truncated, damaged or not ours: the work is done again
+    return payload
 
 
 def write(name: str, data: bytes) -> None:
@@ -94,9 +108,11 @@ def write(name: str, data: bytes) -> None:
     tmp = os.path.join(where, f".{name}.{os.getpid()}.tmp")
     try:
         os.makedirs(where, mode=0o700, exist_ok=True)
+        if not _safe(os.stat(where)):
+            return  # read() would not trust it: writing there is wasted
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as f:
-            f.write(data)
+            f.write(_digest(data, _CHECK) + data)
         os.replace(tmp, os.path.join(where, name))
     except OSError:
         with contextlib.suppress(OSError):
@@ -127,7 +143,7 @@ class _CodeCache:
                 codes = marshal.loads(data)
                 if isinstance(codes, dict):
                     return codes
-            except (ValueError, EOFError, TypeError):
+            except Exception:  # a damaged file (SystemError seen): ignored
                 pass
         return {}
 
@@ -185,14 +201,14 @@ def install() -> None:
 
 # --- parsed fact files -------------------------------------------------------------------
 
-def _digest(data: bytes) -> str:
-    """BLAKE2b of ``data``, hex (``_blake2`` is CPython's C module behind ``hashlib.blake2b``;
-    importing ``hashlib`` itself loads OpenSSL, ~3 ms)."""
+def _digest(data: bytes, size: int = 20) -> bytes:
+    """BLAKE2b of ``data`` (``size`` bytes; ``_blake2`` is CPython's C module behind
+    ``hashlib.blake2b``: importing ``hashlib`` itself loads OpenSSL, ~3 ms)."""
     try:
         from _blake2 import blake2b
     except ImportError:  # pragma: no cover - another Python
         from hashlib import blake2b
-    return blake2b(data, digest_size=20).hexdigest()
+    return blake2b(data, digest_size=size).digest()
 
 
 def load_yaml(path: Path, parse: Callable[[bytes], Any], kind: str) -> Any:
@@ -207,13 +223,13 @@ def load_yaml(path: Path, parse: Callable[[bytes], Any], kind: str) -> Any:
 
     with open(path, "rb") as f:
         raw = f.read()
-    key = _digest(kind.encode() + b"\0" + raw)
+    key = _digest(kind.encode() + b"\0" + raw).hex()
     name = f"data-{key}.marshal"
     kept = read(name)
     if kept:
         try:
             return marshal.loads(kept)
-        except (ValueError, EOFError, TypeError):  # damaged: parsed again
+        except Exception:  # damaged despite its digest: parsed again
             pass
     data = parse(raw)
     with contextlib.suppress(ValueError):  # not marshal's kind of data (a date)

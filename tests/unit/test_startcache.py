@@ -119,6 +119,37 @@ def test_a_second_cli_run_compiles_no_dataclass_method(cache_dir: Path) -> None:
     assert {oct(p.stat().st_mode & 0o777) for p in cache_dir.iterdir()} == {"0o600"}
 
 
+def test_a_damaged_code_cache_is_ignored_and_rebuilt(cache_dir: Path) -> None:
+    """A fresh-user review flipped 3 bits in the dataclass-code file: marshal raised
+    SystemError and every command failed with a traceback, for good. Now the file's digest
+    does not match, the code is compiled as without a cache, and the file is rewritten."""
+    cmd = [sys.executable, "-m", "mldiag_provision", "validate",
+           "recipes/tpu-v4-2x2x4-autopilot.yaml"]
+    first = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=os.environ.copy())
+    code_file = cache_dir / startcache._code_file()
+    good = code_file.read_bytes()
+    for position in (20, len(good) // 2, len(good) - 3):  # header, middle, end
+        damaged = bytearray(good)
+        damaged[position] ^= 0x21
+        code_file.write_bytes(bytes(damaged))
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True,
+                              env=os.environ.copy())
+        assert (proc.returncode, proc.stdout, proc.stderr) == (
+            first.returncode, first.stdout, first.stderr)
+        assert code_file.read_bytes() != bytes(damaged)  # rebuilt at exit
+    code_file.write_bytes(good[: len(good) // 3])  # truncated
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=os.environ.copy())
+    assert proc.returncode == first.returncode and "Traceback" not in proc.stderr
+
+
+def test_a_relative_xdg_cache_home_is_ignored(cache_dir: Path, tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CACHE_HOME", "relcache")  # the XDG spec: ignored, not ./relcache
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert startcache.directory() == str(tmp_path / "home" / ".cache" / "mldiag-provision"
+                                         / "startup")
+
+
 def test_off_switch_writes_nothing(cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MLDIAG_CACHE", "0")
     assert startcache.directory() is None
@@ -165,16 +196,25 @@ def test_damaged_or_untrusted_entries_are_parsed_again(cache_dir: Path, tmp_path
     entry = _data_file(cache_dir)
     entry.write_bytes(b"\xff\x00garbage")
     assert startcache.load_yaml(src, parse, "t") == {"a": 1}  # damaged: parsed again
-    assert marshal.loads(entry.read_bytes()) == {"a": 1}  # and rewritten
+    assert marshal.loads(startcache.read(entry.name) or b"") == {"a": 1}  # and rewritten
+    good = entry.read_bytes()
+    flipped = bytearray(good)
+    flipped[-2] ^= 0x04  # one bit of the data: the digest no longer matches
+    entry.write_bytes(bytes(flipped))
+    assert startcache.read(entry.name) is None
+    assert startcache.load_yaml(src, parse, "t") == {"a": 1}
     # a file others may write is not trusted (someone could have put other data there)
-    entry.write_bytes(marshal.dumps({"a": "planted"}))
+    entry.write_bytes(good)
     entry.chmod(0o666)
     assert startcache.load_yaml(src, parse, "t") == {"a": 1}
-    assert marshal.loads(entry.read_bytes()) == {"a": 1}  # replaced, owner-only again
+    assert marshal.loads(startcache.read(entry.name) or b"") == {"a": 1}  # replaced
     assert entry.stat().st_mode & 0o777 == 0o600
     assert startcache.read(entry.name) is not None
     cache_dir.chmod(0o777)
     assert startcache.read(entry.name) is None  # nor a directory others may write
+    before = entry.read_bytes()
+    startcache.write(entry.name, b"other")  # and nothing is written there (never read back)
+    assert entry.read_bytes() == before
     cache_dir.chmod(0o700)
     if os.getuid() == 0:  # only root can give a file away
         os.chown(entry, 12345, 12345)
