@@ -40,6 +40,9 @@ def read_text(path: str) -> tuple[str, str]:
     name = "<stdin>" if path == "-" else path
     try:
         if path == "-":
+            if sys.stdin is None:  # started with stdin closed (<&-)
+                raise UsageError("<stdin>: standard input is closed",
+                                 hint="pipe the recipe in, or name the file")
             raw = sys.stdin.buffer.read(MAX_RECIPE_BYTES + 1)
         else:
             with open(path, "rb") as f:
@@ -47,7 +50,8 @@ def read_text(path: str) -> tuple[str, str]:
     except FileNotFoundError:
         raise UsageError(f"{path}: no such file", hint="check the path") from None
     except IsADirectoryError:
-        raise UsageError(f"{path}: is a directory, not a recipe file") from None
+        raise UsageError(f"{path}: is a directory, not a recipe file",
+                         hint="name the recipe files (e.g. DIR/*.yaml)") from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot be read ({exc.strerror})") from None
     if len(raw) > MAX_RECIPE_BYTES:

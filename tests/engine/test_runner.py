@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -253,3 +254,9 @@ def test_the_cli_exit_code_says_which_signal(exc: str, code: int, said: str,
     monkeypatch.setitem(_main.COMMANDS, "validate", run)
     assert _main.main(["validate", "x.yaml"]) == code
     assert capsys.readouterr().err.strip() == said
+    # -O json: the document too, as for any other failure (stdout had nothing before)
+    assert _main.main(["validate", "x.yaml", "-O", "json"]) == code
+    captured = capsys.readouterr()
+    assert json.loads(captured.out) == {"ok": False, "error": {
+        "message": said, "hint": None, "exitCode": code, "problems": []}}
+    assert captured.err.strip() == said

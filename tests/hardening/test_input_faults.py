@@ -4,9 +4,12 @@ in how the process reads its streams)."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -49,3 +52,29 @@ def test_render_is_refused_while_another_run_holds_the_work_directory(tmp_path: 
     # once the run is over, render works again (and the lock does not linger)
     assert _cli("render", recipe, "-o", str(out), "--force").returncode == 0
     assert main_tf.read_bytes() != before
+
+
+@pytest.mark.parametrize("command", ["lint", "validate"])
+def test_closed_stdin_is_an_unreadable_input_not_an_internal_error(command: str) -> None:
+    """``lint - <&-`` / ``validate - <&-`` (stdin closed) were internal errors (exit 70)."""
+    proc = subprocess.run([sys.executable, "-m", "mldiag_provision", "--no-color", command, "-"],
+                          stdin=None, capture_output=True, cwd=REPO_ROOT, timeout=120,
+                          check=False, preexec_fn=lambda: os.close(0))
+    out = proc.stdout.decode()
+    assert proc.returncode == 2, out + proc.stderr.decode()
+    assert "<stdin>: error[file-unreadable]: <stdin>: standard input is closed" in out
+    assert "internal error" not in out + proc.stderr.decode()
+
+
+def test_validate_exits_2_for_every_unreadable_file_as_lint_does(tmp_path: Path) -> None:
+    """A file validate cannot read is a usage error (2) whatever the reason; a not-UTF-8 one
+    used to give 1 and a missing one 2."""
+    binary = tmp_path / "binary.yaml"
+    binary.write_bytes(b"a: \xff\n")
+    recipe = str(REPO_ROOT / "recipes" / "tpu-v4-2x2x4-autopilot.yaml")
+    for bad in (str(binary), str(tmp_path / "missing.yaml"), str(tmp_path)):
+        proc = _cli("--no-color", "validate", recipe, bad)
+        assert proc.returncode == 2, (bad, proc.stdout.decode())
+        assert f"{bad}: error[file-unreadable]" in proc.stdout.decode()
+    proc = _cli("--no-color", "validate", str(tmp_path))
+    assert "hint: name the recipe files (e.g. DIR/*.yaml)" in proc.stdout.decode()

@@ -201,10 +201,12 @@ def _verdict(path: str) -> _Verdict:
 
     try:
         res = check_file(path, load_catalog())
-    except MldiagError as exc:
-        return _Verdict(file=path, read=False, usage_error=exc.exit_code is ExitCode.USAGE,
+    except MldiagError as exc:  # only reading raises: every such file is a usage error (2),
+        # as in lint, whether missing or not UTF-8 (render of one file keeps 1 for the latter)
+        shown = "<stdin>" if path == "-" else path
+        return _Verdict(file=shown, read=False, usage_error=True,
                         problems=[Problem(rule="file-unreadable", message=exc.message,
-                                          hint=exc.hint, file=path)])
+                                          hint=exc.hint, file=shown)])
     problems = res.report.problems
     return _Verdict(file=res.report.file, problems=problems,
                     lines=_quoted_lines(res.parsed.sourcemap, problems),
@@ -542,11 +544,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt as exc:
         from mldiag_provision.errors import Terminated
 
-        if isinstance(exc, Terminated):
-            err.print("terminated (SIGTERM)")
-            return 143
-        err.print("interrupted")
-        return 130
+        said, code = (("terminated (SIGTERM)", 143) if isinstance(exc, Terminated)
+                      else ("interrupted", 130))
+        if getattr(args, "output", "text") == "json":  # a pipeline still gets its document
+            out.print(json.dumps({"ok": False, "error": {
+                "message": said, "hint": None, "exitCode": code, "problems": []}}, indent=2))
+        err.print(said)
+        return code
     except BrokenPipeError:
         # the reader went away (| head): say nothing more, exit like a SIGPIPE'd program
         import os

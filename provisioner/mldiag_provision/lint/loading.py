@@ -94,6 +94,9 @@ def _decode(raw: bytes, name: str) -> Source:
 def _read_stdin() -> Source:
     """``-``: stdin read as bytes (not through the locale's text layer, which would turn
     undecodable bytes into surrogates), decoded like a file."""
+    if sys.stdin is None:  # started with stdin closed (<&-)
+        raise UsageError("<stdin>: standard input is closed",
+                         hint="pipe the manifests in, or name the files")
     stream = getattr(sys.stdin, "buffer", None)
     if stream is None:  # a text-only stdin (tests replace sys.stdin with StringIO)
         text = sys.stdin.read(MAX_BYTES + 1)
