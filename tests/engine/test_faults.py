@@ -166,6 +166,7 @@ def test_interrupted_apply_stops_gracefully_then_converges(tmp_path: Path, offli
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == code, out + err
     assert f"{said}: terraform was stopped gracefully and its state saved" in err
+    assert said not in [line.strip() for line in err.splitlines()]  # said once, in full
     assert lock_free(work)
     # Terraform let the operations in flight finish and recorded them:
     assert state_addresses(work) and all(

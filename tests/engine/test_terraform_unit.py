@@ -360,3 +360,25 @@ def test_output_of_a_never_applied_stack_runs_no_terraform(tmp_path: Path, cli) 
     code, out, _ = cli("output", recipe, "-o", work, "--output", "json")
     assert code == 0 and json.loads(out) == {}
     assert not (tmp_path / "stack" / ".terraform").exists()  # terraform never ran
+
+
+def test_an_init_error_listing_problems_reads_as_one_sentence_without_progress_text(
+        tmp_path: Path) -> None:
+    """Real terraform 1.11 stderr of init over a damaged lock file ("2 problems:" and a
+    list), with its stdout progress line: the message had "2 problems:: - ..." and ended in
+    "Initializing the backend..." (a fresh-user review)."""
+    from mldiag_provision.runner import RunResult
+
+    stderr = (Path(__file__).parent / "data" /
+              "terraform-1.11-init-lockfile-error.stderr.txt").read_text().splitlines()
+    engine, _ = _engine(tmp_path, None)
+    result = RunResult(("terraform", "init"), 1, 0.1, stdout_tail=(
+        "Initializing the backend...",), stderr_tail=tuple(stderr))
+    err = engine._fail("terraform init", result, [])
+    first, detail = err.message.split("\n", 1)
+    assert first == ("terraform init failed: failed to read dependency lock file: 2 problems:")
+    assert detail == (
+        "  terraform: failed to read dependency lock file: 2 problems: - Invalid provider "
+        "version number: The selected version number for provider "
+        "registry.terraform.io/hashicorp/google must be written in normalized form: "
+        '"8.0.0". - Invalid expression: A static list expression is required.')

@@ -549,7 +549,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if getattr(args, "output", "text") == "json":  # a pipeline still gets its document
             out.print(json.dumps({"ok": False, "error": {
                 "message": said, "hint": None, "exitCode": code, "problems": []}}, indent=2))
-        err.print(said)
+        if not getattr(exc, "reported", False):  # apply/destroy said it in full already
+            err.print(said)
         return code
     except BrokenPipeError:
         # the reader went away (| head): say nothing more, exit like a SIGPIPE'd program

@@ -314,8 +314,10 @@ class TerraformEngine:
 
     def _fail(self, what: str, result: RunResult, diags: list[dict[str, Any]],
               events: list[dict[str, Any]] = ()) -> EngineError:  # type: ignore[assignment]
+        # terraform writes its diagnostics to stderr; stdout holds progress ("Initializing
+        # the backend..."), which must not run into an error's detail
         errors = [d for d in diags if d.get("severity") == "error"] or stderr_diagnostics(
-            [*result.stderr_tail, *result.stdout_tail])
+            result.stderr_tail)
         failed = [e.get("hook", {}).get("resource", {}).get("addr") for e in events
                   if e.get("type") == "apply_errored"]
         text = "\n".join([_diag_text(d) for d in errors] + list(result.stderr_tail)
@@ -339,7 +341,9 @@ class TerraformEngine:
             message = f"{what} failed{where}: {detail}"
             hint = "read the error above and the log; fix the recipe or the environment"
         if first and first.get("detail"):
-            message += f"\n  terraform: {first['summary']}: {' '.join(first['detail'].split())}"
+            summary = str(first["summary"])
+            joint = " " if summary.endswith(":") else ": "  # "2 problems:" lists its details
+            message += f"\n  terraform: {summary}{joint}{' '.join(first['detail'].split())}"
         return EngineError(message, hint=f"{hint}; {log}" if log else hint,
                            argv=list(result.argv), returncode=result.returncode,
                            log_path=str(self.runner.log_path) if self.runner.log_path else None,

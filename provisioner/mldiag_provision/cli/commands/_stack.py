@@ -351,6 +351,8 @@ def interrupted(stack: Any, command: str, exc: KeyboardInterrupt | None = None) 
     from mldiag_provision.errors import Terminated
 
     what = "terminated (SIGTERM)" if isinstance(exc, Terminated) else "interrupted"
+    if exc is not None:
+        exc.reported = True  # type: ignore[attr-defined]  # the CLI does not say it again
     stack.log(f"[mldiag] {what}" + ("" if isinstance(exc, Terminated) else " by the user"))
     log = f" (log: {stack.log_path})" if stack.log_path else ""
     if getattr(stack, "stopped_at_once", False):
