@@ -31,3 +31,32 @@ def parse_quantity(text: str) -> Decimal | None:
         return number * (_BINARY[suffix] if suffix in _BINARY else _DECIMAL[suffix])
     except ArithmeticError:  # decimal.Overflow for e.g. 9e999999Ei
         return None
+
+
+# The API server validates every resource request and limit with ValidateNonnegativeQuantity
+# ("must be greater than or equal to 0"); lint reports a negative one from the same source.
+NONNEGATIVE_SOURCE = ("https://github.com/kubernetes/kubernetes/blob/master/pkg/apis/core/"
+                      "validation/validation.go (ValidateNonnegativeQuantity)")
+
+
+def bad_amount(field: str, raw: object) -> tuple[str, str | None, str | None] | None:
+    """Why ``raw`` is not a usable amount for the recipe field ``field`` (``cpu``,
+    ``memory``, ``ephemeralStorage``, ``sizeLimit``), as ``(message, hint, source)``; None
+    when it is a positive quantity.
+
+    A negative amount is named as such (Kubernetes quantities are signed: ``-3`` *is* a
+    quantity, which the API server refuses), a zero one asks for nothing; only text that is
+    no quantity at all is called "not a Kubernetes quantity"."""
+    qty = parse_quantity(str(raw))
+    if qty is None or not qty.is_finite():
+        return f"'{raw}' is not a Kubernetes quantity", None, None
+    if qty < 0:
+        text = str(raw).strip()
+        return (f"{field} {text} is negative; Kubernetes refuses a negative amount (it must be "
+                "greater than or equal to 0)",
+                f"give a positive amount, e.g. {text[1:]}" if text.startswith("-") else None,
+                NONNEGATIVE_SOURCE)
+    if qty == 0:
+        return (f"{field} {str(raw).strip()} asks for nothing",
+                "leave the field out, or give a positive amount", None)
+    return None

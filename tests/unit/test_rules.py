@@ -774,3 +774,31 @@ def test_host_network_gpu_pods_sharing_a_node(recipe: dict) -> None:
     problems = [p for p in check(recipe) if p.rule == "workload-host-network"]
     assert {p.severity for p in problems} == {ERROR, Severity.INFO}
     assert any("9999" in p.message for p in problems)
+
+
+@pytest.mark.parametrize(("field", "raw", "rule", "path", "message", "hint"), [
+    ("cpu", "-3", "workload-resources", "spec.workloads[0].resources.cpu",
+     "cpu -3 is negative; Kubernetes refuses a negative amount (it must be greater than or "
+     "equal to 0)", "give a positive amount, e.g. 3"),
+    ("memory", "-5Gi", "workload-resources", "spec.workloads[0].resources.memory",
+     "memory -5Gi is negative; Kubernetes refuses a negative amount (it must be greater than "
+     "or equal to 0)", "give a positive amount, e.g. 5Gi"),
+    ("cpu", "0", "workload-resources", "spec.workloads[0].resources.cpu",
+     "cpu 0 asks for nothing", "leave the field out, or give a positive amount"),
+    ("cpu", "lots", "workload-resources", "spec.workloads[0].resources.cpu",
+     "'lots' is not a Kubernetes quantity", None),
+    ("ephemeralStorage", "-50Gi", "workload-ephemeral-storage",
+     "spec.workloads[0].resources.ephemeralStorage",
+     "ephemeralStorage -50Gi is negative; Kubernetes refuses a negative amount (it must be "
+     "greater than or equal to 0)", "give a positive amount, e.g. 50Gi"),
+])
+def test_a_negative_or_zero_amount_is_named_as_such(recipe: dict, field: str, raw: str,
+                                                     rule: str, path: str, message: str,
+                                                     hint: str | None) -> None:
+    """validate called ``cpu: -3`` "not a Kubernetes quantity" (it is one, a negative one,
+    which the API server refuses), where lint said it is negative (fresh-user review)."""
+    recipe["spec"]["workloads"][0]["resources"] = {field: raw}
+    p = only(check(recipe), rule, path, ERROR)
+    assert (p.message, p.hint) == (message, hint)
+    if "negative" in message:
+        assert p.source is not None and "ValidateNonnegativeQuantity" in p.source

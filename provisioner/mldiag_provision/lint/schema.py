@@ -40,7 +40,7 @@ import yaml
 from mldiag_provision.errors import CatalogError, MldiagError, Problem, Severity, UsageError
 from mldiag_provision.lint.loading import Resource, field_path
 from mldiag_provision.lint.rules import DATA_DIR, define, suggest
-from mldiag_provision.quantity import parse_quantity
+from mldiag_provision.quantity import NONNEGATIVE_SOURCE, parse_quantity
 from mldiag_provision.recipe.sourcemap import Path
 
 K8S_DOCS = "https://kubernetes.io/docs/reference/kubernetes-api/"
@@ -63,9 +63,8 @@ QUANTITY = define("k8s-quantity", "resource requests and limits are Kubernetes q
 
 # Quantities are signed, but the API server validates every resource request and limit of
 # a container with ValidateResourceQuantityValue -> ValidateNonnegativeQuantity, whose error
-# is IsNegativeErrorMsg, "must be greater than or equal to 0"
-NONNEGATIVE_SOURCE = ("https://github.com/kubernetes/kubernetes/blob/master/pkg/apis/core/"
-                      "validation/validation.go (ValidateNonnegativeQuantity)")
+# is IsNegativeErrorMsg, "must be greater than or equal to 0": NONNEGATIVE_SOURCE (quantity.py;
+# the recipe's rules cite it too)
 
 K8S_DEFS_URI = "https://kubernetes.io/api/_definitions.json"
 CRD_URI = "urn:mldiag-provision:lint:crds"

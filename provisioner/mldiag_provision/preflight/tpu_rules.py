@@ -14,7 +14,7 @@ from mldiag_provision.catalog.tpu import ShapeError
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.orchestrators import Capability
 from mldiag_provision.preflight.context import Context, rule
-from mldiag_provision.quantity import parse_quantity
+from mldiag_provision.quantity import bad_amount, parse_quantity
 from mldiag_provision.recipe.parse import suggest
 
 _FIELD = {"tpu": "tpu", "topology": "topology", "chipsPerVm": "chipsPerVm"}
@@ -343,12 +343,13 @@ def workload_resources(ctx: Context) -> Iterator[Problem]:
             if raw is None:
                 continue
             path = ("spec", "workloads", i, "resources", key)
-            qty = parse_quantity(raw)
-            if qty is None or qty <= 0:
-                yield ctx.problem("workload-resources", path,
-                                  f"'{raw}' is not a Kubernetes quantity", value=raw,
-                                  expected="e.g. 10, 500m, 500Gi")
+            bad = bad_amount(key, raw)
+            if bad is not None:
+                yield ctx.problem("workload-resources", path, bad[0], value=raw,
+                                  expected="e.g. 10, 500m, 500Gi", hint=bad[1], source=bad[2])
                 continue
+            qty = parse_quantity(raw)
+            assert qty is not None  # bad_amount said it is a positive quantity
             cap = getattr(machine, attr) if machine else None
             if cap and qty > cap * scale:
                 # the severity is the machine fact's: an unverified size must not block

@@ -17,7 +17,7 @@ from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.orchestrators import Capability
 from mldiag_provision.preflight.context import Context, rule
 from mldiag_provision.preflight.stack_rules import bucket_name_problem, bucket_rule
-from mldiag_provision.quantity import parse_quantity
+from mldiag_provision.quantity import bad_amount, parse_quantity
 
 _DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _QUALIFIED_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
@@ -88,12 +88,12 @@ def workload_volumes(ctx: Context) -> Iterator[Problem]:
                     expected="hostNetwork: false with Cloud Storage FUSE volumes",
                     severity=Severity.WARNING, source=gcs.url, facts=[gcs])
             if v.empty_dir is not None and v.empty_dir.size_limit is not None:
-                qty = parse_quantity(v.empty_dir.size_limit)
-                if qty is None or qty <= 0:
+                bad = bad_amount("sizeLimit", v.empty_dir.size_limit)
+                if bad is not None:
                     yield ctx.problem(
-                        "workload-volumes", (*path, "emptyDir", "sizeLimit"),
-                        f"'{v.empty_dir.size_limit}' is not a Kubernetes quantity",
-                        value=v.empty_dir.size_limit, expected="e.g. 100Gi")
+                        "workload-volumes", (*path, "emptyDir", "sizeLimit"), bad[0],
+                        value=v.empty_dir.size_limit, expected="e.g. 100Gi", hint=bad[1],
+                        source=bad[2])
 
 
 @rule("workload-tolerations", facts=("kubernetes.scheduling.tolerations",))
@@ -200,12 +200,12 @@ def workload_ephemeral_storage(ctx: Context) -> Iterator[Problem]:
         if raw is None:
             continue
         path = _wpath(i, "resources", "ephemeralStorage")
-        qty = parse_quantity(raw)
-        if qty is None or qty <= 0:
-            yield ctx.problem("workload-ephemeral-storage", path,
-                              f"'{raw}' is not a Kubernetes quantity", value=raw,
-                              expected="e.g. 50Gi")
+        bad = bad_amount("ephemeralStorage", raw)
+        if bad is not None:
+            yield ctx.problem("workload-ephemeral-storage", path, bad[0], value=raw,
+                              expected="e.g. 50Gi", hint=bad[1], source=bad[2])
             continue
+        qty = parse_quantity(raw)
         if str(raw).strip().isdigit():  # a bare number is bytes in Kubernetes quantities
             yield ctx.problem("workload-ephemeral-storage", path,
                               f"ephemeral storage '{raw}' has no unit, so it is {raw} bytes",
