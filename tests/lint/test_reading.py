@@ -88,7 +88,7 @@ def test_reading_asks_for_the_size_and_keeps_the_cap(tmp_path: Path,
 
     monkeypatch.setattr(loading.os, "fstat", stale)
     with open(grown, "rb") as f:
-        assert loading._read_capped(f) == grown.read_bytes()
+        assert loading.read_capped(f, loading.MAX_BYTES) == grown.read_bytes()
     grown.write_bytes(b"k: " + b"v" * 80 + b"\n")
     with open(grown, "rb") as f:
-        assert loading._read_capped(f) == grown.read_bytes()[:65]
+        assert loading.read_capped(f, loading.MAX_BYTES) == grown.read_bytes()[:65]

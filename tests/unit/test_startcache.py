@@ -13,6 +13,7 @@ import subprocess
 import sys
 import textwrap
 import types
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -160,17 +161,23 @@ def test_off_switch_writes_nothing(cache_dir: Path, monkeypatch: pytest.MonkeyPa
     assert not cache_dir.exists()
 
 
+def _counting(calls: list[bytes]) -> Callable[[bytes], object]:
+    """A YAML parser that records each text it is given in ``calls``."""
+    def parse(raw: bytes) -> object:
+        calls.append(raw)
+        return yaml.safe_load(raw)
+
+    return parse
+
+
 def _data_file(cache_dir: Path) -> Path:
     (found,) = [p for p in cache_dir.iterdir() if p.name.startswith("data-")]
     return found
 
 
 def test_load_yaml_keeps_the_data_by_content(cache_dir: Path, tmp_path: Path) -> None:
-    calls = []
-
-    def parse(raw: bytes) -> object:
-        calls.append(raw)
-        return yaml.safe_load(raw)
+    calls: list[bytes] = []
+    parse = _counting(calls)
 
     src = tmp_path / "facts.yaml"
     src.write_text("a: 1\nb: [x, 2.5, null, true]\n")
@@ -184,11 +191,8 @@ def test_load_yaml_keeps_the_data_by_content(cache_dir: Path, tmp_path: Path) ->
 
 
 def test_damaged_or_untrusted_entries_are_parsed_again(cache_dir: Path, tmp_path: Path) -> None:
-    calls = []
-
-    def parse(raw: bytes) -> object:
-        calls.append(raw)
-        return yaml.safe_load(raw)
+    calls: list[bytes] = []
+    parse = _counting(calls)
 
     src = tmp_path / "facts.yaml"
     src.write_text("a: 1\n")

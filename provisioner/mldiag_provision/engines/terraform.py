@@ -524,12 +524,17 @@ class TerraformEngine:
         return ApplyResult(summary=summary, outputs=outputs)
 
     # -- state ---------------------------------------------------------------------------------
+    def _state_file_here(self) -> bool:
+        """A local state (``*.tfstate``) or a backend recorded by ``init``
+        (``.terraform/terraform.tfstate``) is in the stage's directory."""
+        return any(self.workdir.glob("*.tfstate")) or (
+            self.workdir / ".terraform" / "terraform.tfstate").is_file()
+
     def never_applied(self) -> bool:
         """The state is local and there is none: no ``terraform.tfstate`` here, no backend
         recorded by ``init`` (``.terraform/terraform.tfstate``) and no ``backend`` block in
         the stage's ``*.tf`` files (a ``gcs`` backend not yet initialised may hold state)."""
-        if any(self.workdir.glob("*.tfstate")) or (
-                self.workdir / ".terraform" / "terraform.tfstate").is_file():
+        if self._state_file_here():
             return False
         for tf in self.workdir.glob("*.tf"):
             try:
@@ -542,8 +547,7 @@ class TerraformEngine:
     def state_resources(self) -> list[dict[str, Any]]:
         """Managed resources in the state (``terraform show -json``): each
         ``{"address", "type", "values"}``; [] when nothing was applied yet."""
-        if not any(self.workdir.glob("*.tfstate")) and not (
-                self.workdir / ".terraform" / "terraform.tfstate").is_file():
+        if not self._state_file_here():
             return []
         result = self._run(["show", "-json", "-no-color"], "terraform show (state)",
                            capture=True, sensitive_json=True, pooled=True)

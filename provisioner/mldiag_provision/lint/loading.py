@@ -122,15 +122,10 @@ def read_capped(f: BinaryIO, cap: int) -> bytes:
     return raw
 
 
-def _read_capped(f: BinaryIO) -> bytes:
-    """:func:`read_capped` at lint's cap, :data:`MAX_BYTES`."""
-    return read_capped(f, MAX_BYTES)
-
-
 def _read(path: FsPath | str, name: str) -> Source:
     try:
         with open(path, "rb") as f:
-            raw = _read_capped(f)
+            raw = read_capped(f, MAX_BYTES)
         return _decode(raw, name)
     except FileNotFoundError:
         raise UsageError(f"{name}: no such file or directory", hint="check the path") from None
