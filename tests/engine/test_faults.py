@@ -49,6 +49,18 @@ def state_addresses(work: Path) -> set[str]:
     return out
 
 
+def _state_settled(work: Path, quiet_s: float = 0.5) -> bool:
+    """The state file is whole JSON and unchanged over ``quiet_s`` seconds."""
+    path = work / "terraform.tfstate"
+    try:
+        first = path.read_bytes()
+        json.loads(first)
+        time.sleep(quiet_s)
+        return path.read_bytes() == first
+    except (OSError, ValueError):
+        return False
+
+
 def wait_for(predicate, timeout: float, what: str,
              proc: subprocess.Popen[str] | None = None) -> None:
     deadline = time.monotonic() + timeout
@@ -205,8 +217,12 @@ def test_terraform_killed_mid_apply_then_converges(tmp_path: Path, offline, cli)
                    "module.workload_identity.google_service_account.this"}
     proc = _start_apply(r, work, "google_container_cluster:10")
     try:
-        wait_for(lambda: independent <= state_addresses(work) and _terraform_pids(
-            work.resolve()), 60, "everything but the cluster to be applied", proc)
+        # killed only between two state writes: terraform truncates the state file and then
+        # writes it, so a kill inside that window leaves it empty (a race of the test, not a
+        # fault it is about); the cluster is held for 10 s, so the state settles before then
+        wait_for(lambda: independent <= state_addresses(work) and _state_settled(work)
+                 and _terraform_pids(work.resolve()), 60,
+                 "everything but the cluster to be applied", proc)
         pid = _terraform_pids(work.resolve())[0]
         os.killpg(pid, signal.SIGKILL)  # terraform and its provider plugins, no cleanup
         out, err = proc.communicate(timeout=60)

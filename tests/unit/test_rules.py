@@ -94,7 +94,9 @@ def test_every_rule_has_a_test() -> None:
               # tests/unit/test_gpunet.py
               "gpunet-mode", "gpunet-off", "gpunet-cidr", "gpunet-names", "gpunet-version",
               # tests/unit/test_policy_rules.py
-              "policy-directories"}
+              "policy-directories",
+              # tests/unit/test_cluster_model.py (issue 25)
+              "manifests:kueue-covered-resources,node-allocatable"}
     assert {rule_id for rule_id, _ in RULES} == tested
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from mldiag_provision.catalog.store import Fact
 from mldiag_provision.catalog.tpu import Catalog
@@ -14,6 +15,9 @@ from mldiag_provision.lint.rules import RULES
 from mldiag_provision.lint.workloads import PodTemplate, pod_templates
 from mldiag_provision.recipe.sourcemap import Path
 from mldiag_provision.rulebook import settle
+
+if TYPE_CHECKING:
+    from mldiag_provision.cluster.model import ClusterModel
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,10 @@ class LintContext:
     options: LintOptions
     templates: list[PodTemplate] = field(default_factory=list)
     _memo: dict = field(default_factory=dict)
+    cluster: ClusterModel | None = None
+    """The cluster the objects go to (preflight: the recipe's plan); None: lint builds one
+    from the objects themselves (:func:`mldiag_provision.lint.cluster_rules.
+    model_of_manifests`)."""
 
     def __post_init__(self) -> None:
         self.templates = [t for r in self.resources for t in pod_templates(r)]

@@ -24,6 +24,7 @@ from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.lint import (
     admission_rules,
     autopilot_rules,
+    cluster_rules,
     diagnostics_rules,
     names_rules,
     recipe_rules,
@@ -92,7 +93,7 @@ def lint_loaded(loaded: Loaded, options: LintOptions, catalog: Catalog | None = 
     # checks every object
     ctx = LintContext([r for r in loaded.resources if r.identified], catalog, options)
     checks = [*tpu_rules.CHECKS, *names_rules.CHECKS, *wiring_rules.CHECKS,
-              *webhook_rules.CHECKS]
+              *webhook_rules.CHECKS, *cluster_rules.CHECKS]
     if options.autopilot:
         checks += [*autopilot_rules.CHECKS, *admission_rules.CHECKS]
     if options.recipe is not None:

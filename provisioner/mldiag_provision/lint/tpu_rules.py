@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from mldiag_provision.catalog.tpu import ShapeError, SliceShape, TpuVersion
+from mldiag_provision.cluster.model import GIB
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.lint.context import LintContext
 from mldiag_provision.lint.loading import get
@@ -365,13 +366,16 @@ def _pod_total(t: PodTemplate, resource: str) -> tuple[Decimal, Path, str] | Non
 
 
 def check_resources(ctx: LintContext) -> Iterator[Problem]:
-    """CPU and memory of a TPU pod fit its machine type (a bigger request never schedules)."""
+    """CPU and memory of a TPU pod fit its machine type (a bigger request never schedules).
+
+    Compute Engine's machine-type "GB" are GiB (the API's ``memoryMb``: g1-small's "1.7 GB"
+    is 1740 MiB); a request between allocatable and this size is ``node-allocatable``'s."""
     for tp in tpu_pods(ctx):
         if tp.shape is None:
             continue
         mt = tp.shape.machine_type
         for resource, cap, unit, scale in (("cpu", mt.vcpu, "vCPU", Decimal(1)),
-                                           ("memory", mt.memory_gb, "GB", Decimal(10**9))):
+                                           ("memory", mt.memory_gb, "GB", GIB)):
             found = _pod_total(tp.template, resource)
             if found is None or not cap:
                 continue

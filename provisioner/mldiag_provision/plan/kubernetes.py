@@ -263,6 +263,8 @@ def kueue_settings(recipe: Recipe) -> Any:
 # them) with a quota that never binds, as GKE's queued provisioning example does ("Infinite
 # quota"); the accelerators' quota is what the queued slices hold.
 _UNBOUNDED = {"cpu": "10000", "memory": "10000Gi"}
+EPHEMERAL_STORAGE = "ephemeral-storage"
+_UNBOUNDED_EPHEMERAL = "10000Ti"
 
 
 def queued_plan(recipe: Recipe, catalog: Catalog, slices: list[SlicePlan]) -> QueuedPlan | None:
@@ -278,6 +280,14 @@ def queued_plan(recipe: Recipe, catalog: Catalog, slices: list[SlicePlan]) -> Qu
     quotas: dict[str, int] = {}
     for sp in queued:
         quotas[sp.resource] = quotas.get(sp.resource, 0) + (sp.chips or 0) * sp.count
+    unbounded = dict(_UNBOUNDED)
+    names = {sp.name for sp in queued}
+    if any(w.resources.ephemeral_storage for w in recipe.spec.workloads if w.slice in names):
+        # Kueue admits a workload only when its ClusterQueue covers every resource its pods
+        # request (fact queuedProvisioning.coverage, kubernetes-sigs/kueue#4848): a queued
+        # workload that asks for ephemeral-storage needs it covered, with a quota that never
+        # binds (the node's disk is what limits it)
+        unbounded[EPHEMERAL_STORAGE] = _UNBOUNDED_EPHEMERAL
     return QueuedPlan(
         api_version=str(facts["apiVersion"]), resource_flavor=k.cluster_queue,
         cluster_queue=k.cluster_queue, local_queue=k.local_queue,
@@ -286,7 +296,7 @@ def queued_plan(recipe: Recipe, catalog: Catalog, slices: list[SlicePlan]) -> Qu
         provisioning_request_config=f"{k.cluster_queue}-provisioning",
         provisioning_class=str(catalog.fact("queuedProvisioning", "provisioningClass")["value"]),
         managed_resources=tuple(sorted(quotas)),
-        quotas={**_UNBOUNDED, **{r: str(q) for r, q in sorted(quotas.items())}},
+        quotas={**unbounded, **{r: str(q) for r, q in sorted(quotas.items())}},
         queue_name_label=str(facts["queueNameLabel"]),
         max_run_annotation=str(facts["maxRunDurationAnnotation"]))
 

@@ -30,6 +30,9 @@ class Context:
     sourcemap: SourceMap
     shapes: dict[int, SliceShape | None] = field(default_factory=dict)
     gpu_shapes: dict[int, GpuShape | None] = field(default_factory=dict)
+    memo: dict[str, Any] = field(default_factory=dict)
+    """What several rules derive once per recipe (the project plan, the rendered
+    workloads: ``preflight/manifest_rules.py``)."""
 
     def problem(self, rule: str, path: Path, message: str, *, value: object = None,
                 expected: str | None = None, hint: str | None = None,

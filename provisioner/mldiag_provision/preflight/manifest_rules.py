@@ -24,16 +24,19 @@ from typing import Any
 
 from mldiag_provision.catalog.store import Fact
 from mldiag_provision.catalog.tpu import SliceShape
+from mldiag_provision.cluster import from_plan
 from mldiag_provision.errors import Problem, Severity
+from mldiag_provision.lint import cluster_rules as lint_cluster
 from mldiag_provision.lint import tpu_rules as lint_tpu
 from mldiag_provision.lint.context import LintContext, LintOptions
 from mldiag_provision.lint.loading import Resource, get
 from mldiag_provision.orchestrators import Capability, find
-from mldiag_provision.plan.kubernetes import diagnostics_plan, workload_plan
+from mldiag_provision.plan.kubernetes import diagnostics_plan, queued_plan, workload_plan
 from mldiag_provision.plan.parts import DiagnosticsPlan
 from mldiag_provision.plan.project import (
     TPU_ACCELERATOR_LABEL,
     TPU_TOPOLOGY_LABEL,
+    ProjectPlan,
     plan_project,
 )
 from mldiag_provision.plan.stack import SlicePlan
@@ -88,6 +91,8 @@ def recipe_path(origin: Origin, res: Resource, path: Path) -> Path:
             if sub[:1] == ("resources",) and len(sub) >= 3:
                 if sub[2] in ("cpu", "memory"):
                     return (*w_path, "resources", str(sub[2]))
+                if sub[2] == "ephemeral-storage":
+                    return (*w_path, "resources", "ephemeralStorage")
                 if w.chips_per_pod is not None:
                     return (*w_path, "chipsPerPod")
                 if w.gpus_per_pod is not None:
@@ -146,7 +151,15 @@ class RecipeLintContext(LintContext):
 def rendered_workloads(ctx: Context) -> tuple[list[Resource], dict[int, Origin]]:
     """The objects the plan renders for each TPU workload, as lint :class:`Resource` objects
     (positions: the recipe's), with their origins. Needs every slice resolved (the project
-    plan does); a recipe whose slices fail preflight gets its slice errors first."""
+    plan does); a recipe whose slices fail preflight gets its slice errors first. Worked out
+    once per recipe (two rules read it)."""
+    found = ctx.memo.get("rendered")
+    if found is None:
+        found = ctx.memo["rendered"] = _rendered_workloads(ctx)
+    return found  # type: ignore[no-any-return]
+
+
+def _rendered_workloads(ctx: Context) -> tuple[list[Resource], dict[int, Origin]]:
     recipe = ctx.recipe
     spec = recipe.spec
     unit = find(spec.orchestrator.type)
@@ -164,7 +177,7 @@ def rendered_workloads(ctx: Context) -> tuple[list[Resource], dict[int, Origin]]
               and isinstance(shapes.get(j), SliceShape)]
     if not on_tpu:
         return [], {}
-    project = plan_project(recipe, shapes, ctx.catalog, unit)
+    project = _project(ctx)
     diagnostics = diagnostics_plan(project, recipe, ctx.catalog, "none", True)
     partial = _PartialPlan(blueprint=project.blueprint, diagnostics=diagnostics,
                            slices=project.slices)
@@ -180,6 +193,18 @@ def rendered_workloads(ctx: Context) -> tuple[list[Resource], dict[int, Origin]]
     return resources, origins
 
 
+def _project(ctx: Context) -> ProjectPlan:
+    """The recipe's project plan, worked out once per preflight (its slices feed both the
+    TPU manifests and the cluster model)."""
+    found = ctx.memo.get("project")
+    if found is None:
+        unit = find(ctx.recipe.spec.orchestrator.type)
+        assert unit is not None
+        found = ctx.memo["project"] = plan_project(
+            ctx.recipe, {**ctx.shapes, **ctx.gpu_shapes}, ctx.catalog, unit)
+    return found  # type: ignore[no-any-return]
+
+
 @runs(*(c.id for c in lint_tpu.RULES))
 def workload_manifests(ctx: Context) -> Iterator[Problem]:
     """Lint's TPU checks over the manifests the plan would render for each workload."""
@@ -193,3 +218,60 @@ def workload_manifests(ctx: Context) -> Iterator[Problem]:
                              preflight=ctx, origins=origins)
     for check in lint_tpu.CHECKS:
         yield from check(lctx)
+
+
+def _queued_workloads(ctx: Context) -> tuple[list[Resource], dict[int, Origin]]:
+    """The objects the plan renders for each workload on a queued slice (TPU or GPU), as
+    lint resources with their origins; the cluster model judges whether Kueue admits them."""
+    spec = ctx.recipe.spec
+    if not any(s.capacity.type == "queued" for s in spec.slices):
+        return [], {}
+    unit = find(spec.orchestrator.type)
+    shapes = {**ctx.shapes, **ctx.gpu_shapes}
+    if unit is None or unit.has(Capability.MANAGED_SLURM) or any(
+            shapes.get(i) is None for i in range(len(spec.slices))) or len(
+            {s.name for s in spec.slices}) < len(spec.slices):
+        return [], {}
+    project = _project(ctx)
+    diagnostics = diagnostics_plan(project, ctx.recipe, ctx.catalog, "none", True)
+    partial = _PartialPlan(blueprint=project.blueprint, diagnostics=diagnostics,
+                           slices=project.slices)
+    empty = SourceMap(file=ctx.sourcemap.file)
+    resources: list[Resource] = []
+    origins: dict[int, Origin] = {}
+    for i, w in enumerate(spec.workloads):
+        j = ctx.slice_index(w.slice)
+        if j is None or spec.slices[j].capacity.type != "queued":
+            continue
+        for obj in k8s.workload(partial, workload_plan(ctx.recipe, w, project.slices[j])):
+            res = Resource(ctx.sourcemap.file, empty, obj)
+            resources.append(res)
+            origins[id(res)] = Origin(i, j, w)
+    return resources, origins
+
+
+@runs(lint_cluster.KUEUE.id, lint_cluster.ALLOCATABLE.id)
+def cluster_model(ctx: Context) -> Iterator[Problem]:
+    """The cluster model's check (admitted by Kueue, scheduled within allocatable) over the
+    manifests the plan renders, with the model of the plan's cluster (issue 25)."""
+    rendered, rendered_origins = rendered_workloads(ctx)
+    resources, origins = list(rendered), dict(rendered_origins)
+    done = {o.workload for o in origins.values()}
+    queued, queued_origins = _queued_workloads(ctx)
+    for r in queued:  # a TPU workload on a queued slice is rendered once, above
+        if queued_origins[id(r)].workload not in done:
+            resources.append(r)
+            origins[id(r)] = queued_origins[id(r)]
+    if not resources:
+        return
+    spec = ctx.recipe.spec
+    project = _project(ctx)
+    model = from_plan.build(
+        from_plan.mode_of(spec.orchestrator.type),
+        from_plan.slices_with_shapes(project.slices, {**ctx.shapes, **ctx.gpu_shapes}),
+        queued_plan(ctx.recipe, ctx.catalog, list(project.slices)), spec.zone)
+    lctx = RecipeLintContext(resources, ctx.catalog,
+                             LintOptions(kubernetes_version="",
+                                         autopilot=spec.orchestrator.type == "gke-autopilot"),
+                             cluster=model, preflight=ctx, origins=origins)
+    yield from lint_cluster.check_cluster(lctx)

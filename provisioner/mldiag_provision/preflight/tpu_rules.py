@@ -338,7 +338,8 @@ def workload_resources(ctx: Context) -> Iterator[Problem]:
         gpu = ctx.gpu_shapes.get(idx) if idx is not None else None
         machine = gpu.machine if gpu else None
         for key, attr, unit, scale in (("cpu", "vcpu", "vCPU", 1), ("memory", "memory_gb", "GB",
-                                                                      10**9)):
+                                                                      2**30)):
+            # Compute Engine's machine-type GB are GiB (API memoryMb: 1.7 GB = 1740 MiB)
             raw = getattr(w.resources, key)
             if raw is None:
                 continue

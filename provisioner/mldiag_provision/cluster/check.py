@@ -1,0 +1,216 @@
+"""The one check over every pod set: will it be *admitted* and *scheduled* on the model?
+
+A pod set is one pod template of a workload (a Job's template, a JobSet's replicated job:
+:class:`~mldiag_provision.lint.workloads.PodTemplate`), rendered by the tool or written by
+hand. Each problem is a :class:`Verdict`: the pod set, the step that fails, the field path and
+why, in the words Kueue and the Kubernetes scheduler use, so a user who later meets the real
+event finds this message by it. Every pod set is checked, every problem is returned: nothing
+stops at the first.
+
+* **admitted** (:func:`admitted`): a workload with the Kueue queue-name label is admitted only
+  when its ClusterQueue covers every resource its pods request (fact
+  ``gke.queuedProvisioning.coverage``; kubernetes-sigs/kueue#4848).
+* **scheduled** (:func:`scheduled`): the pod's requests fit the *allocatable* resources of some
+  node group its selectors and accelerator allow (fact ``gke.nodeAllocatable``): a request
+  above allocatable stays Pending with "0/N nodes are available: N Insufficient memory" even
+  where it is below the machine's size. A request above the machine's whole size is left to
+  the rules that already say so (``tpu-resources``), so it is reported once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Literal
+
+from mldiag_provision.catalog.store import Fact, store
+from mldiag_provision.cluster.model import CPU, GIB, MEMORY, ClusterModel, NodeGroup
+from mldiag_provision.lint.loading import get
+from mldiag_provision.lint.workloads import PodTemplate
+from mldiag_provision.quantity import parse_quantity
+from mldiag_provision.recipe.sourcemap import Path
+
+Step = Literal["admitted", "scheduled", "wired"]
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One problem of one pod set: ``step`` fails at ``path`` (inside the template's
+    resource) because of ``message``; ``facts`` are what it stands on."""
+
+    template: PodTemplate
+    step: Step
+    check: str  # "kueue-coverage" | "allocatable"
+    path: Path
+    message: str
+    value: object
+    expected: str
+    hint: str
+    facts: tuple[Fact, ...] = ()
+
+
+@dataclass(frozen=True)
+class Request:
+    """A pod's request of one resource: the effective amount (Kubernetes: the larger of the
+    containers' sum and any one init container), and where the first request is written."""
+
+    amount: Decimal
+    path: Path
+    written: str
+
+
+def pod_requests(t: PodTemplate) -> dict[str, Request]:
+    """The pod's effective request per resource name (requests, else limits, which default
+    them: https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/).
+
+    Effective request = max(sum over containers, max over init containers), as the scheduler
+    and Kueue count it (https://kubernetes.io/docs/concepts/workloads/pods/init-containers/
+    #resource-sharing-within-containers). Values that are not quantities are left to the
+    schema's findings."""
+    sums: dict[str, Decimal] = {}
+    init_max: dict[str, Decimal] = {}
+    sum_at: dict[str, tuple[Path, str]] = {}
+    init_at: dict[str, tuple[Path, str]] = {}
+    for key, table, at in (("containers", sums, sum_at), ("initContainers", init_max, init_at)):
+        for i, c in t.containers(key):
+            names: dict[str, tuple[Decimal, Path, str]] = {}
+            for kind in ("limits", "requests"):  # requests win over limits
+                res = get(c, "resources", kind)
+                if not isinstance(res, dict):
+                    continue
+                for name, raw in res.items():
+                    if not isinstance(name, str) or isinstance(raw, bool) or not isinstance(
+                            raw, str | int | float):
+                        continue
+                    q = parse_quantity(str(raw))
+                    if q is None:
+                        continue
+                    names[name] = (q, (*t.spec_path, key, i, "resources", kind, name), str(raw))
+            for name, (q, path, raw) in names.items():
+                if key == "containers":
+                    table[name] = table.get(name, Decimal(0)) + q
+                    at.setdefault(name, (path, raw))
+                elif q > table.get(name, Decimal(-1)):
+                    table[name] = q
+                    at[name] = (path, raw)
+    out: dict[str, Request] = {}
+    for name in {*sums, *init_max}:
+        total, init = sums.get(name, Decimal(0)), init_max.get(name, Decimal(-1))
+        path, raw = init_at[name] if init > total else sum_at[name]
+        out[name] = Request(max(total, init), path, raw)
+    return out
+
+
+def _pod_set_name(t: PodTemplate) -> str:
+    """Kueue's pod set name: a JobSet's replicated job name; ``main`` for a Job or a Pod
+    (kueue pkg/controller/jobs: the batch/v1 Job integration names its one pod set main)."""
+    if t.resource.kind == "JobSet":
+        name = get(t.resource.data, *t.path[:-3], "name") if len(t.path) >= 3 else None
+        if isinstance(name, str):
+            return name
+    return "main"
+
+
+def _queue_name(model: ClusterModel, t: PodTemplate) -> str | None:
+    labels = t.resource.get("metadata", "labels")
+    name = labels.get(model.queue_label) if isinstance(labels, dict) else None
+    return name if isinstance(name, str) and name else None
+
+
+def admitted(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
+    """Kueue: the ClusterQueue behind the workload's LocalQueue covers every requested
+    resource. Not judged when the workload names no queue, or a queue the model does not
+    hold (a cluster may have queues the plan did not create)."""
+    queue = _queue_name(model, t)
+    if queue is None:
+        return
+    lq = model.local_queue(t.resource.namespace, queue)
+    cq = model.cluster_queue(lq.cluster_queue) if lq is not None else None
+    if cq is None:
+        return
+    coverage = store().as_fact(store().doc("gke")["queuedProvisioning"]["coverage"])
+    words = str(coverage["words"])
+    for name, req in sorted(pod_requests(t).items()):
+        if req.amount == 0 or name in cq.covered:
+            continue
+        said = words.format(podset=_pod_set_name(t), resource=name)
+        yield Verdict(
+            t, "admitted", "kueue-coverage", req.path,
+            f"{t.describe()} requests {name}, which ClusterQueue {cq.name} does not cover: "
+            f"Kueue never admits it (\"{said}\")",
+            value=req.written, expected=f"a resource of {sorted(cq.covered)}",
+            hint=f"add {name} to the ClusterQueue's coveredResources (with a quota), or drop "
+                 f"the {name} request",
+            facts=(coverage,))
+
+
+def _candidates(model: ClusterModel, t: PodTemplate, requests: Mapping[str, Request],
+                ) -> list[NodeGroup]:
+    """Node groups the pod may land on: its node selector agrees with every label the group
+    has a value for, and the group offers every extended resource it requests."""
+    sel = t.spec.get("nodeSelector")
+    sel = sel if isinstance(sel, dict) else {}
+    out = []
+    for g in model.node_groups:
+        if any(k in g.labels and g.labels[k] != v for k, v in sel.items()):
+            continue
+        extended = [n for n, r in requests.items() if "/" in n and r.amount > 0]
+        if any(n not in g.capacity for n in extended):
+            continue
+        out.append(g)
+    return out
+
+
+def _whole_machine(g: NodeGroup, resource: str) -> Decimal | None:
+    """The machine's size: above it, ``tpu-resources``/``workload-resources`` report, not
+    this check."""
+    return g.capacity.get(resource)
+
+
+def scheduled(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
+    """The pod's cpu and memory requests fit the allocatable resources of some node group it
+    may land on. Not judged where no group is a candidate (other rules say why) or where the
+    machine's size is unknown."""
+    requests = pod_requests(t)
+    groups = [g for g in _candidates(model, t, requests) if g.allocatable]
+    if not groups:
+        return
+    short: list[tuple[NodeGroup, str, Request, Decimal]] = []
+    for g in groups:
+        missing = [(r, requests[r], g.allocatable[r]) for r in (CPU, MEMORY)
+                   if r in requests and r in g.allocatable
+                   and requests[r].amount > g.allocatable[r]]
+        if not missing:
+            return  # fits here
+        short.extend((g, r, req, cap) for r, req, cap in missing)
+    best: dict[str, tuple[NodeGroup, str, Request, Decimal]] = {}
+    for item in short:  # per resource, the group that comes closest
+        if item[1] not in best or item[3] > best[item[1]][3]:
+            best[item[1]] = item
+    for g, resource, req, cap in best.values():
+        whole = _whole_machine(g, resource)
+        if whole is not None and req.amount > whole:
+            continue  # above the whole machine: tpu-resources says so
+        nodes = g.nodes
+        unit = "GiB" if resource == MEMORY else "cores"
+        shown = (cap / GIB if resource == MEMORY else cap).quantize(Decimal("0.01"))
+        yield Verdict(
+            t, "scheduled", "allocatable", req.path,
+            f"{t.describe()} requests {resource} {req.written}, more than a "
+            f"{g.machine_type or g.name} node of slice '{g.slice or g.name}' can give pods "
+            f"({shown} {unit} allocatable after GKE's reservations): it stays Pending with "
+            f"\"0/{nodes} nodes are available: {nodes} Insufficient {resource}\"",
+            value=req.written, expected=f"at most {shown} {unit}",
+            hint=f"request at most {shown} {unit} of {resource} (GKE keeps the rest of the "
+                 "machine for the kubelet and system daemons)",
+            facts=g.facts)
+
+
+def check(model: ClusterModel, templates: list[PodTemplate]) -> list[Verdict]:
+    """Every verdict of every pod set, admitted before scheduled, in template order."""
+    out: list[Verdict] = []
+    for t in templates:
+        out.extend(admitted(model, t))
+        out.extend(scheduled(model, t))
+    return out

@@ -1,0 +1,111 @@
+"""Build the :class:`~.model.ClusterModel` of the cluster a plan creates.
+
+Input is what preflight has before the whole stack is planned (and what ``lint --recipe``
+works out from the recipe): the resolved slices with their catalog shapes, the orchestrator's
+mode, and the Kueue objects of the queued slices (:class:`~mldiag_provision.plan.stack.
+QueuedPlan`). Each slice becomes one :class:`~.model.NodeGroup`: its node pools on GKE
+Standard, the nodes Autopilot provisions for its accelerator class on Autopilot.
+
+Node labels are the slice's selector (accelerator, topology, capacity and the tool's slice
+label: ``SlicePlan.node_selector``, which the node pools are created with) plus the machine
+type (``node.kubernetes.io/instance-type``, a well-known label the kubelet sets:
+https://kubernetes.io/docs/reference/labels-annotations-taints/#nodekubernetesioinstance-type).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
+
+from mldiag_provision.catalog.gpu import GpuShape
+from mldiag_provision.catalog.store import Fact
+from mldiag_provision.catalog.tpu import SliceShape
+from mldiag_provision.cluster.model import (
+    ClusterModel,
+    ClusterQueue,
+    LocalQueue,
+    Mode,
+    NodeGroup,
+    allocatable,
+    allocatable_facts,
+    machine_capacity,
+)
+
+if TYPE_CHECKING:
+    from mldiag_provision.plan.stack import QueuedPlan, SlicePlan
+
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+
+
+def node_group(sp: SlicePlan, shape: SliceShape | GpuShape, zones: tuple[str, ...] = (),
+               ) -> NodeGroup:
+    """The nodes of one resolved slice ``sp`` (all its ``count`` slices together)."""
+    facts: list[Fact] = []
+    vcpu = memory_gb = None
+    if isinstance(shape, SliceShape):
+        mt = shape.machine_type
+        vcpu, memory_gb = mt.vcpu, mt.memory_gb
+        if mt.fact is not None:
+            facts.append(mt.fact)
+    elif shape.machine is not None:
+        vcpu, memory_gb = shape.machine.vcpu, shape.machine.memory_gb
+        if shape.machine.fact is not None:
+            facts.append(shape.machine.fact)
+    extended = {sp.resource: sp.chips_per_vm} if sp.chips_per_vm else {}
+    capacity = machine_capacity(vcpu, memory_gb, extended)
+    labels = dict(sp.node_selector)
+    if sp.machine_type:
+        labels[INSTANCE_TYPE_LABEL] = sp.machine_type
+    return NodeGroup(
+        name=sp.name, machine_type=sp.machine_type, nodes=sp.vms * sp.count, zones=zones,
+        labels=labels, taints=(), capacity=capacity, allocatable=allocatable(capacity),
+        facts=(*facts, *allocatable_facts()), slice=sp.name)
+
+
+def kueue_queues(queued: QueuedPlan | None) -> tuple[tuple[ClusterQueue, ...],
+                                                     tuple[LocalQueue, ...]]:
+    """The ClusterQueue and LocalQueue the plan renders for its queued slices."""
+    if queued is None:
+        return (), ()
+    cq = ClusterQueue(name=queued.cluster_queue, covered=frozenset(queued.quotas),
+                      flavors=(queued.resource_flavor,))
+    lq = LocalQueue(namespace=queued.namespace, name=queued.local_queue,
+                    cluster_queue=queued.cluster_queue)
+    return (cq,), (lq,)
+
+
+def build(mode: Mode, slices: Iterable[tuple[SlicePlan, SliceShape | GpuShape]],
+          queued: QueuedPlan | None = None, zone: str | None = None) -> ClusterModel:
+    """The cluster of a plan.
+
+    Args:
+      mode: ``autopilot`` or ``standard`` (``unknown`` for an existing cluster: its other
+        nodes are not known, so the model's node groups are not complete).
+      slices: each resolved slice with its catalog shape.
+      queued: the plan's Kueue objects (None: no queued slice).
+      zone: the recipe's zone, where the node pools are created.
+    """
+    groups = tuple(node_group(sp, shape, (zone,) if zone else ()) for sp, shape in slices)
+    cqs, lqs = kueue_queues(queued)
+    label = queued.queue_name_label if queued is not None else "kueue.x-k8s.io/queue-name"
+    return ClusterModel(mode=mode, node_groups=groups, node_groups_complete=mode != "unknown",
+                        cluster_queues=cqs, local_queues=lqs, queue_label=label,
+                        source="plan")
+
+
+def mode_of(orchestrator: str) -> Mode:
+    """The model's mode for a recipe's ``orchestrator.type``."""
+    return {"gke-autopilot": "autopilot", "gke-standard": "standard"}.get(
+        orchestrator, "unknown")  # type: ignore[return-value]
+
+
+def slices_with_shapes(slices: Iterable[SlicePlan],
+                       shapes: Mapping[int, SliceShape | GpuShape | None],
+                       ) -> list[tuple[SlicePlan, SliceShape | GpuShape]]:
+    """Pair each planned slice with its shape (``shapes`` by slice index, in recipe order)."""
+    out = []
+    for i, sp in enumerate(slices):
+        shape = shapes.get(i)
+        if shape is not None:
+            out.append((sp, shape))
+    return out

@@ -1,0 +1,197 @@
+"""The types of the cluster model: node groups, Kueue queues, and the cluster that holds them.
+
+Quantities are :class:`~decimal.Decimal` in Kubernetes' base units: ``cpu`` in cores,
+``memory`` and ``ephemeral-storage`` in bytes, extended resources (``google.com/tpu``,
+``nvidia.com/gpu``) in units. The types import nothing of the plan, of lint or of a Kubernetes
+client, so every builder (plan, manifests, a live cluster) and every reader can share them.
+
+:func:`allocatable` is the one place that turns a machine's capacity into what pods may
+request on it (GKE's reservations; fact ``gke.nodeAllocatable``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from functools import cache
+from typing import Literal
+
+from mldiag_provision.catalog.store import Fact, store
+
+Mode = Literal["autopilot", "standard", "unknown"]
+"""How nodes come to be: Autopilot provisions them per pod; Standard has the node pools the
+model lists (plus the system pool); unknown: a manifest linted on its own."""
+
+GIB = Decimal(2 ** 30)
+MIB = Decimal(2 ** 20)
+
+CPU = "cpu"
+MEMORY = "memory"
+EPHEMERAL = "ephemeral-storage"
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    """A node taint (``key=value:effect``)."""
+
+    key: str
+    value: str
+    effect: str  # NoSchedule | PreferNoSchedule | NoExecute
+
+
+@dataclass(frozen=True, slots=True)
+class NodeGroup:
+    """Nodes alike: a GKE Standard node pool, or the nodes Autopilot creates for one
+    accelerator class of the recipe.
+
+    ``labels``: the labels every node of the group carries; ``known_label_keys``: the keys
+    whose full set of values the model knows (a selector on another key is not judged).
+    ``capacity``/``allocatable``: per resource name, as on the Node object.
+    ``facts``: what the figures stand on (the machine type's catalog entry, the reservation
+    tiers), so a verdict on them is an error only when every one is verified."""
+
+    name: str
+    machine_type: str | None
+    nodes: int
+    zones: tuple[str, ...]
+    labels: Mapping[str, str]
+    taints: tuple[Taint, ...]
+    capacity: Mapping[str, Decimal]
+    allocatable: Mapping[str, Decimal]
+    facts: tuple[Fact, ...] = ()
+    slice: str | None = None
+    """The recipe slice the group was created for (None: not from a recipe)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterQueue:
+    """A Kueue ClusterQueue: the resources it covers (every resource group together)."""
+
+    name: str
+    covered: frozenset[str]
+    flavors: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LocalQueue:
+    """A Kueue LocalQueue: ``namespace/name`` -> its ClusterQueue."""
+
+    namespace: str | None
+    name: str
+    cluster_queue: str
+
+
+@dataclass(frozen=True)
+class ClusterModel:
+    """The cluster a recipe creates (or that manifests describe): what admits a pod set, and
+    where it can run.
+
+    ``node_groups_complete``: every node a pod of the recipe can land on is in
+    ``node_groups`` (GKE Standard from a plan: the accelerator pools; the system pool carries
+    no accelerator, so a pod requesting one cannot land there). When False, a selector that
+    matches no group is not a finding: the cluster may hold nodes the model does not know.
+    """
+
+    mode: Mode
+    node_groups: tuple[NodeGroup, ...] = ()
+    node_groups_complete: bool = False
+    cluster_queues: tuple[ClusterQueue, ...] = ()
+    local_queues: tuple[LocalQueue, ...] = ()
+    queue_label: str = "kueue.x-k8s.io/queue-name"
+    source: str = "plan"
+    """How the model was built: ``plan``, ``manifests`` (or, later, ``live``)."""
+    _queues: dict[tuple[str | None, str], LocalQueue] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        for q in self.local_queues:
+            self._queues[(q.namespace, q.name)] = q
+
+    def local_queue(self, namespace: str | None, name: str) -> LocalQueue | None:
+        """The LocalQueue ``name`` in ``namespace`` (an unset namespace matches either way, as
+        ``kubectl apply -n NS`` puts both in NS)."""
+        found = self._queues.get((namespace, name))
+        if found is None:
+            found = next((q for q in self.local_queues if q.name == name and (
+                namespace is None or q.namespace is None)), None)
+        return found
+
+    def cluster_queue(self, name: str) -> ClusterQueue | None:
+        return next((q for q in self.cluster_queues if q.name == name), None)
+
+
+# --- allocatable (GKE's reservations) ----------------------------------------------------------
+
+@cache
+def _tiers() -> tuple[Fact, Fact]:
+    doc = store().doc("gke")["nodeAllocatable"]
+    return store().as_fact(doc["memory"]), store().as_fact(doc["cpu"])
+
+
+def allocatable_facts() -> tuple[Fact, ...]:
+    """The facts :func:`allocatable` stands on (memory and CPU reservation tiers)."""
+    return _tiers()
+
+
+def _marginal(total: Decimal, tiers: list[Mapping[str, object]], bound_key: str,
+              unit: Decimal) -> Decimal:
+    reserved = Decimal(0)
+    lower = Decimal(0)
+    for tier in tiers:
+        bound = tier[bound_key]
+        upper = total if bound is None else min(total, Decimal(str(bound)) * unit)
+        if upper > lower:
+            reserved += (upper - lower) * Decimal(str(tier["fraction"]))
+        if bound is not None:
+            lower = max(lower, Decimal(str(bound)) * unit)
+        if lower >= total:
+            break
+    return reserved
+
+
+def reserved_memory(capacity_bytes: Decimal) -> Decimal:
+    """Bytes GKE keeps from pods on a node with ``capacity_bytes`` of memory: the kubelet and
+    system reservation plus the eviction threshold (fact ``gke.nodeAllocatable.memory``)."""
+    mem, _ = _tiers()
+    if capacity_bytes < Decimal(str(mem["smallMachineBelowGiB"])) * GIB:
+        reserved = Decimal(str(mem["smallMachineMiB"])) * MIB
+    else:
+        reserved = _marginal(capacity_bytes, list(mem["tiers"]), "uptoGiB", GIB)
+    return reserved + Decimal(str(mem["evictionMiB"])) * MIB
+
+
+def reserved_cpu(capacity_cores: Decimal) -> Decimal:
+    """Cores GKE keeps from pods on a node with ``capacity_cores`` (fact
+    ``gke.nodeAllocatable.cpu``); e.g. 4 cores -> 0.08 (allocatable 3920m)."""
+    _, cpu = _tiers()
+    return _marginal(capacity_cores, list(cpu["tiers"]), "uptoCores", Decimal(1))
+
+
+def allocatable(capacity: Mapping[str, Decimal]) -> dict[str, Decimal]:
+    """What pods may request on a node of ``capacity``: cpu and memory less GKE's
+    reservations; every other resource (accelerators) as it is. Ephemeral storage is left
+    out: its reservation depends on the boot disk and node image, which the model does not
+    know, so it is never judged."""
+    out = {k: v for k, v in capacity.items() if k != EPHEMERAL}
+    if CPU in out:
+        out[CPU] = out[CPU] - reserved_cpu(out[CPU])
+    if MEMORY in out:
+        out[MEMORY] = out[MEMORY] - reserved_memory(out[MEMORY])
+    return out
+
+
+def machine_capacity(vcpu: float | None, memory_gb: float | None,
+                     extended: Mapping[str, int] | None = None) -> dict[str, Decimal]:
+    """A Compute Engine machine's capacity as the Node reports it: ``vcpu`` cores and
+    ``memory_gb`` GB of memory (Compute Engine's machine-type GB are GiB: n1-standard-1's
+    3.75 GB is 3840 MiB, https://cloud.google.com/compute/docs/machine-resource), plus its
+    accelerators. Unknown figures are left out."""
+    out: dict[str, Decimal] = {}
+    if vcpu:
+        out[CPU] = Decimal(str(vcpu))
+    if memory_gb:
+        out[MEMORY] = Decimal(str(memory_gb)) * GIB
+    for k, v in (extended or {}).items():
+        out[k] = Decimal(v)
+    return out

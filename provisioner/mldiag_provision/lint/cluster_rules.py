@@ -1,0 +1,109 @@
+"""The cluster model's check (:mod:`mldiag_provision.cluster.check`) as lint rules.
+
+The model comes from the context: preflight hands lint the model of the recipe's plan
+(:attr:`LintContext.cluster`); plain ``lint`` builds one from the manifests themselves
+(:func:`model_of_manifests`): the Kueue ClusterQueues and LocalQueues among them, and one node
+group per TPU machine their pods' node selectors name (accelerator + topology resolve to a
+machine type in the catalog, so allocatable applies there too).
+
+Rules (ids stable):
+* ``kueue-covered-resources`` (*admitted*): every resource a queued pod requests is covered
+  by its ClusterQueue.
+* ``node-allocatable`` (*scheduled*): cpu and memory requests fit a node's allocatable.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from mldiag_provision.catalog.store import store
+from mldiag_provision.cluster.check import Verdict, check
+from mldiag_provision.cluster.model import (
+    ClusterModel,
+    ClusterQueue,
+    LocalQueue,
+    NodeGroup,
+    allocatable,
+    allocatable_facts,
+    machine_capacity,
+)
+from mldiag_provision.errors import Problem
+from mldiag_provision.lint.context import LintContext
+from mldiag_provision.lint.loading import get
+from mldiag_provision.lint.rules import define
+from mldiag_provision.lint.tpu_rules import ACC_KEY, TOPO_KEY, TPU, tpu_pods
+
+KUEUE = define("kueue-covered-resources", "a queued workload's pods request only resources "
+               "its Kueue ClusterQueue covers (else Kueue never admits it)",
+               source=store().source_url("KUEUE-4848"),
+               facts=("gke.queuedProvisioning.coverage",))
+ALLOCATABLE = define("node-allocatable", "a pod's cpu and memory requests fit the allocatable "
+                     "resources of a node it can land on (capacity less GKE's reservations)",
+                     source=store().source_url("GKE-NODE-SIZES"),
+                     facts=("gke.nodeAllocatable.memory", "gke.nodeAllocatable.cpu"))
+
+_RULE = {"kueue-coverage": KUEUE.id, "allocatable": ALLOCATABLE.id}
+_KUEUE_GROUP = "kueue.x-k8s.io"
+
+
+def _queues(ctx: LintContext) -> tuple[tuple[ClusterQueue, ...], tuple[LocalQueue, ...]]:
+    cqs = []
+    for r in ctx.of_kind(_KUEUE_GROUP, "ClusterQueue"):
+        covered: set[str] = set()
+        flavors: list[str] = []
+        groups = r.get("spec", "resourceGroups")
+        for g in groups if isinstance(groups, list) else []:
+            names = get(g, "coveredResources")
+            covered.update(n for n in (names if isinstance(names, list) else [])
+                           if isinstance(n, str))
+            listed = get(g, "flavors")
+            for f in listed if isinstance(listed, list) else []:
+                if isinstance(get(f, "name"), str):
+                    flavors.append(str(get(f, "name")))
+        cqs.append(ClusterQueue(r.name, frozenset(covered), tuple(flavors)))
+    lqs = [LocalQueue(r.namespace, r.name, str(r.get("spec", "clusterQueue")))
+           for r in ctx.of_kind(_KUEUE_GROUP, "LocalQueue")
+           if isinstance(r.get("spec", "clusterQueue"), str)]
+    return tuple(cqs), tuple(lqs)
+
+
+def model_of_manifests(ctx: LintContext) -> ClusterModel:
+    """The cluster the manifests describe: their Kueue objects, and a node group per TPU
+    machine their pods select (nodes the manifests do not name are unknown, so the model's
+    node groups are not complete)."""
+    cqs, lqs = _queues(ctx)
+    groups: dict[tuple[str, str, str], NodeGroup] = {}
+    for tp in tpu_pods(ctx):
+        shape = tp.shape
+        if shape is None:
+            continue
+        mt = shape.machine_type
+        key = (shape.version.accelerator, shape.topology, mt.name)
+        if key in groups:
+            continue
+        capacity = machine_capacity(mt.vcpu, mt.memory_gb, {TPU: mt.chips_per_vm})
+        groups[key] = NodeGroup(
+            name=f"{shape.version.key} {shape.topology}", machine_type=mt.name,
+            nodes=shape.vms, zones=(), labels={ACC_KEY: shape.version.accelerator,
+                                               TOPO_KEY: shape.topology},
+            taints=(), capacity=capacity, allocatable=allocatable(capacity),
+            facts=(*((mt.fact,) if mt.fact is not None else ()), *allocatable_facts()))
+    return ClusterModel(mode="unknown", node_groups=tuple(groups.values()),
+                        cluster_queues=cqs, local_queues=lqs, source="manifests")
+
+
+def problem_of(ctx: LintContext, v: Verdict) -> Problem:
+    """A verdict as a lint problem of its rule, at its field."""
+    return ctx.problem(v.template.resource, _RULE[v.check], v.path,
+                       f"{v.step}: {v.message}", value=v.value, expected=v.expected,
+                       hint=v.hint, facts=v.facts)
+
+
+def check_cluster(ctx: LintContext) -> Iterator[Problem]:
+    """Every pod set against the cluster model: admitted (Kueue), scheduled (allocatable)."""
+    model = ctx.cluster if ctx.cluster is not None else model_of_manifests(ctx)
+    for v in check(model, ctx.templates):
+        yield problem_of(ctx, v)
+
+
+CHECKS = (check_cluster,)
