@@ -308,3 +308,12 @@ def test_the_model_words_match_the_scheduler_and_kueue() -> None:
     assert "Insufficient memory" in one(lint(POD % "memory: 185Gi"), "node-allocatable").message
     assert "unavailable in ClusterQueue" in one(
         lint(QUEUE % ("", ""), JOB % ("", "requests")), "kueue-covered-resources").message
+
+
+def test_a_negative_or_zero_request_is_left_to_the_schema() -> None:
+    """-100Mi is Kubernetes' ValidateNonnegativeQuantity finding (k8s-quantity), not also a
+    Kueue coverage one; zero asks for nothing."""
+    for amount in ("-100Mi", "0"):
+        text = JOB.replace("ephemeral-storage: 100Mi", f"ephemeral-storage: {amount}")
+        assert by_rule(lint(QUEUE % ("", ""), text % ("", "requests")),
+                       "kueue-covered-resources") == [], amount

@@ -91,14 +91,18 @@ def pod_requests(t: PodTemplate) -> dict[str, Request]:
                 if key == "containers":
                     table[name] = table.get(name, Decimal(0)) + q
                     at.setdefault(name, (path, raw))
-                elif q > table.get(name, Decimal(-1)):
+                elif name not in table or q > table[name]:
                     table[name] = q
                     at[name] = (path, raw)
     out: dict[str, Request] = {}
     for name in {*sums, *init_max}:
-        total, init = sums.get(name, Decimal(0)), init_max.get(name, Decimal(-1))
-        path, raw = init_at[name] if init > total else sum_at[name]
-        out[name] = Request(max(total, init), path, raw)
+        total, init = sums.get(name), init_max.get(name)
+        if init is not None and (total is None or init > total):
+            path, raw = init_at[name]
+            out[name] = Request(init, path, raw)
+        elif total is not None:
+            path, raw = sum_at[name]
+            out[name] = Request(total, path, raw)
     return out
 
 
@@ -132,7 +136,7 @@ def admitted(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
     coverage = store().as_fact(store().doc("gke")["queuedProvisioning"]["coverage"])
     words = str(coverage["words"])
     for name, req in sorted(pod_requests(t).items()):
-        if req.amount == 0 or name in cq.covered:
+        if req.amount <= 0 or name in cq.covered:  # a negative amount is the schema's finding
             continue
         said = words.format(podset=_pod_set_name(t), resource=name)
         yield Verdict(
