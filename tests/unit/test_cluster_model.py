@@ -14,11 +14,13 @@ Each kind is drawn from more than one public source:
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
 import yaml
+from tests.cli_support import run_cli
 from tests.lint.support import by_rule, lint, one
 
 from mldiag_provision import pipeline
@@ -317,3 +319,23 @@ def test_a_negative_or_zero_request_is_left_to_the_schema() -> None:
         text = JOB.replace("ephemeral-storage: 100Mi", f"ephemeral-storage: {amount}")
         assert by_rule(lint(QUEUE % ("", ""), text % ("", "requests")),
                        "kueue-covered-resources") == [], amount
+
+
+def test_lint_recipe_judges_hand_written_manifests_against_the_recipes_queue(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``lint --recipe``: a hand-written JobSet sent to the recipe's LocalQueue (mldiag/train)
+    that asks for ephemeral-storage is refused by the recipe's ClusterQueue, which covers
+    cpu, memory and google.com/tpu only (kubernetes-sigs/kueue#4848)."""
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text(JOB.replace("namespace: team", "namespace: mldiag")
+                        .replace("user-queue", "train") % ("", "requests"))
+    code, out, err = run_cli(capsys, ["lint", str(manifest), "--recipe", str(QUEUED_EXAMPLE),
+                                      "--output", "json"])
+    assert code == 1, out + err
+    found = [p for p in json.loads(out)["files"][0]["problems"] if p["rule"] == "kueue-covered-resources"]
+    assert len(found) == 1, out
+    assert "ClusterQueue tpu-queued" in found[0]["message"]
+    # without --recipe the queue is unknown to lint: not judged
+    code, out, err = run_cli(capsys, ["lint", str(manifest), "--output", "json"])
+    assert [p for p in json.loads(out)["files"][0]["problems"]
+            if p["rule"] == "kueue-covered-resources"] == []

@@ -32,7 +32,9 @@ from mldiag_provision.cluster.model import (
 )
 
 if TYPE_CHECKING:
+    from mldiag_provision.catalog.tpu import Catalog
     from mldiag_provision.plan.stack import QueuedPlan, SlicePlan
+    from mldiag_provision.recipe.model import Recipe
 
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 
@@ -109,3 +111,35 @@ def slices_with_shapes(slices: Iterable[SlicePlan],
         if shape is not None:
             out.append((sp, shape))
     return out
+
+
+def from_recipe(recipe: Recipe, catalog: Catalog) -> ClusterModel | None:
+    """The cluster a valid recipe's plan creates (``lint --recipe``): its slices resolved
+    against the catalog, planned as ``plan`` would, and its Kueue objects. None when a slice
+    does not resolve or the orchestrator has no Kubernetes cluster (Slurm): ``validate``
+    says why, and lint then judges the manifests on their own."""
+    from mldiag_provision.catalog.gpu import load_gpu_catalog
+    from mldiag_provision.catalog.tpu import ShapeError
+    from mldiag_provision.orchestrators import Capability, find
+    from mldiag_provision.plan.kubernetes import queued_plan
+    from mldiag_provision.plan.project import plan_project
+
+    spec = recipe.spec
+    unit = find(spec.orchestrator.type)
+    if unit is None or unit.has(Capability.MANAGED_SLURM):
+        return None
+    shapes: dict[int, SliceShape | GpuShape | None] = {}
+    try:
+        for i, s in enumerate(spec.slices):
+            if s.tpu and s.topology:
+                shapes[i] = catalog.resolve(s.tpu, s.topology, s.chips_per_vm)
+            elif s.gpu:
+                shapes[i] = load_gpu_catalog().resolve(s.gpu, s.machine_type)
+            else:
+                return None
+    except ShapeError:
+        return None
+    project = plan_project(recipe, shapes, catalog, unit)
+    return build(mode_of(spec.orchestrator.type),
+                 slices_with_shapes(project.slices, shapes),
+                 queued_plan(recipe, catalog, list(project.slices)), spec.zone)

@@ -1,7 +1,9 @@
 """The cluster model's check (:mod:`mldiag_provision.cluster.check`) as lint rules.
 
 The model comes from the context: preflight hands lint the model of the recipe's plan
-(:attr:`LintContext.cluster`); plain ``lint`` builds one from the manifests themselves
+(:attr:`LintContext.cluster`); ``lint --recipe`` builds that of the recipe's plan
+(:func:`~mldiag_provision.cluster.from_plan.from_recipe`); plain ``lint`` builds one from
+the manifests themselves
 (:func:`model_of_manifests`): the Kueue ClusterQueues and LocalQueues among them, and one node
 group per TPU machine their pods' node selectors name (accelerator + topology resolve to a
 machine type in the catalog, so allocatable applies there too).
@@ -15,8 +17,11 @@ Rules (ids stable):
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
+from typing import TYPE_CHECKING, cast
 
 from mldiag_provision.catalog.store import store
+from mldiag_provision.cluster import from_plan
 from mldiag_provision.cluster.check import Verdict, check
 from mldiag_provision.cluster.model import (
     ClusterModel,
@@ -32,6 +37,9 @@ from mldiag_provision.lint.context import LintContext
 from mldiag_provision.lint.loading import get
 from mldiag_provision.lint.rules import define
 from mldiag_provision.lint.tpu_rules import ACC_KEY, TOPO_KEY, TPU, tpu_pods
+
+if TYPE_CHECKING:
+    from mldiag_provision.recipe.model import Recipe
 
 KUEUE = define("kueue-covered-resources", "a queued workload's pods request only resources "
                "its Kueue ClusterQueue covers (else Kueue never admits it)",
@@ -92,6 +100,19 @@ def model_of_manifests(ctx: LintContext) -> ClusterModel:
                         cluster_queues=cqs, local_queues=lqs, source="manifests")
 
 
+def _model(ctx: LintContext) -> ClusterModel:
+    """``lint --recipe``: the recipe's plan, plus the Kueue queues the manifests define
+    themselves; plain ``lint``: the manifests alone."""
+    own = model_of_manifests(ctx)
+    recipe = ctx.options.recipe
+    planned = (from_plan.from_recipe(cast("Recipe", recipe), ctx.catalog)
+               if recipe is not None else None)
+    if planned is None:
+        return own
+    return replace(planned, cluster_queues=(*planned.cluster_queues, *own.cluster_queues),
+                   local_queues=(*planned.local_queues, *own.local_queues))
+
+
 def problem_of(ctx: LintContext, v: Verdict) -> Problem:
     """A verdict as a lint problem of its rule, at its field."""
     return ctx.problem(v.template.resource, _RULE[v.check], v.path,
@@ -101,7 +122,9 @@ def problem_of(ctx: LintContext, v: Verdict) -> Problem:
 
 def check_cluster(ctx: LintContext) -> Iterator[Problem]:
     """Every pod set against the cluster model: admitted (Kueue), scheduled (allocatable)."""
-    model = ctx.cluster if ctx.cluster is not None else model_of_manifests(ctx)
+    model = ctx.cluster if ctx.cluster is not None else ctx.memo(
+        "cluster_model", lambda: _model(ctx))
+    assert isinstance(model, ClusterModel)
     for v in check(model, ctx.templates):
         yield problem_of(ctx, v)
 
