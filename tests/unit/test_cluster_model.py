@@ -332,7 +332,8 @@ def test_lint_recipe_judges_hand_written_manifests_against_the_recipes_queue(
     code, out, err = run_cli(capsys, ["lint", str(manifest), "--recipe", str(QUEUED_EXAMPLE),
                                       "--output", "json"])
     assert code == 1, out + err
-    found = [p for p in json.loads(out)["files"][0]["problems"] if p["rule"] == "kueue-covered-resources"]
+    found = [p for p in json.loads(out)["files"][0]["problems"]
+             if p["rule"] == "kueue-covered-resources"]
     assert len(found) == 1, out
     assert "ClusterQueue tpu-queued" in found[0]["message"]
     # without --recipe the queue is unknown to lint: not judged
