@@ -340,3 +340,13 @@ def test_lint_recipe_judges_hand_written_manifests_against_the_recipes_queue(
     code, out, err = run_cli(capsys, ["lint", str(manifest), "--output", "json"])
     assert [p for p in json.loads(out)["files"][0]["problems"]
             if p["rule"] == "kueue-covered-resources"] == []
+
+
+def test_a_pod_bound_to_no_node_group_is_not_judged() -> None:
+    """A CPU pod without selectors beside a TPU pod may land on any node (a system pool the
+    manifests do not describe): the TPU machine's allocatable says nothing about it."""
+    cpu_pod = ("apiVersion: v1\nkind: Pod\nmetadata: {name: cpu}\nspec:\n  containers:\n"
+               "  - name: main\n    image: python:3.12\n"
+               "    resources: {requests: {memory: 185Gi}}\n")
+    result = lint(POD % "memory: 1Gi", cpu_pod)
+    assert by_rule(result, "node-allocatable") == []

@@ -19,9 +19,10 @@ stops at the first.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
+from functools import lru_cache
 from typing import Literal
 
 from mldiag_provision.catalog.store import Fact, store
@@ -60,49 +61,66 @@ class Request:
     written: str
 
 
-def pod_requests(t: PodTemplate) -> dict[str, Request]:
+@lru_cache(maxsize=4096)
+def _quantity(raw: str | int | float) -> Decimal | None:
+    """:func:`~mldiag_provision.quantity.parse_quantity`, remembered: a workload's pods
+    repeat the same few amounts (``4``, ``100Gi``) across every template."""
+    return parse_quantity(str(raw))
+
+
+def _scheduling(name: str) -> bool:
+    """The resources the *scheduled* step reads: cpu, memory and extended resources."""
+    return name in (CPU, MEMORY) or "/" in name
+
+
+def pod_requests(t: PodTemplate, wanted: Callable[[str], bool] | None = None,
+                 ) -> dict[str, Request]:
     """The pod's effective request per resource name (requests, else limits, which default
-    them: https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/).
+    them: https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/);
+    ``wanted``: only the names it accepts (all when None).
 
     Effective request = max(sum over containers, max over init containers), as the scheduler
     and Kueue count it (https://kubernetes.io/docs/concepts/workloads/pods/init-containers/
     #resource-sharing-within-containers). Values that are not quantities are left to the
     schema's findings."""
-    sums: dict[str, Decimal] = {}
-    init_max: dict[str, Decimal] = {}
-    sum_at: dict[str, tuple[Path, str]] = {}
-    init_at: dict[str, tuple[Path, str]] = {}
-    for key, table, at in (("containers", sums, sum_at), ("initContainers", init_max, init_at)):
-        for i, c in t.containers(key):
-            names: dict[str, tuple[Decimal, Path, str]] = {}
-            for kind in ("limits", "requests"):  # requests win over limits
-                res = get(c, "resources", kind)
-                if not isinstance(res, dict):
+    sums: dict[str, tuple[Decimal, tuple[str, int, str], str]] = {}
+    inits: dict[str, tuple[Decimal, tuple[str, int, str], str]] = {}
+    spec = t.spec
+    for key in ("containers", "initContainers"):
+        items = spec.get(key)
+        if not isinstance(items, list):
+            continue
+        for i, c in enumerate(items):
+            res = c.get("resources") if isinstance(c, dict) else None
+            if not isinstance(res, dict):
+                continue
+            seen: set[str] = set()
+            for kind in ("requests", "limits"):  # requests win; limits default them
+                table = res.get(kind)
+                if not isinstance(table, dict):
                     continue
-                for name, raw in res.items():
-                    if not isinstance(name, str) or isinstance(raw, bool) or not isinstance(
-                            raw, str | int | float):
+                for name, raw in table.items():
+                    if name in seen or not isinstance(name, str) or (
+                            wanted is not None and not wanted(name)):
                         continue
-                    q = parse_quantity(str(raw))
+                    if isinstance(raw, bool) or not isinstance(raw, str | int | float):
+                        continue
+                    q = _quantity(raw)
                     if q is None:
                         continue
-                    names[name] = (q, (*t.spec_path, key, i, "resources", kind, name), str(raw))
-            for name, (q, path, raw) in names.items():
-                if key == "containers":
-                    table[name] = table.get(name, Decimal(0)) + q
-                    at.setdefault(name, (path, raw))
-                elif name not in table or q > table[name]:
-                    table[name] = q
-                    at[name] = (path, raw)
+                    seen.add(name)
+                    if key == "containers":
+                        had = sums.get(name)
+                        sums[name] = ((had[0] + q, had[1], had[2]) if had is not None
+                                      else (q, (key, i, kind), str(raw)))
+                    elif name not in inits or q > inits[name][0]:
+                        inits[name] = (q, (key, i, kind), str(raw))
     out: dict[str, Request] = {}
-    for name in {*sums, *init_max}:
-        total, init = sums.get(name), init_max.get(name)
-        if init is not None and (total is None or init > total):
-            path, raw = init_at[name]
-            out[name] = Request(init, path, raw)
-        elif total is not None:
-            path, raw = sum_at[name]
-            out[name] = Request(total, path, raw)
+    for name in {*sums, *inits}:
+        total, init = sums.get(name), inits.get(name)
+        amount, (key, i, kind), raw = (init if init is not None and (
+            total is None or init[0] > total[0]) else total)  # type: ignore[misc]
+        out[name] = Request(amount, (*t.spec_path, key, i, "resources", kind, name), raw)
     return out
 
 
@@ -151,18 +169,23 @@ def admitted(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
 
 def _candidates(model: ClusterModel, t: PodTemplate, requests: Mapping[str, Request],
                 ) -> list[NodeGroup]:
-    """Node groups the pod may land on: its node selector agrees with every label the group
-    has a value for, and the group offers every extended resource it requests."""
+    """Node groups the pod may land on and is bound to: its node selector agrees with every
+    label the group has a value for, the group offers every extended resource it requests,
+    and it asks for one of them or selects one of the group's labels."""
     sel = t.spec.get("nodeSelector")
     sel = sel if isinstance(sel, dict) else {}
+    extended = [n for n, r in requests.items() if "/" in n and r.amount > 0]
     out = []
     for g in model.node_groups:
         if any(k in g.labels and g.labels[k] != v for k, v in sel.items()):
             continue
-        extended = [n for n, r in requests.items() if "/" in n and r.amount > 0]
         if any(n not in g.capacity for n in extended):
             continue
-        out.append(g)
+        # the pod is bound to the group: by an accelerator only it offers, or by a selector
+        # on its labels (a pod with neither may land on nodes the model does not hold, such
+        # as a Standard cluster's system pool)
+        if extended or any(k in g.labels for k in sel):
+            out.append(g)
     return out
 
 
@@ -176,7 +199,9 @@ def scheduled(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
     """The pod's cpu and memory requests fit the allocatable resources of some node group it
     may land on. Not judged where no group is a candidate (other rules say why) or where the
     machine's size is unknown."""
-    requests = pod_requests(t)
+    if not any(g.allocatable for g in model.node_groups):
+        return
+    requests = pod_requests(t, _scheduling)
     groups = [g for g in _candidates(model, t, requests) if g.allocatable]
     if not groups:
         return
