@@ -42,12 +42,12 @@ def rules_of(result: LintResult) -> set[str]:
 
 def test_issue_example_init_container_gpu_beside_main_gpu() -> None:
     """Source: ray-project/kuberay#1349 ("GPU-using init containers are not supported in
-    Autopilot"), the issue's example."""
+    Autopilot", GKE's refusal; fixed by kuberay#1470), the issue's example."""
     text = example("autopilot-init-gpu.yaml")
     p = one(lint(text, autopilot=True), "autopilot-init-container-gpu")
     assert p.path == 'spec.template.spec.initContainers[0].resources.requests["nvidia.com/gpu"]'
     assert "beside a main container with the same request" in p.message
-    assert p.severity is Severity.WARNING  # an M fact: quoted Autopilot error, no Google doc
+    assert p.severity is Severity.ERROR  # GKE's own refusal, verbatim (H; issue 25)
     assert "kuberay/issues/1349" in p.source
     assert "autopilot-init-container-gpu" not in rules_of(lint(text))  # Standard: fine
     fixed = text.replace("        resources:\n          requests: {nvidia.com/gpu: 1}\n"

@@ -44,7 +44,8 @@ def test_every_fact_validates_as_the_typed_model() -> None:
 
 
 BAD = [{"source": "NO-SUCH-TAG"}, {"source": "GKE-AP", "confidence": "X"},
-       {"source": "GKE-AP", "note": 3}, {"source": 7}]
+       {"source": "GKE-AP", "note": 3}, {"source": "GKE-AP", "confidence": "M", "confirm": 3},
+       {"source": 7}]
 
 
 @pytest.mark.parametrize("raw", BAD, ids=json.dumps)

@@ -2,7 +2,7 @@
 
 ``sources.yaml`` is a :class:`SourcesFile`; every other data file is a tree in which each
 mapping with a ``source`` key is a :class:`FactModel` (source tag defined in ``sources.yaml``,
-confidence H/M/L, a text ``note``; other keys are the fact's data). The runtime loader
+confidence H/M/L, a text ``note`` and ``confirm``; other keys are the fact's data). The loader
 (:mod:`mldiag_provision.catalog.store`) checks the same rules without importing pydantic,
 to keep ``validate``'s cold start; ``tests/rulebook/test_fact_models.py`` checks that both
 accept every bundled fact and refuse the same malformed ones.
@@ -58,6 +58,9 @@ def fact_model(tags: list[str]) -> type[BaseModel]:
             "H", description="H verified verbatim at the source (errors allowed); M secondary "
                              "sources or a strong inference; L not verified (warnings only)")),
         note=(str | None, None),
+        confirm=(str | None, Field(
+            None, description="for an M or L fact that decides a severity: what would verify "
+                              "it (the page, code or refusal to find)")),
     )
 
 

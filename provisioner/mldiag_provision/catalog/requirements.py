@@ -10,17 +10,20 @@ import functools
 from dataclasses import dataclass
 
 from mldiag_provision.catalog.gke_version import GkeVersion, at_least
+from mldiag_provision.catalog.store import Fact
 from mldiag_provision.catalog.tpu import Catalog, SliceShape
 
 
 @dataclass(frozen=True)
 class VersionNeed:
-    """One minimum GKE version and the reason for it."""
+    """One minimum GKE version and the reason for it; ``fact``: the fact that states it (its
+    confidence decides whether a version below it is an error or a warning)."""
 
     version: GkeVersion
     reason: str
     source: str
     confidence: str = "H"
+    fact: Fact | None = None
 
 
 @dataclass(frozen=True)
@@ -51,7 +54,7 @@ def _fact_need(catalog: Catalog, reason: str, *keys: str) -> VersionNeed:
     """A minimum version stated in gke.yaml (a mapping with version, source, confidence)."""
     fact = catalog.fact(*keys)
     return VersionNeed(catalog.fact_version(*keys), reason, catalog.source_url(fact["source"]),
-                       str(fact.get("confidence", "H")))
+                       str(fact.get("confidence", "H")), catalog.store.as_fact(fact))
 
 
 def cluster_needs(mode: GkeMode | None, shapes: list[tuple[SliceShape, int]],
@@ -72,10 +75,10 @@ def cluster_needs(mode: GkeMode | None, shapes: list[tuple[SliceShape, int]],
         v = shape.version
         minimum = v.gke_min(mode.tpu_key)
         if minimum is not None:
-            fact = v.raw.get("gke", {}).get(mode.tpu_key, {})
+            fact = catalog.tpu_fact(v, "gke", mode.tpu_key)
             needs.append(VersionNeed(minimum, f"TPU {v.key} on {mode.words}",
-                                     catalog.source_url(str(fact.get("source", ""))),
-                                     str(fact.get("confidence", "H"))))
+                                     fact.url if fact is not None else catalog.source_url(v.source),
+                                     fact.confidence if fact is not None else "H", fact))
         if count > 1:
             needs.append(_fact_need(catalog, f"multislice on {mode.words}", "multislice",
                                     mode.multislice_key))

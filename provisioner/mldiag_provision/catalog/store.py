@@ -9,7 +9,9 @@ ML Diagnostics readiness: what ``lint`` and the recipe's workload rules check).
 A *fact* is any mapping in those files with a ``source:`` key. It is loaded into a
 :class:`Fact`: the source tag must be defined in ``sources.yaml`` and ``confidence`` must be
 ``H`` (verified verbatim at the source), ``M`` (consistent secondary sources or a strong
-inference) or ``L`` (not verified); it defaults to ``H``. Anything else raises
+inference) or ``L`` (not verified); it defaults to ``H``. An unverified fact that decides a
+severity says in ``confirm`` (text) what would verify it: the page, code or refusal to find
+(``tests/rulebook/test_severity_sources.py`` keeps that true). Anything else raises
 :class:`~mldiag_provision.errors.CatalogError` naming the file and the fact's path, when the
 file is first read. :attr:`Fact.severity` is the only way a rule turns a fact into a severity:
 an error only for a verified (``H``) fact, a warning otherwise.
@@ -89,6 +91,13 @@ class Fact(Mapping[str, Any]):
         note = self.data.get("note")
         return str(note) if note is not None else None
 
+    @property
+    def confirm(self) -> str | None:
+        """What would verify an M or L fact (a page to read, code to find, a refusal to see),
+        or None."""
+        text = self.data.get("confirm")
+        return str(text) if text is not None else None
+
     def __getitem__(self, key: str) -> Any:
         return self.data[key]
 
@@ -166,7 +175,7 @@ def make_fact(file: str, path: tuple[str | int, ...], raw: dict,
 
     Raises:
       CatalogError: naming ``file.path``: unknown source tag, a confidence other than H/M/L,
-        a note that is not text.
+        a note or confirm that is not text.
     """
     where = _where(file, path)
     tag = raw.get("source")
@@ -176,8 +185,9 @@ def make_fact(file: str, path: tuple[str | int, ...], raw: dict,
     conf = raw.get("confidence", "H")
     if conf not in CONFIDENCES:
         raise CatalogError(f"fact {where}: confidence {conf!r} is not one of H, M, L")
-    if "note" in raw and not isinstance(raw["note"], str):
-        raise CatalogError(f"fact {where}: note must be text")
+    for key in ("note", "confirm"):
+        if key in raw and not isinstance(raw[key], str):
+            raise CatalogError(f"fact {where}: {key} must be text")
     return Fact(id=".".join(str(p) for p in (file.removesuffix(".yaml"), *path)),
                 source=sources[tag], confidence=conf, data=raw)
 

@@ -1,9 +1,13 @@
 """Autopilot admission beyond host access and selectors (``--autopilot``): accelerator asks
 that GKE Autopilot's admission (GKE Warden) refuses in a pod spec.
 
-Each rule reads its fact from ``lint/data/facts.yaml`` (``autopilotAdmission``), which names
-the public report or doc that shows the refusal; all three are known from Autopilot's own error
-messages as users quote them (confidence M), so they warn (error with ``--strict``).
+Each rule reads its fact from ``catalog/data/kubernetes.yaml`` (``autopilotAdmission``), which
+names where the refusal is shown. The three GPU refusals are GKE Warden's own denials, quoted
+verbatim in public reports whose projects then fixed them (confidence H, errors):
+``initContainerGpu`` (ray-project/kuberay#1349, fixed by #1470), ``gpuSelector``
+(GoogleCloudPlatform/ai-on-gke#983) and ``acceleratorToleration`` (GoogleCloudPlatform/
+k8s-stackdriver#1079). The same toleration refusal for the TPU taint is only stated in passing
+(``tpuToleration``, M): it warns (an error with ``--strict``).
 """
 
 from __future__ import annotations
@@ -66,10 +70,11 @@ def check_accelerators(ctx: LintContext) -> Iterator[Problem]:
     an accelerator request."""
     init = fact(*_F, "initContainerGpu")
     sel = fact(*_F, "gpuSelector")
-    tol = fact(*_F, "acceleratorToleration")
     gpu = fact("gpu", "resource")["name"]
     sel_keys = [fact("gpu", "acceleratorLabel")["key"], sel["alternative"]]
-    taints = {r: r for r in (gpu, fact("tpu", "resource")["name"])}
+    # the node taint is keyed by the resource name; each refusal has its own fact
+    taints = {gpu: fact(*_F, "acceleratorToleration"),
+              fact("tpu", "resource")["name"]: fact(*_F, "tpuToleration")}
     for t in ctx.templates:
         res, sp = t.resource, t.spec_path
         for i, c in t.containers("initContainers"):
@@ -95,13 +100,15 @@ def check_accelerators(ctx: LintContext) -> Iterator[Problem]:
         tolerations = t.spec.get("tolerations")
         for j, tl in enumerate(tolerations if isinstance(tolerations, list) else []):
             key = get(tl, "key")
-            resource = taints.get(key) if isinstance(key, str) else None
-            if resource and not _asks(t, resource):
+            if not isinstance(key, str) or key not in taints:
+                continue
+            tol = taints[key]
+            if not _asks(t, key):
                 yield ctx.problem(
                     res, ACCEL_TOLERATION.id, (*sp, "tolerations", j, "key"),
-                    f"{t.describe()} tolerates the {key} node taint but requests no {resource}: "
-                    "Autopilot refuses such tolerations", value=key, severity=severity_of(tol),
-                    hint=f"remove the toleration, or request {resource}")
+                    f"{t.describe()} tolerates the {key} node taint but requests no {key}: "
+                    "Autopilot refuses such tolerations", value=key, facts=[tol],
+                    source=tol.url, hint=f"remove the toleration, or request {key}")
 
 
 CHECKS = (check_accelerators,)

@@ -2,16 +2,19 @@
 
 Autopilot enforces the Kubernetes Pod Security Standards' Baseline profile plus its own
 constraints (GKE Warden). Each rule names the constraint, and its severity follows the
-confidence of the fact in ``catalog/data/kubernetes.yaml``: documented constraints are errors, those
-known only from GKE's error messages as users quote them are warnings.
+confidence of the fact in ``catalog/data/kubernetes.yaml`` (or ``gke.yaml`` for the managed
+namespaces): verified constraints are errors, those known only from GKE's error messages as
+users quote them are warnings; raising a fact to H is all it takes to make its rule an error.
 CPU and memory against the TPU machine type are checked for every mode by ``tpu-resources``.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
+from typing import Any
 
+from mldiag_provision.catalog.store import store
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.lint.context import LintContext
 from mldiag_provision.lint.loading import get
@@ -29,18 +32,34 @@ HOST_PATH = define("autopilot-host-path", "hostPath volumes only under /var/log/
 PRIVILEGED = define("autopilot-privileged", "no privileged containers",
                     source=fact_source("autopilot", "privileged"))
 CAPABILITIES = define("autopilot-capabilities", "only the Linux capabilities Autopilot allows",
-                      severity=Severity.WARNING,
-                      source=fact_source("autopilot", "capabilities"))
+                      severity=severity_of(fact("autopilot", "capabilities")),
+                      source=fact_source("autopilot", "capabilities"),
+                      facts=("kubernetes.autopilot.capabilities",))
 AFFINITY = define("autopilot-node-affinity", "node selectors and affinity only on labels "
-                  "Autopilot allows (or workload separation)", severity=Severity.WARNING,
-                  source=fact_source("autopilot", "nodeAffinityKeys"))
+                  "Autopilot allows (or workload separation)",
+                  severity=severity_of(fact("autopilot", "nodeAffinityKeys")),
+                  source=fact_source("autopilot", "nodeAffinityKeys"),
+                  facts=("kubernetes.autopilot.nodeAffinityKeys",))
+
+
+def _worst(entries: Iterable[dict[str, Any]]) -> Severity:
+    """The worst severity among a list of facts (a rule with one fact per case: each case's
+    own fact settles its problem)."""
+    return Severity.ERROR if any(severity_of(e) is Severity.ERROR for e in entries) \
+        else Severity.WARNING
+
+
 ANNOTATIONS = define("autopilot-annotations", "no annotations Autopilot refuses on workloads",
-                     severity=Severity.WARNING, source=source_url("WARDEN"))
+                     severity=_worst(fact("autopilot", "annotations")["refused"]),
+                     source=source_url("WARDEN"))
 NAMESPACE = define("autopilot-managed-namespace", "nothing created in namespaces Autopilot "
-                   "manages", severity=Severity.WARNING,
+                   "manages",
+                   severity=_worst(store().doc("gke")["autopilot"]["managedNamespaces"]),
                    source=source_url("AP-MANAGED-NS"))
 WEBHOOK = define("autopilot-webhook", "admission webhooks do not match every group and resource",
-                 severity=Severity.WARNING, source=fact_source("autopilot", "webhookWildcard"))
+                 severity=severity_of(fact("autopilot", "webhookWildcard")),
+                 source=fact_source("autopilot", "webhookWildcard"),
+                 facts=("kubernetes.autopilot.webhookWildcard",))
 TPU_SUPPORT = define("autopilot-tpu", "the TPU version is offered on Autopilot",
                      source=source_url("GKE-AP"))
 
@@ -262,9 +281,10 @@ def check_ephemeral_storage(ctx: LintContext) -> Iterator[Problem]:
                 yield ctx.problem(
                     t.resource, EPHEMERAL.id, (*path, "resources"),
                     f"ephemeral-storage {stated} is above Autopilot's maximum for accelerator "
-                    f"Pods ({hi['quantity']}, an unverified figure); Autopilot rejects such "
-                    "Pods", value=stated, expected=f"at most {hi['quantity']}",
-                    source=hi.url, facts=[hi])
+                    f"Pods ({hi['quantity']}" + ("" if hi.verified else ", an unverified figure")
+                    + "); Autopilot rejects such Pods", value=stated,
+                    expected=f"at most {hi['quantity']}",
+                    severity=severity_of(hi), source=hi.url, facts=[hi])
 
 
 CHECKS = (check_host, check_scheduling, check_cluster_objects, check_ephemeral_storage)

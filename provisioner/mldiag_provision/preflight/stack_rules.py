@@ -130,11 +130,12 @@ def gke_version(ctx: Context) -> Iterator[Problem]:
     for need in req.cluster_needs(unit.gke, shapes, ctx.catalog):
         ok = req.satisfies(version, need)
         if ok is False:
-            sev = Severity.WARNING if need.confidence == "L" else Severity.ERROR
+            # an error only where the minimum is verified (an M or L minimum warns)
             yield ctx.problem("gke-version", path,
                               f"GKE {version} is below {need.version}, the minimum for "
                               f"{need.reason}", value=orch.min_version,
-                              expected=f">= {need.version}", severity=sev, source=need.source,
+                              expected=f">= {need.version}", facts=[need.fact],
+                              source=need.source,
                               hint=f"set minVersion to {need.version} or later, or remove it "
                                    "to let the tool choose")
         elif ok is None:
@@ -204,7 +205,6 @@ def gke_channel(ctx: Context) -> Iterator[Problem]:
     mine = (version.major, version.minor)
     if lo <= mine <= hi or (mine < lo and orch.min_version is None and not from_managed):
         return  # below the channel: plan/ leaves the version to the channel's default
-    severity = Severity.ERROR if fact.get("confidence") == "H" else Severity.WARNING
     offered = (f"the {orch.release_channel} channel offers {offer['minMinor']} to "
                f"{offer['maxMinor']} for new clusters (GKE release notes as read on "
                f"{fact.get('read', '?')})")
@@ -232,7 +232,7 @@ def gke_channel(ctx: Context) -> Iterator[Problem]:
     yield ctx.problem("gke-channel", path, message,
                       value=orch.min_version or orch.release_channel,
                       expected=f"{offer['minMinor']} <= version < {_next(hi)}",
-                      hint=hint, severity=severity,
+                      hint=hint, facts=[ctx.catalog.store.as_fact(fact)],
                       source=ctx.catalog.source_url(str(fact["source"])))
 
 
