@@ -132,8 +132,8 @@ CASES: dict[str, tuple[Case, list[Case]]] = {
                                 'module.workload_identity.google_project_iam_member.workload'
                                 '["roles/hypercomputecluster.editor"]', ["create"],
                                 {"role": "roles/hypercomputecluster.editor",
-                                 "member": "serviceAccount:mldiag-workload@my-ml-project."
-                                           "iam.gserviceaccount.com"}))),
+                                 "member": "serviceAccount:tpu-v6e-multisli-b78c-workload@"
+                                           "my-ml-project.iam.gserviceaccount.com"}))),
         [Case("mldiag-roles-workload-only", STANDARD,
               _edit("main.tf", 'node_service_account_roles    = ['
                                '"roles/container.defaultNodeServiceAccount"',

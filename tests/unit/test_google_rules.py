@@ -61,20 +61,24 @@ def test_base_recipe_is_clean(recipe: dict) -> None:
 
 # -- gcp-names ----------------------------------------------------------------------------
 
-def test_default_profiles_bucket_over_63_fails_preflight(recipe: dict) -> None:
-    """Issue 9's example: a 29-character project and a 39-character recipe name give a
-    78-character default bucket; before this rule `validate` passed and plan failed."""
+def test_default_profiles_bucket_over_63_is_cut_to_fit(recipe: dict) -> None:
+    """Issue 9's example: a 29-character project and a 39-character recipe name gave a
+    78-character default bucket (refused by preflight since issue 9). Since issue 25 the
+    derived name is cut to 63 characters with a digest of the whole name (plan/names.py
+    fitted), so the default always fits; a bucket the recipe names is checked as written."""
+    from mldiag_provision.plan.names import default_profiles_bucket
+
     recipe["spec"]["project"] = "p" + "x" * 27 + "1"
     recipe["metadata"]["name"] = "r" * 39
     assert len(recipe["spec"]["project"]) == 29
-    p = only(check(recipe), "gcp-names", "spec.diagnostics.profilesBucket.name", ERROR)
-    assert "78 characters; at most 63" in p.message
-    assert p.value == f"{recipe['spec']['project']}-{'r' * 39}-profiles"
-    assert "diagnostics.profilesBucket.name" in (p.hint or "")
-    assert p.source == "https://cloud.google.com/storage/docs/buckets#naming"
-    # naming the bucket fixes it
-    recipe["spec"]["diagnostics"]["profilesBucket"] = {"name": "short-profiles"}
     assert [p for p in check(recipe) if p.rule == "gcp-names"] == []
+    bucket = default_profiles_bucket(recipe["spec"]["project"], recipe["metadata"]["name"])
+    assert len(bucket) <= 63 and bucket.endswith("-profiles")
+    assert bucket != default_profiles_bucket(recipe["spec"]["project"], "r" * 38 + "s")
+    # a long name written in the recipe is refused where it is read
+    recipe["spec"]["diagnostics"]["profilesBucket"] = {"name": "b" * 64}
+    assert [p for p in check(recipe)
+            if p.path == "spec.diagnostics.profilesBucket.name" and p.severity is ERROR]
 
 
 def test_default_profiles_bucket_with_google_in_it(recipe: dict) -> None:
@@ -106,7 +110,7 @@ def test_tpu7x_workload_policy_name_is_derived_too(recipe: dict) -> None:
     ctx = Context(recipe=parsed.recipe, catalog=load_catalog(), sourcemap=parsed.sourcemap,
                   shapes={i: s for i, s in res.shapes.items()})
     kinds = {(n.kind, n.value) for n in derived_names(ctx)}
-    assert ("computeResource", "ironwood-workload") in kinds
+    assert ("computeResource", "rules-base-ironwood-workload") in kinds
     assert ("gkeNodePool", "ironwood") in kinds
     assert ("serviceAccountId", "rules-base-nodes") in kinds
 

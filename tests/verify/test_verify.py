@@ -59,8 +59,9 @@ def healthy() -> dict[str, object]:
         "/api/v1/namespaces/mldiag/serviceaccounts/mldiag-workload": {
             "apiVersion": "v1", "kind": "ServiceAccount",
             "metadata": _meta("mldiag-workload", namespace="mldiag", annotations={
+                # the workload Google service account <metadata.name>-workload (issue 25)
                 "iam.gke.io/gcp-service-account":
-                    "mldiag-workload@my-ml-project.iam.gserviceaccount.com"})},
+                    "tpu-v5e-manual-agents-workload@my-ml-project.iam.gserviceaccount.com"})},
         DEPLOYMENTS: {"apiVersion": "apps/v1", "kind": "DeploymentList", "metadata": {},
                       "items": [_deployment("mldiagnostics-injection-webhook", 1),
                                 _deployment("mldiagnostics-connection-operator", 1)]},

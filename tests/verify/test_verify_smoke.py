@@ -38,7 +38,7 @@ def cluster_objects() -> dict[str, object]:
             "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {
                 "name": "trainer", "namespace": NS, "annotations": {
                     "iam.gke.io/gcp-service-account":
-                        "mldiag-workload@my-ml-project.iam.gserviceaccount.com"}}},
+                        "tpu-v6e-multislice-workload@my-ml-project.iam.gserviceaccount.com"}}},
         CRD: {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
               "metadata": {"name": "mldiagnosticsconnections.diagon.gke.io"},
               "spec": {"group": "diagon.gke.io", "scope": "Namespaced",

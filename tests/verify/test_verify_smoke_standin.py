@@ -37,7 +37,7 @@ def _seed(api_client: client.ApiClient) -> None:
         "apiVersion": "v1", "kind": "ServiceAccount", "metadata": {
             "name": "trainer", "namespace": NS, "annotations": {
                 "iam.gke.io/gcp-service-account":
-                    "mldiag-workload@my-ml-project.iam.gserviceaccount.com"}}})
+                    "tpu-v6e-multislice-workload@my-ml-project.iam.gserviceaccount.com"}}})
     for group, kind, plural, version in (
             ("jobset.x-k8s.io", "JobSet", "jobsets", "v1alpha2"),
             ("diagon.gke.io", "MLDiagnosticsConnection", "mldiagnosticsconnections",

@@ -6,8 +6,9 @@
 # Sources:
 # - TPU slice node pools, placement_policy.tpu_topology for multi-host slices:
 #   https://cloud.google.com/kubernetes-engine/docs/concepts/tpus
-# - TPU7x: a HIGH_THROUGHPUT workload policy (google_compute_resource_policy.workload_policy)
-#   named in placement_policy.policy_name replaces COMPACT + --tpu-topology:
+# - TPU7x: a HIGH_THROUGHPUT workload policy (google_compute_resource_policy.workload, named
+#   var.policy_name: unique in the project and region) named in placement_policy.policy_name
+#   replaces COMPACT + --tpu-topology:
 #   https://cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood
 # - GKE stores no placement type for TPU7x pools; the provider requires `type` and the block is
 #   ForceNew, so a non-empty type would replace the pool on every apply. An empty type matches
@@ -39,12 +40,19 @@ resource "google_compute_resource_policy" "workload" {
   count = var.workload_policy ? 1 : 0
 
   project = var.project_id
-  name    = "${var.name}-workload"
+  name    = var.policy_name
   region  = var.region
 
   workload_policy {
     type                 = "HIGH_THROUGHPUT"
     accelerator_topology = var.tpu_topology
+  }
+
+  lifecycle {
+    precondition {
+      condition     = var.policy_name != null
+      error_message = "workload_policy = true needs policy_name (unique in the project and region)."
+    }
   }
 }
 

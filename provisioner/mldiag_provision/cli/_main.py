@@ -284,7 +284,11 @@ def cmd_render(args: argparse.Namespace, out: Console) -> int:
                 out.problem(p, res.parsed.sourcemap)
             out.print(f"nothing rendered: {errors} error(s) in {res.report.file}")
         return int(ExitCode.INVALID)
-    plan = build_plan(res.parsed.recipe, res.shapes, catalog)
+    from mldiag_provision.plan.previous import previous_plan_of
+
+    # the stack already in -o keeps the names it has (issue 25)
+    plan = build_plan(res.parsed.recipe, res.shapes, catalog,
+                      previous_plan_of(args.out, res.parsed.recipe.metadata.name))
     files = render_stack(plan, policy=policy_data(res.parsed.recipe))
     if not args.out.strip():
         raise UsageError("-o/--out is empty", hint="give the stack directory, e.g. -o out/stack")

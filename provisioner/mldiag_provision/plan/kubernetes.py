@@ -8,12 +8,14 @@ what differs between them comes from the unit's capabilities
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from mldiag_provision.catalog import requirements as req
 from mldiag_provision.catalog.gke_version import GkeVersion
 from mldiag_provision.catalog.tpu import Catalog, SliceShape
-from mldiag_provision.plan.names import node_pool_names, node_service_account_id
+from mldiag_provision.plan import names
+from mldiag_provision.plan.names import node_pool_names
 from mldiag_provision.plan.parts import (
     AuthorizedNetworkPlan,
     GkeClusterPlan,
@@ -29,6 +31,7 @@ from mldiag_provision.plan.parts import (
     ServiceAccountPlan,
     StandardClusterPlan,
 )
+from mldiag_provision.plan.previous import keep_name, previous_value
 from mldiag_provision.plan.project import SLICE_LABEL, ProjectPlan
 from mldiag_provision.recipe.slurm import duration_seconds
 
@@ -118,7 +121,7 @@ def diagnostics_plan(project: ProjectPlan, recipe: Recipe, catalog: Catalog, age
     """The ML Diagnostics side of a Kubernetes stack (shared with preflight, which renders
     the workloads' manifests to lint them)."""
     diag = recipe.spec.diagnostics
-    gsa = diag.service_account.name
+    gsa = project.workload_service_account
     label_fact = catalog.fact("mlDiagnostics", "namespaceLabel")
     return KubernetesDiagnosticsPlan(
         enabled=diag.enabled, agents=agents, mlrun_region=project.mlrun_region,
@@ -303,12 +306,15 @@ def queued_plan(recipe: Recipe, catalog: Catalog, slices: list[SlicePlan]) -> Qu
 
 
 def node_identity(recipe: Recipe, catalog: Catalog, cluster_name: str,
-                  decisions: list[str]) -> NodeServiceAccountPlan:
+                  decisions: list[str],
+                  previous: Mapping[str, Any] | None = None) -> NodeServiceAccountPlan:
     """The nodes' service account of a cluster the stack creates: the recipe's
     ``orchestrator.nodeServiceAccount`` (an existing account, granted the roles too) or a
-    dedicated ``<cluster>-nodes`` account; roles from catalog ``gke.cluster.
-    nodeServiceAccountRoles`` (GKE-NODE-SA), plus the ML Diagnostics roles when hostNetwork
-    workloads run as the node. Appends the decision lines."""
+    dedicated ``<cluster>-nodes`` account (:func:`~.names.node_service_account_id`; the one
+    the stack in the work directory has, ``previous``, when an older version named it);
+    roles from catalog ``gke.cluster.nodeServiceAccountRoles`` (GKE-NODE-SA), plus the ML
+    Diagnostics roles when hostNetwork workloads run as the node. Appends the decision
+    lines."""
     spec = recipe.spec
     diag = spec.diagnostics
     roles = [str(r) for r in catalog.fact("standard", "nodeServiceAccountRoles")["roles"]]
@@ -324,7 +330,11 @@ def node_identity(recipe: Recipe, catalog: Catalog, cluster_name: str,
                          + ", ".join(roles))
         return NodeServiceAccountPlan(create=False, account_id=None, email=email,
                                       roles=tuple(roles))
-    account = node_service_account_id(cluster_name)
+    account = keep_name(
+        "node service account",
+        previous_value(previous, "cluster", "node_service_account", "account_id"),
+        names.legacy_node_service_account_id(cluster_name),
+        names.node_service_account_id(cluster_name), decisions)
     decisions.append(f"nodes run as a dedicated service account {account} with "
                      + ", ".join(roles) + " (never the Compute Engine default one)")
     return NodeServiceAccountPlan(
@@ -365,9 +375,9 @@ def private_cluster(recipe: Recipe, catalog: Catalog, cluster_name: str, agents:
     return PrivateClusterPlan(
         private_nodes=p.nodes, private_endpoint=p.endpoint, master_cidr=p.master_cidr,
         authorized_networks=nets,
-        router=f"{cluster_name}-router" if nat else None,
-        nat=f"{cluster_name}-nat" if nat else None,
-        firewall=f"{cluster_name}-webhooks" if ports else None,
+        router=names.router_name(cluster_name) if nat else None,
+        nat=names.nat_name(cluster_name) if nat else None,
+        firewall=names.webhook_firewall_name(cluster_name) if ports else None,
         webhook_ports=tuple(sorted(ports)))
 
 
@@ -400,13 +410,12 @@ def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
     from mldiag_provision.plan.stack import StackPlan
 
     spec = recipe.spec
-    diag = spec.diagnostics
     orch = spec.orchestrator
     decisions = list(project.decisions)
     creates_cluster = unit.has(Capability.CREATES_CLUSTER)
     min_version, managed = _gke_version(unit, project, recipe, catalog, decisions)
     wi_binding = not unit.has(Capability.EXISTING_CLUSTER) or orch.workload_identity
-    gsa = diag.service_account.name
+    gsa = project.workload_service_account
     gsa_email = f"{gsa}@{spec.project}.iam.gserviceaccount.com"
     by_name = {s.name: s for s in project.slices}
     kinds = [workload_kind(w.kind, by_name[w.slice]) for w in spec.workloads]
@@ -440,7 +449,7 @@ def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
             min_master_version=min_version, managed_ml_diagnostics=managed,
             network=orch.network, subnetwork=orch.subnetwork, workload_pool=workload_pool)
     else:
-        nodes_sa = node_identity(recipe, catalog, cluster_name, decisions)
+        nodes_sa = node_identity(recipe, catalog, cluster_name, decisions, project.previous)
         gke = dict(
             name=cluster_name, type=unit.name, location=spec.region,
             deletion_protection=orch.deletion_protection, release_channel=orch.release_channel,
@@ -466,13 +475,17 @@ def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
         for i, sp in enumerate(project.slices):
             workload_policy = _workload_policy(project, i, sp)
             for name in node_pool_names(sp.name, sp.count):
+                policy_name = (_workload_policy_name(project.previous, cluster_name, name,
+                                                     decisions)
+                               if workload_policy else None)
                 node_pools.append(NodePoolPlan(
                     name=name, slice=sp.name, zone=spec.zone,
                     machine_type=sp.machine_type, node_count=sp.vms,
                     topology=sp.topology, multi_host=sp.kind == "tpu" and sp.multi_host,
                     gpu_type=sp.accelerator if sp.kind == "gpu" else None,
                     gpu_count=sp.chips_per_vm if sp.kind == "gpu" else None,
-                    workload_policy=workload_policy, capacity=sp.capacity,
+                    workload_policy=workload_policy, workload_policy_name=policy_name,
+                    capacity=sp.capacity,
                     reservation=sp.reservation,
                     reservation_project=sp.reservation_project,
                     node_labels={SLICE_LABEL: sp.name},
@@ -516,6 +529,24 @@ def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
         diagnostics=diagnostics, workloads=tuple(workloads), node_pools=tuple(node_pools),
         decisions=tuple(decisions), agents=agents_plan, bucket_grants=grants,
         queued=queued, gpu_networks=gpu_networks)
+
+
+def _workload_policy_name(previous: Mapping[str, Any] | None, cluster: str, pool: str,
+                          decisions: list[str]) -> str:
+    """The TPU7x workload policy of node pool ``pool``: ``<cluster>-<pool>-workload``
+    (:func:`~.names.workload_policy_name`), or ``<pool>-workload`` when the stack in the work
+    directory has that one (its plan.json of an older version has the pool with a workload
+    policy and no ``workload_policy_name``: the module named it ``<pool>-workload``)."""
+    before: object = None
+    pools = previous.get("node_pools") if previous is not None else None
+    for entry in pools if isinstance(pools, list) else ():
+        if isinstance(entry, Mapping) and entry.get("name") == pool:
+            before = entry.get("workload_policy_name") or (
+                names.legacy_workload_policy_name(pool) if entry.get("workload_policy")
+                else None)
+    return keep_name(f"workload policy of node pool {pool}", before,
+                     names.legacy_workload_policy_name(pool),
+                     names.workload_policy_name(cluster, pool), decisions)
 
 
 def _gpu_networks(unit: Orchestrator, project: ProjectPlan, recipe: Recipe, cluster: str,

@@ -189,6 +189,10 @@ class NodePoolPlan:
     workload_policy: bool
     """TPU7x multi-host: placed by a HIGH_THROUGHPUT workload policy
     (https://cloud.google.com/kubernetes-engine/docs/concepts/tpu-ironwood)."""
+    workload_policy_name: str | None
+    """Name of that workload policy (a regional compute resource policy,
+    :func:`~mldiag_provision.plan.names.workload_policy_name`); ``None`` without one (then
+    left out of ``plan.json``)."""
     capacity: str
     """on-demand, spot, reservation or flex-start."""
     reservation: str | None

@@ -1,5 +1,11 @@
 """What a render must know about the stack already in the work directory.
 
+Names (issue 25): a stack rendered by an older version has names that are not unique per
+stack (the workload service account ``mldiag-workload``, ...; :mod:`~.names`). Its
+resources exist under those names, so the planner keeps them (:func:`keep_name`) when the
+previous plan has them, and says so in a decision line; a new work directory gets the
+names unique per stack.
+
 Preflight sees only the recipe; some of Google Cloud's one-way switches depend on what an
 earlier apply did. The work directory's previous plan (``OUT/.mldiag/plan.json``) records
 it, so these checks run at render time (``render``, and the render step of
@@ -21,6 +27,7 @@ forgets (``terraform state rm``) the addresses in :data:`FORGET_ON_DESTROY` firs
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +51,45 @@ def previous_plan(workdir: Path) -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     return doc if isinstance(doc, dict) else None
+
+
+def previous_plan_of(workdir: Path | str | None, stack: str) -> dict[str, Any] | None:
+    """:func:`previous_plan` of ``workdir`` when it is the plan of stack ``stack`` (its
+    ``name``), else None: a directory holding another recipe's stack says nothing about the
+    names this one has (``render`` refuses to write there anyway). ``workdir`` None or
+    empty: None."""
+    if workdir is None or not str(workdir).strip():
+        return None
+    prev = previous_plan(Path(workdir))
+    return prev if prev is not None and prev.get("name") == stack else None
+
+
+def previous_value(prev: Mapping[str, Any] | None, *keys: str) -> object:
+    """``prev[k1][k2]...`` of a previous plan, or None where a key is missing or ``prev``
+    is None (a plan.json of an older version, or of another orchestrator)."""
+    node: object = prev
+    for key in keys:
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(key)
+    return node
+
+
+def keep_name(what: str, previous: object, legacy: str, new: str,
+              decisions: list[str] | None) -> str:
+    """The name of one resource a recipe leaves to the tool: ``legacy`` when the stack in
+    the work directory already has it (``previous``, read from its plan.json, is the name
+    older versions derived: the stack's state holds the resource under that name, and a new
+    name would replace it), else ``new`` (unique per stack; issue 25). Appends a decision
+    line to ``decisions`` (unless None) when it keeps ``legacy``."""
+    if previous != legacy or legacy == new:
+        return new
+    if decisions is not None:
+        decisions.append(
+            f"{what} {legacy}: kept, the stack in this work directory has it (older versions "
+            f"derived names that are not unique per stack; a new stack gets {new}; see the "
+            "README, 'Stacks in one project')")
+    return legacy
 
 
 def render_time_problems(workdir: Path, recipe: Recipe, sourcemap: SourceMap,

@@ -18,13 +18,14 @@ from mldiag_provision import __version__
 from mldiag_provision.catalog.gpu import GPU_ACCELERATOR_LABEL, GPU_RESOURCE, GpuShape
 from mldiag_provision.catalog.store import store
 from mldiag_provision.catalog.tpu import Catalog, SliceShape
-from mldiag_provision.plan.names import default_profiles_bucket
+from mldiag_provision.plan import names
 from mldiag_provision.plan.parts import (
     BackendPlan,
     IamPlan,
     LogAnalyticsPlan,
     ProfilesBucketPlan,
 )
+from mldiag_provision.plan.previous import keep_name, previous_value
 
 if TYPE_CHECKING:
     from mldiag_provision.orchestrators import Orchestrator
@@ -71,6 +72,13 @@ class ProjectPlan:
     decisions: tuple[str, ...]
     engine: str
     """The recipe's ``spec.engine.name``."""
+    workload_service_account: str
+    """Account id of the workloads' Google service account: the recipe's, the one the stack
+    in the work directory already has (:func:`~.previous.keep_name`), or
+    :func:`~.names.workload_service_account_id` (Kubernetes stacks use it)."""
+    previous: Mapping[str, Any] | None = None
+    """The work directory's previous ``plan.json`` (:func:`~.previous.previous_plan`), for
+    the names an existing stack keeps; ``None``: a new stack (or no work directory)."""
 
     def stack_fields(self) -> dict[str, Any]:
         """The :class:`~mldiag_provision.plan.stack.StackPlan` fields this plan decides
@@ -127,12 +135,15 @@ def _diagnostics_access(catalog: Catalog) -> tuple[tuple[str, ...], tuple[str, .
 
 
 def plan_project(recipe: Recipe, shapes: Mapping[int, SliceShape | GpuShape | None],
-                 catalog: Catalog, unit: Orchestrator) -> ProjectPlan:
+                 catalog: Catalog, unit: Orchestrator,
+                 previous: Mapping[str, Any] | None = None) -> ProjectPlan:
     """Decide the shared part of the stack. Call only after preflight reported no errors.
 
     Args:
       shapes: resolved slice shapes by slice index, from preflight (none may be ``None``).
       unit: the recipe's orchestrator (its node pools decide the slices' selectors).
+      previous: the work directory's previous ``plan.json``; the names an existing stack
+        already has are kept (:func:`~.previous.keep_name`).
     Raises:
       ValueError: a slice was left unresolved (preflight was skipped).
     """
@@ -181,8 +192,18 @@ def plan_project(recipe: Recipe, shapes: Mapping[int, SliceShape | GpuShape | No
     services, predefined_roles, custom_permissions = _diagnostics_access(catalog)
     roles: tuple[str, ...] = predefined_roles if diag.iam.mode == "predefined" else ()
     permissions: tuple[str, ...] = () if diag.iam.mode == "predefined" else custom_permissions
+    stack = recipe.metadata.name
     bucket_name = (diag.profiles_bucket.name
-                   or default_profiles_bucket(spec.project, recipe.metadata.name))
+                   or names.default_profiles_bucket(spec.project, stack))
+    gsa = diag.service_account.name or keep_name(
+        "workload service account",
+        previous_value(previous, "diagnostics", "service_account", "account_id"),
+        names.LEGACY_WORKLOAD_SERVICE_ACCOUNT, names.workload_service_account_id(stack),
+        decisions if diag.service_account.create else None)
+    role_id = diag.iam.custom_role_id or keep_name(
+        "custom role", previous_value(previous, "diagnostics", "iam", "custom_role_id"),
+        names.LEGACY_CUSTOM_ROLE_ID, names.custom_role_id(stack),
+        decisions if diag.iam.mode == "custom-role" else None)
     return ProjectPlan(
         tool_version=__version__, blueprint=unit.blueprint, name=recipe.metadata.name,
         project=spec.project, region=spec.region, zone=spec.zone,
@@ -199,6 +220,7 @@ def plan_project(recipe: Recipe, shapes: Mapping[int, SliceShape | GpuShape | No
         log_analytics=LogAnalyticsPlan(enabled=diag.log_analytics.enabled,
                                        retention_days=diag.log_analytics.retention_days),
         iam=IamPlan(mode=diag.iam.mode, roles=roles,
-                    custom_role_id=diag.iam.custom_role_id, permissions=permissions),
+                    custom_role_id=role_id, permissions=permissions),
         decisions=tuple(decisions), engine=spec.engine.name,
+        workload_service_account=gsa, previous=previous,
     )

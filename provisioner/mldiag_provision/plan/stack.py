@@ -160,6 +160,7 @@ WORKLOAD_OMIT_WHEN_DEFAULT: dict[str, object] = {
 STACK_OMIT_WHEN_DEFAULT: dict[str, object] = {"bucket_grants": [], "queued": None,
                                               "gpu_networks": []}
 CLUSTER_OMIT_WHEN_DEFAULT: dict[str, object] = {"gcs_fuse_csi_driver": False}
+NODE_POOL_OMIT_WHEN_DEFAULT: dict[str, object] = {"workload_policy_name": None}
 
 
 def _omit_defaults(data: dict[str, Any], defaults: Mapping[str, object]) -> None:
@@ -271,6 +272,8 @@ class StackPlan:
             _omit_defaults(data["cluster"], CLUSTER_OMIT_WHEN_DEFAULT)
         for w in data.get("workloads", ()):
             _omit_defaults(w, WORKLOAD_OMIT_WHEN_DEFAULT)
+        for pool in data.get("node_pools", ()):
+            _omit_defaults(pool, NODE_POOL_OMIT_WHEN_DEFAULT)
         return data
 
 
@@ -302,13 +305,16 @@ def _asdict(obj: Any) -> Any:
 
 
 def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | GpuShape | None],
-               catalog: Catalog) -> StackPlan:
+               catalog: Catalog, previous: Mapping[str, Any] | None = None) -> StackPlan:
     """Decide the stack: the shared project plan (:func:`~.project.plan_project`) plus the
     part of the recipe's orchestrator unit (:mod:`mldiag_provision.orchestrators`). Call only
     after preflight reported no errors.
 
     Args:
       shapes: resolved slice shapes by slice index, from preflight (none may be ``None``).
+      previous: the work directory's previous ``plan.json``
+        (:func:`~.previous.previous_plan`): an existing stack keeps the names it has
+        (:func:`~.previous.keep_name`); ``None`` (the default): a new stack.
     Raises:
       ValueError: a slice was left unresolved (preflight was skipped).
       UnknownOrchestratorError: no unit has the recipe's orchestrator type.
@@ -316,5 +322,5 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | GpuShape | None],
     from mldiag_provision import orchestrators
 
     unit = orchestrators.get(recipe.spec.orchestrator.type)
-    project = plan_project(recipe, shapes, catalog, unit)
+    project = plan_project(recipe, shapes, catalog, unit, previous)
     return unit.build_plan(project, recipe, catalog)

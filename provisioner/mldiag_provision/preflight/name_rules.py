@@ -57,6 +57,16 @@ def derived_names(ctx: Context) -> Iterator[DerivedName]:
     yield DerivedName("labelValue", meta.name, ("metadata", "name"),
                       "the label mldiag-stack=<metadata.name> on every resource",
                       "shorten metadata.name")
+    if diag.iam.mode == "custom-role":
+        if diag.iam.custom_role_id:
+            yield DerivedName("customRoleId", diag.iam.custom_role_id,
+                              ("spec", "diagnostics", "iam", "customRoleId"),
+                              "the custom role", "choose another diagnostics.iam.customRoleId")
+        else:
+            yield DerivedName("customRoleId", names.custom_role_id(meta.name),
+                              ("metadata", "name"),
+                              "the custom role 'mlDiagnostics_<metadata.name>'",
+                              "set diagnostics.iam.customRoleId, or shorten metadata.name")
     if ctx.has(Capability.MANAGED_SLURM):
         yield DerivedName("slurmId", cluster, cluster_path,
                           f"the Cluster Director cluster id (<{cluster_field}>)",
@@ -78,24 +88,28 @@ def derived_names(ctx: Context) -> Iterator[DerivedName]:
                         f"set slurm.storage[{i}].{field}.name, or use a shorter storage id "
                         f"or {cluster_field}")
         return
+    if diag.service_account.create:
+        if diag.service_account.name:
+            yield DerivedName("serviceAccountId", diag.service_account.name,
+                              ("spec", "diagnostics", "serviceAccount", "name"),
+                              "the workload's Google service account",
+                              "choose another diagnostics.serviceAccount.name")
+        else:
+            yield DerivedName("serviceAccountId", names.workload_service_account_id(meta.name),
+                              ("metadata", "name"),
+                              "the workload's Google service account "
+                              "'<metadata.name>-workload'",
+                              "set diagnostics.serviceAccount.name")
     if not ctx.has(Capability.CREATES_CLUSTER):
         return
     yield DerivedName("gkeCluster", cluster, cluster_path, f"the GKE cluster (<{cluster_field}>)",
                       f"shorten {cluster_field}")
-    if diag.service_account.create:
-        yield DerivedName("serviceAccountId", diag.service_account.name,
-                          ("spec", "diagnostics", "serviceAccount", "name"),
-                          "the workload's Google service account",
-                          "choose another diagnostics.serviceAccount.name")
-    if diag.iam.mode == "custom-role":
-        yield DerivedName("customRoleId", diag.iam.custom_role_id,
-                          ("spec", "diagnostics", "iam", "customRoleId"),
-                          "the custom role", "choose another diagnostics.iam.customRoleId")
+    if orch.node_service_account is None:
+        yield DerivedName("serviceAccountId", names.node_service_account_id(cluster),
+                          cluster_path, f"the node service account '<{cluster_field}>-nodes'",
+                          f"shorten {cluster_field}")
     if not ctx.has(Capability.NODE_POOLS):
         return
-    yield DerivedName("serviceAccountId", names.node_service_account_id(cluster), cluster_path,
-                      f"the node service account '<{cluster_field}>-nodes'",
-                      f"shorten {cluster_field}")
     for i, s in enumerate(spec.slices):
         pools = names.node_pool_names(s.name, s.count)
         for pool in pools:
@@ -108,9 +122,10 @@ def derived_names(ctx: Context) -> Iterator[DerivedName]:
         if (shape is not None and shape.multi_host
                 and shape.version.multi_host_placement == "workload-policy"):
             for pool in pools:
-                yield DerivedName("computeResource", names.workload_policy_name(pool),
+                yield DerivedName("computeResource", names.workload_policy_name(cluster, pool),
                                   ("spec", "slices", i, "name"),
-                                  "the TPU7x workload policy '<node pool>-workload'",
+                                  f"the TPU7x workload policy '<{cluster_field}>-<node "
+                                  "pool>-workload'",
                                   "shorten the slice name")
 
 

@@ -271,13 +271,19 @@ class LogAnalytics(_Model):
 
 class Iam(_Model):
     mode: Literal["predefined", "custom-role"] = "predefined"
-    custom_role_id: Annotated[str, Field(pattern=r"^[a-zA-Z0-9_.]{3,64}$")] = (
-        "mlDiagnosticsWorkload")
+    custom_role_id: Annotated[str, Field(pattern=r"^[a-zA-Z0-9_.]{3,64}$")] | None = Field(
+        None, description="Role id of the custom role (mode custom-role). Default: "
+                          "'mlDiagnostics_<metadata.name, '-' as '_'>', unique per stack "
+                          "(a stack rendered with the old default mlDiagnosticsWorkload "
+                          "keeps it).")
 
 
 class ServiceAccount(_Model):
-    name: Annotated[str, Field(pattern=r"^[a-z](?:[-a-z0-9]{4,28}[a-z0-9])$")] = Field(
-        "mldiag-workload", description="Account id of the workload's Google service account.")
+    name: Annotated[str, Field(pattern=r"^[a-z](?:[-a-z0-9]{4,28}[a-z0-9])$")] | None = Field(
+        None, description="Account id of the workload's Google service account. Default: "
+                          "'<metadata.name>-workload' (cut to 30 characters with a digest), "
+                          "unique per stack (a stack rendered with the old default "
+                          "mldiag-workload keeps it).")
     create: bool = True
 
 

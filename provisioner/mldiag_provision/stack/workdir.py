@@ -157,8 +157,11 @@ def render_into(workdir: Path, recipe_path: str, *, force: bool = False) -> Rend
         raise ConflictError(
             f"{workdir} holds the stack of recipe '{existing}', not '{recipe.metadata.name}'",
             hint="use the work directory of this recipe (-o), or a new one")
-    plan = build_plan(recipe, res.shapes, catalog)
-    from mldiag_provision.plan.previous import render_time_problems
+    from mldiag_provision.plan.previous import previous_plan_of, render_time_problems
+
+    # the stack already in the directory keeps the names it has (issue 25)
+    plan = build_plan(recipe, res.shapes, catalog,
+                      previous_plan_of(workdir, recipe.metadata.name))
 
     # checks against the stack already in the directory (before its plan.json is replaced)
     problems = (*res.report.problems,

@@ -55,8 +55,9 @@ def add_live_args(p: argparse.ArgumentParser) -> None:
                    help="bound of each Google Cloud call of the live checks (default 10)")
 
 
-def _checked_plan(recipe: str) -> tuple[Any, Any]:
-    """(check result, plan) of a valid recipe. Raises InputError when it has errors."""
+def _checked_plan(recipe: str, workdir: str | None = None) -> tuple[Any, Any]:
+    """(check result, plan) of a valid recipe; the stack in ``workdir`` (plan, apply: just
+    rendered) keeps the names it has. Raises InputError when it has errors."""
     from mldiag_provision.catalog.tpu import load_catalog
     from mldiag_provision.pipeline import check_file
     from mldiag_provision.plan.stack import build_plan
@@ -67,7 +68,10 @@ def _checked_plan(recipe: str) -> tuple[Any, Any]:
         raise InputError(f"{res.report.file} has {len(res.report.errors)} error(s)",
                          hint=f"run: mldiag-provision validate {recipe}",
                          problems=res.report.errors)
-    return res, build_plan(res.parsed.recipe, res.shapes, catalog)
+    from mldiag_provision.plan.previous import previous_plan_of
+
+    return res, build_plan(res.parsed.recipe, res.shapes, catalog,
+                           previous_plan_of(workdir, res.parsed.recipe.metadata.name))
 
 
 def run_live(plan: Any, *, timeout_s: float) -> tuple[list[Any], dict[str, float]]:
@@ -151,7 +155,7 @@ def live_gate(args: argparse.Namespace, out: Console, err: Console) -> list[dict
                                 "(application default credentials or "
                                 "GOOGLE_OAUTH_ACCESS_TOKEN)", "dim"))
         return []
-    _, plan = _checked_plan(args.recipe)
+    _, plan = _checked_plan(args.recipe, getattr(args, "out", None))
     try:
         rows, timings = run_live(plan, timeout_s=args.live_timeout)
     except UsageError as exc:  # the extra is missing: say so, do not block Terraform

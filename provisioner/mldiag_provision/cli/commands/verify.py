@@ -44,7 +44,11 @@ def run(args: argparse.Namespace, out: Console) -> int:
         raise InputError(f"{res.report.file} has {len(res.report.errors)} error(s)",
                          hint=f"run: mldiag-provision validate {args.recipe}",
                          problems=res.report.errors)
-    plan = build_plan(res.parsed.recipe, res.shapes, catalog)
+    from mldiag_provision.plan.previous import previous_plan_of
+
+    # the names of the stack in -o (an older stack keeps its names; issue 25)
+    plan = build_plan(res.parsed.recipe, res.shapes, catalog,
+                      previous_plan_of(args.out, res.parsed.recipe.metadata.name))
     if plan.agents is None:
         raise UsageError(f"{plan.blueprint} stacks have no Kubernetes cluster to verify",
                          hint="check a Slurm stack with `mldiag-provision output RECIPE -o DIR` "

@@ -253,7 +253,7 @@ gcp.container.NodePool(
 workload_sa = gcp.serviceaccount.Account(
     "module.workload_identity.google_service_account.this[0]",
     project=PROJECT,
-    account_id="mldiag-workload",
+    account_id="tpu-v5e-manual-agents-workload",
     display_name="ML Diagnostics workload",
     description="Runs ML Diagnostics workloads via Workload Identity (mldiag/mldiag-workload). Managed by mldiag-provision.",
     opts=opts(depends_on=services),

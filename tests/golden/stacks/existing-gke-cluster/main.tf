@@ -63,11 +63,11 @@ module "workload_identity" {
   source = "./modules/iam/workload-identity"
 
   project_id                       = local.project_id
-  account_id                       = "mldiag-workload"
+  account_id                       = "existing-cluster-workload"
   create_service_account           = true
   iam_mode                         = "predefined"
   roles                            = ["roles/hypercomputecluster.editor", "roles/logging.logWriter", "roles/storage.objectUser", "roles/storage.bucketViewer"]
-  custom_role_id                   = "mlDiagnosticsWorkload"
+  custom_role_id                   = "mlDiagnostics_existing_cluster"
   custom_role_permissions          = []
   k8s_namespace                    = "research"
   k8s_service_account              = "research-jobs"

@@ -126,6 +126,7 @@ locals {
       tpu_topology        = null
       multi_host          = false
       workload_policy     = false
+      policy_name         = null
       capacity            = "queued"
       reservation         = null
       reservation_project = null
@@ -154,6 +155,7 @@ module "node_pool" {
   tpu_topology        = each.value.tpu_topology
   multi_host          = each.value.multi_host
   workload_policy     = each.value.workload_policy
+  policy_name         = each.value.policy_name
   capacity            = each.value.capacity
   reservation         = each.value.reservation
   reservation_project = each.value.reservation_project
@@ -191,11 +193,11 @@ module "workload_identity" {
   source = "./modules/iam/workload-identity"
 
   project_id                       = local.project_id
-  account_id                       = "mldiag-workload"
+  account_id                       = "gpu-a3-ultra-queued-workload"
   create_service_account           = true
   iam_mode                         = "predefined"
   roles                            = ["roles/hypercomputecluster.editor", "roles/logging.logWriter", "roles/storage.objectUser", "roles/storage.bucketViewer"]
-  custom_role_id                   = "mlDiagnosticsWorkload"
+  custom_role_id                   = "mlDiagnostics_gpu_a3_ultra_queued"
   custom_role_permissions          = []
   k8s_namespace                    = "mldiag"
   k8s_service_account              = "mldiag-workload"

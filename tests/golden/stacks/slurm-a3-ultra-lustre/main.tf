@@ -72,7 +72,7 @@ module "node_iam" {
   service_account_email   = null
   iam_mode                = "predefined"
   roles                   = ["roles/hypercomputecluster.editor", "roles/logging.logWriter", "roles/storage.objectUser", "roles/storage.bucketViewer"]
-  custom_role_id          = "mlDiagnosticsWorkload"
+  custom_role_id          = "mlDiagnostics_slurm_a3_ultra"
   custom_role_permissions = []
 
   depends_on = [module.services]

@@ -106,11 +106,11 @@ module "workload_identity" {
   source = "./modules/iam/workload-identity"
 
   project_id                       = local.project_id
-  account_id                       = "mldiag-workload"
+  account_id                       = "tpu-v5e-single-host-workload"
   create_service_account           = true
   iam_mode                         = "custom-role"
   roles                            = []
-  custom_role_id                   = "mlDiagnosticsWorkload"
+  custom_role_id                   = "mlDiagnostics_tpu_v5e_single_host"
   custom_role_permissions          = ["hypercomputecluster.clusters.list", "hypercomputecluster.locations.get", "hypercomputecluster.locations.list", "hypercomputecluster.machineLearningRuns.create", "hypercomputecluster.machineLearningRuns.delete", "hypercomputecluster.machineLearningRuns.get", "hypercomputecluster.machineLearningRuns.list", "hypercomputecluster.machineLearningRuns.update", "hypercomputecluster.nodes.list", "hypercomputecluster.operations.cancel", "hypercomputecluster.operations.delete", "hypercomputecluster.operations.get", "hypercomputecluster.operations.list", "logging.logEntries.create", "resourcemanager.projects.get", "resourcemanager.projects.list", "storage.buckets.get", "storage.objects.create", "storage.objects.delete", "storage.objects.get", "storage.objects.list"]
   k8s_namespace                    = "mldiag"
   k8s_service_account              = "mldiag-workload"

@@ -95,6 +95,7 @@ locals {
       tpu_topology        = "2x2x4"
       multi_host          = true
       workload_policy     = false
+      policy_name         = null
       capacity            = "reservation"
       reservation         = "v5p-reservation"
       reservation_project = null
@@ -122,6 +123,7 @@ module "node_pool" {
   tpu_topology        = each.value.tpu_topology
   multi_host          = each.value.multi_host
   workload_policy     = each.value.workload_policy
+  policy_name         = each.value.policy_name
   capacity            = each.value.capacity
   reservation         = each.value.reservation
   reservation_project = each.value.reservation_project
@@ -155,11 +157,11 @@ module "workload_identity" {
   source = "./modules/iam/workload-identity"
 
   project_id                       = local.project_id
-  account_id                       = "mldiag-workload"
+  account_id                       = "tpu-v5p-standard-workload"
   create_service_account           = true
   iam_mode                         = "predefined"
   roles                            = ["roles/hypercomputecluster.editor", "roles/logging.logWriter", "roles/storage.objectUser", "roles/storage.bucketViewer"]
-  custom_role_id                   = "mlDiagnosticsWorkload"
+  custom_role_id                   = "mlDiagnostics_tpu_v5p_standard"
   custom_role_permissions          = []
   k8s_namespace                    = "mldiag"
   k8s_service_account              = "mldiag-workload"

@@ -120,11 +120,11 @@ module "workload_identity" {
   source = "./modules/iam/workload-identity"
 
   project_id                       = local.project_id
-  account_id                       = "mldiag-workload"
+  account_id                       = "tpu-v6e-maintenance-workload"
   create_service_account           = true
   iam_mode                         = "predefined"
   roles                            = ["roles/hypercomputecluster.editor", "roles/logging.logWriter", "roles/storage.objectUser", "roles/storage.bucketViewer"]
-  custom_role_id                   = "mlDiagnosticsWorkload"
+  custom_role_id                   = "mlDiagnostics_tpu_v6e_maintenance"
   custom_role_permissions          = []
   k8s_namespace                    = "mldiag"
   k8s_service_account              = "mldiag-workload"

@@ -3,8 +3,8 @@
 #   - slice trillium: v6e 4x4 = 16 chips: 4 x ct6e-standard-4t (4 chips per VM; multi-host, 4 VMs); 2 slices (multislice)
 #   - GKE minimum version 1.35.0-gke.3065000 (GKE-managed ML Diagnostics; highest of: TPU v6e on GKE Standard 1.31.2-gke.1115000, multislice on GKE Standard 1.27.4-gke.900, GKE-managed ML Diagnostics 1.35.0-gke.3065000)
 #   - ML Diagnostics agents: managed (the cluster's GKE version allows the GKE-managed add-on)
-#   - bucket my-ml-project-checkpoints: roles/storage.objectUser for the workloads' service account mldiag-workload@my-ml-project.iam.gserviceaccount.com (Cloud Storage FUSE, through Workload Identity)
-#   - bucket my-ml-project-datasets: roles/storage.objectViewer for the workloads' service account mldiag-workload@my-ml-project.iam.gserviceaccount.com (Cloud Storage FUSE, through Workload Identity)
+#   - bucket my-ml-project-checkpoints: roles/storage.objectUser for the workloads' service account tpu-v6e-train-volumes-workload@my-ml-project.iam.gserviceaccount.com (Cloud Storage FUSE, through Workload Identity)
+#   - bucket my-ml-project-datasets: roles/storage.objectViewer for the workloads' service account tpu-v6e-train-volumes-workload@my-ml-project.iam.gserviceaccount.com (Cloud Storage FUSE, through Workload Identity)
 #   - nodes run as a dedicated service account tpu-v6e-train-volumes-nodes with roles/container.defaultNodeServiceAccount, roles/artifactregistry.reader (never the Compute Engine default one)
 #   - private nodes (internal IPs only), Cloud NAT for image pulls; public endpoint kept
 #   - firewall rule from the control plane to the nodes on TCP 9443 (in-cluster webhooks; a private cluster's control plane reaches nodes only on 443 and 10250 otherwise)
@@ -101,6 +101,7 @@ locals {
       tpu_topology        = "4x4"
       multi_host          = true
       workload_policy     = false
+      policy_name         = null
       capacity            = "spot"
       reservation         = null
       reservation_project = null
@@ -115,6 +116,7 @@ locals {
       tpu_topology        = "4x4"
       multi_host          = true
       workload_policy     = false
+      policy_name         = null
       capacity            = "spot"
       reservation         = null
       reservation_project = null
@@ -142,6 +144,7 @@ module "node_pool" {
   tpu_topology        = each.value.tpu_topology
   multi_host          = each.value.multi_host
   workload_policy     = each.value.workload_policy
+  policy_name         = each.value.policy_name
   capacity            = each.value.capacity
   reservation         = each.value.reservation
   reservation_project = each.value.reservation_project
@@ -175,11 +178,11 @@ module "workload_identity" {
   source = "./modules/iam/workload-identity"
 
   project_id                       = local.project_id
-  account_id                       = "mldiag-workload"
+  account_id                       = "tpu-v6e-train-volumes-workload"
   create_service_account           = true
   iam_mode                         = "predefined"
   roles                            = ["roles/hypercomputecluster.editor", "roles/logging.logWriter", "roles/storage.objectUser", "roles/storage.bucketViewer"]
-  custom_role_id                   = "mlDiagnosticsWorkload"
+  custom_role_id                   = "mlDiagnostics_tpu_v6e_train_volumes"
   custom_role_permissions          = []
   k8s_namespace                    = "mldiag"
   k8s_service_account              = "mldiag-workload"

@@ -110,7 +110,7 @@ module "workload_identity" {
   create_service_account           = true
   iam_mode                         = "predefined"
   roles                            = ["roles/hypercomputecluster.editor", "roles/logging.logWriter", "roles/storage.objectUser", "roles/storage.bucketViewer"]
-  custom_role_id                   = "mlDiagnosticsWorkload"
+  custom_role_id                   = "mlDiagnostics_tpu7x_ironwood"
   custom_role_permissions          = []
   k8s_namespace                    = "mldiag"
   k8s_service_account              = "mldiag-workload"

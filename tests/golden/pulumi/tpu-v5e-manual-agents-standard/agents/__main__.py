@@ -168,7 +168,7 @@ k8s.core.v1.ServiceAccount(
         "name": "mldiag-workload",
         "namespace": workload_namespace.metadata.name,
         "annotations": {
-            "iam.gke.io/gcp-service-account": "mldiag-workload@my-ml-project.iam.gserviceaccount.com",
+            "iam.gke.io/gcp-service-account": "tpu-v5e-manual-agents-workload@my-ml-project.iam.gserviceaccount.com",
         },
     },
     opts=opts(),

@@ -43,7 +43,7 @@ module "agents" {
   namespace                   = "research"
   namespace_labels            = { "app.kubernetes.io/managed-by" = "mldiag-provision", "managed-mldiagnostics-gke" = "true" }
   service_account             = "research-jobs"
-  service_account_annotations = { "iam.gke.io/gcp-service-account" = "mldiag-workload@my-ml-project.iam.gserviceaccount.com" }
+  service_account_annotations = { "iam.gke.io/gcp-service-account" = "existing-cluster-workload@my-ml-project.iam.gserviceaccount.com" }
   exempt_label                = { "diagon-webhook-exempt" = "true" }
   exempt_existing_namespaces  = ["kube-system", "kube-public", "kube-node-lease"]
   agent_namespaces            = []

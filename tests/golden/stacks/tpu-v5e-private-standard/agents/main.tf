@@ -46,7 +46,7 @@ module "agents" {
   namespace                   = "mldiag"
   namespace_labels            = { "app.kubernetes.io/managed-by" = "mldiag-provision", "managed-mldiagnostics-gke" = "true" }
   service_account             = "mldiag-workload"
-  service_account_annotations = { "iam.gke.io/gcp-service-account" = "mldiag-workload@my-ml-project.iam.gserviceaccount.com" }
+  service_account_annotations = { "iam.gke.io/gcp-service-account" = "tpu-v5e-private-workload@my-ml-project.iam.gserviceaccount.com" }
   exempt_label                = { "diagon-webhook-exempt" = "true" }
   exempt_existing_namespaces  = ["kube-system", "kube-public", "kube-node-lease"]
   agent_namespaces            = ["cert-manager", "gke-mldiagnostics"]

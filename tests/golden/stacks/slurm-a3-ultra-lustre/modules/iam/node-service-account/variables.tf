@@ -43,9 +43,8 @@ variable "roles" {
 }
 
 variable "custom_role_id" {
-  description = "Role ID of the custom role (iam_mode = custom-role)."
+  description = "Role ID of the custom role (iam_mode = custom-role). Unique in the project, so no default: mldiag-provision passes mlDiagnostics_<stack>; a deleted role's ID stays taken for up to 37 days (7 days to undelete, then up to 30 more)."
   type        = string
-  default     = "mldiagnosticsNodes"
 
   validation {
     condition     = can(regex("^[a-zA-Z0-9_.]{3,64}$", var.custom_role_id))

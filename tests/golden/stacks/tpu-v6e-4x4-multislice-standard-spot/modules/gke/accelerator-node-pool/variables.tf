@@ -61,6 +61,18 @@ variable "workload_policy" {
   default     = false
 }
 
+variable "policy_name" {
+  description = "Name of the workload policy (workload_policy = true): a regional resource policy, unique in the project and region, so it names the cluster too (mldiag-provision: <cluster>-<pool>-workload; stacks rendered before had <pool>-workload and keep it)."
+  type        = string
+  default     = null
+
+  # Compute Engine names: https://cloud.google.com/compute/docs/naming-resources
+  validation {
+    condition     = var.policy_name == null || can(regex("^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", var.policy_name))
+    error_message = "policy_name must be 1-63 characters: a lowercase letter first, then lowercase letters, digits or hyphens, no trailing hyphen."
+  }
+}
+
 variable "capacity" {
   description = "on-demand, spot, reservation, flex-start or queued (flex-start with queued provisioning: nodes only through a ProvisioningRequest)."
   type        = string

@@ -66,9 +66,8 @@ variable "roles" {
 }
 
 variable "custom_role_id" {
-  description = "Role ID of the project custom role created when iam_mode = custom-role (https://cloud.google.com/iam/docs/creating-custom-roles#creating)."
+  description = "Role ID of the project custom role created when iam_mode = custom-role (https://cloud.google.com/iam/docs/creating-custom-roles#creating). Unique in the project, so no default: mldiag-provision passes mlDiagnostics_<stack>; a deleted role's ID stays taken for up to 37 days (7 days to undelete, then up to 30 more)."
   type        = string
-  default     = "mldiagnosticsWorkload"
 
   validation {
     condition     = can(regex("^[a-zA-Z0-9_.]{3,64}$", var.custom_role_id))
