@@ -78,8 +78,9 @@ def check_text(text: str, file: str, catalog: Catalog | None = None) -> CheckRes
 
 
 def warm_up() -> None:
-    """Load now what checking recipes loads on first use: the catalogs, the recipe
-    validator, the orchestrator units (their modules), the blueprints and the Slurm facts
+    """Load now what checking recipes loads on first use: the catalogs, the places facts
+    (regions, zones, GKE limits), the recipe validator, the orchestrator units (their
+    modules), the blueprints and the Slurm facts
     (not the engine units: checks need only their names,
     :mod:`mldiag_provision.engine_names`). ``validate --jobs`` calls it before its workers
     fork, so that they share one copy instead of each loading its own
@@ -88,6 +89,7 @@ def warm_up() -> None:
     from mldiag_provision import orchestrators
     from mldiag_provision.catalog.gpu import load_gpu_catalog
     from mldiag_provision.catalog.names import load_name_limits
+    from mldiag_provision.catalog.places import places
     from mldiag_provision.catalog.slurm import load_slurm_facts
     from mldiag_provision.recipe.validator import build_validator
     from mldiag_provision.render.blueprint import load_blueprint
@@ -96,6 +98,7 @@ def warm_up() -> None:
     load_gpu_catalog()
     load_name_limits()
     load_slurm_facts()
+    places()
     build_validator()
     for unit in orchestrators.units():
         load_blueprint(unit.blueprint)

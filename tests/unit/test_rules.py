@@ -96,7 +96,10 @@ def test_every_rule_has_a_test() -> None:
               # tests/unit/test_policy_rules.py
               "policy-directories",
               # tests/unit/test_cluster_model.py (issue 25)
-              "manifests:kueue-covered-resources,node-allocatable"}
+              "manifests:kueue-covered-resources,node-allocatable",
+              # tests/unit/test_places.py and tests/cli/test_places.py (issue 25)
+              "gcp-region", "gcp-zone", "gpu-zone", "gke-nodes", "gke-node-pools",
+              "diagnostics-jax"}
     assert {rule_id for rule_id, _ in RULES} == tested
 
 

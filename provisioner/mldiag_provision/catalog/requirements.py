@@ -7,7 +7,9 @@ given), so the version gates live in one place: ``catalog/data/*.yaml``.
 from __future__ import annotations
 
 import functools
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from mldiag_provision.catalog.gke_version import GkeVersion, at_least
 from mldiag_provision.catalog.store import Fact
@@ -135,3 +137,29 @@ def channel_oldest_minor(catalog: Catalog, channel: str) -> tuple[int, int] | No
     """The oldest (major, minor) ``channel`` offers new clusters, or None."""
     offer = channel_offer(catalog, channel)
     return offer[0] if offer else None
+
+
+# -- JAX <-> ML Diagnostics connection operator ---------------------------------------------
+
+def jax_row(jax_version: str, catalog: Catalog) -> Mapping[str, Any] | None:
+    """The row of the connection operator's JAX compatibility table (gke.yaml
+    ``mlDiagnostics.manualInstall.connectionOperator.jaxCompatibility``, from the ML
+    Diagnostics SDK README) that covers ``jax_version`` (``MAJOR.MINOR[.PATCH]``), or None:
+    not a version, or older than every row."""
+    mine = _minor(jax_version)
+    if mine is None:
+        return None
+    rows = catalog.fact("mlDiagnostics", "manualInstall", "connectionOperator")[
+        "jaxCompatibility"]
+    for row in rows:
+        line = _minor(str(row["jax"]))
+        if line is not None and (mine == line or (row.get("andLater") and mine > line)):
+            return row  # type: ignore[no-any-return]
+    return None
+
+
+def _minor(text: str) -> tuple[int, int] | None:
+    parts = text.split(".")
+    if len(parts) < 2 or not all(p.isdigit() for p in parts[:2]):
+        return None
+    return int(parts[0]), int(parts[1])

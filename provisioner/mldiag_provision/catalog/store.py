@@ -3,8 +3,10 @@
 ``catalog/data/`` holds ``sources.yaml`` (every source, once) and one file per area:
 ``tpu.yaml`` (TPU versions, topologies, machine types), ``gpu.yaml``, ``gke.yaml`` (GKE, ML
 Diagnostics agents, ports, limits), ``names.yaml`` (Google Cloud name limits), ``slurm.yaml``
-(Cluster Director managed Slurm) and ``kubernetes.yaml`` (Kubernetes, GKE Autopilot admission,
-ML Diagnostics readiness: what ``lint`` and the recipe's workload rules check).
+(Cluster Director managed Slurm), ``kubernetes.yaml`` (Kubernetes, GKE Autopilot admission,
+ML Diagnostics readiness: what ``lint`` and the recipe's workload rules check) and
+``places.yaml`` (Google Cloud regions and zones, GPU machine series per zone, GKE's
+per-cluster limits).
 
 A *fact* is any mapping in those files with a ``source:`` key. It is loaded into a
 :class:`Fact`: the source tag must be defined in ``sources.yaml`` and ``confidence`` must be
@@ -35,7 +37,7 @@ import yaml
 from mldiag_provision.errors import CatalogError, Severity
 
 DATA_DIR = Path(__file__).parent / "data"
-FILES = ("tpu", "gpu", "gke", "names", "slurm", "kubernetes")
+FILES = ("tpu", "gpu", "gke", "names", "slurm", "kubernetes", "places")
 CONFIDENCES = ("H", "M", "L")
 
 try:

@@ -67,6 +67,8 @@ class TpuVersion:
     standard_min: GkeVersion | None
     multislice: bool
     zones: tuple[str, ...]
+    """Zones the TPU regions-zones page lists for it: standard zones, then AI zones
+    (tpu.yaml ``versions.<v>.zones`` ``values`` and ``aiZones``)."""
     source: str
     raw: dict
     multi_host_placement: str = "compact"
@@ -200,7 +202,8 @@ class Catalog:
                 standard_min=GkeVersion.parse(str(std["minVersion"]))
                 if std.get("minVersion") else None,
                 multislice=bool(gke.get("multislice", {}).get("supported", False)),
-                zones=tuple((raw.get("zones") or {}).get("values", [])),
+                zones=tuple((raw.get("zones") or {}).get("values", []))
+                + tuple((raw.get("zones") or {}).get("aiZones", [])),
                 source=str(raw.get("source", "")), raw=raw,
                 multi_host_placement=placement,
             )

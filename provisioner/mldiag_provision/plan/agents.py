@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
 
+from mldiag_provision.catalog.requirements import jax_row
 from mldiag_provision.catalog.tpu import Catalog
 
 if TYPE_CHECKING:
@@ -138,12 +139,13 @@ def _chart(spec: Mapping[str, Any], namespace: str, version: str | None,
 
 
 def operator_args(jax_version: str | None, catalog: Catalog) -> list[str] | None:
-    """Connection-operator controller args for the workloads' JAX version (compat table)."""
+    """Connection-operator controller args for the workloads' JAX version: the args of its row
+    of the compatibility table (:func:`jax_row`); None when no version is given, no row
+    covers it, or its row keeps the chart's defaults."""
     if jax_version is None:
         return None
-    table = catalog.fact("mlDiagnostics", "manualInstall", "connectionOperator")["argsByJax"]
-    minor = ".".join(jax_version.split(".")[:2])
-    return list(table[minor]) if minor in table else None
+    row = jax_row(jax_version, catalog)
+    return list(row["args"]) if row is not None and row["args"] else None
 
 
 def decide_strategy(recipe: Recipe, *, creates_cluster: bool, managed_ok: bool) -> tuple[str, str]:

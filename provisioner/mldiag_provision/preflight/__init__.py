@@ -1,6 +1,7 @@
 """Preflight: every rule over a parsed recipe, all problems at once.
 
-Importing this package registers the rules of :mod:`.tpu_rules` and :mod:`.stack_rules`.
+Importing this package registers the rules of every rule module below (:mod:`.tpu_rules`,
+:mod:`.stack_rules`, :mod:`.place_rules`, ...).
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from mldiag_provision.catalog.gpu import GpuShape
 from mldiag_provision.catalog.tpu import Catalog, SliceShape
-from mldiag_provision.errors import Problem
+from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.preflight import (  # noqa: F401  (importing registers the rules)
     cluster_rules,
     diagnostics_rules,
@@ -18,6 +19,7 @@ from mldiag_provision.preflight import (  # noqa: F401  (importing registers the
     gpunet_rules,
     manifest_rules,
     name_rules,
+    place_rules,
     policy_rules,
     queued_rules,
     slurm_rules,
@@ -45,16 +47,19 @@ def run_preflight(recipe: Recipe, catalog: Catalog, sourcemap: SourceMap,
     return problems, {**ctx.shapes, **ctx.gpu_shapes}
 
 
-# rules whose finding says that the value at its field has the wrong form: the one report
-# of that value (format_rules.RULE)
-_VALUE_RULES = frozenset({"gcp-format"})
+# rules whose error says that the value at its field has the wrong form (format_rules.RULE)
+# or names no such thing (place_rules: no such region, no such zone): the one report of
+# that value
+_VALUE_RULES = frozenset({"gcp-format", "gcp-region", "gcp-zone"})
 
 
 def _drop_consequences(problems: list[Problem]) -> list[Problem]:
     """``problems`` less the findings of other rules at a field (or below it) whose value
-    already has a :data:`_VALUE_RULES` finding: ``machineType: four`` is "not a machine
-    type", not also "does not carry NVIDIA H200" and "not offered by Slurm"."""
-    bad = {p.path for p in problems if p.rule in _VALUE_RULES}
+    already has a :data:`_VALUE_RULES` error: ``machineType: four`` is "not a machine
+    type", not also "does not carry NVIDIA H200" and "not offered by Slurm"; ``region:
+    mars-north1`` is "not a region", not also "has no workload monitoring"."""
+    bad = {p.path for p in problems
+           if p.rule in _VALUE_RULES and p.severity is Severity.ERROR}
     if not bad:
         return problems
     return [p for p in problems if p.rule in _VALUE_RULES or not any(

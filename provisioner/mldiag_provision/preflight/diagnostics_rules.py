@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from mldiag_provision.catalog.requirements import jax_row
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.orchestrators import Capability
 from mldiag_provision.preflight.context import Context, rule
@@ -48,6 +49,55 @@ def strategy(ctx: Context) -> Iterator[Problem]:
         yield ctx.problem("diagnostics-strategy", (*base, "jaxVersion"),
                           f"'{diag.jax_version}' is not a JAX version", value=diag.jax_version,
                           expected="MAJOR.MINOR[.PATCH], e.g. 0.8.1")
+
+
+@rule("diagnostics-jax", facts=("gke.mlDiagnostics.manualInstall.connectionOperator.jaxOldest",))
+def jax_version(ctx: Context) -> Iterator[Problem]:
+    """``jaxVersion`` is in the connection operator's JAX compatibility table and not older
+    than the slices' TPU needs.
+
+    Facts: gke.yaml ``mlDiagnostics.manualInstall.connectionOperator.jaxCompatibility`` (the
+    SDK README's rows, H) and ``jaxOldest`` (that nothing older is supported: an inference,
+    M, so a warning); tpu.yaml ``versions.<v>.jax.minVersion`` (GKE's TPU page; the workload
+    fails, GKE refuses nothing: a warning).
+    """
+    diag = ctx.recipe.spec.diagnostics
+    text = diag.jax_version
+    if not diag.enabled or text is None or not _JAX.match(text):
+        return  # diagnostics-strategy reports a malformed one
+    path = ("spec", "diagnostics", "jaxVersion")
+    mine = _parts(text)
+    op = ctx.catalog.fact("mlDiagnostics", "manualInstall", "connectionOperator")
+    if jax_row(text, ctx.catalog) is None:
+        oldest = ctx.catalog.fact("mlDiagnostics", "manualInstall", "connectionOperator",
+                                  "jaxOldest")
+        rows = ", ".join(f"{r['jax']}.x" + (" and later" if r.get("andLater") else "")
+                         + f" (chart {r['chart']})" for r in op["jaxCompatibility"])
+        yield ctx.problem(
+            "diagnostics-jax", path,
+            f"JAX {text} is in no row of the ML Diagnostics connection operator's JAX "
+            f"compatibility table (its oldest row is {oldest['version']}.x): on-demand "
+            "profiling of this workload is untested and may not connect", value=text,
+            expected=rows, hint=f"upgrade the workloads to JAX {oldest['version']} or later "
+                                "and set jaxVersion to it", source=oldest)
+    seen: set[str] = set()
+    for i, shape in ctx.shapes.items():
+        need = (shape.version.raw.get("jax") or {}).get("minVersion") if shape else None
+        if shape is None or need is None or mine >= _parts(str(need)) \
+                or shape.version.key in seen:
+            continue
+        seen.add(shape.version.key)
+        yield ctx.problem(
+            "diagnostics-jax", path,
+            f"JAX {text} is older than {need}, the JAX GKE lists for TPU "
+            f"{shape.version.key} (slice '{ctx.recipe.spec.slices[i].name}')", value=text,
+            expected=f">= {need}", hint=f"use JAX {need} or later",
+            severity=Severity.WARNING,
+            source=ctx.catalog.tpu_fact(shape.version, "jax"))
+
+
+def _parts(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split(".") if p.isdigit())
 
 
 @rule("workload-kind")

@@ -196,32 +196,51 @@ def capacity(ctx: Context) -> Iterator[Problem]:
 
 @rule("tpu-zone")
 def zones(ctx: Context) -> Iterator[Problem]:
-    """The zone is in the region and, where the catalog knows, offers the TPU version."""
+    """The zone is in the region and, where the catalog knows, offers the TPU version.
+
+    Facts: places.yaml ``regions`` (a zone's name starts with its region's; which zones a
+    region has) and tpu.yaml ``versions.<v>.zones`` (the TPU regions-zones page). A zone that
+    does not list the TPU is a finding naming the zone, an error once that list is verified
+    (confidence H); today it is M, so a warning.
+    """
+    from mldiag_provision.catalog.places import places
+
     spec = ctx.recipe.spec
     if spec.zone and not spec.zone.startswith(spec.region + "-"):
+        p = places()
+        home = p.zone_region(spec.zone)
+        mine = p.zones.get(spec.region)
         yield ctx.problem("tpu-zone", ("spec", "zone"),
-                          f"zone '{spec.zone}' is not in region '{spec.region}'",
-                          value=spec.zone, expected=f"a zone of {spec.region}")
+                          f"zone '{spec.zone}' is not in region '{spec.region}'"
+                          + (f" (it is a zone of {home})" if home else ""),
+                          value=spec.zone, expected=f"a zone of {spec.region}"
+                          + (": " + ", ".join(mine) if mine else ""),
+                          hint=(f"set spec.region to {home}, or a zone of {spec.region}"
+                                if home else None),
+                          source=p.region_fact(home) if home else p.regions_fact)
         return
+    if spec.zone and places().zone_region(spec.zone) is None:
+        return  # no such zone (or region): gcp-zone / gcp-region report it
     for i, shape in ctx.shapes.items():
         if shape is None or not shape.version.zones:
             continue
+        listed = ctx.catalog.tpu_fact(shape.version, "zones")
         zones_here = [z for z in shape.version.zones if z.startswith(spec.region + "-")]
         if spec.zone and spec.zone not in shape.version.zones:
             yield ctx.problem(
                 "tpu-zone", ("spec", "zone"),
                 f"TPU {shape.version.key} is not listed in zone {spec.zone}",
                 value=spec.zone, expected=", ".join(shape.version.zones),
-                severity=Severity.WARNING, hint="zone lists change; check the regions-zones page",
-                source=ctx.catalog.source_url("CTPU-REGIONS"))
+                hint=(f"set spec.zone to {zones_here[0]}" if zones_here else
+                      "zone lists change; check the regions-zones page"),
+                source=listed)
         elif not spec.zone and not zones_here:
             yield ctx.problem(
                 "tpu-zone", ("spec", "slices", i, "tpu"),
                 f"TPU {shape.version.key} is not listed in any zone of region {spec.region}",
                 value=ctx.recipe.spec.slices[i].tpu,
-                expected="zones: " + ", ".join(shape.version.zones), severity=Severity.WARNING,
-                hint="zone lists change; check the regions-zones page",
-                source=ctx.catalog.source_url("CTPU-REGIONS"))
+                expected="zones: " + ", ".join(shape.version.zones),
+                hint="zone lists change; check the regions-zones page", source=listed)
 
 
 @rule("workload-slice")
