@@ -88,9 +88,11 @@ def lint_loaded(loaded: Loaded, options: LintOptions, catalog: Catalog | None = 
     """
     catalog = catalog or load_catalog()
     problems = list(loaded.problems)
-    # the rules see the objects whose name they can read (Resource.identified); the schema
-    # checks every object
-    ctx = LintContext([r for r in loaded.resources if r.identified], catalog, options)
+    # every rule sees every object, one whose metadata it cannot read included: a wrong-typed
+    # name is the schema's finding, and the TPU or wiring faults of the same object are
+    # independent of it (issue 25: all faults in one run); the rules that match objects by
+    # name skip an object whose name they cannot read (Resource.identified)
+    ctx = LintContext(loaded.resources, catalog, options)
     checks = [*tpu_rules.CHECKS, *names_rules.CHECKS, *wiring_rules.CHECKS,
               *webhook_rules.CHECKS]
     if options.autopilot:

@@ -9,6 +9,7 @@ Label keys, env names and the multi-host Job recipe are in ``catalog/data/kubern
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -124,6 +125,8 @@ class TpuPod:
     topology: object = None
     topology_path: Path = ()
     version: TpuVersion | None = None
+    # the slice the accelerator and topology name; set also where the chips request does
+    # not fit it (shape_error then says so) as long as the topology has one machine type
     shape: SliceShape | None = None
     shape_error: ShapeError | None = None
 
@@ -205,6 +208,13 @@ def _analyze(ctx: LintContext, t: PodTemplate) -> TpuPod | None:
             tp.shape = ctx.catalog.resolve(tp.version.key, tp.topology, chips)
         except ShapeError as exc:
             tp.shape_error = exc
+            if exc.field == "chipsPerVm" and chips is not None:
+                # the request does not fit the topology's VMs (tpu-chips-per-pod); where the
+                # topology has one machine type, the slice is still known, and the checks
+                # that stand on it (pods per slice, the headless Service, CPU and memory)
+                # report their own faults in the same run (issue 25)
+                with contextlib.suppress(ShapeError):
+                    tp.shape = ctx.catalog.resolve(tp.version.key, tp.topology, None)
     return tp
 
 
@@ -328,6 +338,8 @@ def check_selectors(ctx: LintContext) -> Iterator[Problem]:
             yield ctx.problem(res, TOPOLOGY.id, tp.topology_path, err.message,
                               value=tp.topology, expected=err.expected, hint=err.hint,
                               source=err.source)
+        if (err is None or err.field == "topology") and tp.shape is None:
+            yield from _chips_without_topology(ctx, tp)
         elif err is not None and err.field == "chipsPerVm" and tp.chips:
             v = tp.version
             assert v is not None
@@ -338,6 +350,29 @@ def check_selectors(ctx: LintContext) -> Iterator[Problem]:
                 f"{err.expected} chips; a TPU pod must take every chip of its VM",
                 value=tp.chips, expected=err.expected, hint=_chips_hint(tp),
                 source=err.source)
+
+
+def _chips_without_topology(ctx: LintContext, tp: TpuPod) -> Iterator[Problem]:
+    """A chips request that no VM of the TPU version has, where the topology is missing or
+    wrong (``tpu-topology``, ``tpu-selectors``): the two faults are independent, since a
+    v5p pod asking for 8 chips is wrong whatever the topology (every v5p VM has 4). Nothing
+    where the request is one of the version's VM sizes (v5e/v6e: 1, 4 or 8): only the
+    topology decides which."""
+    v, chips = tp.version, tp.chips
+    if v is None or not chips or not tp.containers:
+        return
+    sizes = sorted({m.chips_per_vm for m in v.machine_types.values()})
+    if not sizes or chips in sizes:
+        return
+    shown = " or ".join(map(str, sizes))
+    yield ctx.problem(
+        tp.template.resource, CHIPS.id, tp.containers[0].path,
+        f"{TPU}: {chips} per pod, but {v.key} VMs have {shown} chips; a TPU pod must take "
+        "every chip of its VM", value=chips, expected=shown,
+        hint=f"set {TPU} (requests and limits) to {shown}, the chips of one {v.key} VM "
+             "(the topology decides which)" if len(sizes) > 1 else
+             f"set {TPU} (requests and limits) to {sizes[0]}",
+        source=ctx.catalog.source_url(v.source))
 
 
 def _pod_total(t: PodTemplate, resource: str) -> tuple[Decimal, Path, str] | None:
@@ -456,9 +491,11 @@ def _headless_service(ctx: LintContext, tp: TpuPod) -> Iterator[Problem]:
     if svc.get("spec", "clusterIP") != "None":
         yield ctx.problem(
             svc, SERVICE.id, ("spec", "clusterIP"),
-            f"Service '{sub}' is the subdomain of multi-host Job '{res.name}' but is not "
+            f"Service '{sub}' is the subdomain of multi-host {res.display()} but is not "
             "headless", value=svc.get("spec", "clusterIP"), expected="None",
             hint="set clusterIP: None")
+    if res.kind == "Job" and not res.identified:
+        return  # the pods' job-name label is the Job's name, which cannot be read
     labels = dict(t.labels)
     if job_name:
         for key in fact("tpu", "jobPodLabels")["keys"]:
@@ -470,7 +507,7 @@ def _headless_service(ctx: LintContext, tp: TpuPod) -> Iterator[Problem]:
             if isinstance(selector, dict) and selector else "(none)"
         yield ctx.problem(
             svc, SERVICE.id, ("spec", "selector"),
-            f"Service '{sub}' selector {shown} does not select the pods of Job '{res.name}'",
+            f"Service '{sub}' selector {shown} does not select the pods of {res.display()}",
             expected="labels of the pods: " + ", ".join(f"{k}: {v}" for k, v in labels.items()),
             hint=f"use selector: {{job-name: {job_name}}}" if job_name else None)
 

@@ -88,7 +88,7 @@ def check_wiring(ctx: LintContext) -> Iterator[Problem]:
                     rule = JOBSET_NETWORK if key == "enableDNSHostnames" else NOT_READY
                     yield ctx.problem(
                         res, rule.id, ("spec", "network", key),
-                        f"network.{key}: false on JobSet '{res.name}' whose replicated jobs "
+                        f"network.{key}: false on {res.display()} whose replicated jobs "
                         "run several pods each: "
                         + ("the pods get no DNS names and the workers cannot find each other"
                            if key == "enableDNSHostnames" else
@@ -103,11 +103,11 @@ def check_wiring(ctx: LintContext) -> Iterator[Problem]:
             continue
         seen.add(id(svc))
         if svc.get("spec", "publishNotReadyAddresses") is not True:
-            present = svc.get("spec", "publishNotReadyAddresses") is not None
+            # the field's own path, written or not: a wrong-typed sibling (spec.type: 5) is
+            # another fault, not a reason to drop this one (linter.drop_consequences)
             yield ctx.problem(
-                svc, NOT_READY.id, ("spec", "publishNotReadyAddresses") if present
-                else ("spec",),
-                f"headless Service '{svc.name}' of multi-pod Job '{res.name}' does not set "
+                svc, NOT_READY.id, ("spec", "publishNotReadyAddresses"),
+                f"headless Service '{svc.name}' of multi-pod {res.display()} does not set "
                 "publishNotReadyAddresses: true; each worker's DNS record appears only once "
                 "that pod is Ready, so workers that connect while they start (JAX, the TPU "
                 "runtime) can time out", value=svc.get("spec", "publishNotReadyAddresses"),
@@ -142,7 +142,7 @@ def check_gcsfuse(ctx: LintContext) -> Iterator[Problem]:
             continue  # an annotation value of the wrong type: the schema's one finding
         if value != want:
             yield ctx.problem(
-                t.resource, GCSFUSE.id, (*t.path, "metadata"),
+                t.resource, GCSFUSE.id, (*t.path, "metadata", "annotations", key),
                 f"{t.describe()} mounts Cloud Storage FUSE volume(s) "
                 f"{', '.join(map(str, named))} without the pod annotation {key}: \"{want}\"; "
                 "GKE then injects no gcsfuse sidecar and the volume never mounts",
