@@ -186,7 +186,8 @@ def _within(path: str, outer: str) -> bool:
 # asks for tpu_rules.tpu_pods(), which the parent computes for the other rules (computing
 # it in both would cost what the split saves).
 _BESIDE = frozenset([names_rules.check_names, webhook_rules.check_webhooks,
-                     wiring_rules.check_gcsfuse, *autopilot_rules.CHECKS,
+                     wiring_rules.check_gcsfuse, wiring_rules.check_coordinators,
+                     *autopilot_rules.CHECKS,
                      *admission_rules.CHECKS]) - {autopilot_rules.check_cluster_objects}
 
 
