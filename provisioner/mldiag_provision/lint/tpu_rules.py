@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from mldiag_provision.catalog.store import Fact
 from mldiag_provision.catalog.tpu import ShapeError, SliceShape, TpuVersion
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.lint.context import LintContext
@@ -335,9 +336,11 @@ def check_selectors(ctx: LintContext) -> Iterator[Problem]:
                     hint=f"set {ACC_KEY}: {tp.version.accelerator}")
         err = tp.shape_error
         if err is not None and err.field == "topology":
+            # the catalog's entry for the version (its topologies and VMs) decides these
+            # findings: an error only where it is verified (rulebook.settle)
             yield ctx.problem(res, TOPOLOGY.id, tp.topology_path, err.message,
                               value=tp.topology, expected=err.expected, hint=err.hint,
-                              source=err.source)
+                              source=err.source, facts=[_version_fact(ctx, tp)])
         if (err is None or err.field == "topology") and tp.shape is None:
             yield from _chips_without_topology(ctx, tp)
         elif err is not None and err.field == "chipsPerVm" and tp.chips:
@@ -349,7 +352,11 @@ def check_selectors(ctx: LintContext) -> Iterator[Problem]:
                 f"{TPU}: {tp.chips} per pod, but {v.key} {tp.topology} VMs have "
                 f"{err.expected} chips; a TPU pod must take every chip of its VM",
                 value=tp.chips, expected=err.expected, hint=_chips_hint(tp),
-                source=err.source)
+                source=err.source, facts=[ctx.catalog.version_fact(v)])
+
+
+def _version_fact(ctx: LintContext, tp: TpuPod) -> Fact | None:
+    return ctx.catalog.version_fact(tp.version) if tp.version is not None else None
 
 
 def _chips_without_topology(ctx: LintContext, tp: TpuPod) -> Iterator[Problem]:
@@ -372,7 +379,7 @@ def _chips_without_topology(ctx: LintContext, tp: TpuPod) -> Iterator[Problem]:
         hint=f"set {TPU} (requests and limits) to {shown}, the chips of one {v.key} VM "
              "(the topology decides which)" if len(sizes) > 1 else
              f"set {TPU} (requests and limits) to {sizes[0]}",
-        source=ctx.catalog.source_url(v.source))
+        source=ctx.catalog.source_url(v.source), facts=[ctx.catalog.version_fact(v)])
 
 
 def _pod_total(t: PodTemplate, resource: str) -> tuple[Decimal, Path, str] | None:
@@ -430,6 +437,8 @@ def _job_shape(ctx: LintContext, tp: TpuPod) -> Iterator[Problem]:
     assert t.job_path is not None and shape is not None
     job, res, jp = t.job, t.resource, t.job_path
     vms, what = shape.vms, f"{shape.version.key} {shape.topology}"
+    # the VM count: the topology's chips over the chips of the version's VMs (its entry)
+    facts = [ctx.catalog.version_fact(shape.version)]
     parallelism = get_int(job, "parallelism")
     completions = get_int(job, "completions")
     mode = job.get("completionMode")
@@ -441,7 +450,7 @@ def _job_shape(ctx: LintContext, tp: TpuPod) -> Iterator[Problem]:
                 res, JOB_SHAPE.id, (*jp, "parallelism"),
                 f"{parallelism} pods in parallel on single-host {what}: each lands on its own "
                 "VM, and the VMs are not one ICI-connected slice", value=parallelism,
-                severity=Severity.WARNING,
+                severity=Severity.WARNING, facts=facts,
                 hint="fine for independent workers; for one program across VMs pick a "
                      "multi-host topology")
         return
@@ -451,7 +460,7 @@ def _job_shape(ctx: LintContext, tp: TpuPod) -> Iterator[Problem]:
             f"multi-host {what} needs completionMode: Indexed "
             + (f"(got '{mode}')" if mode is not None else "(it is not set)")
             + "; GKE injects TPU_WORKER_ID and TPU_WORKER_HOSTNAMES only into Indexed Jobs",
-            value=mode, expected="Indexed", hint="set completionMode: Indexed")
+            value=mode, expected="Indexed", hint="set completionMode: Indexed", facts=facts)
     for key, value in (("completions", completions), ("parallelism", parallelism)):
         shown = value if value is not None else (1 if key == "parallelism" else None)
         if shown == vms:
@@ -460,7 +469,8 @@ def _job_shape(ctx: LintContext, tp: TpuPod) -> Iterator[Problem]:
         yield ctx.problem(
             res, JOB_SHAPE.id, (*jp, key),
             f"{state}, but {what} has {vms} VMs: a multi-host Job runs exactly one pod per VM, "
-            "all at once", value=value, expected=str(vms), hint=f"set {key}: {vms}")
+            "all at once", value=value, expected=str(vms), hint=f"set {key}: {vms}",
+            facts=facts)
 
 
 def _headless_service(ctx: LintContext, tp: TpuPod) -> Iterator[Problem]:
