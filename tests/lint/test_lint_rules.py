@@ -303,7 +303,7 @@ def test_wrong_typed_port_feeds_no_webhook_rule() -> None:
         p = one(result, "k8s-schema")
         assert (p.path, p.line, p.message) == (path, line, "expected an integer, got a string")
         # an independent finding at a field above the bad one stays
-        assert one(result, "webhook-ca-bundle").path == "webhooks[0].clientConfig"
+        assert one(result, "webhook-ca-bundle").path == "webhooks[0].clientConfig.caBundle"
 
 
 def test_unreadable_selector_is_one_finding_named_like_lint_names_it() -> None:
@@ -321,14 +321,21 @@ def test_unreadable_selector_is_one_finding_named_like_lint_names_it() -> None:
                          ids=["name", "metadata"])
 def test_object_with_a_wrong_typed_name_feeds_no_rule_of_another_object(
         edit: tuple[str, str]) -> None:
-    """A Job named 7 is not "Job ''" in the findings of its headless Service."""
+    """A Job named 7 is not "Job ''" in the findings of its headless Service, and the Service's
+    selector (job-name: train) is not reported as missing the Job's pods: both stand on the
+    name that cannot be read. The faults that do not (the Service's publishNotReadyAddresses,
+    the Job's parallelism) are reported in the same run (issue 25)."""
     text = (DATA / "faultkinds" / "wiring-headless-service.yaml").read_text(encoding="utf-8")
     assert text.count(edit[0]) == 1
-    bad = text.replace(*edit)
+    bad = text.replace(*edit).replace("  parallelism: 4\n", "  parallelism: 3\n")
     path = "metadata.name" if edit[0] == "  name: train\n" else "metadata"
-    assert [(p.rule, p.path, p.line) for p in lint(bad).problems
-            if p.severity is not Severity.INFO] == [("k8s-schema", path, 15 if path ==
-                                                     "metadata.name" else 14)]
+    found = [(p.rule, p.path, p.line) for p in lint(bad).problems
+             if p.severity is not Severity.INFO]
+    assert found == [("wiring-publish-not-ready", "spec.publishNotReadyAddresses", 7),
+                     ("k8s-schema", path, 15 if path == "metadata.name" else 14),
+                     ("tpu-job-shape", "spec.parallelism", 19 if path == "metadata.name"
+                      else 18)]
+    assert not any("''" in p.message for p in lint(bad).problems)
 
 
 def test_wrong_typed_selector_value_is_not_also_a_selector_mismatch() -> None:
@@ -568,7 +575,7 @@ def test_autopilot_cluster_objects_and_scheduling() -> None:
 def test_label_on_webhook_kinds() -> None:
     unlabelled = JOBSET.replace('  labels: {managed-mldiagnostics-gke: "true"}\n', "")
     p = one(lint(unlabelled), "mldiag-label")
-    assert p.severity is Severity.WARNING and p.path == "metadata.labels"
+    assert p.severity is Severity.WARNING and p.path == "metadata.labels.managed-mldiagnostics-gke"
     assert p.message == ("JobSet 'train' is not labelled managed-mldiagnostics-gke=true, and its "
                          "namespace is not among the linted files: the ML Diagnostics webhook "
                          "will not inject run metadata into its pods")

@@ -91,7 +91,7 @@ def check_accelerators(ctx: LintContext) -> Iterator[Problem]:
                     hint=f"remove {gpu} from the init container; give it CPU and memory only")
         if _asks(t, gpu) and not _selects(t, sel_keys):
             yield ctx.problem(
-                res, GPU_SELECTOR.id, (*sp, "nodeSelector"),
+                res, GPU_SELECTOR.id, (*sp, "nodeSelector", sel_keys[0]),
                 f"{t.describe()} requests {gpu} but selects no GPU type: Autopilot "
                 f"refuses it ({sel['constraint']})", severity=severity_of(sel),
                 expected=" or ".join(sel_keys),

@@ -75,8 +75,9 @@ def check_label(ctx: LintContext) -> Iterator[Problem]:
             if not labelled:
                 where = (f"nor is its namespace '{ns}'" if ns_obj is not None
                          else "and its namespace is not among the linted files")
-                target = (ns_obj, ("metadata", "labels")) if ns_obj is not None \
-                    else (res, ("metadata", "labels"))
+                # the label's own path: a wrong-typed other label is another fault
+                target = (ns_obj, ("metadata", "labels", key)) if ns_obj is not None \
+                    else (res, ("metadata", "labels", key))
                 yield ctx.problem(
                     target[0], LABEL.id, target[1],
                     f"{res.display()} is not labelled {key}={want}, {where}: the ML Diagnostics "

@@ -89,9 +89,11 @@ def lint_loaded(loaded: Loaded, options: LintOptions, catalog: Catalog | None = 
     """
     catalog = catalog or load_catalog()
     problems = list(loaded.problems)
-    # the rules see the objects whose name they can read (Resource.identified); the schema
-    # checks every object
-    ctx = LintContext([r for r in loaded.resources if r.identified], catalog, options)
+    # every rule sees every object, one whose metadata it cannot read included: a wrong-typed
+    # name is the schema's finding, and the TPU or wiring faults of the same object are
+    # independent of it (issue 25: all faults in one run); the rules that match objects by
+    # name skip an object whose name they cannot read (Resource.identified)
+    ctx = LintContext(loaded.resources, catalog, options)
     checks = [*tpu_rules.CHECKS, *names_rules.CHECKS, *wiring_rules.CHECKS,
               *webhook_rules.CHECKS, *cluster_rules.CHECKS]
     if options.autopilot:
@@ -185,7 +187,8 @@ def _within(path: str, outer: str) -> bool:
 # asks for tpu_rules.tpu_pods(), which the parent computes for the other rules (computing
 # it in both would cost what the split saves).
 _BESIDE = frozenset([names_rules.check_names, webhook_rules.check_webhooks,
-                     wiring_rules.check_gcsfuse, *autopilot_rules.CHECKS,
+                     wiring_rules.check_gcsfuse, wiring_rules.check_coordinators,
+                     *autopilot_rules.CHECKS,
                      *admission_rules.CHECKS]) - {autopilot_rules.check_cluster_objects}
 
 

@@ -274,10 +274,11 @@ class Resource:
 
     @property
     def identified(self) -> bool:
-        """Whether ``metadata``, its ``name`` and ``namespace`` are of their types (or absent):
-        an object that another names, finds or quotes by them. One that is not (``name: 7``)
-        is left to the schema's finding: the rules would take it for an unnamed object and
-        report that in their own words, on it or on the objects around it."""
+        """Whether ``metadata``, its ``name`` and ``namespace`` are of their types (or absent).
+        One that is not (``name: 7``) is the schema's finding; the rules still check the rest
+        of the object (issue 25: independent faults in one run), but one that matches other
+        objects by this object's name (a Service selecting ``job-name: <job>``) skips it: it
+        would report the unreadable name again, in its own words, on another object."""
         meta = self.data.get("metadata")
         if meta is None:
             return True

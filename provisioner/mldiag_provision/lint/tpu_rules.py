@@ -9,11 +9,13 @@ Label keys, env names and the multi-host Job recipe are in ``catalog/data/kubern
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from mldiag_provision.catalog.store import Fact
 from mldiag_provision.catalog.tpu import ShapeError, SliceShape, TpuVersion
 from mldiag_provision.cluster.model import GIB
 from mldiag_provision.errors import Problem, Severity
@@ -125,6 +127,8 @@ class TpuPod:
     topology: object = None
     topology_path: Path = ()
     version: TpuVersion | None = None
+    # the slice the accelerator and topology name; set also where the chips request does
+    # not fit it (shape_error then says so) as long as the topology has one machine type
     shape: SliceShape | None = None
     shape_error: ShapeError | None = None
 
@@ -206,6 +210,13 @@ def _analyze(ctx: LintContext, t: PodTemplate) -> TpuPod | None:
             tp.shape = ctx.catalog.resolve(tp.version.key, tp.topology, chips)
         except ShapeError as exc:
             tp.shape_error = exc
+            if exc.field == "chipsPerVm" and chips is not None:
+                # the request does not fit the topology's VMs (tpu-chips-per-pod); where the
+                # topology has one machine type, the slice is still known, and the checks
+                # that stand on it (pods per slice, the headless Service, CPU and memory)
+                # report their own faults in the same run (issue 25)
+                with contextlib.suppress(ShapeError):
+                    tp.shape = ctx.catalog.resolve(tp.version.key, tp.topology, None)
     return tp
 
 
@@ -326,9 +337,13 @@ def check_selectors(ctx: LintContext) -> Iterator[Problem]:
                     hint=f"set {ACC_KEY}: {tp.version.accelerator}")
         err = tp.shape_error
         if err is not None and err.field == "topology":
+            # the catalog's entry for the version (its topologies and VMs) decides these
+            # findings: an error only where it is verified (rulebook.settle)
             yield ctx.problem(res, TOPOLOGY.id, tp.topology_path, err.message,
                               value=tp.topology, expected=err.expected, hint=err.hint,
-                              source=err.source)
+                              source=err.source, facts=[_version_fact(ctx, tp)])
+        if (err is None or err.field == "topology") and tp.shape is None:
+            yield from _chips_without_topology(ctx, tp)
         elif err is not None and err.field == "chipsPerVm" and tp.chips:
             v = tp.version
             assert v is not None
@@ -338,7 +353,34 @@ def check_selectors(ctx: LintContext) -> Iterator[Problem]:
                 f"{TPU}: {tp.chips} per pod, but {v.key} {tp.topology} VMs have "
                 f"{err.expected} chips; a TPU pod must take every chip of its VM",
                 value=tp.chips, expected=err.expected, hint=_chips_hint(tp),
-                source=err.source)
+                source=err.source, facts=[ctx.catalog.version_fact(v)])
+
+
+def _version_fact(ctx: LintContext, tp: TpuPod) -> Fact | None:
+    return ctx.catalog.version_fact(tp.version) if tp.version is not None else None
+
+
+def _chips_without_topology(ctx: LintContext, tp: TpuPod) -> Iterator[Problem]:
+    """A chips request that no VM of the TPU version has, where the topology is missing or
+    wrong (``tpu-topology``, ``tpu-selectors``): the two faults are independent, since a
+    v5p pod asking for 8 chips is wrong whatever the topology (every v5p VM has 4). Nothing
+    where the request is one of the version's VM sizes (v5e/v6e: 1, 4 or 8): only the
+    topology decides which."""
+    v, chips = tp.version, tp.chips
+    if v is None or not chips or not tp.containers:
+        return
+    sizes = sorted({m.chips_per_vm for m in v.machine_types.values()})
+    if not sizes or chips in sizes:
+        return
+    shown = " or ".join(map(str, sizes))
+    yield ctx.problem(
+        tp.template.resource, CHIPS.id, tp.containers[0].path,
+        f"{TPU}: {chips} per pod, but {v.key} VMs have {shown} chips; a TPU pod must take "
+        "every chip of its VM", value=chips, expected=shown,
+        hint=f"set {TPU} (requests and limits) to {shown}, the chips of one {v.key} VM "
+             "(the topology decides which)" if len(sizes) > 1 else
+             f"set {TPU} (requests and limits) to {sizes[0]}",
+        source=ctx.catalog.source_url(v.source), facts=[ctx.catalog.version_fact(v)])
 
 
 def _pod_total(t: PodTemplate, resource: str) -> tuple[Decimal, Path, str] | None:
@@ -399,6 +441,8 @@ def _job_shape(ctx: LintContext, tp: TpuPod) -> Iterator[Problem]:
     assert t.job_path is not None and shape is not None
     job, res, jp = t.job, t.resource, t.job_path
     vms, what = shape.vms, f"{shape.version.key} {shape.topology}"
+    # the VM count: the topology's chips over the chips of the version's VMs (its entry)
+    facts = [ctx.catalog.version_fact(shape.version)]
     parallelism = get_int(job, "parallelism")
     completions = get_int(job, "completions")
     mode = job.get("completionMode")
@@ -410,7 +454,7 @@ def _job_shape(ctx: LintContext, tp: TpuPod) -> Iterator[Problem]:
                 res, JOB_SHAPE.id, (*jp, "parallelism"),
                 f"{parallelism} pods in parallel on single-host {what}: each lands on its own "
                 "VM, and the VMs are not one ICI-connected slice", value=parallelism,
-                severity=Severity.WARNING,
+                severity=Severity.WARNING, facts=facts,
                 hint="fine for independent workers; for one program across VMs pick a "
                      "multi-host topology")
         return
@@ -420,7 +464,7 @@ def _job_shape(ctx: LintContext, tp: TpuPod) -> Iterator[Problem]:
             f"multi-host {what} needs completionMode: Indexed "
             + (f"(got '{mode}')" if mode is not None else "(it is not set)")
             + "; GKE injects TPU_WORKER_ID and TPU_WORKER_HOSTNAMES only into Indexed Jobs",
-            value=mode, expected="Indexed", hint="set completionMode: Indexed")
+            value=mode, expected="Indexed", hint="set completionMode: Indexed", facts=facts)
     for key, value in (("completions", completions), ("parallelism", parallelism)):
         shown = value if value is not None else (1 if key == "parallelism" else None)
         if shown == vms:
@@ -429,7 +473,8 @@ def _job_shape(ctx: LintContext, tp: TpuPod) -> Iterator[Problem]:
         yield ctx.problem(
             res, JOB_SHAPE.id, (*jp, key),
             f"{state}, but {what} has {vms} VMs: a multi-host Job runs exactly one pod per VM, "
-            "all at once", value=value, expected=str(vms), hint=f"set {key}: {vms}")
+            "all at once", value=value, expected=str(vms), hint=f"set {key}: {vms}",
+            facts=facts)
 
 
 def _headless_service(ctx: LintContext, tp: TpuPod) -> Iterator[Problem]:
@@ -460,9 +505,11 @@ def _headless_service(ctx: LintContext, tp: TpuPod) -> Iterator[Problem]:
     if svc.get("spec", "clusterIP") != "None":
         yield ctx.problem(
             svc, SERVICE.id, ("spec", "clusterIP"),
-            f"Service '{sub}' is the subdomain of multi-host Job '{res.name}' but is not "
+            f"Service '{sub}' is the subdomain of multi-host {res.display()} but is not "
             "headless", value=svc.get("spec", "clusterIP"), expected="None",
             hint="set clusterIP: None")
+    if res.kind == "Job" and not res.identified:
+        return  # the pods' job-name label is the Job's name, which cannot be read
     labels = dict(t.labels)
     if job_name:
         for key in fact("tpu", "jobPodLabels")["keys"]:
@@ -474,7 +521,7 @@ def _headless_service(ctx: LintContext, tp: TpuPod) -> Iterator[Problem]:
             if isinstance(selector, dict) and selector else "(none)"
         yield ctx.problem(
             svc, SERVICE.id, ("spec", "selector"),
-            f"Service '{sub}' selector {shown} does not select the pods of Job '{res.name}'",
+            f"Service '{sub}' selector {shown} does not select the pods of {res.display()}",
             expected="labels of the pods: " + ", ".join(f"{k}: {v}" for k, v in labels.items()),
             hint=f"use selector: {{job-name: {job_name}}}" if job_name else None)
 

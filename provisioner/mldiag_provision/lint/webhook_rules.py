@@ -145,7 +145,7 @@ def check_webhooks(ctx: LintContext) -> Iterator[Problem]:
             policy = hook.get("failurePolicy", "Fail")
             if not get(hook, "clientConfig", "caBundle") and not injected:
                 yield ctx.problem(
-                    res, CA_BUNDLE.id, ("webhooks", i, "clientConfig"),
+                    res, CA_BUNDLE.id, ("webhooks", i, "clientConfig", "caBundle"),
                     f"webhook '{hook.get('name')}' calls Service "
                     f"{svc_ref.get('namespace')}/{svc_ref.get('name')} with no caBundle and no "
                     "CA-injection annotation: the API server cannot verify its certificate, so "
@@ -172,8 +172,7 @@ def check_webhooks(ctx: LintContext) -> Iterator[Problem]:
             if entry is None:
                 have = ", ".join(str(p.get("port")) for p in entries) or "none"
                 yield ctx.problem(
-                    res, PORT.id, ("webhooks", i, "clientConfig", "service", "port")
-                    if "port" in svc_ref else ("webhooks", i, "clientConfig", "service"),
+                    res, PORT.id, ("webhooks", i, "clientConfig", "service", "port"),
                     f"webhook '{hook.get('name')}' calls port {want} of Service '{name}', which "
                     f"has ports {have}: every call fails", value=want,
                     expected=have, hint="set clientConfig.service.port to the Service's port")
