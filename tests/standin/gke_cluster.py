@@ -8,7 +8,8 @@ cloud directory it plays, and what GKE adds to a plain Kubernetes API server.
     back empty;
   * Nodes are derived from the cluster's ``google_container_node_pool`` objects: one per VM
     (``node_count`` x zones), labelled as GKE labels TPU and GPU nodes, with the chips
-    allocatable;
+    allocatable, and cpu/memory/ephemeral-storage capacity and allocatable as recorded from a
+    real GKE node of the machine type (``recorded_nodes.yaml``; none where none is recorded);
   * on an Autopilot cluster (``enable_autopilot = true``) writes in Autopilot-managed
     namespaces are refused with GKE Warden's message, and admission webhooks get the
     namespaceSelector Autopilot adds;
@@ -29,6 +30,7 @@ Environment the stand-in providers read (set by the test fixtures, tests/engine/
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
 from pathlib import Path
@@ -82,6 +84,18 @@ MLDIAG_CRD = {
                            "schema": {"openAPIV3Schema": {"type": "object"}},
                            "subresources": {"status": {}}}]},
 }
+
+
+RECORDED_NODES = Path(__file__).with_name("recorded_nodes.yaml")
+
+
+@functools.cache
+def recorded_nodes() -> dict[str, dict]:
+    """Machine type -> ``{"capacity": {...}, "allocatable": {...}, "source": URL}`` as recorded
+    from real GKE nodes (recorded_nodes.yaml)."""
+    import yaml
+
+    return dict(yaml.safe_load(RECORDED_NODES.read_text(encoding="utf-8"))["nodes"])
 
 
 def _docs(cloud: Path, type_name: str) -> list[dict]:
@@ -238,6 +252,11 @@ def pool_nodes(cluster: dict, pool: dict) -> list[dict]:
     if cfg.get("spot"):
         labels["cloud.google.com/gke-spot"] = "true"
     allocatable = {"pods": "110"}
+    capacity: dict[str, str] = {}
+    recorded = recorded_nodes().get(machine)
+    if recorded is not None:
+        allocatable.update(recorded["allocatable"])
+        capacity.update(recorded["capacity"])
     taints = []
     tpu = next((acc for prefix, acc in TPU_ACCELERATOR_BY_PREFIX.items()
                 if machine.startswith(prefix)), None)
@@ -266,7 +285,8 @@ def pool_nodes(cluster: dict, pool: dict) -> list[dict]:
                              "labels": {**labels, "kubernetes.io/hostname": name,
                                         "topology.kubernetes.io/zone": zone}},
                 "spec": {"taints": taints} if taints else {},
-                "status": {"allocatable": dict(allocatable), "capacity": dict(allocatable),
+                "status": {"allocatable": dict(allocatable),
+                           "capacity": {**allocatable, **capacity},
                            "conditions": [{"type": "Ready", "status": "True",
                                            "reason": "KubeletReady"}]}})
     return nodes

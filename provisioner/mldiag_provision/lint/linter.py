@@ -91,7 +91,8 @@ def lint_loaded(loaded: Loaded, options: LintOptions, catalog: Catalog | None = 
     problems = list(loaded.problems)
     # the rules see the objects whose name they can read (Resource.identified); the schema
     # checks every object
-    ctx = LintContext([r for r in loaded.resources if r.identified], catalog, options)
+    ctx = LintContext([r for r in loaded.resources if r.identified], catalog, options,
+                      cluster=options.cluster)
     checks = [*tpu_rules.CHECKS, *names_rules.CHECKS, *wiring_rules.CHECKS,
               *webhook_rules.CHECKS, *cluster_rules.CHECKS]
     if options.autopilot:
