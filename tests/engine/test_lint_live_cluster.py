@@ -161,6 +161,15 @@ def test_model_of_the_standin_cluster(cloud, api):
     assert hm.allocatable["cpu"] == Decimal("15.890")
 
 
+def test_an_autopilot_cluster_is_known_by_what_it_serves(cloud, api):
+    from mldiag_provision.cluster.from_live import from_kubeconfig
+
+    seed_gke_cluster(cloud, project="p", location="us-east5", name="c", api=api,
+                     autopilot=True, node_pools=TPU_POOLS)
+    model = from_kubeconfig(str(api.kubeconfig(cloud.parent / "kubeconfig")))
+    assert model.mode == "autopilot" and not model.node_groups_complete
+
+
 def test_lint_cluster_judges_against_the_live_cluster(cloud, api, tmp_path, cli):
     kc = _seed(cloud, api, [*TPU_POOLS, {"name": "highmem", "machine_type": HIGHMEM,
                                          "node_count": 2, "zone": "us-east5-a"}])

@@ -68,6 +68,20 @@ SINGLE_HOST_TOPOLOGY = {"ct5lp-hightpu-1t": "1x1", "ct5lp-hightpu-4t": "2x2",
                         "tpu7x-standard-4t": "2x2x1"}
 DEFAULT_VERSION = "1.35.0-gke.3065000"
 
+# A kind only Autopilot clusters serve (elastic/cloud-on-k8s#6719 detects Autopilot by it;
+# `kubectl api-resources` on Autopilot lists "allowlistedv2workloads auto.gke.io/v1 false
+# AllowlistedV2Workload"); its schema here is the stand-in's own.
+AUTOPILOT_ALLOWLIST_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "allowlistedv2workloads.auto.gke.io"},
+    "spec": {"group": "auto.gke.io", "scope": "Cluster",
+             "names": {"kind": "AllowlistedV2Workload", "listKind": "AllowlistedV2WorkloadList",
+                       "plural": "allowlistedv2workloads",
+                       "singular": "allowlistedv2workload"},
+             "versions": [{"name": "v1", "served": True, "storage": True,
+                           "schema": {"openAPIV3Schema": {"type": "object"}}}]},
+}
+
 # What the managed add-on shows (names other than the CRD's are the stand-in's own: no
 # public source names the add-on's objects; the CRD is the connection operator's API,
 # GoogleCloudPlatform/kubernetes-engine-samples ai-ml/mldiagnostics-webhook-and-operator).
@@ -160,6 +174,9 @@ class GkeCloudView(ClusterView):
                      "metadata": {"name": ns, "labels": dict(owned)}}
                     for ns in AUTOPILOT_MANAGED_NAMESPACES
                     if ns not in ("kube-system", "kube-public", "kube-node-lease")]
+            crd = json.loads(json.dumps(AUTOPILOT_ALLOWLIST_CRD))
+            crd["metadata"]["labels"] = dict(owned)
+            out.append(crd)
         if _first(c.get("managed_machine_learning_diagnostics_config")).get("enabled"):
             crd = json.loads(json.dumps(MLDIAG_CRD))
             crd["metadata"]["labels"] = dict(owned)

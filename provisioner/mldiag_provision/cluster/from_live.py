@@ -14,8 +14,9 @@ What is read (two or three LIST requests, each with the timeout of
   means Kueue is not installed: the model holds no queues (a queued workload is then not
   judged by ``kueue-covered-resources``).
 
-The model's mode is ``autopilot`` when the nodes carry the Autopilot marker label
-(:data:`AUTOPILOT_LABEL`), else ``unknown``; its node groups are never complete (a GKE
+The model's mode is ``autopilot`` when the cluster serves GKE Autopilot's
+``allowlistedv2workloads.auto.gke.io`` (:data:`AUTOPILOT_RESOURCE`), else ``unknown``; its
+node groups are never complete (a GKE
 Standard cluster may add node pools, and node auto-provisioning or Autopilot creates nodes
 for pods that match none), so a selector that matches no group is not a finding.
 
@@ -55,10 +56,11 @@ PER_NODE_LABELS = frozenset({
 https://kubernetes.io/docs/reference/labels-annotations-taints/); left out of the grouping
 key and of a group's labels."""
 
-AUTOPILOT_LABEL = "cloud.google.com/gke-autopilot"
-"""A label on the nodes of a GKE Autopilot cluster. Confidence L: not checked against a
-recorded Autopilot Node here; when absent the mode is ``unknown``, which the checks treat
-the same (no rule reads the mode of a live model yet)."""
+AUTOPILOT_RESOURCE = ("auto.gke.io", "v1", "allowlistedv2workloads")
+"""A kind only GKE Autopilot clusters serve (elastic/cloud-on-k8s#6719 detects Autopilot by
+it: "the allowlistedv2workloads resource that only exists within autopilot clusters").
+Confidence M: one project's observation (2023), not a Google page; when it cannot be read the
+mode is ``unknown``, which the checks treat the same (no rule reads a live model's mode)."""
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 KUEUE_VERSIONS = ("v1beta2", "v1beta1")
@@ -170,11 +172,9 @@ def local_queues(items: Iterable[Mapping[str, Any]]) -> tuple[LocalQueue, ...]:
 
 def model_of(nodes: Iterable[Mapping[str, Any]],
              cqs: Iterable[Mapping[str, Any]] = (),
-             lqs: Iterable[Mapping[str, Any]] = ()) -> ClusterModel:
+             lqs: Iterable[Mapping[str, Any]] = (), *, mode: Mode = "unknown",
+             ) -> ClusterModel:
     """The model of a cluster given its Node, ClusterQueue and LocalQueue objects (dicts)."""
-    nodes = list(nodes)
-    mode: Mode = "autopilot" if nodes and all(
-        _labels(n).get(AUTOPILOT_LABEL) == "true" for n in nodes) else "unknown"
     return ClusterModel(mode=mode, node_groups=node_groups(nodes), node_groups_complete=False,
                         cluster_queues=cluster_queues(cqs), local_queues=local_queues(lqs),
                         queue_label=QUEUE_NAME_LABEL, source="live")
@@ -243,7 +243,17 @@ def read_cluster(api: Any, where: str = "the cluster") -> ClusterModel:
     items = nodes.get("items") if isinstance(nodes, dict) else None
     cqs = _list_queues(custom, "clusterqueues", where) or []
     lqs = _list_queues(custom, "localqueues", where) or []
-    return model_of([n for n in items or [] if isinstance(n, dict)], cqs, lqs)
+    return model_of([n for n in items or [] if isinstance(n, dict)], cqs, lqs,
+                    mode="autopilot" if _serves(custom, *AUTOPILOT_RESOURCE) else "unknown")
+
+
+def _serves(custom: Any, group: str, version: str, plural: str) -> bool:
+    """True when the cluster lists ``plural.group/version`` (any failure: not known, False)."""
+    try:
+        custom.list_cluster_custom_object(group, version, plural, limit=1)
+    except Exception:
+        return False
+    return True
 
 
 def from_kubeconfig(path: str | None, context: str | None = None) -> ClusterModel:
