@@ -157,3 +157,32 @@ def test_live_groups_feed_the_scheduled_check():
     templates = [t for r in loaded.resources for t in pod_templates(r)]
     (verdict,) = check(model, templates)
     assert verdict.check == "allocatable" and "10.00 GiB" in verdict.message
+
+
+def test_the_forked_lint_path_keeps_the_live_model(monkeypatch: pytest.MonkeyPatch):
+    """``lint --jobs 2`` (the schema checks in a forked process): the cluster rules still run
+    in the parent against ``LintOptions.cluster``, so the findings are those of one process."""
+    import sys
+
+    from mldiag_provision.lint import linter
+    from mldiag_provision.lint.context import LintOptions
+    from mldiag_provision.lint.loading import Source
+    from mldiag_provision.lint.schema import default_version
+
+    if sys.platform != "linux":
+        pytest.skip("the split forks (Linux only)")
+    monkeypatch.setattr(linter, "workers_for", lambda count, jobs: 2)
+    model = from_live.model_of([_node("a", {"cloud.google.com/gke-nodepool": "p"},
+                                      memory="10Gi", capacity_memory="12Gi")])
+    pod = ("apiVersion: v1\nkind: Pod\nmetadata: {{name: p{i}}}\nspec:\n"
+           "  nodeSelector: {{cloud.google.com/gke-nodepool: p}}\n"
+           "  containers: [{{name: c, image: i, resources: {{requests: {{memory: {m}}}}}}}]\n")
+    sources = [Source(f"p{i}.yaml", pod.format(i=i, m="11Gi" if i % 2 else "1Gi"))
+               for i in range(130)]
+    options = LintOptions(default_version(), cluster=model)
+    serial = linter.lint_sources(sources, options, jobs=1)
+    split = linter.lint_sources(sources, options, jobs=2)
+    rules = [(p.file, p.rule, p.path) for p in serial.problems if p.rule == "node-allocatable"]
+    assert len(rules) == 65
+    assert [(p.file, p.rule, p.path, p.message) for p in split.problems] == [
+        (p.file, p.rule, p.path, p.message) for p in serial.problems]
