@@ -244,8 +244,29 @@ def test_unreachable_server_is_one_clear_message(tmp_path, cli, monkeypatch):
     monkeypatch.setenv("MLDIAG_REQUEST_TIMEOUT_S", "5")
     code, out, err = cli("lint", str(_job_file(tmp_path)), "--cluster", str(kc))
     assert code == 4, (out, err)
-    assert "cannot reach the API server reading nodes" in err
+    assert "cannot reach the API server reading nodes (Connection refused)" in err
     assert "hint" in err.lower() and "Traceback" not in err + out
+
+
+def test_a_server_that_never_answers_times_out_in_one_message(tmp_path, cli, monkeypatch):
+    import socket
+
+    with socket.socket() as listener:  # accepts connections (backlog), never answers
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        kc = tmp_path / "kubeconfig"
+        kc.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "x",
+            "clusters": [{"name": "x", "cluster": {"server": f"https://127.0.0.1:{port}",
+                                                   "insecure-skip-tls-verify": True}}],
+            "users": [{"name": "x", "user": {"token": "t"}}],
+            "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}]}))
+        monkeypatch.setenv("MLDIAG_REQUEST_TIMEOUT_S", "1")
+        code, out, err = cli("lint", str(_job_file(tmp_path)), "--cluster", str(kc))
+    assert code == 4, (out, err)
+    assert "no answer reading nodes within 1 s (MLDIAG_REQUEST_TIMEOUT_S)" in err
+    assert "Traceback" not in err + out
 
 
 def test_rejected_token_is_one_clear_message(cloud, api, tmp_path, cli):

@@ -29,6 +29,7 @@ that never read a cluster never import it.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
@@ -41,7 +42,7 @@ from mldiag_provision.cluster.model import (
     NodeGroup,
     Taint,
 )
-from mldiag_provision.errors import EngineError
+from mldiag_provision.errors import EngineError, UsageError
 from mldiag_provision.quantity import parse_quantity
 
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
@@ -205,10 +206,22 @@ def _failure(what: str, where: str, exc: BaseException) -> EngineError:
                            hint="the server accepted the connection but sent no answer: "
                                 "check the network path and any proxy in between")
     return EngineError(f"{where}: cannot reach the API server reading {what} "
-                       f"({type(exc).__name__})",
+                       f"({_why(exc)})",
                        hint="check the server address in the kubeconfig and --context, the "
                             "network path, and that the cluster exists "
                             "(`gcloud container clusters list`)")
+
+
+def _why(exc: BaseException) -> str:
+    """The socket's words for a failed connection ("Connection refused", "Name or service not
+    known"), else the exception's type."""
+    inner = getattr(exc, "reason", None)
+    for e in (inner, exc):
+        if isinstance(e, BaseException):
+            m = re.search(r"\[Errno -?\d+\] ([^'\")\]]+)", str(e))
+            if m:
+                return m.group(1).strip()
+    return type(inner if isinstance(inner, BaseException) else exc).__name__
 
 
 def _list_queues(custom: Any, plural: str, where: str) -> list[dict[str, Any]] | None:
@@ -266,7 +279,12 @@ def from_kubeconfig(path: str | None, context: str | None = None) -> ClusterMode
     """
     from mldiag_provision.stack.kube import kubeconfig_client
 
-    api = kubeconfig_client(path, context)
+    try:
+        api = kubeconfig_client(path, context)
+    except UsageError as exc:  # its hint names verify's flags; say lint's
+        raise UsageError(exc.message, hint="lint --cluster KUBECONFIG [--context NAME] (no "
+                         "value: $KUBECONFIG, else ~/.kube/config); `gcloud container "
+                         "clusters get-credentials CLUSTER` writes one") from None
     where = f"kubeconfig {path or '$KUBECONFIG'}" + (f" (context {context})" if context else "")
     try:
         return read_cluster(api, where)
