@@ -8,7 +8,8 @@ cloud directory it plays, and what GKE adds to a plain Kubernetes API server.
     back empty;
   * Nodes are derived from the cluster's ``google_container_node_pool`` objects: one per VM
     (``node_count`` x zones), labelled as GKE labels TPU and GPU nodes, with the chips
-    allocatable;
+    allocatable, and cpu/memory/ephemeral-storage capacity and allocatable as recorded from a
+    real GKE node of the machine type (``recorded_nodes.yaml``; none where none is recorded);
   * on an Autopilot cluster (``enable_autopilot = true``) writes in Autopilot-managed
     namespaces are refused with GKE Warden's message, and admission webhooks get the
     namespaceSelector Autopilot adds;
@@ -29,6 +30,7 @@ Environment the stand-in providers read (set by the test fixtures, tests/engine/
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import re
 from pathlib import Path
@@ -66,6 +68,20 @@ SINGLE_HOST_TOPOLOGY = {"ct5lp-hightpu-1t": "1x1", "ct5lp-hightpu-4t": "2x2",
                         "tpu7x-standard-4t": "2x2x1"}
 DEFAULT_VERSION = "1.35.0-gke.3065000"
 
+# A kind only Autopilot clusters serve (elastic/cloud-on-k8s#6719 detects Autopilot by it;
+# `kubectl api-resources` on Autopilot lists "allowlistedv2workloads auto.gke.io/v1 false
+# AllowlistedV2Workload"); its schema here is the stand-in's own.
+AUTOPILOT_ALLOWLIST_CRD = {
+    "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+    "metadata": {"name": "allowlistedv2workloads.auto.gke.io"},
+    "spec": {"group": "auto.gke.io", "scope": "Cluster",
+             "names": {"kind": "AllowlistedV2Workload", "listKind": "AllowlistedV2WorkloadList",
+                       "plural": "allowlistedv2workloads",
+                       "singular": "allowlistedv2workload"},
+             "versions": [{"name": "v1", "served": True, "storage": True,
+                           "schema": {"openAPIV3Schema": {"type": "object"}}}]},
+}
+
 # What the managed add-on shows (names other than the CRD's are the stand-in's own: no
 # public source names the add-on's objects; the CRD is the connection operator's API,
 # GoogleCloudPlatform/kubernetes-engine-samples ai-ml/mldiagnostics-webhook-and-operator).
@@ -82,6 +98,18 @@ MLDIAG_CRD = {
                            "schema": {"openAPIV3Schema": {"type": "object"}},
                            "subresources": {"status": {}}}]},
 }
+
+
+RECORDED_NODES = Path(__file__).with_name("recorded_nodes.yaml")
+
+
+@functools.cache
+def recorded_nodes() -> dict[str, dict]:
+    """Machine type -> ``{"capacity": {...}, "allocatable": {...}, "source": URL}`` as recorded
+    from real GKE nodes (recorded_nodes.yaml)."""
+    import yaml
+
+    return dict(yaml.safe_load(RECORDED_NODES.read_text(encoding="utf-8"))["nodes"])
 
 
 def _docs(cloud: Path, type_name: str) -> list[dict]:
@@ -146,6 +174,9 @@ class GkeCloudView(ClusterView):
                      "metadata": {"name": ns, "labels": dict(owned)}}
                     for ns in AUTOPILOT_MANAGED_NAMESPACES
                     if ns not in ("kube-system", "kube-public", "kube-node-lease")]
+            crd = json.loads(json.dumps(AUTOPILOT_ALLOWLIST_CRD))
+            crd["metadata"]["labels"] = dict(owned)
+            out.append(crd)
         if _first(c.get("managed_machine_learning_diagnostics_config")).get("enabled"):
             crd = json.loads(json.dumps(MLDIAG_CRD))
             crd["metadata"]["labels"] = dict(owned)
@@ -238,6 +269,11 @@ def pool_nodes(cluster: dict, pool: dict) -> list[dict]:
     if cfg.get("spot"):
         labels["cloud.google.com/gke-spot"] = "true"
     allocatable = {"pods": "110"}
+    capacity: dict[str, str] = {}
+    recorded = recorded_nodes().get(machine)
+    if recorded is not None:
+        allocatable.update(recorded["allocatable"])
+        capacity.update(recorded["capacity"])
     taints = []
     tpu = next((acc for prefix, acc in TPU_ACCELERATOR_BY_PREFIX.items()
                 if machine.startswith(prefix)), None)
@@ -266,7 +302,8 @@ def pool_nodes(cluster: dict, pool: dict) -> list[dict]:
                              "labels": {**labels, "kubernetes.io/hostname": name,
                                         "topology.kubernetes.io/zone": zone}},
                 "spec": {"taints": taints} if taints else {},
-                "status": {"allocatable": dict(allocatable), "capacity": dict(allocatable),
+                "status": {"allocatable": dict(allocatable),
+                           "capacity": {**allocatable, **capacity},
                            "conditions": [{"type": "Ready", "status": "True",
                                            "reason": "KubeletReady"}]}})
     return nodes

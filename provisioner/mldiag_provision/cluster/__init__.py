@@ -11,6 +11,7 @@
   every pod set, in the words Kueue and the Kubernetes scheduler use. *Wired* (workers finding
   each other) is lint's wiring rules (``lint/wiring_rules.py``), which run in the same pass.
 
-Not built yet: the builder from a live cluster (``lint --cluster``); see the closing note of
-issue 25.
+* :mod:`.from_live`: the builder from a running cluster read through a kubeconfig
+  (``lint --cluster``): its nodes grouped by node pool with the allocatable they report, its
+  Kueue queues.
 """

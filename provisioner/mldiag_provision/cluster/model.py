@@ -100,7 +100,7 @@ class ClusterModel:
     local_queues: tuple[LocalQueue, ...] = ()
     queue_label: str = "kueue.x-k8s.io/queue-name"
     source: str = "plan"
-    """How the model was built: ``plan``, ``manifests`` (or, later, ``live``)."""
+    """How the model was built: ``plan``, ``manifests`` or ``live``."""
     _queues: dict[tuple[str | None, str], LocalQueue] = field(
         default_factory=dict, init=False, repr=False, compare=False)
 

@@ -23,14 +23,18 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class LintOptions:
     """How to lint: Kubernetes minor version, Autopilot rules, ML Diagnostics rules, the
-    installed CRD releases (``(("jobset", "v0.5.2"),)``, see schema.resolve_crd_versions) and
-    the recipe the manifests must fit (``lint --recipe``; None when not given)."""
+    installed CRD releases (``(("jobset", "v0.5.2"),)``, see schema.resolve_crd_versions),
+    the recipe the manifests must fit (``lint --recipe``; None when not given) and the
+    cluster they go to (``lint --cluster``: the model read from a live cluster, which
+    :func:`~mldiag_provision.lint.linter.lint_loaded` puts in :attr:`LintContext.cluster`;
+    None: a model built from the manifests)."""
 
     kubernetes_version: str
     autopilot: bool = False
     diagnostics: bool = True
     crd_versions: tuple[tuple[str, str], ...] = ()
     recipe: object | None = None
+    cluster: ClusterModel | None = None
 
 
 @dataclass

@@ -93,7 +93,7 @@ def lint_loaded(loaded: Loaded, options: LintOptions, catalog: Catalog | None = 
     # name is the schema's finding, and the TPU or wiring faults of the same object are
     # independent of it (issue 25: all faults in one run); the rules that match objects by
     # name skip an object whose name they cannot read (Resource.identified)
-    ctx = LintContext(loaded.resources, catalog, options)
+    ctx = LintContext(loaded.resources, catalog, options, cluster=options.cluster)
     checks = [*tpu_rules.CHECKS, *names_rules.CHECKS, *wiring_rules.CHECKS,
               *webhook_rules.CHECKS, *cluster_rules.CHECKS]
     if options.autopilot:

@@ -206,7 +206,9 @@ def kubeconfig_client(path: str | None, context: str | None) -> Any:
 
     check_kubeconfig(path)
     try:
-        api = config.new_client_from_config(config_file=path, context=context)
+        # no path: $KUBECONFIG as it is now (the client library reads it once, at import)
+        api = config.new_client_from_config(
+            config_file=path or os.pathsep.join(_kubeconfig_paths(None)), context=context)
     except (ConfigException, OSError, ValueError, TypeError, KeyError, AttributeError,
             IndexError) as exc:
         raise UsageError(f"cannot load the kubeconfig: {' '.join(str(exc).split())[:300]}",

@@ -4,7 +4,9 @@ multi-host wiring, Autopilot refusals (``--autopilot``) and ML Diagnostics readi
 
 Exit codes as every command: 0 ok, 1 an error (with ``--strict`` also a warning), 2 usage
 (also when a PATH could not be read: each such file is reported with the others' findings,
-as ``validate`` does), 70 internal error.
+as ``validate`` does; also a ``--cluster`` kubeconfig that cannot be loaded), 4 the
+``--cluster`` cluster cannot be read (unreachable, no answer in time, 401/403), 70 internal
+error.
 """
 
 from __future__ import annotations
@@ -42,6 +44,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--recipe", metavar="RECIPE",
                    help="take --autopilot and the Kubernetes version from a recipe "
                         "(orchestrator type and minVersion)")
+    p.add_argument("--cluster", nargs="?", const="", default=None, metavar="KUBECONFIG",
+                   help="judge the pods against a live cluster read through KUBECONFIG (no "
+                        "value: $KUBECONFIG, else ~/.kube/config; put a bare --cluster after "
+                        "the PATHs): its node pools' allocatable cpu/memory and its Kueue "
+                        "queues")
+    p.add_argument("--context", metavar="NAME",
+                   help="with --cluster: the kubeconfig context (default: its current one)")
     p.add_argument("--crd-version", action="append", default=[], metavar="PROJECT=VERSION",
                    help="the release of a CRD installed in the cluster (jobset, lws, kuberay), "
                         "e.g. jobset=v0.5.2: fields that release does not know are errors "
@@ -132,10 +141,20 @@ def run(args: argparse.Namespace, out: Console) -> int:
              if (v := getattr(orch.crd_versions, k, None))},
             f"{args.recipe}: spec.orchestrator.crdVersions")
         crd_versions = {**dict(stated), **crd_versions}  # the command line wins
+    if args.context and args.cluster is None:
+        from mldiag_provision.errors import UsageError
+
+        raise UsageError("--context needs --cluster", hint="lint PATH... --cluster "
+                         "[KUBECONFIG] --context NAME")
+    cluster = None
+    if args.cluster is not None:
+        from mldiag_provision.cluster.from_live import from_kubeconfig
+
+        cluster = from_kubeconfig(args.cluster or None, args.context)
     options = LintOptions(
         kubernetes_version=resolve_version(version) if version else default_version(catalog),
         autopilot=autopilot, diagnostics=not args.no_diagnostics,
-        crd_versions=tuple(sorted(crd_versions.items())), recipe=recipe)
+        crd_versions=tuple(sorted(crd_versions.items())), recipe=recipe, cluster=cluster)
     sources = read_sources(args.paths)
     with _loaded(sources) as loaded:
         result = lint_loaded(loaded, options, catalog, args.jobs)

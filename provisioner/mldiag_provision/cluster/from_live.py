@@ -1,0 +1,292 @@
+"""Build the :class:`~.model.ClusterModel` of a running cluster, read through a kubeconfig
+(``lint --cluster [KUBECONFIG]``).
+
+What is read (two or three LIST requests, each with the timeout of
+:func:`~mldiag_provision.stack.kube.with_timeouts`):
+
+* ``GET /api/v1/nodes``: the Nodes, grouped into :class:`~.model.NodeGroup` by GKE node pool
+  (label ``cloud.google.com/gke-nodepool``), else by identical label sets (per-node labels
+  such as the hostname and zone left out). A group's labels are those all its nodes share;
+  its taints those all its nodes carry; its capacity and allocatable the smallest each
+  resource has on any of its nodes (``status.capacity`` / ``status.allocatable``, parsed as
+  Kubernetes quantities), so "fits a node of the group" means "fits every node of it".
+* ``kueue.x-k8s.io`` ClusterQueues and LocalQueues, ``v1beta2`` then ``v1beta1``. A 404 on both
+  means Kueue is not installed: the model holds no queues (a queued workload is then not
+  judged by ``kueue-covered-resources``).
+
+The model's mode is ``autopilot`` when the cluster serves GKE Autopilot's
+``allowlistedv2workloads.auto.gke.io`` (:data:`AUTOPILOT_RESOURCE`), else ``unknown``; its
+node groups are never complete (a GKE
+Standard cluster may add node pools, and node auto-provisioning or Autopilot creates nodes
+for pods that match none), so a selector that matches no group is not a finding.
+
+Errors: an unreadable kubeconfig is a :class:`~mldiag_provision.errors.UsageError` (exit 2);
+a server that cannot be reached, does not answer in time, or refuses the credentials (401,
+403) is an :class:`~mldiag_provision.errors.EngineError` (exit 4), in one line with a hint,
+never a traceback. The ``kubernetes`` client is imported inside the functions, so commands
+that never read a cluster never import it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any
+
+from mldiag_provision.cluster.model import (
+    ClusterModel,
+    ClusterQueue,
+    LocalQueue,
+    Mode,
+    NodeGroup,
+    Taint,
+)
+from mldiag_provision.errors import EngineError, UsageError
+from mldiag_provision.quantity import parse_quantity
+
+NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
+INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
+ZONE_LABELS = ("topology.kubernetes.io/zone", "failure-domain.beta.kubernetes.io/zone")
+SLICE_LABEL = "mldiag-provision/slice"  # plan.project.SLICE_LABEL (not imported: no plan here)
+PER_NODE_LABELS = frozenset({
+    "kubernetes.io/hostname", *ZONE_LABELS, "topology.gke.io/zone",
+    "cloud.google.com/gke-tpu-slice-id", "cloud.google.com/gke-placement-group",
+})
+"""Labels that differ from node to node of one pool (well-known labels:
+https://kubernetes.io/docs/reference/labels-annotations-taints/); left out of the grouping
+key and of a group's labels."""
+
+AUTOPILOT_RESOURCE = ("auto.gke.io", "v1", "allowlistedv2workloads")
+"""A kind only GKE Autopilot clusters serve (elastic/cloud-on-k8s#6719 detects Autopilot by
+it: "the allowlistedv2workloads resource that only exists within autopilot clusters").
+Confidence M: one project's observation (2023), not a Google page; when it cannot be read the
+mode is ``unknown``, which the checks treat the same (no rule reads a live model's mode)."""
+
+KUEUE_GROUP = "kueue.x-k8s.io"
+KUEUE_VERSIONS = ("v1beta2", "v1beta1")
+QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
+
+
+# --- pure part: Node and queue objects (dicts, as the API returns them) -> model -----------
+
+def _quantities(raw: object) -> dict[str, Decimal]:
+    out: dict[str, Decimal] = {}
+    if isinstance(raw, Mapping):
+        for k, v in raw.items():
+            q = parse_quantity(str(v)) if isinstance(v, str | int | float) else None
+            if isinstance(k, str) and q is not None:
+                out[k] = q
+    return out
+
+
+def _smallest(tables: list[dict[str, Decimal]]) -> dict[str, Decimal]:
+    """Per resource present on every node, its smallest amount (a resource some node lacks is
+    left out: a pod needing it would not fit that node)."""
+    if not tables:
+        return {}
+    names = set(tables[0]).intersection(*tables[1:])
+    return {n: min(t[n] for t in tables) for n in sorted(names)}
+
+
+def _labels(node: Mapping[str, Any]) -> dict[str, str]:
+    raw = (node.get("metadata") or {}).get("labels") or {}
+    return {str(k): str(v) for k, v in raw.items()} if isinstance(raw, Mapping) else {}
+
+
+def _taints(node: Mapping[str, Any]) -> set[Taint]:
+    raw = (node.get("spec") or {}).get("taints") or []
+    out = set()
+    for t in raw if isinstance(raw, list) else []:
+        if isinstance(t, Mapping) and isinstance(t.get("key"), str):
+            out.add(Taint(str(t["key"]), str(t.get("value") or ""), str(t.get("effect") or "")))
+    return out
+
+
+def _group_key(labels: Mapping[str, str]) -> tuple[str, ...]:
+    pool = labels.get(NODEPOOL_LABEL)
+    if pool is not None:
+        return ("pool", pool)
+    return ("labels", *sorted(f"{k}={v}" for k, v in labels.items()
+                              if k not in PER_NODE_LABELS))
+
+
+def node_groups(nodes: Iterable[Mapping[str, Any]]) -> tuple[NodeGroup, ...]:
+    """Nodes (``v1`` Node objects as dicts) grouped as the module docstring says, in the
+    order their groups first appear."""
+    groups: dict[tuple[str, ...], list[Mapping[str, Any]]] = {}
+    for node in nodes:
+        groups.setdefault(_group_key(_labels(node)), []).append(node)
+    out = []
+    for key, members in groups.items():
+        label_sets = [_labels(n) for n in members]
+        shared = {k: v for k, v in label_sets[0].items() if k not in PER_NODE_LABELS
+                  and all(s.get(k) == v for s in label_sets[1:])}
+        taints = set.intersection(*(_taints(n) for n in members))
+        zones = sorted({z for s in label_sets
+                        if (z := next((s[k] for k in ZONE_LABELS if k in s), None))})
+        status = [n.get("status") or {} for n in members]
+        capacity = _smallest([_quantities(s.get("capacity")) for s in status])
+        allocatable = _smallest([_quantities(s.get("allocatable")) for s in status])
+        machine = next((shared[k] for k in INSTANCE_TYPE_LABELS if k in shared), None)
+        name = key[1] if key[0] == "pool" else (machine or "nodes")
+        out.append(NodeGroup(
+            name=name, machine_type=machine, nodes=len(members), zones=tuple(zones),
+            labels=shared, taints=tuple(sorted(taints, key=lambda t: (t.key, t.effect))),
+            capacity=capacity, allocatable=allocatable, facts=(),
+            slice=shared.get(SLICE_LABEL)))
+    return tuple(out)
+
+
+def cluster_queues(items: Iterable[Mapping[str, Any]]) -> tuple[ClusterQueue, ...]:
+    """Kueue ClusterQueue objects (dicts) -> the resources each covers, over every
+    resource group (``spec.resourceGroups[].coveredResources``)."""
+    out = []
+    for item in items:
+        name = (item.get("metadata") or {}).get("name")
+        if not isinstance(name, str):
+            continue
+        covered: set[str] = set()
+        flavors: list[str] = []
+        for g in (item.get("spec") or {}).get("resourceGroups") or []:
+            if not isinstance(g, Mapping):
+                continue
+            covered.update(str(r) for r in g.get("coveredResources") or []
+                           if isinstance(r, str))
+            flavors.extend(str(f["name"]) for f in g.get("flavors") or []
+                           if isinstance(f, Mapping) and isinstance(f.get("name"), str))
+        out.append(ClusterQueue(name, frozenset(covered), tuple(flavors)))
+    return tuple(out)
+
+
+def local_queues(items: Iterable[Mapping[str, Any]]) -> tuple[LocalQueue, ...]:
+    """Kueue LocalQueue objects (dicts) -> ``namespace/name`` and their ClusterQueue."""
+    out = []
+    for item in items:
+        meta = item.get("metadata") or {}
+        cq = (item.get("spec") or {}).get("clusterQueue")
+        if isinstance(meta.get("name"), str) and isinstance(cq, str):
+            ns = meta.get("namespace")
+            out.append(LocalQueue(str(ns) if ns else None, str(meta["name"]), cq))
+    return tuple(out)
+
+
+def model_of(nodes: Iterable[Mapping[str, Any]],
+             cqs: Iterable[Mapping[str, Any]] = (),
+             lqs: Iterable[Mapping[str, Any]] = (), *, mode: Mode = "unknown",
+             ) -> ClusterModel:
+    """The model of a cluster given its Node, ClusterQueue and LocalQueue objects (dicts)."""
+    return ClusterModel(mode=mode, node_groups=node_groups(nodes), node_groups_complete=False,
+                        cluster_queues=cluster_queues(cqs), local_queues=local_queues(lqs),
+                        queue_label=QUEUE_NAME_LABEL, source="live")
+
+
+# --- reading a cluster ---------------------------------------------------------------------
+
+def _failure(what: str, where: str, exc: BaseException) -> EngineError:
+    """One clear error for a request that failed (no traceback)."""
+    from mldiag_provision.stack.kube import is_timeout, request_timeout_s
+
+    status = getattr(exc, "status", None)
+    if status in (401, 403):
+        verb = "did not accept the credentials" if status == 401 else "refused"
+        return EngineError(
+            f"{where}: the API server {verb} reading {what} (HTTP {status})",
+            hint="lint --cluster needs to list nodes and Kueue queues: check the kubeconfig's "
+                 "user (`gcloud container clusters get-credentials` refreshes it) and RBAC "
+                 "(`kubectl auth can-i list nodes`)")
+    if status:
+        reason = " ".join(str(getattr(exc, "reason", "") or "").split())
+        return EngineError(f"{where}: the API server answered HTTP {status} {reason} reading "
+                           f"{what}".replace("  ", " "),
+                           hint="is this a Kubernetes API server? `kubectl get --raw /version`")
+    if is_timeout(exc):
+        return EngineError(f"{where}: no answer reading {what} within "
+                           f"{request_timeout_s():g} s (MLDIAG_REQUEST_TIMEOUT_S)",
+                           hint="the server accepted the connection but sent no answer: "
+                                "check the network path and any proxy in between")
+    return EngineError(f"{where}: cannot reach the API server reading {what} "
+                       f"({_why(exc)})",
+                       hint="check the server address in the kubeconfig and --context, the "
+                            "network path, and that the cluster exists "
+                            "(`gcloud container clusters list`)")
+
+
+def _why(exc: BaseException) -> str:
+    """The socket's words for a failed connection ("Connection refused", "Name or service not
+    known"), else the exception's type."""
+    inner = getattr(exc, "reason", None)
+    for e in (inner, exc):
+        if isinstance(e, BaseException):
+            m = re.search(r"\[Errno -?\d+\] ([^'\")\]]+)", str(e))
+            if m:
+                return m.group(1).strip()
+    return type(inner if isinstance(inner, BaseException) else exc).__name__
+
+
+def _list_queues(custom: Any, plural: str, where: str) -> list[dict[str, Any]] | None:
+    """Every object of a Kueue kind, from the first served version; None when no version is
+    served (Kueue not installed)."""
+    for version in KUEUE_VERSIONS:
+        try:
+            got = custom.list_cluster_custom_object(KUEUE_GROUP, version, plural)
+        except Exception as exc:
+            if getattr(exc, "status", None) == 404:
+                continue
+            raise _failure(f"{plural}.{KUEUE_GROUP}", where, exc) from None
+        items = got.get("items") if isinstance(got, dict) else None
+        return [i for i in items or [] if isinstance(i, dict)]
+    return None
+
+
+def read_cluster(api: Any, where: str = "the cluster") -> ClusterModel:
+    """The model of the cluster ``api`` (a ``kubernetes.client.ApiClient``) talks to.
+
+    Raises:
+      EngineError: a request failed (unreachable, timed out, 401/403, another HTTP error).
+    """
+    from kubernetes import client
+
+    core = client.CoreV1Api(api)
+    custom = client.CustomObjectsApi(api)
+    try:
+        nodes = api.sanitize_for_serialization(core.list_node())
+    except Exception as exc:
+        raise _failure("nodes", where, exc) from None
+    items = nodes.get("items") if isinstance(nodes, dict) else None
+    cqs = _list_queues(custom, "clusterqueues", where) or []
+    lqs = _list_queues(custom, "localqueues", where) or []
+    return model_of([n for n in items or [] if isinstance(n, dict)], cqs, lqs,
+                    mode="autopilot" if _serves(custom, *AUTOPILOT_RESOURCE) else "unknown")
+
+
+def _serves(custom: Any, group: str, version: str, plural: str) -> bool:
+    """True when the cluster lists ``plural.group/version`` (any failure: not known, False)."""
+    try:
+        custom.list_cluster_custom_object(group, version, plural, limit=1)
+    except Exception:
+        return False
+    return True
+
+
+def from_kubeconfig(path: str | None, context: str | None = None) -> ClusterModel:
+    """The model of the cluster of a kubeconfig (``path``, else ``$KUBECONFIG``, else
+    ``~/.kube/config``) and ``context`` (None: the current context).
+
+    Raises:
+      UsageError: the kubeconfig is missing, malformed or lacks the context.
+      EngineError: the cluster cannot be read (see :func:`read_cluster`).
+    """
+    from mldiag_provision.stack.kube import kubeconfig_client
+
+    try:
+        api = kubeconfig_client(path, context)
+    except UsageError as exc:  # its hint names verify's flags; say lint's
+        raise UsageError(exc.message, hint="lint --cluster KUBECONFIG [--context NAME] (no "
+                         "value: $KUBECONFIG, else ~/.kube/config); `gcloud container "
+                         "clusters get-credentials CLUSTER` writes one") from None
+    where = f"kubeconfig {path or '$KUBECONFIG'}" + (f" (context {context})" if context else "")
+    try:
+        return read_cluster(api, where)
+    finally:
+        api.close()

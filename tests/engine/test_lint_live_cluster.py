@@ -1,0 +1,393 @@
+"""``lint --cluster KUBECONFIG``: the cluster model read from a live cluster (the stand-in
+Kubernetes API server, tests/standin/) and lint's cluster rules judged against it.
+
+The stand-in's Nodes carry cpu/memory as recorded from real GKE nodes
+(tests/standin/recorded_nodes.yaml), not as the model's reservation formula computes them, so
+``node-allocatable`` here is checked against the platform's own figures. No terraform: these
+run in seconds.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+import yaml
+from kubernetes import client, config
+
+from standin.gke_cluster import recorded_nodes, seed_gke_cluster, serve_cloud
+
+TOKEN = "t0ken-live"
+ROOT = Path(__file__).resolve().parents[2]
+RECIPES = ROOT / "recipes"
+CLUSTER_RULES = {"kueue-covered-resources", "node-allocatable"}
+HIGHMEM = "n2-highmem-16"  # recorded: allocatable memory 122210676Ki, capacity 131919220Ki
+TPU_POOLS = [{"name": "tpu", "machine_type": "ct6e-standard-4t", "node_count": 4,
+              "zone": "us-east5-b", "tpu_topology": "4x4",
+              "labels": {"mldiag-provision/slice": "train"}}]
+
+
+@pytest.fixture
+def cloud(tmp_path: Path) -> Path:
+    d = tmp_path / "cloud"
+    d.mkdir()
+    return d
+
+
+@pytest.fixture
+def api(cloud: Path):
+    server = serve_cloud(cloud, token=TOKEN)
+    yield server
+    server.stop()
+
+
+def _seed(cloud: Path, api, pools: list[dict]) -> Path:
+    seed_gke_cluster(cloud, project="p", location="us-east5", name="c", api=api,
+                     node_pools=pools)
+    return api.kubeconfig(cloud.parent / "kubeconfig")
+
+
+def _kueue(kubeconfig: Path, objects: list[dict]) -> None:
+    """Install Kueue's ClusterQueue/LocalQueue CRDs (v1beta2) in the stand-in and create
+    ``objects`` (ClusterQueue, LocalQueue, ResourceFlavor; their namespaces first)."""
+    api = config.new_client_from_config(str(kubeconfig))
+    ext = client.ApiextensionsV1Api(api)
+    for kind, scope in (("ClusterQueue", "Cluster"), ("LocalQueue", "Namespaced"),
+                        ("ResourceFlavor", "Cluster")):
+        plural = kind.lower() + "s"
+        ext.create_custom_resource_definition({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": f"{plural}.kueue.x-k8s.io"},
+            "spec": {"group": "kueue.x-k8s.io", "scope": scope,
+                     "names": {"kind": kind, "plural": plural, "singular": kind.lower(),
+                               "listKind": kind + "List"},
+                     "versions": [{"name": "v1beta2", "served": True, "storage": True,
+                                   "schema": {"openAPIV3Schema": {
+                                       "type": "object",
+                                       "x-kubernetes-preserve-unknown-fields": True}}}]}})
+    core = client.CoreV1Api(api)
+    custom = client.CustomObjectsApi(api)
+    for ns in sorted({o["metadata"].get("namespace") for o in objects} - {None}):
+        core.create_namespace({"metadata": {"name": ns}})
+    for o in objects:
+        plural = o["kind"].lower() + "s"
+        body = {**o, "apiVersion": "kueue.x-k8s.io/v1beta2"}
+        ns = o["metadata"].get("namespace")
+        if ns:
+            custom.create_namespaced_custom_object("kueue.x-k8s.io", "v1beta2", ns, plural,
+                                                   body)
+        else:
+            custom.create_cluster_custom_object("kueue.x-k8s.io", "v1beta2", plural, body)
+    api.close()
+
+
+def _problems(out: str) -> list[dict]:
+    return [p for f in json.loads(out)["files"] for p in f["problems"]
+            if p["rule"] in CLUSTER_RULES]
+
+
+def _findings(out: str) -> set[tuple[str, str, int, str]]:
+    """(rule, file name, line, field path) of each cluster-model finding."""
+    return {(p["rule"], Path(p["file"]).name, p["line"], p["path"]) for p in _problems(out)}
+
+
+def _job(name: str, selector: dict, requests: dict, *, queue: str | None = None,
+         namespace: str = "team") -> dict:
+    meta: dict = {"name": name, "namespace": namespace}
+    if queue:
+        meta["labels"] = {"kueue.x-k8s.io/queue-name": queue}
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": meta,
+            "spec": {"template": {"spec": {
+                "restartPolicy": "Never", "nodeSelector": selector,
+                "containers": [{"name": "main", "image": "python:3.12",
+                                "resources": {"requests": requests, "limits": requests}}]}}}}
+
+
+CQ = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue",
+      "metadata": {"name": "cq"},
+      "spec": {"namespaceSelector": {}, "resourceGroups": [{
+          "coveredResources": ["cpu", "memory", "google.com/tpu"],
+          "flavors": [{"name": "tpu", "resources": [
+              {"name": "cpu", "nominalQuota": 1000}, {"name": "memory", "nominalQuota": "4Ti"},
+              {"name": "google.com/tpu", "nominalQuota": 64}]}]}]}}
+LQ = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue",
+      "metadata": {"name": "lq", "namespace": "team"}, "spec": {"clusterQueue": "cq"}}
+TPU_SELECTOR = {"cloud.google.com/gke-tpu-accelerator": "tpu-v6e-slice",
+                "cloud.google.com/gke-tpu-topology": "4x4"}
+
+
+def test_recorded_nodes_are_data_with_sources_not_the_formula():
+    """The stand-in's figures are recorded ones (each with its URL), and differ from what the
+    model's reservation tiers compute for the same machine: the tests below are not
+    circular."""
+    from decimal import Decimal
+
+    from mldiag_provision.cluster.model import allocatable
+    from mldiag_provision.quantity import parse_quantity
+
+    rec = recorded_nodes()
+    assert rec and all(str(r["source"]).startswith("https://") for r in rec.values())
+    assert not any(m.startswith(("ct", "tpu7x")) for m in rec)  # no TPU node recorded
+    node = rec[HIGHMEM]
+    cap = {k: parse_quantity(str(v)) for k, v in node["capacity"].items()}
+    computed = allocatable({k: v for k, v in cap.items() if v is not None})
+    recorded = parse_quantity(node["allocatable"]["memory"])
+    assert computed["memory"] != recorded
+    assert abs(computed["memory"] - recorded) < Decimal(2 ** 30)  # close, not equal
+
+
+def test_model_of_the_standin_cluster(cloud, api):
+    from mldiag_provision.cluster.from_live import from_kubeconfig
+
+    kc = _seed(cloud, api, [*TPU_POOLS, {"name": "highmem", "machine_type": HIGHMEM,
+                                         "node_count": 2, "zone": "us-east5-a"}])
+    model = from_kubeconfig(str(kc))
+    assert model.source == "live" and model.mode == "unknown"
+    assert not model.node_groups_complete
+    assert model.cluster_queues == () and model.local_queues == ()  # Kueue not installed
+    groups = {g.name: g for g in model.node_groups}
+    assert set(groups) == {"tpu", "highmem"}
+    tpu, hm = groups["tpu"], groups["highmem"]
+    assert tpu.nodes == 4 and tpu.machine_type == "ct6e-standard-4t"
+    assert tpu.labels["cloud.google.com/gke-tpu-topology"] == "4x4"
+    assert tpu.slice == "train" and tpu.zones == ("us-east5-b",)
+    assert "kubernetes.io/hostname" not in tpu.labels
+    assert [(t.key, t.effect) for t in tpu.taints] == [("google.com/tpu", "NoSchedule")]
+    assert tpu.allocatable["google.com/tpu"] == 4 and "memory" not in tpu.allocatable
+    assert hm.allocatable["memory"] == 122210676 * 1024
+    assert hm.capacity["memory"] == 131919220 * 1024
+    assert hm.allocatable["cpu"] == Decimal("15.890")
+
+
+def test_an_autopilot_cluster_is_known_by_what_it_serves(cloud, api):
+    from mldiag_provision.cluster.from_live import from_kubeconfig
+
+    seed_gke_cluster(cloud, project="p", location="us-east5", name="c", api=api,
+                     autopilot=True, node_pools=TPU_POOLS)
+    model = from_kubeconfig(str(api.kubeconfig(cloud.parent / "kubeconfig")))
+    assert model.mode == "autopilot" and not model.node_groups_complete
+
+
+def test_lint_cluster_judges_against_the_live_cluster(cloud, api, tmp_path, cli):
+    kc = _seed(cloud, api, [*TPU_POOLS, {"name": "highmem", "machine_type": HIGHMEM,
+                                         "node_count": 2, "zone": "us-east5-a"}])
+    _kueue(kc, [CQ, LQ])
+    pool = {"cloud.google.com/gke-nodepool": "highmem"}
+    docs = [
+        _job("too-big", pool, {"cpu": "8", "memory": "120Gi"}),  # 120 GiB > 116.55 GiB
+        _job("fits", pool, {"cpu": "8", "memory": "100Gi"}),
+        _job("queued", TPU_SELECTOR, {"google.com/tpu": "4", "ephemeral-storage": "10Gi"},
+             queue="lq"),
+        _job("queued-ok", TPU_SELECTOR, {"google.com/tpu": "4", "memory": "64Gi"},
+             queue="lq"),
+    ]
+    path = tmp_path / "jobs.yaml"
+    path.write_text(yaml.safe_dump_all(docs), encoding="utf-8")
+    code, out, err = cli("lint", str(path), "--cluster", str(kc), "-O", "json")
+    assert code in (0, 1), err
+    found = {(p["rule"], p["path"], p["message"].split(" requests ")[0])
+             for p in _problems(out)}
+    assert found == {
+        ("node-allocatable", "spec.template.spec.containers[0].resources.requests.memory",
+         "scheduled: Job 'too-big'"),
+        ("kueue-covered-resources",
+         "spec.template.spec.containers[0].resources.requests.ephemeral-storage",
+         "admitted: Job 'queued'"),
+    }, (out, err)
+    message = next(p["message"] for p in _problems(out) if p["rule"] == "node-allocatable")
+    assert "116.55 GiB" in message and "Insufficient memory" in message
+    # without --cluster the same manifests name no queue object and no recorded machine:
+    # the model built from the manifests judges neither
+    _, out, _ = cli("lint", str(path), "-O", "json")
+    assert _findings(out) == set()
+
+
+def test_lint_cluster_from_kubeconfig_env_and_context(cloud, api, tmp_path, cli,
+                                                       monkeypatch):
+    kc = _seed(cloud, api, [{"name": "highmem", "machine_type": HIGHMEM, "node_count": 1}])
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(_job("big", {"cloud.google.com/gke-nodepool": "highmem"},
+                                        {"memory": "120Gi"})), encoding="utf-8")
+    monkeypatch.setenv("KUBECONFIG", str(kc))
+    code, out, _ = cli("lint", str(path), "--cluster", "-O", "json")
+    assert {f[0] for f in _findings(out)} == {"node-allocatable"}
+    code, out, _ = cli("lint", str(path), "--cluster", "--context", "standin", "-O", "json")
+    assert {f[0] for f in _findings(out)} == {"node-allocatable"}
+    code, out, err = cli("lint", str(path), "--cluster", "--context", "nope")
+    assert code == 2 and "nope" in err and "Traceback" not in err
+
+
+# --- errors ------------------------------------------------------------------------------
+
+def _job_file(tmp_path: Path) -> Path:
+    path = tmp_path / "job.yaml"
+    path.write_text(yaml.safe_dump(_job("j", TPU_SELECTOR, {"google.com/tpu": "4"})),
+                    encoding="utf-8")
+    return path
+
+
+def test_unreachable_server_is_one_clear_message(tmp_path, cli, monkeypatch):
+    import socket
+
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(yaml.safe_dump({
+        "apiVersion": "v1", "kind": "Config", "current-context": "x",
+        "clusters": [{"name": "x", "cluster": {"server": f"https://127.0.0.1:{port}",
+                                               "insecure-skip-tls-verify": True}}],
+        "users": [{"name": "x", "user": {"token": "t"}}],
+        "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}]}))
+    monkeypatch.setenv("MLDIAG_REQUEST_TIMEOUT_S", "5")
+    code, out, err = cli("lint", str(_job_file(tmp_path)), "--cluster", str(kc))
+    assert code == 4, (out, err)
+    assert "cannot reach the API server reading nodes (Connection refused)" in err
+    assert "hint" in err.lower() and "Traceback" not in err + out
+
+
+def test_a_server_that_never_answers_times_out_in_one_message(tmp_path, cli, monkeypatch):
+    import socket
+
+    with socket.socket() as listener:  # accepts connections (backlog), never answers
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        port = listener.getsockname()[1]
+        kc = tmp_path / "kubeconfig"
+        kc.write_text(yaml.safe_dump({
+            "apiVersion": "v1", "kind": "Config", "current-context": "x",
+            "clusters": [{"name": "x", "cluster": {"server": f"https://127.0.0.1:{port}",
+                                                   "insecure-skip-tls-verify": True}}],
+            "users": [{"name": "x", "user": {"token": "t"}}],
+            "contexts": [{"name": "x", "context": {"cluster": "x", "user": "x"}}]}))
+        monkeypatch.setenv("MLDIAG_REQUEST_TIMEOUT_S", "1")
+        code, out, err = cli("lint", str(_job_file(tmp_path)), "--cluster", str(kc))
+    assert code == 4, (out, err)
+    assert "no answer reading nodes within 1 s (MLDIAG_REQUEST_TIMEOUT_S)" in err
+    assert "Traceback" not in err + out
+
+
+def test_rejected_token_is_one_clear_message(cloud, api, tmp_path, cli):
+    kc = _seed(cloud, api, TPU_POOLS)
+    doc = json.loads(kc.read_text())
+    doc["users"][0]["user"]["token"] = "wrong"
+    kc.write_text(json.dumps(doc))
+    code, out, err = cli("lint", str(_job_file(tmp_path)), "--cluster", str(kc))
+    assert code == 4 and "did not accept the credentials" in err and "HTTP 401" in err
+    assert "Traceback" not in err + out
+
+
+@pytest.mark.parametrize("content, words", [
+    ("clusters: [", "not YAML"),
+    ("- a\n- b\n", "a YAML list"),
+    ("clusters: {}\n", "clusters must be a list"),
+])
+def test_bad_kubeconfig_is_a_usage_error(tmp_path, cli, content, words):
+    kc = tmp_path / "kubeconfig"
+    kc.write_text(content)
+    code, out, err = cli("lint", str(_job_file(tmp_path)), "--cluster", str(kc))
+    assert code == 2 and words in err and "Traceback" not in err + out
+
+
+def test_missing_kubeconfig_and_context_without_cluster(tmp_path, cli):
+    code, _, err = cli("lint", str(_job_file(tmp_path)), "--cluster",
+                       str(tmp_path / "absent"))
+    assert code == 2 and "no such file" in err
+    code, _, err = cli("lint", str(_job_file(tmp_path)), "--context", "x")
+    assert code == 2 and "--context needs --cluster" in err
+
+
+# --- agreement with lint --recipe on the rendered manifests --------------------------------
+
+def _tpu_recipes() -> list[Path]:
+    return sorted(p for p in RECIPES.glob("tpu*.yaml"))
+
+
+def _recipe_pools(recipe: Path) -> list[dict]:
+    """A node pool per slice of the recipe's plan (as tests/engine/conftest.py's
+    seed_recipe_cluster does)."""
+    from mldiag_provision.catalog.tpu import load_catalog
+    from mldiag_provision.pipeline import check_file
+    from mldiag_provision.plan.stack import build_plan
+
+    catalog = load_catalog()
+    res = check_file(str(recipe), catalog)
+    assert res.parsed.recipe is not None and not res.report.errors, res.report
+    plan = build_plan(res.parsed.recipe, res.shapes, catalog)
+    pools = []
+    for sp in plan.slices:
+        for i in range(sp.count):
+            pools.append({"name": sp.name if sp.count == 1 else f"{sp.name}-{i}",
+                          "machine_type": sp.machine_type, "node_count": sp.vms,
+                          "zone": plan.zone,
+                          "tpu_topology": sp.topology if sp.multi_host else None,
+                          "labels": {"mldiag-provision/slice": sp.name}})
+    return pools
+
+
+@pytest.mark.parametrize("recipe", _tpu_recipes(), ids=lambda p: p.stem)
+def test_lint_cluster_agrees_with_lint_recipe(recipe, cloud, api, tmp_path, cli):
+    """The rendered manifests of a bundled TPU recipe, linted against the stand-in cluster
+    seeded with the recipe's node pools (and its Kueue objects, where it renders them) and
+    linted with ``--recipe``: the same (rule, path) set for the cluster-model rules.
+
+    No TPU machine type has a recorded node (recorded_nodes.yaml), so on these the live
+    model does not judge cpu/memory: agreement on ``node-allocatable`` here means neither
+    reports it; ``kueue-covered-resources`` is compared on the queued recipes."""
+    out_dir = tmp_path / "out"
+    code, _, err = cli("render", str(recipe), "-o", str(out_dir))
+    assert code == 0, err
+    workloads = out_dir / "k8s" / "workloads"
+    kc = _seed(cloud, api, _recipe_pools(recipe))
+    queues = [d for f in sorted(workloads.glob("*.yaml"))
+              for d in yaml.safe_load_all(f.read_text(encoding="utf-8"))
+              if isinstance(d, dict) and str(d.get("apiVersion", "")).startswith("kueue.")
+              and d.get("kind") in ("ClusterQueue", "LocalQueue", "ResourceFlavor")]
+    if queues:
+        _kueue(kc, queues)
+    assert _both(workloads, recipe, kc, cli) is not None
+    if not queues:
+        return
+    # the queued workloads also ask for ephemeral storage, which the recipe's ClusterQueue
+    # does not cover: both models must say so, at the same fields
+    for f in sorted(workloads.glob("*.yaml")):
+        docs = list(yaml.safe_load_all(f.read_text(encoding="utf-8")))
+        if _request_ephemeral(docs):
+            f.write_text(yaml.safe_dump_all(docs, sort_keys=False), encoding="utf-8")
+    found = _both(workloads, recipe, kc, cli)
+    assert found and {f[0] for f in found} == {"kueue-covered-resources"}
+
+
+def _both(workloads: Path, recipe: Path, kc: Path, cli) -> set:
+    """lint --cluster and lint --recipe of ``workloads``: their common finding set (asserted
+    equal)."""
+    code, live_out, err = cli("lint", str(workloads), "--cluster", str(kc), "-O", "json")
+    assert code in (0, 1), err
+    code, recipe_out, err = cli("lint", str(workloads), "--recipe", str(recipe), "-O", "json")
+    assert code in (0, 1), err
+    assert _findings(live_out) == _findings(recipe_out)
+    return _findings(live_out)
+
+
+def _request_ephemeral(docs: list) -> bool:
+    """Add ``ephemeral-storage: 1Gi`` to the first container of every queued pod template
+    (Job, JobSet) in ``docs``; True when one was changed."""
+    changed = False
+    for d in docs:
+        if not isinstance(d, dict) or "kueue.x-k8s.io/queue-name" not in (
+                (d.get("metadata") or {}).get("labels") or {}):
+            continue
+        if d.get("kind") == "JobSet":
+            pods = [rj["template"]["spec"]["template"]["spec"]
+                    for rj in d["spec"]["replicatedJobs"]]
+        elif d.get("kind") == "Job":
+            pods = [d["spec"]["template"]["spec"]]
+        else:
+            continue
+        for pod in pods:
+            res = pod["containers"][0].setdefault("resources", {})
+            res.setdefault("requests", {})["ephemeral-storage"] = "1Gi"
+            changed = True
+    return changed
