@@ -108,7 +108,8 @@ def test_gpu_pod_without_gpu_selector_on_autopilot_is_an_error(
     rc, problems = _lint_json(capsys, "--autopilot", "--no-diagnostics", str(manifest))
     assert rc == 1
     [p] = _by_rule(problems, "autopilot-gpu-selector")
-    assert p["severity"] == "error" and p["path"] == "spec.template.spec.nodeSelector"
+    assert p["severity"] == "error" and p["path"] == (
+        'spec.template.spec.nodeSelector["cloud.google.com/gke-accelerator"]')  # the missing key
     assert "ai-on-gke/pull/983" in p["source"]
     manifest.write_text(GPU_JOB)
     rc, problems = _lint_json(capsys, "--autopilot", "--no-diagnostics", str(manifest))
