@@ -22,7 +22,7 @@ from standin.gke_cluster import recorded_nodes, seed_gke_cluster, serve_cloud
 TOKEN = "t0ken-live"
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = ROOT / "recipes"
-CLUSTER_RULES = {"kueue-covered-resources", "node-allocatable"}
+CLUSTER_RULES = {"kueue-covered-resources", "node-allocatable", "node-taints"}
 HIGHMEM = "n2-highmem-16"  # recorded: allocatable memory 122210676Ki, capacity 131919220Ki
 TPU_POOLS = [{"name": "tpu", "machine_type": "ct6e-standard-4t", "node_count": 4,
               "zone": "us-east5-b", "tpu_topology": "4x4",
@@ -220,6 +220,30 @@ def test_lint_cluster_from_kubeconfig_env_and_context(cloud, api, tmp_path, cli,
 
 
 # --- errors ------------------------------------------------------------------------------
+
+def test_lint_cluster_names_a_taint_no_toleration_matches(cloud, api, tmp_path, cli):
+    """GKE taints TPU nodes google.com/tpu=present:NoSchedule (the stand-in's Nodes, as
+    GKE's): a pod pinned to the TPU pool that requests no TPU gets no automatic toleration
+    (ExtendedResourceToleration adds one only for a requested extended resource,
+    kubernetes/kubernetes#55839) and stays Pending with the scheduler's "had untolerated
+    taint" (Kubernetes' taint-and-toleration page); one that requests the chips, or
+    tolerates the taint, schedules."""
+    kc = _seed(cloud, api, TPU_POOLS)
+    sidecar = _job("sidecar", TPU_SELECTOR, {"cpu": "1"})
+    tolerant = _job("tolerant", TPU_SELECTOR, {"cpu": "1"})
+    tolerant["spec"]["template"]["spec"]["tolerations"] = [
+        {"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}]
+    docs = [sidecar, tolerant, _job("chips", TPU_SELECTOR, {"google.com/tpu": "4"})]
+    path = tmp_path / "jobs.yaml"
+    path.write_text(yaml.safe_dump_all(docs), encoding="utf-8")
+    code, out, err = cli("lint", str(path), "--cluster", str(kc), "-O", "json")
+    assert code == 1, (out, err)
+    [p] = _problems(out)
+    assert p["rule"] == "node-taints" and p["path"] == "spec.template.spec"
+    assert "Job 'sidecar'" in p["message"]
+    assert "node(s) had untolerated taint {google.com/tpu: present}" in p["message"]
+    assert p["severity"] == "error"
+
 
 def _job_file(tmp_path: Path) -> Path:
     path = tmp_path / "job.yaml"

@@ -350,3 +350,68 @@ def test_a_pod_bound_to_no_node_group_is_not_judged() -> None:
                "    resources: {requests: {memory: 185Gi}}\n")
     result = lint(POD % "memory: 1Gi", cpu_pod)
     assert by_rule(result, "node-allocatable") == []
+
+
+# -- scheduled: taints and tolerations ----------------------------------------------------------
+
+def _tainted_model(*taints: tuple[str, str, str]):
+    from mldiag_provision.cluster.model import ClusterModel, NodeGroup, Taint
+
+    group = NodeGroup(name="dedicated", machine_type="n2-standard-8", nodes=3, zones=(),
+                      labels={"cloud.google.com/gke-nodepool": "dedicated"},
+                      taints=tuple(Taint(*x) for x in taints), capacity={}, allocatable={})
+    return ClusterModel(mode="unknown", node_groups=(group,), source="live")
+
+
+def _taint_verdicts(model, tolerations: list | None = None, requests: str = "cpu: 1"):
+    from mldiag_provision.cluster.check import check
+    from mldiag_provision.lint.loading import Resource
+    from mldiag_provision.lint.workloads import pod_templates
+    from mldiag_provision.recipe.sourcemap import SourceMap
+
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"nodeSelector": {"cloud.google.com/gke-nodepool": "dedicated"},
+                    "containers": [{"name": "c", "image": "busybox", "resources": {
+                        "requests": yaml.safe_load("{" + requests + "}")}}]}}
+    if tolerations is not None:
+        pod["spec"]["tolerations"] = tolerations
+    res = Resource("p.yaml", SourceMap(file="p.yaml"), pod)
+    return [v for v in check(model, pod_templates(res)) if v.check == "taints"]
+
+
+def test_a_dedicated_pool_taint_keeps_off_pods_without_its_toleration() -> None:
+    """Kubernetes' taint-and-toleration page: `dedicated=groupName:NoSchedule` lets on only
+    pods that tolerate it; the scheduler says "node(s) had untolerated taint"."""
+    model = _tainted_model(("dedicated", "groupName", "NoSchedule"))
+    [v] = _taint_verdicts(model)
+    assert "had untolerated taint {dedicated: groupName}" in v.message
+    assert 'value: "groupName"' in v.hint
+    assert _taint_verdicts(model, [{"key": "dedicated", "operator": "Equal",
+                                    "value": "groupName", "effect": "NoSchedule"}]) == []
+    assert _taint_verdicts(model, [{"key": "dedicated", "operator": "Exists"}]) == []
+    assert _taint_verdicts(model, [{"operator": "Exists"}]) == []  # empty key: every taint
+    # a wrong value or effect does not match
+    assert len(_taint_verdicts(model, [{"key": "dedicated", "value": "other"}])) == 1
+    assert len(_taint_verdicts(model, [{"key": "dedicated", "operator": "Exists",
+                                        "effect": "NoExecute"}])) == 1
+
+
+def test_prefer_no_schedule_only_steers() -> None:
+    """PreferNoSchedule is a preference, not a refusal (taint-and-toleration page)."""
+    assert _taint_verdicts(_tainted_model(("spot", "true", "PreferNoSchedule"))) == []
+
+
+def test_an_extended_resource_request_tolerates_its_own_taint() -> None:
+    """kubernetes/kubernetes#55839, ExtendedResourceToleration: a pod requesting
+    nvidia.com/gpu tolerates nvidia.com/gpu:NoSchedule without writing it."""
+    from mldiag_provision.cluster.model import ClusterModel, NodeGroup, Taint
+
+    gpu = NodeGroup(name="gpu", machine_type="a3-highgpu-8g", nodes=1, zones=(),
+                    labels={"cloud.google.com/gke-nodepool": "dedicated"},
+                    taints=(Taint("nvidia.com/gpu", "present", "NoSchedule"),),
+                    capacity={"nvidia.com/gpu": Decimal(8)}, allocatable={})
+    model = ClusterModel(mode="unknown", node_groups=(gpu,), source="live")
+    assert _taint_verdicts(model, requests="nvidia.com/gpu: 8") == []
+    # the same pool, a pod that asks for no GPU: no toleration is added for it
+    [v] = _taint_verdicts(model, requests="cpu: 1")
+    assert "{nvidia.com/gpu: present}" in v.message

@@ -10,6 +10,9 @@ stops at the first.
 * **admitted** (:func:`admitted`): a workload with the Kueue queue-name label is admitted only
   when its ClusterQueue covers every resource its pods request (fact
   ``gke.queuedProvisioning.coverage``; kubernetes-sigs/kueue#4848).
+* **scheduled** (:func:`tolerated`): the pod tolerates the taints of a node group it may land
+  on ("node(s) had untolerated taint"); only a live model knows taints beyond the accelerator
+  taints every accelerator pod tolerates.
 * **scheduled** (:func:`scheduled`): the pod's requests fit the *allocatable* resources of some
   node group its selectors and accelerator allow (fact ``gke.nodeAllocatable``): a request
   above allocatable stays Pending with "0/N nodes are available: N Insufficient memory" even
@@ -26,7 +29,7 @@ from functools import lru_cache
 from typing import Literal
 
 from mldiag_provision.catalog.store import Fact, store
-from mldiag_provision.cluster.model import CPU, GIB, MEMORY, ClusterModel, NodeGroup
+from mldiag_provision.cluster.model import CPU, GIB, MEMORY, ClusterModel, NodeGroup, Taint
 from mldiag_provision.lint.loading import get
 from mldiag_provision.lint.workloads import PodTemplate
 from mldiag_provision.quantity import parse_quantity
@@ -189,6 +192,66 @@ def _candidates(model: ClusterModel, t: PodTemplate, requests: Mapping[str, Requ
     return out
 
 
+_BLOCKING = ("NoSchedule", "NoExecute")
+
+
+def _tolerates(tol: Mapping[str, object], taint: Taint) -> bool:
+    """Whether one toleration matches ``taint`` (Kubernetes' matching rule, fact
+    ``kubernetes.scheduling.taints``): key equal (or empty with Exists: every key), Exists or
+    an equal value, effect equal or empty."""
+    key, op = tol.get("key"), tol.get("operator") or "Equal"
+    effect = tol.get("effect")
+    if effect not in (None, "") and effect != taint.effect:
+        return False
+    if key in (None, ""):
+        return op == "Exists"
+    if key != taint.key:
+        return False
+    return op == "Exists" or str(tol.get("value") or "") == taint.value
+
+
+def tolerated(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
+    """The pod tolerates the NoSchedule/NoExecute taints of some node group it may land on.
+    A pod that requests an extended resource tolerates that resource's taint (the
+    ExtendedResourceToleration admission plugin, fact ``kubernetes.scheduling.
+    extendedResourceToleration``), as GKE's accelerator nodes need."""
+    if not any(g.taints for g in model.node_groups):
+        return
+    requests = pod_requests(t, _scheduling)
+    groups = _candidates(model, t, requests)
+    if not groups:
+        return
+    raw = t.spec.get("tolerations")
+    tolerations = [x for x in raw if isinstance(x, dict)] if isinstance(raw, list) else []
+    implicit = [{"key": n, "operator": "Exists", "effect": "NoSchedule"}
+                for n, r in requests.items() if "/" in n and r.amount > 0]
+    blocked: list[tuple[NodeGroup, Taint]] = []
+    for g in groups:
+        bad = next((x for x in g.taints if x.effect in _BLOCKING and not any(
+            _tolerates(tol, x) for tol in (*tolerations, *implicit))), None)
+        if bad is None:
+            return  # the pod may land here
+        blocked.append((g, bad))
+    g, taint = blocked[0]
+    fact = store().as_fact(store().doc("kubernetes")["scheduling"]["taints"])
+    shown = f"{{{taint.key}: {taint.value}}}" if taint.value else f"{{{taint.key}}}"
+    nodes = sum(x.nodes for x, _ in blocked)
+    said = str(fact["words"]).format(nodes=nodes, taint=shown)
+    path = (*t.spec_path, "tolerations") if tolerations else t.spec_path
+    yield Verdict(
+        t, "scheduled", "taints", path,
+        f"{t.describe()} tolerates no {taint.key}={taint.value}:{taint.effect} taint of node "
+        f"pool '{g.name}'" + (f" (nor those of {len(blocked) - 1} other pool(s))"
+                              if len(blocked) > 1 else "")
+        + f": it stays Pending with \"{said}\"",
+        value=None, expected=f"a toleration of {taint.key}" + (
+            f"={taint.value}" if taint.value else "") + f":{taint.effect}",
+        hint=f"add tolerations: [{{key: {taint.key}, operator: "
+             + (f"Equal, value: \"{taint.value}\"" if taint.value else "Exists")
+             + f", effect: {taint.effect}}}] to the pod template, or select another pool",
+        facts=(fact,))
+
+
 def _whole_machine(g: NodeGroup, resource: str) -> Decimal | None:
     """The machine's size: above it, ``tpu-resources``/``workload-resources`` report, not
     this check."""
@@ -241,5 +304,6 @@ def check(model: ClusterModel, templates: list[PodTemplate]) -> list[Verdict]:
     out: list[Verdict] = []
     for t in templates:
         out.extend(admitted(model, t))
+        out.extend(tolerated(model, t))
         out.extend(scheduled(model, t))
     return out

@@ -12,6 +12,7 @@ Rules (ids stable):
 * ``kueue-covered-resources`` (*admitted*): every resource a queued pod requests is covered
   by its ClusterQueue.
 * ``node-allocatable`` (*scheduled*): cpu and memory requests fit a node's allocatable.
+* ``node-taints`` (*scheduled*): the pod tolerates the taints of a node it can land on.
 """
 
 from __future__ import annotations
@@ -50,7 +51,12 @@ ALLOCATABLE = define("node-allocatable", "a pod's cpu and memory requests fit th
                      source=store().source_url("GKE-NODE-SIZES"),
                      facts=("gke.nodeAllocatable.memory", "gke.nodeAllocatable.cpu"))
 
-_RULE = {"kueue-coverage": KUEUE.id, "allocatable": ALLOCATABLE.id}
+TAINTS = define("node-taints", "a pod tolerates the NoSchedule/NoExecute taints of a node "
+                "it can land on (else it stays Pending)",
+                source=store().source_url("K8S-TAINTS"),
+                facts=("kubernetes.scheduling.taints",))
+
+_RULE = {"kueue-coverage": KUEUE.id, "allocatable": ALLOCATABLE.id, "taints": TAINTS.id}
 _KUEUE_GROUP = "kueue.x-k8s.io"
 
 
