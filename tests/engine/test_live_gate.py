@@ -79,3 +79,25 @@ def test_json_output_carries_the_failed_checks(gate, cli) -> None:
     assert [p["rule"] for p in doc["error"]["problems"]] == ["live-machine-type"]
     assert doc["error"]["problems"][0]["message"] == (
         "ct4p-hightpu-4t (slice v4-16) is not offered in any zone of us-central2")
+
+
+def test_a_name_taken_outside_the_stack_stops_plan_and_its_own_do_not(gate, cli) -> None:
+    """Issue 25: the workload service account the stack would create exists in the project
+    (another stack's, or made by hand): plan stops before Terraform, naming it, and again on
+    the next run (a rendered plan.json alone makes nothing the stack's own). Once the
+    stack's state holds the account (applied here with --ignore-live-failures: the stand-in
+    cloud and the stand-in APIs are separate), it is the stack's own: plan goes on."""
+    apis, recipe, work, cloud = gate
+    apis.project.taken = {"serviceAccount": {"tpu-v4-multihost-workload"}}
+    for _ in range(2):
+        rc, out, err = cli("plan", str(recipe), "-o", str(work))
+        assert rc == 1
+        assert "FAIL names" in out and "tpu-v4-multihost-workload already exists" in out
+        assert "nothing was planned or changed" in err
+    assert cloud_objects(cloud) == {}
+    rc, out, err = cli("apply", str(recipe), "-o", str(work), "--auto-approve",
+                       "--ignore-live-failures", "--no-workloads")
+    assert rc == 0, out + err
+    rc, out, err = cli("plan", str(recipe), "-o", str(work))
+    assert rc == 0, out + err
+    assert "FAIL names" not in out

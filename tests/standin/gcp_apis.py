@@ -1,4 +1,4 @@
-"""TEST INFRASTRUCTURE: a local HTTP server speaking the REST (JSON) wire format of the six
+"""TEST INFRASTRUCTURE: a local HTTP server speaking the REST (JSON) wire format of the
 Google Cloud APIs the live preflight asks, so the official client libraries (REST transport,
 pointed here by ``MLDIAG_GOOGLE_API_ENDPOINT``) run unchanged against it.
 
@@ -16,13 +16,17 @@ response shapes:
     https://cloud.google.com/compute/docs/reference/rest/v1/reservations);
   * Cloud Quotas v1 QuotaInfo
     (https://cloud.google.com/docs/quotas/reference/rest/v1/projects.locations.services.quotaInfos);
+  * whether a name is taken (``FakeProject.taken``): Compute v1 ``get`` of routers, firewalls,
+    networks, subnetworks, resource policies, and Cloud Storage JSON ``buckets.get``
+    (https://cloud.google.com/storage/docs/json_api/v1/buckets/get; 403 for a bucket of
+    another project);
 and errors as Google's JSON error body ``{"error": {"code", "message", "status"}}``
 (https://cloud.google.com/apis/design/errors#http_mapping).
 
 The IAM admin API's client speaks gRPC only: for it a local gRPC server (``grpc_target``)
-serves ``google.iam.admin.v1.IAM`` GetRole / QueryTestablePermissions, built from the
-client library's own request/response types (proto-plus ``serialize``/``deserialize``),
-errors as gRPC status codes (https://cloud.google.com/apis/design/errors#handling_errors).
+serves ``google.iam.admin.v1.IAM`` GetRole / GetServiceAccount / QueryTestablePermissions,
+built from the client library's own request/response types (proto-plus
+``serialize``/``deserialize``), errors as gRPC status codes (https://cloud.google.com/apis/design/errors#handling_errors).
 
 Every REST request needs ``Authorization: Bearer <token>`` (401 otherwise). ``denied`` (API name
 -> 403 on every call of it) and ``delay_s`` (API name -> seconds before answering) make the
@@ -61,6 +65,11 @@ class FakeProject:
     reservations: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     quotas: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # id -> dimInfos
     clusters: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
+    taken: dict[str, set[str]] = field(default_factory=dict)
+    """Names that exist already, by kind (plan/owned.py kinds: serviceAccount (account id),
+    customRole (role id), gcsBucket, computeRouter, ...); every other name is free (404).
+    ``customRoleDeleted``: roles deleted less than 7 days ago; ``gcsBucketHidden``: buckets
+    of another project (403)."""
     denied: set[str] = field(default_factory=set)  # API names answering 403
     disabled: set[str] = field(default_factory=set)  # API names off: 403 SERVICE_DISABLED
     delay_s: dict[str, float] = field(default_factory=dict)
@@ -117,7 +126,17 @@ _ROUTES: list[tuple[str, re.Pattern[str], str, str]] = [
                 r"(?P<r>[^/]+)$", "compute", "get_reservation"),
         ("GET", r"^/v1/projects/(?P<p>[^/]+)/locations/global/services/(?P<svc>[^/]+)/"
                 r"quotaInfos/(?P<qid>[^/]+)$", "cloudquotas", "quota_info"),
+        # whether a name is taken (issue 25): Compute get of each collection, buckets.get
+        ("GET", r"^/compute/v1/projects/(?P<p>[^/]+)/(?:regions/[^/]+|global)/"
+                r"(?P<coll>routers|firewalls|networks|subnetworks|resourcePolicies)/"
+                r"(?P<n>[^/]+)$", "compute", "get_named"),
+        ("GET", r"^/storage/v1/b/(?P<b>[^/]+)$", "storage", "get_bucket"),
     ]]
+
+# Compute collection -> plan/owned.py kind
+_COLLECTION_KIND = {"routers": "computeRouter", "firewalls": "computeFirewall",
+                    "networks": "computeNetwork", "subnetworks": "computeSubnetwork",
+                    "resourcePolicies": "computeResourcePolicy"}
 
 
 class GcpApis:
@@ -206,10 +225,20 @@ class GcpApis:
                                     for p in page["permissions"]],
                     "next_page_token": page.get("nextPageToken", "")}
 
+        def get_service_account(req: Any) -> dict[str, Any]:
+            # projects/P/serviceAccounts/ID@P.iam.gserviceaccount.com
+            email = req.name.rsplit("/", 1)[-1]
+            if email.split("@", 1)[0] not in self.project.taken.get("serviceAccount", ()):
+                raise _Error(404, "NOT_FOUND", f"Service account {req.name} does not exist.")
+            return {"name": req.name, "email": email, "project_id": self.project.project_id}
+
         server = grpc.server(futures.ThreadPoolExecutor(max_workers=8))
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
             "google.iam.admin.v1.IAM", {
                 "GetRole": rpc("GetRole", get_role, types.GetRoleRequest, types.Role),
+                "GetServiceAccount": rpc("GetServiceAccount", get_service_account,
+                                         types.GetServiceAccountRequest,
+                                         types.ServiceAccount),
                 "QueryTestablePermissions": rpc(
                     "QueryTestablePermissions", testable,
                     types.QueryTestablePermissionsRequest,
@@ -301,6 +330,12 @@ class GcpApis:
     def _get_role(self, name: str, **_: Any) -> dict[str, Any]:
         if name in self.project.roles:
             return self.project.roles[name]
+        if name.startswith("projects/"):  # a custom role: only the taken ones exist
+            role_id = name.rsplit("/", 1)[-1]
+            deleted = role_id in self.project.taken.get("customRoleDeleted", ())
+            if deleted or role_id in self.project.taken.get("customRole", ()):
+                return {"name": name, "title": role_id, "stage": "GA", "deleted": deleted}
+            raise _Error(404, "NOT_FOUND", f"The role named {name} was not found.")
         if self.project.all_roles_exist:
             return {"name": name, "title": name, "stage": "GA", "etag": "BwY="}
         raise _Error(404, "NOT_FOUND", f"The role named {name} was not found.")
@@ -376,6 +411,21 @@ class GcpApis:
                 items.setdefault(f"zones/{zone}", {"reservations": []})["reservations"].append(
                     body)
         return {"kind": "compute#reservationAggregatedList", "items": items}
+
+    def _get_named(self, p: str, coll: str, n: str, **_: Any) -> dict[str, Any]:
+        self._own(p)
+        if n not in self.project.taken.get(_COLLECTION_KIND[coll], ()):
+            raise _Error(404, "NOT_FOUND", f"The resource 'projects/{p}/.../{coll}/{n}' was "
+                         "not found")
+        return {"kind": f"compute#{coll[:-1]}", "name": n}
+
+    def _get_bucket(self, b: str, **_: Any) -> dict[str, Any]:
+        if b in self.project.taken.get("gcsBucketHidden", ()):
+            raise _Error(403, "PERMISSION_DENIED", "The caller does not have "
+                         f"storage.buckets.get access to the Google Cloud Storage bucket {b}.")
+        if b not in self.project.taken.get("gcsBucket", ()):
+            raise _Error(404, "NOT_FOUND", "The specified bucket does not exist.")
+        return {"kind": "storage#bucket", "name": b}
 
     def _quota_info(self, p: str, svc: str, qid: str, **_: Any) -> dict[str, Any]:
         self._own(p)

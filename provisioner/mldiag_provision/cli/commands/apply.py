@@ -75,8 +75,11 @@ def run(args: argparse.Namespace, out: Console) -> int:
 
     stack = open_stack(args, NAME, reporter=progress.stack_event if progress else None)
     with stack:
+        from mldiag_provision.preflight.live.target import known_names
+
+        known = known_names(stack.workdir)  # the stack's names, before the render
         render_shown(stack, args, out, quiet=not text)
-        live = live_gate(args, out, err)  # stops here, before Terraform, on a FAIL
+        live = live_gate(args, out, err, known)  # stops here, before Terraform, on a FAIL
         stages = [s.name for s in stack.stages(only)]
         if args.no_workloads:
             stages = [s for s in stages if s is not StageName.WORKLOADS]

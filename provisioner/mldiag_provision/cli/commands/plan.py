@@ -71,8 +71,11 @@ def run(args: argparse.Namespace, out: Console) -> int:
     stack = open_stack(args, NAME, reporter=progress.stack_event if progress else None)
     with stack:
         if not args.destroy:
+            from mldiag_provision.preflight.live.target import known_names
+
+            known = known_names(stack.workdir)  # the stack's names, before the render
             render_shown(stack, args, out, quiet=not text)
-            live = live_gate(args, out, err_console(args))  # stops here on a FAIL
+            live = live_gate(args, out, err_console(args), known)  # stops here on a FAIL
         else:
             from mldiag_provision.stack.workdir import check_workdir_recipe
 

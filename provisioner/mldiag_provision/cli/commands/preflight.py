@@ -42,6 +42,9 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                         "version, machine types, reservations, quotas")
     p.add_argument("--live-timeout", type=_timeout, default=10.0, metavar="SECONDS",
                    help="bound of each Google Cloud call (default 10)")
+    p.add_argument("-o", "--out", metavar="DIR",
+                   help="the stack's work directory: names its plan has are the stack's own "
+                        "(--live asks only whether the others are taken), and it keeps them")
     p.add_argument("--output", "-O", choices=("text", "json"), default="text")
 
 
@@ -74,8 +77,10 @@ def _checked_plan(recipe: str, workdir: str | None = None) -> tuple[Any, Any]:
                            previous_plan_of(workdir, res.parsed.recipe.metadata.name))
 
 
-def run_live(plan: Any, *, timeout_s: float) -> tuple[list[Any], dict[str, float]]:
-    """The live rows of ``plan`` (renders its stack in memory to read the resource types).
+def run_live(plan: Any, *, timeout_s: float, known: Any = frozenset(),
+             ) -> tuple[list[Any], dict[str, float]]:
+    """The live rows of ``plan`` (renders its stack in memory to read the resource types);
+    ``known``: the (kind, scope, name) keys the stack already has (not asked about).
 
     Raises:
       UsageError: the ``live`` extra is not installed, or there are no credentials.
@@ -90,7 +95,7 @@ def run_live(plan: Any, *, timeout_s: float) -> tuple[list[Any], dict[str, float
     from mldiag_provision.preflight.live.target import build_target
     from mldiag_provision.render.stack import render_stack
 
-    return run_live_checks(build_target(plan, render_stack(plan)), timeout_s=timeout_s)
+    return run_live_checks(build_target(plan, render_stack(plan), known), timeout_s=timeout_s)
 
 
 def print_rows(out: Console, rows: list[Any]) -> None:
@@ -106,11 +111,14 @@ def _counts(rows: list[Any]) -> dict[str, int]:
 
 
 def run(args: argparse.Namespace, out: Console) -> int:
-    res, plan = _checked_plan(args.recipe)
+    res, plan = _checked_plan(args.recipe, args.out)
     rows: list[Any] = []
     timings: dict[str, float] = {}
     if args.live:
-        rows, timings = run_live(plan, timeout_s=args.live_timeout)
+        from mldiag_provision.preflight.live.target import known_names
+
+        rows, timings = run_live(plan, timeout_s=args.live_timeout,
+                                 known=known_names(args.out))
     failed = any(r.status == "FAIL" for r in rows)
     _, warnings = severity_counts(res.report.problems)
     if args.output == "json":
@@ -135,10 +143,13 @@ def run(args: argparse.Namespace, out: Console) -> int:
     return int(ExitCode.INVALID if failed else ExitCode.OK)
 
 
-def live_gate(args: argparse.Namespace, out: Console, err: Console) -> list[dict[str, Any]]:
+def live_gate(args: argparse.Namespace, out: Console, err: Console,
+              known: Any = frozenset()) -> list[dict[str, Any]]:
     """The live checks before Terraform (plan/apply). Returns the rows (as dicts) for JSON
     output; ``[]`` when skipped: ``--offline``, ``MLDIAG_OFFLINE``, or no credentials found
     (:func:`~mldiag_provision.preflight.live.credentials_present`, no network call).
+    ``known``: the names the stack had before this run's render
+    (:func:`~mldiag_provision.preflight.live.target.known_names`): not asked about.
 
     Raises:
       InputError: a check FAILed and ``--ignore-live-failures`` is not set (exit 1), before
@@ -157,7 +168,7 @@ def live_gate(args: argparse.Namespace, out: Console, err: Console) -> list[dict
         return []
     _, plan = _checked_plan(args.recipe, getattr(args, "out", None))
     try:
-        rows, timings = run_live(plan, timeout_s=args.live_timeout)
+        rows, timings = run_live(plan, timeout_s=args.live_timeout, known=known)
     except UsageError as exc:  # the extra is missing: say so, do not block Terraform
         err.print(err.style(f"warning: live checks skipped: {exc.message}", "yellow"))
         if exc.hint:

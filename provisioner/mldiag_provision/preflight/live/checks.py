@@ -13,8 +13,12 @@ APIs asked (REST reference of each):
   * Service Usage v1 ``services.list`` (https://cloud.google.com/service-usage/docs/reference/rest);
   * GKE v1 ``projects.locations.getServerConfig``, ``projects.locations.clusters.get``
     (https://cloud.google.com/kubernetes-engine/docs/reference/rest);
-  * Compute v1 ``machineTypes.aggregatedList``, ``reservations.get``
+  * Compute v1 ``machineTypes.aggregatedList``, ``reservations.get``, and ``get`` of routers,
+    firewalls, networks, subnetworks and resource policies (names the stack creates)
     (https://cloud.google.com/compute/docs/reference/rest/v1);
+  * IAM v1 ``serviceAccounts.get`` and ``roles.get`` of a project role, Cloud Storage
+    ``buckets.get`` (https://cloud.google.com/storage/docs/json_api/v1/buckets/get), GKE
+    ``clusters.get``: whether a name the stack creates is taken (:func:`check_names`);
   * Cloud Quotas v1 ``quotaInfos.get``
     (https://cloud.google.com/docs/quotas/reference/rest/v1/projects.locations.services.quotaInfos/get).
 """
@@ -136,6 +140,10 @@ class Session:
             from google.cloud import compute_v1
 
             return compute_v1.ReservationsClient(**kw)
+        if name in _COMPUTE_NAME_CLIENTS:
+            from google.cloud import compute_v1
+
+            return getattr(compute_v1, _COMPUTE_NAME_CLIENTS[name])(**kw)
         if name == "quotas":
             from google.cloud import cloudquotas_v1
 
@@ -709,6 +717,155 @@ def _quota_skipped(sl: SliceNeed) -> list[LiveResult]:
                        f"slice/{sl.name}", None)]
 
 
+# --- names: what the stack creates is not taken (issue 25) ------------------------------------
+
+# the Compute Engine client that looks up each kind of name (compute_v1 class names)
+_COMPUTE_NAME_CLIENTS = {"computeRouter": "RoutersClient",
+                         "computeFirewall": "FirewallsClient",
+                         "computeNetwork": "NetworksClient",
+                         "computeSubnetwork": "SubnetworksClient",
+                         "computeResourcePolicy": "ResourcePoliciesClient"}
+# the recipe field that sets a name the plan holds at this field (else: derived from
+# metadata.name or orchestrator.clusterName)
+_NAME_FIELDS = {"diagnostics.service_account.account_id": "diagnostics.serviceAccount.name",
+                "diagnostics.iam.custom_role_id": "diagnostics.iam.customRoleId",
+                "diagnostics.profiles_bucket.name": "diagnostics.profilesBucket.name"}
+TAKEN, FREE, DELETED, HIDDEN = "taken", "free", "deleted", "hidden"
+
+
+def _name_path(t: Target, kind: str, scope: str, name: str) -> str | None:
+    """The resource path a lookup of ``name`` asks for, or None for a kind not looked up
+    (Cloud NAT: inside its router; Cluster Director, Filestore, Lustre: no client here)."""
+    p = t.project
+    loc = scope.rsplit("/locations/", 1)[-1] if "/locations/" in scope else t.region
+    return {"serviceAccount": f"projects/{p}/serviceAccounts/{name}@{p}.iam.gserviceaccount.com",
+            "customRole": f"projects/{p}/roles/{name}",
+            "gcsBucket": f"b/{name}",
+            "gkeCluster": f"projects/{p}/locations/{loc}/clusters/{name}",
+            "computeRouter": f"projects/{p}/regions/{loc}/routers/{name}",
+            "computeSubnetwork": f"projects/{p}/regions/{loc}/subnetworks/{name}",
+            "computeResourcePolicy": f"projects/{p}/regions/{loc}/resourcePolicies/{name}",
+            "computeFirewall": f"projects/{p}/global/firewalls/{name}",
+            "computeNetwork": f"projects/{p}/global/networks/{name}"}.get(kind)
+
+
+def _lookup(s: Session, kind: str, path: str) -> str:
+    """TAKEN, FREE, DELETED (a custom role deleted less than 7 days ago) or HIDDEN (a bucket
+    that answers 403: it exists, in a project the caller cannot see, or the caller may not
+    read buckets). Raises what the API raised on anything but NotFound."""
+    try:
+        if kind == "serviceAccount":
+            s.call("iam", "get_service_account", request={"name": path})
+        elif kind == "customRole":
+            role = s.call("iam", "get_role", request={"name": path})
+            return DELETED if role.deleted else TAKEN
+        elif kind == "gkeCluster":
+            s.call("gke", "get_cluster", request={"name": path})
+        elif kind == "gcsBucket":
+            return _bucket(s, path.split("/", 1)[1])
+        else:
+            parts = path.split("/")  # projects/P/(regions/R|global)/<collection>/N
+            kw = {"project": parts[1], _COMPUTE_ARG[kind]: parts[-1]}
+            if parts[2] == "regions":
+                kw["region"] = parts[3]
+            s.call(kind, "get", **kw)
+    except Exception as exc:
+        if _kind(exc) == "notfound":
+            return FREE
+        raise
+    return TAKEN
+
+
+_COMPUTE_ARG = {"computeRouter": "router", "computeFirewall": "firewall",
+                "computeNetwork": "network", "computeSubnetwork": "subnetwork",
+                "computeResourcePolicy": "resource_policy"}
+
+
+def _bucket(s: Session, name: str) -> str:
+    """Cloud Storage JSON API ``buckets.get`` (https://cloud.google.com/storage/docs/json_api/v1/buckets/get)
+    with the caller's credentials (no Cloud Storage client library is a dependency)."""
+    from google.auth.transport.requests import AuthorizedSession
+
+    base = (s.endpoint or "https://storage.googleapis.com").rstrip("/")
+    started = time.perf_counter()
+    try:
+        r = AuthorizedSession(s.creds).get(f"{base}/storage/v1/b/{name}",
+                                           params={"fields": "name"}, timeout=s.timeout_s)
+    finally:
+        with s._lock:
+            s.calls += 1
+            s.call_s += time.perf_counter() - started
+    if r.status_code == 404:
+        return FREE
+    if r.status_code == 403:
+        return HIDDEN
+    if r.status_code == 200:
+        return TAKEN
+    raise RuntimeError(f"buckets.get answered HTTP {r.status_code}")
+
+
+def check_names(s: Session) -> list[LiveResult]:
+    """No name the stack creates exists already outside the stack (each kind's scope:
+    catalog/data/names.yaml ``uniqueness``): a second create fails with 409 ALREADY_EXISTS,
+    and a resource shared by two stacks is deleted by either stack's destroy. Names the
+    stack already has (its work directory's previous plan) are not asked about."""
+    from mldiag_provision.catalog.store import store
+
+    t = s.target
+    kinds = store().doc("names")["uniqueness"]
+    asked = [(kind, scope, name, fld, path) for kind, scope, name, fld in t.names
+             if (path := _name_path(t, kind, scope, name)) is not None]
+    if not asked:
+        return ([LiveResult("names", PASS, f"the {t.own_names} name(s) the stack creates are "
+                            "its own already (its work directory's plan)", "names/*")]
+                if t.own_names else [])
+
+    def look(entry: tuple[str, str, str, str, str]) -> str | Exception:
+        try:
+            return _lookup(s, entry[0], entry[4])
+        except Exception as exc:
+            return exc
+
+    with ThreadPoolExecutor(max_workers=min(16, len(asked))) as pool:
+        answers = list(pool.map(look, asked))
+    out: list[LiveResult] = []
+    free = 0
+    unchecked: set[str] = set()
+    for (kind, _, name, fld, path), answer in zip(asked, answers, strict=True):
+        what = str(kinds.get(kind, {}).get("what", kind))
+        field = _NAME_FIELDS.get(fld, "metadata.name (or orchestrator.clusterName)")
+        where = "Cloud Storage" if kind == "gcsBucket" else f"project {t.project}"
+        if isinstance(answer, Exception):
+            if kind not in unchecked:  # one WARN per kind
+                unchecked.add(kind)
+                out.append(_could_not("names", f"whether the {what} {name} is taken", path,
+                                      answer, s))
+        elif answer == FREE:
+            free += 1
+        elif answer == TAKEN:
+            out.append(LiveResult(
+                "names", FAIL, f"{what} {name} already exists in {where} and is not this "
+                "stack's: creating it fails with 409 ALREADY_EXISTS (and a resource two "
+                "stacks share is deleted by either one's destroy)", path,
+                f"choose another name ({field}); if it is this stack's own, run in the work "
+                "directory that holds its state (-o DIR)"))
+        elif answer == DELETED:
+            out.append(LiveResult(
+                "names", WARN, f"{what} {name} was deleted less than 7 days ago: the apply "
+                "undeletes it and takes it over, with its old bindings", path,
+                f"if it was another stack's, choose another name ({field})"))
+        else:  # HIDDEN
+            out.append(LiveResult(
+                "names", WARN, f"{what} {name}: Cloud Storage answers 403, so it most likely "
+                "exists in a project the caller cannot see (bucket names are global)", path,
+                f"choose another name ({field}), or check that the caller may read buckets"))
+    if free and not any(r.status == FAIL for r in out):
+        out.insert(0, LiveResult(
+            "names", PASS, f"{free} name(s) the stack creates are free"
+            + (f"; {t.own_names} are its own already" if t.own_names else ""), "names/*"))
+    return out
+
+
 # --- driver -----------------------------------------------------------------------------------
 
 def tasks(s: Session) -> list[Callable[[], list[LiveResult]]]:
@@ -717,7 +874,8 @@ def tasks(s: Session) -> list[Callable[[], list[LiveResult]]]:
     out: list[Callable[[], list[LiveResult]]] = [
         lambda: check_project(s), lambda: check_permissions(s), lambda: check_roles(s),
         lambda: check_custom_role(s), lambda: check_services(s),
-        lambda: check_gke_version(s), lambda: check_existing_cluster(s)]
+        lambda: check_gke_version(s), lambda: check_existing_cluster(s),
+        lambda: check_names(s)]
     by_type: dict[str, list[str]] = {}
     for sl in t.slices:
         if sl.machine_type:

@@ -8,8 +8,9 @@ Facts (resource type -> permissions, permission -> role, quota ids) come from
 from __future__ import annotations
 
 import functools
+import json
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -73,6 +74,13 @@ class Target:
     existing: tuple[str, str, str | None, str | None] | None = None
     """(location, cluster, min version, expected workload pool) of an existing cluster."""
     slices: tuple[SliceNeed, ...] = field(default_factory=tuple)
+    names: tuple[tuple[str, str, str, str], ...] = ()
+    """(kind, scope, name, plan field) of every name the stack creates that is not the
+    stack's own already (:mod:`mldiag_provision.plan.owned`): each must be free in Google
+    Cloud (check ``names``)."""
+    own_names: int = 0
+    """How many names the stack creates are its own already (the work directory's previous
+    plan has them): not asked about."""
 
 
 def resource_types(files: Mapping[str, bytes | str]) -> set[str]:
@@ -88,11 +96,14 @@ def resource_types(files: Mapping[str, bytes | str]) -> set[str]:
     return found
 
 
-def build_target(plan: StackPlan, files: Mapping[str, bytes | str]) -> Target:
+def build_target(plan: StackPlan, files: Mapping[str, bytes | str],
+                 known: Collection[tuple[str, str, str]] = ()) -> Target:
     """The :class:`Target` of ``plan`` whose rendered files are ``files`` (path -> content).
 
     Types a module holds but the plan does not create (``count = 0``: an existing bucket or
     service account, no custom role) are dropped, so no permission is asked for nothing.
+    ``known``: the (kind, scope, name) keys the stack already has (the names of its work
+    directory's previous plan, :func:`known_names`); the others must be free.
     """
     types = resource_types(files)
     diag = plan.diagnostics
@@ -145,10 +156,76 @@ def build_target(plan: StackPlan, files: Mapping[str, bytes | str]) -> Target:
             machine_type=s.machine_type, vms=s.vms, count=s.count,
             chips=(s.chips or per_vm * s.vms) * s.count, capacity=s.capacity,
             reservation=s.reservation, reservation_project=s.reservation_project))
+    from mldiag_provision.plan.owned import owned_names
+
+    owned = owned_names(plan.to_dict())
+    known = set(known)
+    names = tuple((o.kind, o.scope, o.name, o.field) for o in owned if o.key not in known)
     return Target(
+        names=names, own_names=len(owned) - len(names),
         project=plan.project, region=plan.region, zone=plan.zone,
         resource_types=tuple(sorted(types)),
         permissions={p: tuple(ts) for p, ts in sorted(perms.items())},
         roles=tuple(dict.fromkeys(roles)),
         custom_role_permissions=tuple(iam.permissions) if custom and iam is not None else (),
         services=tuple(plan.services), gke=gke, existing=existing, slices=tuple(slices))
+
+
+# the attribute that holds a resource's name in Terraform state, by resource type, and the
+# plan/owned.py kind it is
+_STATE_NAMES = {"google_service_account": ("account_id", "serviceAccount"),
+                "google_project_iam_custom_role": ("role_id", "customRole"),
+                "google_storage_bucket": ("name", "gcsBucket"),
+                "google_container_cluster": ("name", "gkeCluster"),
+                "google_compute_router": ("name", "computeRouter"),
+                "google_compute_router_nat": ("name", "routerNat"),
+                "google_compute_firewall": ("name", "computeFirewall"),
+                "google_compute_network": ("name", "computeNetwork"),
+                "google_compute_subnetwork": ("name", "computeSubnetwork"),
+                "google_compute_resource_policy": ("name", "computeResourcePolicy"),
+                "google_hypercomputecluster_cluster": ("cluster_id", "slurmCluster")}
+_BACKEND = re.compile(r'^\s*backend\s+"', re.MULTILINE)
+
+
+def _state_names(state: Any) -> set[tuple[str, str]]:
+    """(kind, name) of the resources in a Terraform state document (format version 4)."""
+    out: set[tuple[str, str]] = set()
+    for r in (state.get("resources") or []) if isinstance(state, dict) else ():
+        attr_kind = _STATE_NAMES.get(str(r.get("type"))) if r.get("mode") == "managed" else None
+        if attr_kind is None:
+            continue
+        for inst in r.get("instances") or ():
+            value = (inst.get("attributes") or {}).get(attr_kind[0])
+            if value:
+                out.add((attr_kind[1], str(value)))
+    return out
+
+
+def known_names(workdir: Path | str | None) -> frozenset[tuple[str, str, str]]:
+    """The (kind, scope, name) of what the stack in ``workdir`` already has, read before a
+    render replaces its plan.json: names that exist in Google Cloud under them are the
+    stack's own. With local state (``terraform.tfstate`` of the root stage): the names of
+    the work directory's plan that the state holds; none when nothing was applied (no state
+    file and no ``backend`` block). With a remote backend (not read here): every name of
+    the plan (never wrongly refused; a name taken elsewhere then fails at apply). Empty
+    without a work directory or a plan there."""
+    if workdir is None or not str(workdir).strip():
+        return frozenset()
+    from mldiag_provision.plan.owned import owned_names
+    from mldiag_provision.plan.previous import previous_plan
+
+    root = Path(workdir)
+    prev = previous_plan(root)
+    if prev is None:
+        return frozenset()
+    owned = owned_names(prev)
+    try:
+        state = json.loads((root / "terraform.tfstate").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        remote = any(_BACKEND.search(tf.read_text(encoding="utf-8", errors="replace"))
+                     for tf in root.glob("*.tf"))
+        return frozenset(o.key for o in owned) if remote else frozenset()
+    except (OSError, ValueError):
+        return frozenset(o.key for o in owned)  # unreadable: do not refuse its names
+    held = _state_names(state)
+    return frozenset(o.key for o in owned if (o.kind, o.name) in held)
