@@ -22,7 +22,8 @@ from standin.gke_cluster import recorded_nodes, seed_gke_cluster, serve_cloud
 TOKEN = "t0ken-live"
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = ROOT / "recipes"
-CLUSTER_RULES = {"kueue-covered-resources", "node-allocatable", "node-taints"}
+CLUSTER_RULES = {"kueue-covered-resources", "kueue-queue", "kueue-quota", "node-allocatable",
+                 "node-taints"}
 HIGHMEM = "n2-highmem-16"  # recorded: allocatable memory 122210676Ki, capacity 131919220Ki
 TPU_POOLS = [{"name": "tpu", "machine_type": "ct6e-standard-4t", "node_count": 4,
               "zone": "us-east5-b", "tpu_topology": "4x4",
@@ -243,6 +244,27 @@ def test_lint_cluster_names_a_taint_no_toleration_matches(cloud, api, tmp_path, 
     assert "Job 'sidecar'" in p["message"]
     assert "node(s) had untolerated taint {google.com/tpu: present}" in p["message"]
     assert p["severity"] == "error"
+
+
+def test_lint_cluster_names_a_queue_the_cluster_does_not_have(cloud, api, tmp_path, cli):
+    """On a live cluster every queue is known: a Job sent to a LocalQueue that does not exist
+    is an error in Kueue's words ("LocalQueue nope doesn't exist", its workload controller);
+    one whose pods ask for more chips than the flavor holds gets Kueue's flavor assigner's
+    "insufficient quota ... request > maximum capacity"."""
+    kc = _seed(cloud, api, TPU_POOLS)
+    _kueue(kc, [CQ, LQ])
+    lost = _job("lost", TPU_SELECTOR, {"google.com/tpu": "4"}, queue="nope")
+    wide = _job("wide", TPU_SELECTOR, {"google.com/tpu": "4"}, queue="lq")
+    wide["spec"]["parallelism"] = 32  # 128 chips, the flavor holds 64
+    path = tmp_path / "jobs.yaml"
+    path.write_text(yaml.safe_dump_all([lost, wide]), encoding="utf-8")
+    code, out, err = cli("lint", str(path), "--cluster", str(kc), "-O", "json")
+    assert code == 1, (out, err)
+    found = {p["rule"]: p for p in _problems(out)}
+    assert set(found) == {"kueue-queue", "kueue-quota"}, out
+    assert found["kueue-queue"]["severity"] == "error"
+    assert "LocalQueue nope doesn't exist" in found["kueue-queue"]["message"]
+    assert "request > maximum capacity (128 > 64)" in found["kueue-quota"]["message"]
 
 
 def _job_file(tmp_path: Path) -> Path:

@@ -415,3 +415,100 @@ def test_an_extended_resource_request_tolerates_its_own_taint() -> None:
     # the same pool, a pod that asks for no GPU: no toleration is added for it
     [v] = _taint_verdicts(model, requests="cpu: 1")
     assert "{nvidia.com/gpu: present}" in v.message
+
+
+# -- admitted: the queue exists, the quota holds --------------------------------------------------
+
+def test_a_pod_set_above_every_flavors_quota_is_never_admitted() -> None:
+    """Kueue's flavor assigner: "insufficient quota for cpu in flavor default, request >
+    maximum capacity (10 > 8)" (kueue's own integration test wording; the same message in
+    kubernetes-sigs/kueue#3909 for nvidia.com/gpu). cq holds 9 cpu: 10 pods x 1 cpu is 10."""
+    job = (JOB % ("", "requests")).replace("cpu: 100m", "cpu: 1").replace(
+        ", ephemeral-storage: 100Mi", "").replace("  suspend: true\n",
+                                                  "  suspend: true\n  parallelism: 10\n")
+    p = one(lint(QUEUE % ("", ""), job), "kueue-quota")
+    assert "insufficient quota for cpu in flavor default, request > maximum capacity (10 > 9)" \
+        in p.message
+    assert p.severity is Severity.ERROR
+    # 9 pods fit exactly
+    assert by_rule(lint(QUEUE % ("", ""), job.replace("parallelism: 10", "parallelism: 9")),
+                   "kueue-quota") == []
+
+
+def test_a_queue_in_a_cohort_may_borrow_so_its_quota_is_no_ceiling() -> None:
+    """Kueue's ClusterQueue concept page: a queue in a cohort borrows unused quota."""
+    job = (JOB % ("", "requests")).replace("cpu: 100m", "cpu: 1").replace(
+        "  suspend: true\n", "  suspend: true\n  parallelism: 10\n").replace(
+        ", ephemeral-storage: 100Mi", "")
+    queue = (QUEUE % ("", "")).replace("  namespaceSelector: {}\n",
+                                       "  namespaceSelector: {}\n  cohort: shared\n")
+    assert by_rule(lint(queue, job), "kueue-quota") == []
+
+
+def test_a_jobset_pod_set_counts_replicas_times_parallelism() -> None:
+    """A JobSet's replicated job is one pod set of replicas x parallelism pods (kueue's JobSet
+    integration); 2 x 4 pods of 4 chips is 32, over a 16-chip flavor."""
+    queue = """\
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: ClusterQueue
+metadata: {name: tpu}
+spec:
+  resourceGroups:
+  - coveredResources: [google.com/tpu]
+    flavors:
+    - name: v5p
+      resources: [{name: google.com/tpu, nominalQuota: 16}]
+---
+apiVersion: kueue.x-k8s.io/v1beta2
+kind: LocalQueue
+metadata: {name: lq, namespace: team}
+spec: {clusterQueue: tpu}
+"""
+    jobset = """\
+apiVersion: jobset.x-k8s.io/v1alpha2
+kind: JobSet
+metadata:
+  name: ms
+  namespace: team
+  labels: {kueue.x-k8s.io/queue-name: lq}
+spec:
+  replicatedJobs:
+  - name: slice
+    replicas: 2
+    template:
+      spec:
+        parallelism: 4
+        completions: 4
+        template:
+          spec:
+            containers:
+            - name: c
+              image: busybox
+              resources: {limits: {google.com/tpu: 4}}
+"""
+    p = one(lint(queue, jobset), "kueue-quota")
+    assert "pod set slice: insufficient quota for google.com/tpu in flavor v5p, request > " \
+           "maximum capacity (32 > 16)" in p.message
+
+
+def test_a_missing_local_queue_is_judged_only_where_every_queue_is_known(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Kueue's workload controller: "LocalQueue nope doesn't exist" leaves the workload
+    Inadmissible. With --recipe the plan's queues are known (a warning: queues may be added
+    by hand); linted alone, the manifests may go to queues created elsewhere (not judged)."""
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text(JOB.replace("namespace: team", "namespace: mldiag")
+                        .replace("user-queue", "nope") % ("", "requests"))
+    code, out, _ = run_cli(capsys, ["lint", str(manifest), "--recipe", str(QUEUED_EXAMPLE),
+                                    "--output", "json"])
+    assert code == 0, out  # a warning only
+    found = [p for p in json.loads(out)["files"][0]["problems"] if p["rule"] == "kueue-queue"]
+    assert len(found) == 1, out
+    assert found[0]["severity"] == "warning"
+    assert "LocalQueue nope doesn't exist" in found[0]["message"]
+    assert found[0]["path"] == 'metadata.labels["kueue.x-k8s.io/queue-name"]'
+    assert "mldiag/train" in found[0]["expected"]
+    code, out, _ = run_cli(capsys, ["lint", str(manifest), "--output", "json"])
+    assert code == 0, out
+    assert [p for p in json.loads(out)["files"][0]["problems"]
+            if p["rule"] == "kueue-queue"] == []

@@ -45,13 +45,15 @@ class Verdict:
 
     template: PodTemplate
     step: Step
-    check: str  # "kueue-coverage" | "allocatable"
+    check: str  # kueue-coverage | kueue-queue | kueue-quota | allocatable | taints
     path: Path
     message: str
     value: object
     expected: str
     hint: str
     facts: tuple[Fact, ...] = ()
+    warning: bool = False
+    """At most a warning, whatever the facts (the model is not sure of the whole)."""
 
 
 @dataclass(frozen=True)
@@ -143,31 +145,104 @@ def _queue_name(model: ClusterModel, t: PodTemplate) -> str | None:
     return name if isinstance(name, str) and name else None
 
 
+def _kueue_fact(key: str) -> Fact:
+    return store().as_fact(store().doc("gke")["queuedProvisioning"][key])
+
+
+def _pod_count(t: PodTemplate) -> int:
+    """Pods of the pod set as Kueue counts them: a Job's parallelism (default 1), times a
+    JobSet replicated job's replicas; one for a Pod."""
+    if t.job_path is None:
+        return 1
+    par = t.job.get("parallelism", 1)
+    count = par if isinstance(par, int) and not isinstance(par, bool) and par >= 0 else 1
+    if t.resource.kind == "JobSet" and len(t.path) >= 3:
+        reps = get(t.resource.data, *t.path[:-3], "replicas")
+        if isinstance(reps, int) and not isinstance(reps, bool) and reps >= 0:
+            count *= reps
+    return count
+
+
+def _shown(resource: str, amount: Decimal) -> str:
+    """A quantity as Kueue prints it: memory-like in Gi/Mi where whole, else the number."""
+    if resource in (MEMORY, "ephemeral-storage"):
+        for unit, size in (("Ti", GIB * 1024), ("Gi", GIB), ("Mi", Decimal(2 ** 20))):
+            if amount >= size and amount % size == 0:
+                return f"{amount / size:f}".rstrip("0").rstrip(".") + unit
+    return f"{amount.normalize():f}"
+
+
 def admitted(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
-    """Kueue: the ClusterQueue behind the workload's LocalQueue covers every requested
-    resource. Not judged when the workload names no queue, or a queue the model does not
-    hold (a cluster may have queues the plan did not create)."""
+    """Kueue: the workload's LocalQueue and its ClusterQueue exist, the ClusterQueue covers
+    every requested resource, and some flavor's quota holds the pod set's total request.
+
+    A queue the model does not hold is judged only where the model knows every queue: a live
+    cluster (an error) or the recipe's plan (a warning: queues added by hand are not in the
+    plan). Manifests linted alone may go to queues created elsewhere: not judged."""
     queue = _queue_name(model, t)
     if queue is None:
         return
     lq = model.local_queue(t.resource.namespace, queue)
-    cq = model.cluster_queue(lq.cluster_queue) if lq is not None else None
-    if cq is None:
+    missing = _kueue_fact("missingQueue")
+    if lq is None or model.cluster_queue(lq.cluster_queue) is None:
+        knows = model.source == "live" and bool(model.cluster_queues or model.local_queues)
+        if knows or (model.source == "plan" and model.local_queues):
+            said = (str(missing["words"]).format(queue=queue) if lq is None else
+                    str(missing["clusterQueueWords"]).format(queue=lq.cluster_queue))
+            known = sorted(f"{q.namespace}/{q.name}" if q.namespace else q.name
+                           for q in model.local_queues)
+            yield Verdict(
+                t, "admitted", "kueue-queue", ("metadata", "labels", model.queue_label),
+                f"{t.describe()} is sent to LocalQueue {queue}, but Kueue leaves it "
+                f"Inadmissible (\"{said}\")" + (
+                    "" if model.source == "live" else
+                    " in the cluster the recipe creates"),
+                value=queue, expected="a LocalQueue of the workload's namespace: "
+                + (", ".join(known) if known else "none"),
+                hint="set the queue-name label to an existing LocalQueue, or create it",
+                facts=(missing,), warning=model.source != "live")
         return
-    coverage = store().as_fact(store().doc("gke")["queuedProvisioning"]["coverage"])
-    words = str(coverage["words"])
-    for name, req in sorted(pod_requests(t).items()):
+    cq = model.cluster_queue(lq.cluster_queue)
+    assert cq is not None
+    coverage = _kueue_fact("coverage")
+    requests = pod_requests(t)
+    podset = _pod_set_name(t)
+    for name, req in sorted(requests.items()):
         if req.amount <= 0 or name in cq.covered:  # a negative amount is the schema's finding
             continue
-        said = words.format(podset=_pod_set_name(t), resource=name)
+        said = str(coverage["words"]).format(podset=podset, resource=name)
         yield Verdict(
             t, "admitted", "kueue-coverage", req.path,
             f"{t.describe()} requests {name}, which ClusterQueue {cq.name} does not cover: "
             f"Kueue never admits it (\"{said}\")",
-            value=req.written, expected=f"a resource of {sorted(cq.covered)}",
+            value=req.written, expected="one of " + ", ".join(sorted(cq.covered)),
             hint=f"add {name} to the ClusterQueue's coveredResources (with a quota), or drop "
                  f"the {name} request",
             facts=(coverage,))
+    if cq.cohort is not None or not cq.quotas:
+        return  # it may borrow from its cohort; or no quota was read
+    quota = _kueue_fact("quota")
+    pods = _pod_count(t)
+    for name, req in sorted(requests.items()):
+        if req.amount <= 0 or name not in cq.covered:
+            continue
+        best = max(((f, q[name]) for f, q in cq.quotas.items() if name in q),
+                   key=lambda x: x[1], default=None)
+        total = req.amount * pods
+        if best is None or total <= best[1]:
+            continue
+        flavor, cap = best
+        said = str(quota["words"]).format(podset=podset, resource=name, flavor=flavor,
+                                          request=_shown(name, total),
+                                          capacity=_shown(name, cap))
+        yield Verdict(
+            t, "admitted", "kueue-quota", req.path,
+            f"{t.describe()}: {pods} pod(s) x {req.written} {name} is more than any flavor "
+            f"of ClusterQueue {cq.name} holds: Kueue never admits it (\"{said}\")",
+            value=req.written, expected=f"at most {_shown(name, cap)} {name} in all",
+            hint=f"raise the nominalQuota of {name} in flavor {flavor}, put the queue in a "
+                 "cohort it can borrow from, or ask for less",
+            facts=(quota,))
 
 
 def _candidates(model: ClusterModel, t: PodTemplate, requests: Mapping[str, Request],
@@ -287,11 +362,14 @@ def scheduled(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
         nodes = g.nodes
         unit = "GiB" if resource == MEMORY else "cores"
         shown = (cap / GIB if resource == MEMORY else cap).quantize(Decimal("0.01"))
+        where = f"slice '{g.slice}'" if g.slice else f"node pool '{g.name}'"
+        whence = ("as the nodes report it" if model.source == "live"
+                  else "after GKE's reservations")
         yield Verdict(
             t, "scheduled", "allocatable", req.path,
             f"{t.describe()} requests {resource} {req.written}, more than a "
-            f"{g.machine_type or g.name} node of slice '{g.slice or g.name}' can give pods "
-            f"({shown} {unit} allocatable after GKE's reservations): it stays Pending with "
+            f"{g.machine_type or g.name} node of {where} can give pods "
+            f"({shown} {unit} allocatable, {whence}): it stays Pending with "
             f"\"0/{nodes} nodes are available: {nodes} Insufficient {resource}\"",
             value=req.written, expected=f"at most {shown} {unit}",
             hint=f"request at most {shown} {unit} of {resource} (GKE keeps the rest of the "

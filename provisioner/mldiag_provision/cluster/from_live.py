@@ -34,10 +34,9 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
+from mldiag_provision.cluster.kueue import cluster_queues, local_queues
 from mldiag_provision.cluster.model import (
     ClusterModel,
-    ClusterQueue,
-    LocalQueue,
     Mode,
     NodeGroup,
     Taint,
@@ -135,39 +134,6 @@ def node_groups(nodes: Iterable[Mapping[str, Any]]) -> tuple[NodeGroup, ...]:
             labels=shared, taints=tuple(sorted(taints, key=lambda t: (t.key, t.effect))),
             capacity=capacity, allocatable=allocatable, facts=(),
             slice=shared.get(SLICE_LABEL)))
-    return tuple(out)
-
-
-def cluster_queues(items: Iterable[Mapping[str, Any]]) -> tuple[ClusterQueue, ...]:
-    """Kueue ClusterQueue objects (dicts) -> the resources each covers, over every
-    resource group (``spec.resourceGroups[].coveredResources``)."""
-    out = []
-    for item in items:
-        name = (item.get("metadata") or {}).get("name")
-        if not isinstance(name, str):
-            continue
-        covered: set[str] = set()
-        flavors: list[str] = []
-        for g in (item.get("spec") or {}).get("resourceGroups") or []:
-            if not isinstance(g, Mapping):
-                continue
-            covered.update(str(r) for r in g.get("coveredResources") or []
-                           if isinstance(r, str))
-            flavors.extend(str(f["name"]) for f in g.get("flavors") or []
-                           if isinstance(f, Mapping) and isinstance(f.get("name"), str))
-        out.append(ClusterQueue(name, frozenset(covered), tuple(flavors)))
-    return tuple(out)
-
-
-def local_queues(items: Iterable[Mapping[str, Any]]) -> tuple[LocalQueue, ...]:
-    """Kueue LocalQueue objects (dicts) -> ``namespace/name`` and their ClusterQueue."""
-    out = []
-    for item in items:
-        meta = item.get("metadata") or {}
-        cq = (item.get("spec") or {}).get("clusterQueue")
-        if isinstance(meta.get("name"), str) and isinstance(cq, str):
-            ns = meta.get("namespace")
-            out.append(LocalQueue(str(ns) if ns else None, str(meta["name"]), cq))
     return tuple(out)
 
 

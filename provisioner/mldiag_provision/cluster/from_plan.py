@@ -30,6 +30,7 @@ from mldiag_provision.cluster.model import (
     allocatable_facts,
     machine_capacity,
 )
+from mldiag_provision.quantity import parse_quantity
 
 if TYPE_CHECKING:
     from mldiag_provision.catalog.tpu import Catalog
@@ -69,8 +70,11 @@ def kueue_queues(queued: QueuedPlan | None) -> tuple[tuple[ClusterQueue, ...],
     """The ClusterQueue and LocalQueue the plan renders for its queued slices."""
     if queued is None:
         return (), ()
+    quotas = {r: q for r, raw in queued.quotas.items()
+              if (q := parse_quantity(str(raw))) is not None}
     cq = ClusterQueue(name=queued.cluster_queue, covered=frozenset(queued.quotas),
-                      flavors=(queued.resource_flavor,))
+                      flavors=(queued.resource_flavor,),
+                      quotas={queued.resource_flavor: quotas})
     lq = LocalQueue(namespace=queued.namespace, name=queued.local_queue,
                     cluster_queue=queued.cluster_queue)
     return (cq,), (lq,)

@@ -66,11 +66,17 @@ class NodeGroup:
 
 @dataclass(frozen=True, slots=True)
 class ClusterQueue:
-    """A Kueue ClusterQueue: the resources it covers (every resource group together)."""
+    """A Kueue ClusterQueue: the resources it covers (every resource group together), its
+    flavors and their quotas."""
 
     name: str
     covered: frozenset[str]
     flavors: tuple[str, ...]
+    quotas: Mapping[str, Mapping[str, Decimal]] = field(default_factory=dict)
+    """Nominal quota per flavor and resource (units as the model's quantities); a resource
+    a flavor does not list has none."""
+    cohort: str | None = None
+    """A cohort the queue may borrow from: its quotas are then no ceiling."""
 
 
 @dataclass(frozen=True, slots=True)

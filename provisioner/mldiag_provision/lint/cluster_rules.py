@@ -12,6 +12,8 @@ Rules (ids stable):
 * ``kueue-covered-resources`` (*admitted*): every resource a queued pod requests is covered
   by its ClusterQueue.
 * ``node-allocatable`` (*scheduled*): cpu and memory requests fit a node's allocatable.
+* ``kueue-queue`` (*admitted*): its LocalQueue and that queue's ClusterQueue exist.
+* ``kueue-quota`` (*admitted*): a flavor's nominal quota holds the pod set's total request.
 * ``node-taints`` (*scheduled*): the pod tolerates the taints of a node it can land on.
 """
 
@@ -22,7 +24,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
 from mldiag_provision.catalog.store import store
-from mldiag_provision.cluster import from_plan
+from mldiag_provision.cluster import from_plan, kueue
 from mldiag_provision.cluster.check import Verdict, check
 from mldiag_provision.cluster.model import (
     ClusterModel,
@@ -33,9 +35,8 @@ from mldiag_provision.cluster.model import (
     allocatable_facts,
     machine_capacity,
 )
-from mldiag_provision.errors import Problem
+from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.lint.context import LintContext
-from mldiag_provision.lint.loading import get
 from mldiag_provision.lint.rules import define
 from mldiag_provision.lint.tpu_rules import ACC_KEY, TOPO_KEY, TPU, tpu_pods
 
@@ -56,29 +57,23 @@ TAINTS = define("node-taints", "a pod tolerates the NoSchedule/NoExecute taints 
                 source=store().source_url("K8S-TAINTS"),
                 facts=("kubernetes.scheduling.taints",))
 
-_RULE = {"kueue-coverage": KUEUE.id, "allocatable": ALLOCATABLE.id, "taints": TAINTS.id}
+QUEUE = define("kueue-queue", "a queued workload's LocalQueue, and that queue's ClusterQueue, "
+               "exist (else Kueue leaves it Inadmissible)",
+               source=store().source_url("KUEUE-WORKLOAD-CONTROLLER"),
+               facts=("gke.queuedProvisioning.missingQueue",))
+QUOTA = define("kueue-quota", "a queued pod set's total request fits the nominal quota of a "
+               "flavor of its ClusterQueue (else Kueue never admits it)",
+               source=store().source_url("KUEUE-FLAVORASSIGNER"),
+               facts=("gke.queuedProvisioning.quota",))
+
+_RULE = {"kueue-coverage": KUEUE.id, "kueue-queue": QUEUE.id, "kueue-quota": QUOTA.id,
+         "allocatable": ALLOCATABLE.id, "taints": TAINTS.id}
 _KUEUE_GROUP = "kueue.x-k8s.io"
 
 
 def _queues(ctx: LintContext) -> tuple[tuple[ClusterQueue, ...], tuple[LocalQueue, ...]]:
-    cqs = []
-    for r in ctx.of_kind(_KUEUE_GROUP, "ClusterQueue"):
-        covered: set[str] = set()
-        flavors: list[str] = []
-        groups = r.get("spec", "resourceGroups")
-        for g in groups if isinstance(groups, list) else []:
-            names = get(g, "coveredResources")
-            covered.update(n for n in (names if isinstance(names, list) else [])
-                           if isinstance(n, str))
-            listed = get(g, "flavors")
-            for f in listed if isinstance(listed, list) else []:
-                if isinstance(get(f, "name"), str):
-                    flavors.append(str(get(f, "name")))
-        cqs.append(ClusterQueue(r.name, frozenset(covered), tuple(flavors)))
-    lqs = [LocalQueue(r.namespace, r.name, str(r.get("spec", "clusterQueue")))
-           for r in ctx.of_kind(_KUEUE_GROUP, "LocalQueue")
-           if isinstance(r.get("spec", "clusterQueue"), str)]
-    return tuple(cqs), tuple(lqs)
+    return (kueue.cluster_queues(r.data for r in ctx.of_kind(_KUEUE_GROUP, "ClusterQueue")),
+            kueue.local_queues(r.data for r in ctx.of_kind(_KUEUE_GROUP, "LocalQueue")))
 
 
 def model_of_manifests(ctx: LintContext) -> ClusterModel:
@@ -123,7 +118,8 @@ def problem_of(ctx: LintContext, v: Verdict) -> Problem:
     """A verdict as a lint problem of its rule, at its field."""
     return ctx.problem(v.template.resource, _RULE[v.check], v.path,
                        f"{v.step}: {v.message}", value=v.value, expected=v.expected,
-                       hint=v.hint, facts=v.facts)
+                       hint=v.hint, facts=v.facts,
+                       severity=Severity.WARNING if v.warning else None)
 
 
 def check_cluster(ctx: LintContext) -> Iterator[Problem]:

@@ -201,11 +201,14 @@ def zones(ctx: Context) -> Iterator[Problem]:
     Facts: places.yaml ``regions`` (a zone's name starts with its region's; which zones a
     region has) and tpu.yaml ``versions.<v>.zones`` (the TPU regions-zones page). A zone that
     does not list the TPU is a finding naming the zone, an error once that list is verified
-    (confidence H); today it is M, so a warning.
+    (confidence H); today it is M, so a warning. A region outside the areas the list was read
+    for (``covers``: region-name prefixes) is not judged: unknown is not absent.
     """
     from mldiag_provision.catalog.places import places
 
     spec = ctx.recipe.spec
+    if places().zones.get(spec.region) is None:
+        return  # no such region: gcp-region reports it, once
     if spec.zone and not spec.zone.startswith(spec.region + "-"):
         p = places()
         home = p.zone_region(spec.zone)
@@ -225,6 +228,9 @@ def zones(ctx: Context) -> Iterator[Problem]:
         if shape is None or not shape.version.zones:
             continue
         listed = ctx.catalog.tpu_fact(shape.version, "zones")
+        covers = listed.get("covers") if listed is not None else None
+        if covers and not spec.region.startswith(tuple(str(c) for c in covers)):
+            continue  # the list was read for other areas only: unknown here, not absent
         zones_here = [z for z in shape.version.zones if z.startswith(spec.region + "-")]
         if spec.zone and spec.zone not in shape.version.zones:
             yield ctx.problem(

@@ -1,0 +1,78 @@
+"""Kueue's queue objects as the cluster model holds them, read from their Kubernetes form.
+
+One reader for every builder: the manifests being linted (``lint``), a live cluster
+(``lint --cluster``). Shapes: Kueue v1beta1/v1beta2 ``ClusterQueue`` (``spec.cohort``,
+``spec.resourceGroups[].coveredResources`` and ``.flavors[].resources[].nominalQuota``) and
+``LocalQueue`` (``spec.clusterQueue``), https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/.
+Fields of the wrong type are skipped: they are the schema's findings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import Any
+
+from mldiag_provision.cluster.model import ClusterQueue, LocalQueue
+from mldiag_provision.quantity import parse_quantity
+
+
+def _quota(raw: object) -> Decimal | None:
+    if isinstance(raw, bool) or not isinstance(raw, str | int | float):
+        return None
+    return parse_quantity(str(raw))
+
+
+def cluster_queue(item: Mapping[str, Any]) -> ClusterQueue | None:
+    """One ClusterQueue object (a dict) -> its name, covered resources, flavors, each
+    flavor's nominal quota per resource, and its cohort; None without a readable name."""
+    meta = item.get("metadata")
+    name = meta.get("name") if isinstance(meta, Mapping) else None
+    if not isinstance(name, str):
+        return None
+    spec = item.get("spec")
+    spec = spec if isinstance(spec, Mapping) else {}
+    covered: set[str] = set()
+    flavors: list[str] = []
+    quotas: dict[str, dict[str, Decimal]] = {}
+    groups = spec.get("resourceGroups")
+    for g in groups if isinstance(groups, list) else []:
+        if not isinstance(g, Mapping):
+            continue
+        names = g.get("coveredResources")
+        covered.update(r for r in (names if isinstance(names, list) else [])
+                       if isinstance(r, str))
+        listed = g.get("flavors")
+        for f in listed if isinstance(listed, list) else []:
+            if not isinstance(f, Mapping) or not isinstance(f.get("name"), str):
+                continue
+            flavor = str(f["name"])
+            flavors.append(flavor)
+            resources = f.get("resources")
+            for r in resources if isinstance(resources, list) else []:
+                if isinstance(r, Mapping) and isinstance(r.get("name"), str):
+                    q = _quota(r.get("nominalQuota"))
+                    if q is not None:
+                        quotas.setdefault(flavor, {})[str(r["name"])] = q
+    cohort = spec.get("cohort") or spec.get("cohortName")
+    return ClusterQueue(name, frozenset(covered), tuple(flavors), quotas=quotas,
+                        cohort=cohort if isinstance(cohort, str) and cohort else None)
+
+
+def cluster_queues(items: Iterable[Mapping[str, Any]]) -> tuple[ClusterQueue, ...]:
+    """Every readable ClusterQueue of ``items``."""
+    return tuple(q for q in (cluster_queue(i) for i in items) if q is not None)
+
+
+def local_queues(items: Iterable[Mapping[str, Any]]) -> tuple[LocalQueue, ...]:
+    """LocalQueue objects (dicts) -> ``namespace/name`` and their ClusterQueue."""
+    out = []
+    for item in items:
+        meta = item.get("metadata")
+        spec = item.get("spec")
+        cq = spec.get("clusterQueue") if isinstance(spec, Mapping) else None
+        if isinstance(meta, Mapping) and isinstance(meta.get("name"), str) and isinstance(
+                cq, str):
+            ns = meta.get("namespace")
+            out.append(LocalQueue(str(ns) if ns else None, str(meta["name"]), cq))
+    return tuple(out)
