@@ -23,6 +23,7 @@ from mldiag_provision.catalog.tpu import Catalog, load_catalog
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.lint import (
     admission_rules,
+    api_rules,
     autopilot_rules,
     cluster_rules,
     diagnostics_rules,
@@ -95,7 +96,7 @@ def lint_loaded(loaded: Loaded, options: LintOptions, catalog: Catalog | None = 
     # name skip an object whose name they cannot read (Resource.identified)
     ctx = LintContext(loaded.resources, catalog, options, cluster=options.cluster)
     checks = [*tpu_rules.CHECKS, *names_rules.CHECKS, *wiring_rules.CHECKS,
-              *webhook_rules.CHECKS, *cluster_rules.CHECKS]
+              *webhook_rules.CHECKS, *cluster_rules.CHECKS, *api_rules.CHECKS]
     if options.autopilot:
         checks += [*autopilot_rules.CHECKS, *admission_rules.CHECKS]
     if options.recipe is not None:
