@@ -189,7 +189,7 @@ def _within(path: str, outer: str) -> bool:
 # it in both would cost what the split saves).
 _BESIDE = frozenset([names_rules.check_names, webhook_rules.check_webhooks,
                      wiring_rules.check_gcsfuse, wiring_rules.check_coordinators,
-                     *autopilot_rules.CHECKS,
+                     *api_rules.CHECKS, *autopilot_rules.CHECKS,
                      *admission_rules.CHECKS]) - {autopilot_rules.check_cluster_objects}
 
 
