@@ -186,3 +186,44 @@ def test_the_forked_lint_path_keeps_the_live_model(monkeypatch: pytest.MonkeyPat
     assert len(rules) == 65
     assert [(p.file, p.rule, p.path, p.message) for p in split.problems] == [
         (p.file, p.rule, p.path, p.message) for p in serial.problems]
+
+
+def test_a_server_that_answers_not_as_kubernetes_is_named_so(tmp_path) -> None:
+    """An address that answers 200 with an HTML page (a login page, a load balancer): the
+    server was reached, so the message says it is not a Kubernetes API server (found by the
+    issue 25 review: it said "cannot reach")."""
+    import http.server
+    import threading
+
+    from mldiag_provision.cluster.from_live import from_kubeconfig
+    from mldiag_provision.errors import EngineError
+
+    class Html(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = b"<html>login</html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.HTTPServer(("127.0.0.1", 0), Html)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        kc = tmp_path / "kc"
+        kc.write_text(
+            "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+            f"clusters: [{{name: c, cluster: {{server: 'http://127.0.0.1:{server.server_port}'}}}}]\n"
+            "users: [{name: u, user: {token: t}}]\n"
+            "contexts: [{name: c, context: {cluster: c, user: u}}]\n")
+        try:
+            from_kubeconfig(str(kc))
+        except EngineError as exc:
+            assert "not as a Kubernetes API server" in str(exc)
+        else:
+            raise AssertionError("an HTML answer was read as a cluster")
+    finally:
+        server.shutdown()

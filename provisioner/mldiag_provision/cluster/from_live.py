@@ -29,6 +29,7 @@ that never read a cluster never import it.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
@@ -216,9 +217,18 @@ def read_cluster(api: Any, where: str = "the cluster") -> ClusterModel:
     core = client.CoreV1Api(api)
     custom = client.CustomObjectsApi(api)
     try:
-        nodes = api.sanitize_for_serialization(core.list_node())
+        # the raw answer, not the typed one: a Node the typed client cannot read (a field it
+        # thinks is required) is left out by model_of instead of failing the whole read
+        answer: Any = core.list_node(_preload_content=False)
     except Exception as exc:
         raise _failure("nodes", where, exc) from None
+    try:
+        nodes = json.loads(answer.data)
+    except ValueError:
+        raise EngineError(f"{where}: the server answered, but not as a Kubernetes API server "
+                          "(its answer to GET /api/v1/nodes is not JSON)",
+                          hint="check the server address in the kubeconfig: is it the "
+                               "cluster's endpoint (`kubectl get --raw /version`)?") from None
     items = nodes.get("items") if isinstance(nodes, dict) else None
     cqs = _list_queues(custom, "clusterqueues", where) or []
     lqs = _list_queues(custom, "localqueues", where) or []
