@@ -4,14 +4,18 @@
   node pool, or the nodes Autopilot provisions for one accelerator class) with their labels,
   taints, capacity and allocatable resources, and the Kueue queues pods are admitted through.
   The types import nothing of the plan or of Kubernetes clients.
-* :mod:`.from_plan`: the builder from a plan (what preflight and ``lint --recipe`` use).
-* :mod:`.from_manifests`: the builder from the manifests being linted (plain ``lint``): their
-  own Kueue objects, and the machine their node selectors name.
-* :mod:`.check`: *admitted* (Kueue coverage) and *scheduled* (node selectors, allocatable) for
-  every pod set, in the words Kueue and the Kubernetes scheduler use. *Wired* (workers finding
-  each other) is lint's wiring rules (``lint/wiring_rules.py``), which run in the same pass.
+* Builders: :mod:`.from_plan` (preflight and ``lint --recipe``), :mod:`.from_live` (a running
+  cluster through a kubeconfig, ``lint --cluster``: nodes grouped by node pool with the
+  allocatable and taints they report, the Kueue queues) and, for plain ``lint``, the
+  manifests themselves (``lint/cluster_rules.model_of_manifests``: their Kueue objects, the
+  machine their TPU selectors name). :mod:`.kueue` reads Kueue's objects for all of them.
+* :mod:`.check`: *admitted* (the LocalQueue and ClusterQueue exist, the queue covers every
+  requested resource, a flavor's quota holds the pod set) and *scheduled* (taints tolerated,
+  requests within allocatable) for every pod set, in the words Kueue and the Kubernetes
+  scheduler use. *Wired* (workers finding each other: coordinator addresses, headless
+  Services) is lint's wiring rules (``lint/wiring_rules.py``), which run in the same pass.
 
-* :mod:`.from_live`: the builder from a running cluster read through a kubeconfig
-  (``lint --cluster``): its nodes grouped by node pool with the allocatable they report, its
-  Kueue queues.
+Not in the model yet: the installed controllers and their versions (JobSet, LWS, the ML
+Diagnostics webhook), webhook reachability, and Autopilot's compute classes; preflight's
+existing rules answer those questions one field at a time.
 """
