@@ -327,12 +327,6 @@ def tolerated(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
         facts=(fact,))
 
 
-def _whole_machine(g: NodeGroup, resource: str) -> Decimal | None:
-    """The machine's size: above it, ``tpu-resources``/``workload-resources`` report, not
-    this check."""
-    return g.capacity.get(resource)
-
-
 def scheduled(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
     """The pod's cpu and memory requests fit the allocatable resources of some node group it
     may land on. Not judged where no group is a candidate (other rules say why) or where the
@@ -356,7 +350,7 @@ def scheduled(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
         if item[1] not in best or item[3] > best[item[1]][3]:
             best[item[1]] = item
     for g, resource, req, cap in best.values():
-        whole = _whole_machine(g, resource)
+        whole = g.capacity.get(resource)  # the machine's size
         if whole is not None and req.amount > whole:
             continue  # above the whole machine: tpu-resources says so
         nodes = g.nodes

@@ -15,6 +15,7 @@ https://kubernetes.io/docs/reference/labels-annotations-taints/#nodekubernetesio
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from mldiag_provision.catalog.gpu import GpuShape
@@ -93,10 +94,9 @@ def build(mode: Mode, slices: Iterable[tuple[SlicePlan, SliceShape | GpuShape]],
     """
     groups = tuple(node_group(sp, shape, (zone,) if zone else ()) for sp, shape in slices)
     cqs, lqs = kueue_queues(queued)
-    label = queued.queue_name_label if queued is not None else "kueue.x-k8s.io/queue-name"
-    return ClusterModel(mode=mode, node_groups=groups, node_groups_complete=mode != "unknown",
-                        cluster_queues=cqs, local_queues=lqs, queue_label=label,
-                        source="plan")
+    model = ClusterModel(mode=mode, node_groups=groups, node_groups_complete=mode != "unknown",
+                         cluster_queues=cqs, local_queues=lqs, source="plan")
+    return replace(model, queue_label=queued.queue_name_label) if queued else model
 
 
 def mode_of(orchestrator: str) -> Mode:

@@ -220,9 +220,10 @@ def workload_manifests(ctx: Context) -> Iterator[Problem]:
         yield from check(lctx)
 
 
-def _queued_workloads(ctx: Context) -> tuple[list[Resource], dict[int, Origin]]:
-    """The objects the plan renders for each workload on a queued slice (TPU or GPU), as
-    lint resources with their origins; the cluster model judges whether Kueue admits them."""
+def _queued_workloads(ctx: Context, done: set[int]) -> tuple[list[Resource], dict[int, Origin]]:
+    """The objects the plan renders for each workload on a queued slice (TPU or GPU) but the
+    workloads in ``done`` (already rendered), as lint resources with their origins; the
+    cluster model judges whether Kueue admits them."""
     spec = ctx.recipe.spec
     if not any(s.capacity.type == "queued" for s in spec.slices):
         return [], {}
@@ -241,7 +242,7 @@ def _queued_workloads(ctx: Context) -> tuple[list[Resource], dict[int, Origin]]:
     origins: dict[int, Origin] = {}
     for i, w in enumerate(spec.workloads):
         j = ctx.slice_index(w.slice)
-        if j is None or spec.slices[j].capacity.type != "queued":
+        if i in done or j is None or spec.slices[j].capacity.type != "queued":
             continue
         for obj in k8s.workload(partial, workload_plan(ctx.recipe, w, project.slices[j])):
             res = Resource(ctx.sourcemap.file, empty, obj)
@@ -257,11 +258,9 @@ def cluster_model(ctx: Context) -> Iterator[Problem]:
     rendered, rendered_origins = rendered_workloads(ctx)
     resources, origins = list(rendered), dict(rendered_origins)
     done = {o.workload for o in origins.values()}
-    queued, queued_origins = _queued_workloads(ctx)
-    for r in queued:  # a TPU workload on a queued slice is rendered once, above
-        if queued_origins[id(r)].workload not in done:
-            resources.append(r)
-            origins[id(r)] = queued_origins[id(r)]
+    queued, queued_origins = _queued_workloads(ctx, done)
+    resources.extend(queued)
+    origins.update(queued_origins)
     if not resources:
         return
     spec = ctx.recipe.spec
