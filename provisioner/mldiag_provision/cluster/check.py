@@ -10,6 +10,9 @@ stops at the first.
 * **admitted** (:func:`admitted`): a workload with the Kueue queue-name label is admitted only
   when its ClusterQueue covers every resource its pods request (fact
   ``gke.queuedProvisioning.coverage``; kubernetes-sigs/kueue#4848).
+* **admitted** (:func:`_flavors`): each resource group the pod set uses has a flavor whose
+  node labels its placement allows and whose taints it tolerates ("flavor X doesn't match
+  node affinity"; fact ``gke.queuedProvisioning.flavorFit``).
 * **scheduled** (:func:`tolerated`): the pod tolerates the taints of a node group it may land
   on ("node(s) had untolerated taint"); only a live model knows taints beyond the accelerator
   taints every accelerator pod tolerates.
@@ -29,7 +32,15 @@ from functools import lru_cache
 from typing import Literal
 
 from mldiag_provision.catalog.store import Fact, store
-from mldiag_provision.cluster.model import CPU, GIB, MEMORY, ClusterModel, NodeGroup, Taint
+from mldiag_provision.cluster.model import (
+    CPU,
+    GIB,
+    MEMORY,
+    ClusterModel,
+    ClusterQueue,
+    NodeGroup,
+    Taint,
+)
 from mldiag_provision.lint.loading import get
 from mldiag_provision.lint.workloads import PodTemplate
 from mldiag_provision.quantity import parse_quantity
@@ -45,7 +56,7 @@ class Verdict:
 
     template: PodTemplate
     step: Step
-    check: str  # kueue-coverage | kueue-queue | kueue-quota | allocatable | taints
+    check: str  # kueue-coverage | kueue-queue | kueue-flavor | kueue-quota | allocatable | taints
     path: Path
     message: str
     value: object
@@ -219,6 +230,10 @@ def admitted(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
             hint=f"add {name} to the ClusterQueue's coveredResources (with a quota), or drop "
                  f"the {name} request",
             facts=(coverage,))
+    unmatched = list(_flavors(model, t, cq, requests, podset))
+    if unmatched:
+        yield from unmatched
+        return  # no flavor to hold a quota
     if cq.cohort is not None or not cq.quotas:
         return  # it may borrow from its cohort; or no quota was read
     quota = _kueue_fact("quota")
@@ -243,6 +258,79 @@ def admitted(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
             hint=f"raise the nominalQuota of {name} in flavor {flavor}, put the queue in a "
                  "cohort it can borrow from, or ask for less",
             facts=(quota,))
+
+
+def _taint_words(taint: Taint) -> str:
+    """A taint as Kubernetes prints it (``key=value:effect``, ``key:effect`` without a
+    value)."""
+    return f"{taint.key}={taint.value}:{taint.effect}" if taint.value else (
+        f"{taint.key}:{taint.effect}")
+
+
+def _flavors(model: ClusterModel, t: PodTemplate, cq: ClusterQueue,
+             requests: Mapping[str, Request], podset: str) -> Iterator[Verdict]:
+    """Kueue gives each resource group the pod set uses one of the group's flavors: the first
+    whose ``nodeTaints`` the pod tolerates and whose ``nodeLabels`` its required placement
+    allows, seen only through the label keys the group's flavors declare
+    (:func:`~.affinity.restricted`). With no such flavor the workload is never admitted (fact
+    ``gke.queuedProvisioning.flavorFit``). A group naming a flavor the model does not hold is
+    not judged."""
+    from mldiag_provision.cluster.affinity import matches, placement, restricted
+
+    wanted = {n for n, r in requests.items() if r.amount > 0}
+    place = None
+    for covered, names in cq.groups:
+        if not names or not covered & wanted:
+            continue
+        flavors = [model.resource_flavor(n) for n in names]
+        known = [f for f in flavors if f is not None]
+        if len(known) != len(flavors):
+            continue
+        if place is None:
+            place = placement(t.spec)
+            raw = t.spec.get("tolerations")
+            tolerations = [x for x in raw if isinstance(x, dict)] if isinstance(
+                raw, list) else []
+        keys = {k for f in known for k in f.node_labels}
+        view = restricted(place, keys)
+        fact = _kueue_fact("flavorFit")
+        reasons: list[str] = []
+        for f in known:
+            bad = next((x for x in f.node_taints if x.effect in _BLOCKING and not any(
+                _tolerates(tol, x) for tol in tolerations)), None)
+            if bad is not None:
+                reasons.append(str(fact["taintWords"]).format(taint=_taint_words(bad),
+                                                              flavor=f.name))
+            elif not matches(f.node_labels, view):
+                reasons.append(str(fact["flavorWords"]).format(flavor=f.name))
+            else:
+                break
+        else:
+            said = str(fact["words"]).format(podset=podset, reasons=", ".join(sorted(reasons)))
+            if any(k in keys for k in place.selector):
+                path: Path = (*t.spec_path, "nodeSelector")
+            elif place.terms is not None:
+                path = (*t.spec_path, "affinity", "nodeAffinity")
+            elif any("untolerated" in r for r in reasons):
+                path = (*t.spec_path, "tolerations")
+            else:
+                path = t.spec_path
+            offered = "; ".join(
+                f"{f.name}: " + (", ".join(f"{k}={v}" for k, v in sorted(f.node_labels.items()))
+                                 or "no labels")
+                + "".join(f", taint {_taint_words(x)}" for x in f.node_taints)
+                for f in known)
+            yield Verdict(
+                t, "admitted", "kueue-flavor", path,
+                f"{t.describe()} fits no flavor of ClusterQueue {cq.name} that covers "
+                + ", ".join(sorted(covered & wanted))
+                + f": Kueue never admits it (\"{said}\")",
+                value={k: v for k, v in place.selector.items() if k in keys} or None,
+                expected=f"node labels and tolerations of one flavor ({offered})",
+                hint="make the pod's nodeSelector/affinity agree with a flavor's nodeLabels "
+                     "(and tolerate its nodeTaints), or add a matching flavor to the "
+                     "ClusterQueue",
+                facts=(fact,))
 
 
 def _candidates(model: ClusterModel, t: PodTemplate, requests: Mapping[str, Request],

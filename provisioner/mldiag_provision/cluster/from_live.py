@@ -10,7 +10,8 @@ What is read (two or three LIST requests, each with the timeout of
   its taints those all its nodes carry; its capacity and allocatable the smallest each
   resource has on any of its nodes (``status.capacity`` / ``status.allocatable``, parsed as
   Kubernetes quantities), so "fits a node of the group" means "fits every node of it".
-* ``kueue.x-k8s.io`` ClusterQueues and LocalQueues, ``v1beta2`` then ``v1beta1``. A 404 on both
+* ``kueue.x-k8s.io`` ClusterQueues and LocalQueues (and ResourceFlavors, where there are
+  ClusterQueues), ``v1beta2`` then ``v1beta1``. A 404 on both
   means Kueue is not installed: the model holds no queues (a queued workload is then not
   judged by ``kueue-covered-resources``).
 
@@ -35,7 +36,7 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from mldiag_provision.cluster.kueue import cluster_queues, local_queues
+from mldiag_provision.cluster.kueue import cluster_queues, local_queues, resource_flavors
 from mldiag_provision.cluster.model import (
     ClusterModel,
     Mode,
@@ -141,11 +142,13 @@ def node_groups(nodes: Iterable[Mapping[str, Any]]) -> tuple[NodeGroup, ...]:
 def model_of(nodes: Iterable[Mapping[str, Any]],
              cqs: Iterable[Mapping[str, Any]] = (),
              lqs: Iterable[Mapping[str, Any]] = (), *, mode: Mode = "unknown",
-             ) -> ClusterModel:
-    """The model of a cluster given its Node, ClusterQueue and LocalQueue objects (dicts)."""
+             flavors: Iterable[Mapping[str, Any]] = ()) -> ClusterModel:
+    """The model of a cluster given its Node, ClusterQueue, LocalQueue and ResourceFlavor
+    objects (dicts)."""
     return ClusterModel(mode=mode, node_groups=node_groups(nodes), node_groups_complete=False,
                         cluster_queues=cluster_queues(cqs), local_queues=local_queues(lqs),
-                        queue_label=QUEUE_NAME_LABEL, source="live")
+                        queue_label=QUEUE_NAME_LABEL, source="live",
+                        resource_flavors=resource_flavors(flavors))
 
 
 # --- reading a cluster ---------------------------------------------------------------------
@@ -232,8 +235,10 @@ def read_cluster(api: Any, where: str = "the cluster") -> ClusterModel:
     items = nodes.get("items") if isinstance(nodes, dict) else None
     cqs = _list_queues(custom, "clusterqueues", where) or []
     lqs = _list_queues(custom, "localqueues", where) or []
+    rfs = _list_queues(custom, "resourceflavors", where) or [] if cqs else []
     return model_of([n for n in items or [] if isinstance(n, dict)], cqs, lqs,
-                    mode="autopilot" if _serves(custom, *AUTOPILOT_RESOURCE) else "unknown")
+                    mode="autopilot" if _serves(custom, *AUTOPILOT_RESOURCE) else "unknown",
+                    flavors=rfs)
 
 
 def _serves(custom: Any, group: str, version: str, plural: str) -> bool:

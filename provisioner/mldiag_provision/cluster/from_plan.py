@@ -27,6 +27,7 @@ from mldiag_provision.cluster.model import (
     LocalQueue,
     Mode,
     NodeGroup,
+    ResourceFlavor,
     allocatable,
     allocatable_facts,
     machine_capacity,
@@ -68,14 +69,17 @@ def node_group(sp: SlicePlan, shape: SliceShape | GpuShape, zones: tuple[str, ..
 
 def kueue_queues(queued: QueuedPlan | None) -> tuple[tuple[ClusterQueue, ...],
                                                      tuple[LocalQueue, ...]]:
-    """The ClusterQueue and LocalQueue the plan renders for its queued slices."""
+    """The ClusterQueue and LocalQueue the plan renders for its queued slices (one resource
+    group, one flavor)."""
     if queued is None:
         return (), ()
     quotas = {r: q for r, raw in queued.quotas.items()
               if (q := parse_quantity(str(raw))) is not None}
-    cq = ClusterQueue(name=queued.cluster_queue, covered=frozenset(queued.quotas),
+    covered = frozenset(queued.quotas)
+    cq = ClusterQueue(name=queued.cluster_queue, covered=covered,
                       flavors=(queued.resource_flavor,),
-                      quotas={queued.resource_flavor: quotas})
+                      quotas={queued.resource_flavor: quotas},
+                      groups=((covered, (queued.resource_flavor,)),))
     lq = LocalQueue(namespace=queued.namespace, name=queued.local_queue,
                     cluster_queue=queued.cluster_queue)
     return (cq,), (lq,)
@@ -94,8 +98,11 @@ def build(mode: Mode, slices: Iterable[tuple[SlicePlan, SliceShape | GpuShape]],
     """
     groups = tuple(node_group(sp, shape, (zone,) if zone else ()) for sp, shape in slices)
     cqs, lqs = kueue_queues(queued)
+    # the rendered ResourceFlavor sets no node labels or taints: every pod set matches it
+    flavors = (ResourceFlavor(queued.resource_flavor, {}),) if queued else ()
     model = ClusterModel(mode=mode, node_groups=groups, node_groups_complete=mode != "unknown",
-                         cluster_queues=cqs, local_queues=lqs, source="plan")
+                         cluster_queues=cqs, local_queues=lqs, source="plan",
+                         resource_flavors=flavors)
     return replace(model, queue_label=queued.queue_name_label) if queued else model
 
 

@@ -77,6 +77,19 @@ class ClusterQueue:
     a flavor does not list has none."""
     cohort: str | None = None
     """A cohort the queue may borrow from: its quotas are then no ceiling."""
+    groups: tuple[tuple[frozenset[str], tuple[str, ...]], ...] = ()
+    """Each resource group: the resources it covers and its flavors, in order (Kueue assigns
+    one flavor per group to a pod set)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceFlavor:
+    """A Kueue ResourceFlavor: the node labels and taints of the nodes it stands for
+    (``spec.nodeLabels``, ``spec.nodeTaints``)."""
+
+    name: str
+    node_labels: Mapping[str, str]
+    node_taints: tuple[Taint, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +120,9 @@ class ClusterModel:
     queue_label: str = "kueue.x-k8s.io/queue-name"
     source: str = "plan"
     """How the model was built: ``plan``, ``manifests`` or ``live``."""
+    resource_flavors: tuple[ResourceFlavor, ...] = ()
+    """The Kueue ResourceFlavors the model knows (a flavor a queue names but the model does
+    not hold is not judged)."""
     _queues: dict[tuple[str | None, str], LocalQueue] = field(
         default_factory=dict, init=False, repr=False, compare=False)
 
@@ -125,6 +141,9 @@ class ClusterModel:
 
     def cluster_queue(self, name: str) -> ClusterQueue | None:
         return next((q for q in self.cluster_queues if q.name == name), None)
+
+    def resource_flavor(self, name: str) -> ResourceFlavor | None:
+        return next((f for f in self.resource_flavors if f.name == name), None)
 
 
 # --- allocatable (GKE's reservations) ----------------------------------------------------------

@@ -13,6 +13,8 @@ Rules (ids stable):
   by its ClusterQueue.
 * ``node-allocatable`` (*scheduled*): cpu and memory requests fit a node's allocatable.
 * ``kueue-queue`` (*admitted*): its LocalQueue and that queue's ClusterQueue exist.
+* ``kueue-flavor`` (*admitted*): a flavor of each resource group the pod set uses matches its
+  node selector/affinity and its tolerations.
 * ``kueue-quota`` (*admitted*): a flavor's nominal quota holds the pod set's total request.
 * ``node-taints`` (*scheduled*): the pod tolerates the taints of a node it can land on.
 """
@@ -66,7 +68,13 @@ QUOTA = define("kueue-quota", "a queued pod set's total request fits the nominal
                source=store().source_url("KUEUE-FLAVORASSIGNER"),
                facts=("gke.queuedProvisioning.quota",))
 
+FLAVOR = define("kueue-flavor", "a queued pod set's node selector, affinity and tolerations "
+                "fit a ResourceFlavor of its ClusterQueue (else Kueue never admits it)",
+                source=store().source_url("KUEUE-RESOURCE-FLAVOR"),
+                facts=("gke.queuedProvisioning.flavorFit",))
+
 _RULE = {"kueue-coverage": KUEUE.id, "kueue-queue": QUEUE.id, "kueue-quota": QUOTA.id,
+         "kueue-flavor": FLAVOR.id,
          "allocatable": ALLOCATABLE.id, "taints": TAINTS.id}
 _KUEUE_GROUP = "kueue.x-k8s.io"
 
@@ -81,6 +89,8 @@ def model_of_manifests(ctx: LintContext) -> ClusterModel:
     machine their pods select (nodes the manifests do not name are unknown, so the model's
     node groups are not complete)."""
     cqs, lqs = _queues(ctx)
+    flavors = kueue.resource_flavors(
+        r.data for r in ctx.of_kind(_KUEUE_GROUP, "ResourceFlavor"))
     groups: dict[tuple[str, str, str], NodeGroup] = {}
     for tp in tpu_pods(ctx):
         shape = tp.shape
@@ -98,7 +108,8 @@ def model_of_manifests(ctx: LintContext) -> ClusterModel:
             taints=(), capacity=capacity, allocatable=allocatable(capacity),
             facts=(*((mt.fact,) if mt.fact is not None else ()), *allocatable_facts()))
     return ClusterModel(mode="unknown", node_groups=tuple(groups.values()),
-                        cluster_queues=cqs, local_queues=lqs, source="manifests")
+                        cluster_queues=cqs, local_queues=lqs, source="manifests",
+                        resource_flavors=flavors)
 
 
 def _model(ctx: LintContext) -> ClusterModel:
@@ -111,7 +122,8 @@ def _model(ctx: LintContext) -> ClusterModel:
     if planned is None:
         return own
     return replace(planned, cluster_queues=(*planned.cluster_queues, *own.cluster_queues),
-                   local_queues=(*planned.local_queues, *own.local_queues))
+                   local_queues=(*planned.local_queues, *own.local_queues),
+                   resource_flavors=(*planned.resource_flavors, *own.resource_flavors))
 
 
 def problem_of(ctx: LintContext, v: Verdict) -> Problem:
