@@ -184,3 +184,46 @@ def test_the_live_model_reads_flavors_and_groups() -> None:
     flavor = model.resource_flavor("b")
     assert flavor is not None and [t.key for t in flavor.node_taints] == ["k"]
     assert model.resource_flavor("c") is None
+
+
+def _pools_model(flavor_labels: dict[str, str]):
+    """A live model of two node pools recorded from real GKE nodes (tests/standin/
+    recorded_nodes.yaml: n2-highmem-4 and n2-highmem-16 from 2i2c-org/infrastructure#2121),
+    one queue whose single flavor carries ``flavor_labels``."""
+    def node(pool: str, cpu: str, mem: str, alloc_cpu: str, alloc_mem: str) -> dict:
+        return {"metadata": {"name": f"{pool}-0", "labels": {
+            "cloud.google.com/gke-nodepool": pool}},
+            "status": {"capacity": {"cpu": cpu, "memory": mem},
+                       "allocatable": {"cpu": alloc_cpu, "memory": alloc_mem}}}
+    cq = {"metadata": {"name": "cq"}, "spec": {"resourceGroups": [
+        {"coveredResources": ["cpu", "memory"], "flavors": [{"name": "small", "resources": [
+            {"name": "cpu", "nominalQuota": 100}, {"name": "memory", "nominalQuota": "1Ti"}]}]}]}}
+    lq = {"metadata": {"name": "lq", "namespace": "team"}, "spec": {"clusterQueue": "cq"}}
+    return model_of([node("pool-a", "4", "32880872Ki", "3920m", "29085928Ki"),
+                      node("pool-b", "16", "131919220Ki", "15890m", "122210676Ki")],
+                    [cq], [lq], flavors=[{"metadata": {"name": "small"},
+                                          "spec": {"nodeLabels": flavor_labels}}])
+
+
+def test_kueue_binds_a_queued_pod_to_its_flavors_nodes() -> None:
+    """Kueue's ResourceFlavor page: once admitted, "Kueue adds the ResourceFlavor labels to
+    the .nodeSelector" of the pods (kubernetes-sigs/kueue#931 is the report of a user relying
+    on it). A 30Gi pod fits pool-b's nodes, but its queue's only flavor selects pool-a
+    (31.4 GiB machines, 27.7 GiB allocatable): it stays Pending there. Without the flavor's
+    label it may land on pool-b."""
+    from mldiag_provision.cluster.check import check
+    from mldiag_provision.lint.loading import Resource
+    from mldiag_provision.lint.workloads import pod_templates
+    from mldiag_provision.recipe.sourcemap import SourceMap
+
+    job = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {
+        "name": "big", "namespace": "team", "labels": {"kueue.x-k8s.io/queue-name": "lq"}},
+        "spec": {"suspend": True, "template": {"spec": {
+            "restartPolicy": "Never", "containers": [{
+                "name": "c", "image": "busybox",
+                "resources": {"requests": {"cpu": 1, "memory": "30Gi"}}}]}}}}
+    templates = list(pod_templates(Resource("job.yaml", SourceMap(file="job.yaml"), job)))
+    pinned = check(_pools_model({"cloud.google.com/gke-nodepool": "pool-a"}), templates)
+    assert [v.check for v in pinned] == ["allocatable"]
+    assert "Insufficient memory" in pinned[0].message
+    assert check(_pools_model({}), templates) == []

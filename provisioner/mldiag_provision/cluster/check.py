@@ -333,13 +333,50 @@ def _flavors(model: ClusterModel, t: PodTemplate, cq: ClusterQueue,
                 facts=(fact,))
 
 
+def _flavor_labels(model: ClusterModel, t: PodTemplate, requests: Mapping[str, Request],
+                   ) -> dict[str, str]:
+    """The node labels Kueue adds to a queued pod's nodeSelector when it admits it: those of
+    the flavor it assigns each resource group the pod set uses (the first that fits; Kueue's
+    ResourceFlavor page: "Kueue adds the ResourceFlavor labels to the .nodeSelector of the
+    underlying workload Pod templates"). Only where one flavor of the group fits: with several,
+    Kueue picks by quota left at admission time, which no model knows. Empty for a pod that is
+    not queued, or whose queue, groups or flavors the model does not know; a pod no flavor
+    fits is ``kueue-flavor``'s finding, and adds nothing here."""
+    if not model.resource_flavors:
+        return {}
+    queue = _queue_name(model, t)
+    lq = model.local_queue(t.resource.namespace, queue) if queue is not None else None
+    cq = model.cluster_queue(lq.cluster_queue) if lq is not None else None
+    if cq is None or not cq.groups:
+        return {}
+    from mldiag_provision.cluster.affinity import matches, placement, restricted
+
+    place = placement(t.spec)
+    raw = t.spec.get("tolerations")
+    tolerations = [x for x in raw if isinstance(x, dict)] if isinstance(raw, list) else []
+    wanted = {n for n, r in requests.items() if r.amount > 0}
+    out: dict[str, str] = {}
+    for covered, names in cq.groups:
+        flavors = [model.resource_flavor(n) for n in names]
+        known = [f for f in flavors if f is not None]
+        if not covered & wanted or len(known) != len(flavors):
+            continue
+        view = restricted(place, {k for f in known for k in f.node_labels})
+        fits = [f for f in known if matches(f.node_labels, view) and all(
+            any(_tolerates(tol, x) for tol in tolerations)
+            for x in f.node_taints if x.effect in _BLOCKING)]
+        if len(fits) == 1:
+            out.update(fits[0].node_labels)
+    return out
+
+
 def _candidates(model: ClusterModel, t: PodTemplate, requests: Mapping[str, Request],
                 ) -> list[NodeGroup]:
     """Node groups the pod may land on and is bound to: its node selector agrees with every
     label the group has a value for, the group offers every extended resource it requests,
     and it asks for one of them or selects one of the group's labels."""
     sel = t.spec.get("nodeSelector")
-    sel = sel if isinstance(sel, dict) else {}
+    sel = {**(sel if isinstance(sel, dict) else {}), **_flavor_labels(model, t, requests)}
     extended = [n for n, r in requests.items() if "/" in n and r.amount > 0]
     out = []
     for g in model.node_groups:
