@@ -118,7 +118,7 @@ def problem_of(ctx: LintContext, v: Verdict) -> Problem:
     """A verdict as a lint problem of its rule, at its field."""
     return ctx.problem(v.template.resource, _RULE[v.check], v.path,
                        f"{v.step}: {v.message}", value=v.value, expected=v.expected,
-                       hint=v.hint, facts=v.facts,
+                       hint=v.hint, facts=v.facts, declared=not v.own_facts,
                        severity=Severity.WARNING if v.warning else None)
 
 
