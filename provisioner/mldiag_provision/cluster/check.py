@@ -37,7 +37,7 @@ from mldiag_provision.recipe.sourcemap import Path
 
 Step = Literal["admitted", "scheduled", "wired"]
 
-TPU = "google.com/tpu"
+TPU = store().get("kubernetes", "tpu", "resource")["name"]  # google.com/tpu
 
 
 @dataclass(frozen=True)
