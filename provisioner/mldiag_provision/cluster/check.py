@@ -48,6 +48,8 @@ from mldiag_provision.recipe.sourcemap import Path
 
 Step = Literal["admitted", "scheduled", "wired"]
 
+TPU = store().get("kubernetes", "tpu", "resource")["name"]  # google.com/tpu
+
 
 @dataclass(frozen=True)
 class Verdict:
@@ -65,6 +67,9 @@ class Verdict:
     facts: tuple[Fact, ...] = ()
     warning: bool = False
     """At most a warning, whatever the facts (the model is not sure of the whole)."""
+    own_facts: bool = False
+    """``facts`` are all the verdict stands on: its rule's declared facts are not read (a
+    live Node's reported allocatable, not GKE's reservation tiers)."""
 
 
 @dataclass(frozen=True)
@@ -452,10 +457,20 @@ def tolerated(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
         facts=(fact,))
 
 
+def _fit_fact() -> Fact:
+    return store().as_fact(store().doc("kubernetes")["scheduling"]["resourceFit"])
+
+
 def scheduled(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
     """The pod's cpu and memory requests fit the allocatable resources of some node group it
     may land on. Not judged where no group is a candidate (other rules say why) or where the
-    machine's size is unknown."""
+    machine's size is unknown.
+
+    Severity: on a live model the figure is the Node's own ``status.allocatable``, the one
+    the scheduler compares requests with (fact ``kubernetes.scheduling.resourceFit``, H), so
+    the verdict stands on that fact alone and is an error; on a plan or manifest model it is
+    GKE's reservation tiers applied to the machine's size (``gke.nodeAllocatable``, M), a
+    warning until those are verified."""
     if not any(g.allocatable for g in model.node_groups):
         return
     requests = pod_requests(t, _scheduling)
@@ -474,26 +489,27 @@ def scheduled(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
     for item in short:  # per resource, the group that comes closest
         if item[1] not in best or item[3] > best[item[1]][3]:
             best[item[1]] = item
+    live = model.source == "live"
+    fit = _fit_fact()
     for g, resource, req, cap in best.values():
         whole = g.capacity.get(resource)  # the machine's size
-        if whole is not None and req.amount > whole:
-            continue  # above the whole machine: tpu-resources says so
+        if whole is not None and req.amount > whole and (not live or TPU in g.capacity):
+            continue  # above the whole TPU machine: tpu-resources says so
         nodes = g.nodes
         unit = "GiB" if resource == MEMORY else "cores"
         shown = (cap / GIB if resource == MEMORY else cap).quantize(Decimal("0.01"))
         where = f"slice '{g.slice}'" if g.slice else f"node pool '{g.name}'"
-        whence = ("as the nodes report it" if model.source == "live"
-                  else "after GKE's reservations")
+        whence = "as the nodes report it" if live else "after GKE's reservations"
+        said = str(fit["words"]).format(nodes=nodes, resource=resource)
         yield Verdict(
             t, "scheduled", "allocatable", req.path,
             f"{t.describe()} requests {resource} {req.written}, more than a "
             f"{g.machine_type or g.name} node of {where} can give pods "
-            f"({shown} {unit} allocatable, {whence}): it stays Pending with "
-            f"\"0/{nodes} nodes are available: {nodes} Insufficient {resource}\"",
+            f"({shown} {unit} allocatable, {whence}): it stays Pending with \"{said}\"",
             value=req.written, expected=f"at most {shown} {unit}",
             hint=f"request at most {shown} {unit} of {resource} (GKE keeps the rest of the "
                  "machine for the kubelet and system daemons)",
-            facts=g.facts)
+            facts=(fit,) if live else g.facts, own_facts=live)
 
 
 def check(model: ClusterModel, templates: list[PodTemplate]) -> list[Verdict]:

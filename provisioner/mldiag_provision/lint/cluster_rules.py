@@ -127,10 +127,13 @@ def _model(ctx: LintContext) -> ClusterModel:
 
 
 def problem_of(ctx: LintContext, v: Verdict) -> Problem:
-    """A verdict as a lint problem of its rule, at its field."""
+    """A verdict as a lint problem of its rule, at its field. A verdict that stands on its own
+    facts alone cites the first one's source (a live Node's allocatable: Kubernetes' page, not
+    GKE's reservation tiers)."""
     return ctx.problem(v.template.resource, _RULE[v.check], v.path,
                        f"{v.step}: {v.message}", value=v.value, expected=v.expected,
-                       hint=v.hint, facts=v.facts,
+                       hint=v.hint, facts=v.facts, declared=not v.own_facts,
+                       source=v.facts[0].url if v.own_facts and v.facts else None,
                        severity=Severity.WARNING if v.warning else None)
 
 

@@ -138,14 +138,14 @@ class RecipeLintContext(LintContext):
     def problem(self, res: Resource, rule: str, path: Path, message: str, *,
                 value: object = None, expected: str | None = None, hint: str | None = None,
                 severity: Severity | None = None, source: str | None = None,
-                facts: Iterable[Fact | None] = ()) -> Problem:
+                facts: Iterable[Fact | None] = (), declared: bool = True) -> Problem:
         assert self.preflight is not None
         if isinstance(value, (dict, list)):
             value = None
         return self.preflight.problem(
             rule, recipe_path(self.origins[id(res)], res, path), message, value=value,
             expected=expected, hint=hint, severity=severity, source=source, facts=facts,
-            prefer_value=value is not None)
+            prefer_value=value is not None, declared=declared)
 
 
 def rendered_workloads(ctx: Context) -> tuple[list[Resource], dict[int, Origin]]:
