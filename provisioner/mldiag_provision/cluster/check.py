@@ -519,4 +519,7 @@ def check(model: ClusterModel, templates: list[PodTemplate]) -> list[Verdict]:
         out.extend(admitted(model, t))
         out.extend(tolerated(model, t))
         out.extend(scheduled(model, t))
+        if model.accelerator_classes:  # Autopilot: the class's request range
+            from mldiag_provision.cluster.autopilot import ranges
+            out.extend(ranges(model, t))
     return out

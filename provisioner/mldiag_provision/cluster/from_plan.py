@@ -95,14 +95,21 @@ def build(mode: Mode, slices: Iterable[tuple[SlicePlan, SliceShape | GpuShape]],
       slices: each resolved slice with its catalog shape.
       queued: the plan's Kueue objects (None: no queued slice).
       zone: the recipe's zone, where the node pools are created.
+
+    On Autopilot the model also holds the accelerator classes of the slices, with their
+    request ranges (:func:`.autopilot.classes`).
     """
-    groups = tuple(node_group(sp, shape, (zone,) if zone else ()) for sp, shape in slices)
+    pairs = list(slices)
+    groups = tuple(node_group(sp, shape, (zone,) if zone else ()) for sp, shape in pairs)
     cqs, lqs = kueue_queues(queued)
     # the rendered ResourceFlavor sets no node labels or taints: every pod set matches it
     flavors = (ResourceFlavor(queued.resource_flavor, {}),) if queued else ()
     model = ClusterModel(mode=mode, node_groups=groups, node_groups_complete=mode != "unknown",
                          cluster_queues=cqs, local_queues=lqs, source="plan",
                          resource_flavors=flavors)
+    if mode == "autopilot":  # the request ranges of its accelerator classes
+        from mldiag_provision.cluster import autopilot
+        model = replace(model, accelerator_classes=autopilot.classes(pairs))
     return replace(model, queue_label=queued.queue_name_label) if queued else model
 
 

@@ -65,6 +65,25 @@ class NodeGroup:
 
 
 @dataclass(frozen=True, slots=True)
+class AcceleratorClass:
+    """What GKE Autopilot accepts from a Pod of one accelerator class: the Pods whose node
+    selector holds ``labels`` (the accelerator, and a TPU's topology) and ask for ``count``
+    of ``resource`` (None: any count). ``minimum``/``maximum``: per resource name (units as
+    the model's quantities); a bound not listed is unknown and never judged. ``facts``: per
+    resource name, what its bounds stand on (``gke.autopilotClasses``,
+    ``kubernetes.ephemeralStorage``; built by :mod:`.autopilot`)."""
+
+    name: str
+    labels: Mapping[str, str]
+    resource: str
+    count: int | None
+    minimum: Mapping[str, Decimal] = field(default_factory=dict)
+    maximum: Mapping[str, Decimal] = field(default_factory=dict)
+    facts: Mapping[str, tuple[Fact, ...]] = field(default_factory=dict)
+    slice: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterQueue:
     """A Kueue ClusterQueue: the resources it covers (every resource group together), its
     flavors and their quotas."""
@@ -125,6 +144,8 @@ class ClusterModel:
     not hold is not judged)."""
     _queues: dict[tuple[str | None, str], LocalQueue] = field(
         default_factory=dict, init=False, repr=False, compare=False)
+    accelerator_classes: tuple[AcceleratorClass, ...] = ()
+    """Autopilot: the request ranges of the recipe's accelerator classes (empty elsewhere)."""
 
     def __post_init__(self) -> None:
         for q in self.local_queues:

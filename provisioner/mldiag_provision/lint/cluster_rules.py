@@ -17,6 +17,8 @@ Rules (ids stable):
   node selector/affinity and its tolerations.
 * ``kueue-quota`` (*admitted*): a flavor's nominal quota holds the pod set's total request.
 * ``node-taints`` (*scheduled*): the pod tolerates the taints of a node it can land on.
+* ``autopilot-resource-range`` (*scheduled*, Autopilot): cpu and memory requests lie within
+  the accelerator class's range (:mod:`mldiag_provision.cluster.autopilot`).
 """
 
 from __future__ import annotations
@@ -73,9 +75,17 @@ FLAVOR = define("kueue-flavor", "a queued pod set's node selector, affinity and 
                 source=store().source_url("KUEUE-RESOURCE-FLAVOR"),
                 facts=("gke.queuedProvisioning.flavorFit",))
 
+AUTOPILOT_RANGE = define("autopilot-resource-range", "on GKE Autopilot, an accelerator pod's "
+                         "cpu and memory requests lie within its class's range (above the "
+                         "maximum GKE Warden refuses the pod; below the minimum it is raised)",
+                         source=store().source_url("AP-RESOURCES"),
+                         facts=("gke.autopilotClasses.aboveMaxRejected",
+                                "gke.autopilotClasses.wardenWords"))
+
 _RULE = {"kueue-coverage": KUEUE.id, "kueue-queue": QUEUE.id, "kueue-quota": QUOTA.id,
          "kueue-flavor": FLAVOR.id,
-         "allocatable": ALLOCATABLE.id, "taints": TAINTS.id}
+         "allocatable": ALLOCATABLE.id, "taints": TAINTS.id,
+         "autopilot-range": AUTOPILOT_RANGE.id}
 _KUEUE_GROUP = "kueue.x-k8s.io"
 
 
@@ -107,9 +117,15 @@ def model_of_manifests(ctx: LintContext) -> ClusterModel:
                                                TOPO_KEY: shape.topology},
             taints=(), capacity=capacity, allocatable=allocatable(capacity),
             facts=(*((mt.fact,) if mt.fact is not None else ()), *allocatable_facts()))
-    return ClusterModel(mode="unknown", node_groups=tuple(groups.values()),
-                        cluster_queues=cqs, local_queues=lqs, source="manifests",
-                        resource_flavors=flavors)
+    model = ClusterModel(mode="unknown", node_groups=tuple(groups.values()),
+                         cluster_queues=cqs, local_queues=lqs, source="manifests",
+                         resource_flavors=flavors)
+    if ctx.options.autopilot:  # --autopilot: the GPU classes the pods select
+        from mldiag_provision.cluster.autopilot import classes_of_pods
+        found = classes_of_pods(ctx.templates)
+        if found:
+            model = replace(model, mode="autopilot", accelerator_classes=found)
+    return model
 
 
 def _model(ctx: LintContext) -> ClusterModel:
