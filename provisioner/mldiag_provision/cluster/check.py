@@ -80,6 +80,9 @@ class Request:
     amount: Decimal
     path: Path
     written: str
+    parts: tuple[str, ...] = ()
+    """Each amount counted, as written: one per container summed, or the init container's
+    alone where it is the larger."""
 
 
 @lru_cache(maxsize=4096)
@@ -104,8 +107,8 @@ def pod_requests(t: PodTemplate, wanted: Callable[[str], bool] | None = None,
     and Kueue count it (https://kubernetes.io/docs/concepts/workloads/pods/init-containers/
     #resource-sharing-within-containers). Values that are not quantities are left to the
     schema's findings."""
-    sums: dict[str, tuple[Decimal, tuple[str, int, str], str]] = {}
-    inits: dict[str, tuple[Decimal, tuple[str, int, str], str]] = {}
+    sums: dict[str, tuple[Decimal, tuple[str, int, str], str, tuple[str, ...]]] = {}
+    inits: dict[str, tuple[Decimal, tuple[str, int, str], str, tuple[str, ...]]] = {}
     spec = t.spec
     for key in ("containers", "initContainers"):
         items = spec.get(key)
@@ -132,16 +135,17 @@ def pod_requests(t: PodTemplate, wanted: Callable[[str], bool] | None = None,
                     seen.add(name)
                     if key == "containers":
                         had = sums.get(name)
-                        sums[name] = ((had[0] + q, had[1], had[2]) if had is not None
-                                      else (q, (key, i, kind), str(raw)))
+                        sums[name] = ((had[0] + q, had[1], had[2], (*had[3], str(raw)))
+                                      if had is not None
+                                      else (q, (key, i, kind), str(raw), (str(raw),)))
                     elif name not in inits or q > inits[name][0]:
-                        inits[name] = (q, (key, i, kind), str(raw))
+                        inits[name] = (q, (key, i, kind), str(raw), (str(raw),))
     out: dict[str, Request] = {}
     for name in {*sums, *inits}:
         total, init = sums.get(name), inits.get(name)
-        amount, (key, i, kind), raw = (init if init is not None and (
+        amount, (key, i, kind), raw, parts = (init if init is not None and (
             total is None or init[0] > total[0]) else total)  # type: ignore[misc]
-        out[name] = Request(amount, (*t.spec_path, key, i, "resources", kind, name), raw)
+        out[name] = Request(amount, (*t.spec_path, key, i, "resources", kind, name), raw, parts)
     return out
 
 
