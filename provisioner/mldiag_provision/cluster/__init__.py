@@ -15,7 +15,11 @@
   scheduler use. *Wired* (workers finding each other: coordinator addresses, headless
   Services) is lint's wiring rules (``lint/wiring_rules.py``), which run in the same pass.
 
+* :mod:`.autopilot`: on GKE Autopilot, the accelerator classes of the recipe (their request
+  ranges, from ``gke.yaml`` ``autopilotClasses``) and the *scheduled* verdicts on requests
+  outside them, in GKE Warden's words.
+
 Not in the model yet: the installed controllers and their versions (JobSet, LWS, the ML
-Diagnostics webhook), webhook reachability, and Autopilot's compute classes; preflight's
-existing rules answer those questions one field at a time.
+Diagnostics webhook), webhook reachability, and Autopilot's general-purpose compute classes;
+preflight's existing rules answer those questions one field at a time.
 """
