@@ -58,7 +58,9 @@ class Verdict:
 
     template: PodTemplate
     step: Step
-    check: str  # kueue-coverage | kueue-queue | kueue-flavor | kueue-quota | allocatable | taints
+    # check: kueue-coverage | kueue-queue | kueue-flavor | kueue-quota | allocatable | taints
+    # | autopilot-range (cluster/autopilot.py)
+    check: str
     path: Path
     message: str
     value: object
