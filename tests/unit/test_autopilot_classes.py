@@ -218,3 +218,22 @@ def test_ephemeral_storage_below_the_accelerator_minimum_warns_from_the_models_b
     (p,) = [p for p in problems if p.rule == "workload-ephemeral-storage"]
     assert p.severity is Severity.WARNING
     assert "below Autopilot's minimum for accelerator Pods (512Mi)" in p.message
+
+
+def test_validate_judges_an_autopilot_gpu_workload_at_its_recipe_line() -> None:
+    """``validate`` renders an Autopilot GPU workload that sets cpu/memory when its class has
+    a recorded range, and points Warden's refusal (argo-workflows#13073: maximum '11' cpu)
+    at the recipe field; a GKE Standard recipe is not judged by the class."""
+    data = yaml.safe_load(A100_RECIPE % "gke-autopilot")
+    data["spec"]["workloads"][0]["resources"] = {"cpu": "16"}
+    problems = pipeline.check_text(yaml.safe_dump(data), "r.yaml").report.problems
+    p = next(p for p in problems if p.rule == RULE)
+    assert p.path == "spec.workloads[0].resources.cpu"
+    assert "higher than the Autopilot maximum of '11'" in p.message
+    data["spec"]["workloads"][0]["resources"] = {"cpu": "10"}
+    problems = pipeline.check_text(yaml.safe_dump(data), "r.yaml").report.problems
+    assert [p for p in problems if p.rule == RULE] == []
+    data["spec"]["orchestrator"]["type"] = "gke-standard"
+    data["spec"]["workloads"][0]["resources"] = {"cpu": "16"}
+    problems = pipeline.check_text(yaml.safe_dump(data), "r.yaml").report.problems
+    assert [p for p in problems if p.rule == RULE] == []

@@ -114,6 +114,13 @@ def _gpu_rows(accelerator: str, count: int | None) -> list[Mapping[str, Any]]:
             and count in (None, row["count"])]
 
 
+def ranged_accelerators() -> frozenset[str]:
+    """The GPU accelerators (``gke-accelerator`` values) with a recorded cpu or memory bound:
+    the only GPU Pods :func:`ranges` can judge."""
+    return frozenset(str(row["accelerator"]) for row in _doc()["gpu"]
+                     if any(row.get(name) for name in _JUDGED))
+
+
 def accelerator_classes(sp: SlicePlan) -> list[AcceleratorClass]:
     """The Autopilot classes of one planned slice: for a GPU slice, one per row of the GPU
     table recorded for its accelerator (and its GPUs per VM, where the plan knows them: on
