@@ -265,17 +265,18 @@ def _autopilot_gpu_workloads(ctx: Context, done: set[int],
     if any(shapes.get(i) is None for i in range(len(spec.slices))) or len(
             {s.name for s in spec.slices}) < len(spec.slices):
         return [], {}
-    from mldiag_provision.cluster.autopilot import ranged_accelerators
-
-    ranged = ranged_accelerators()
     picked = [(i, j) for i, w in enumerate(spec.workloads)
               if i not in done and (j := ctx.slice_index(w.slice)) is not None
               and ctx.gpu_shapes.get(j) is not None
               and (w.resources.cpu or w.resources.memory)]
-    project = _project(ctx) if picked else None
-    picked = [(i, j) for i, j in picked
-              if project is not None and project.slices[j].accelerator in ranged]
-    if not picked or project is None:
+    if not picked:
+        return [], {}
+    from mldiag_provision.cluster.autopilot import ranged_accelerators
+
+    ranged = ranged_accelerators()
+    project = _project(ctx)
+    picked = [(i, j) for i, j in picked if project.slices[j].accelerator in ranged]
+    if not picked:
         return [], {}
     diagnostics = diagnostics_plan(project, ctx.recipe, ctx.catalog, "none", True)
     partial = _PartialPlan(blueprint=project.blueprint, diagnostics=diagnostics,
