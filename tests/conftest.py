@@ -38,7 +38,7 @@ def _no_live_google_checks(monkeypatch: pytest.MonkeyPatch) -> None:
     (ADC, ``GOOGLE_OAUTH_ACCESS_TOKEN``; the engine fixtures set the latter for the stand-in
     API server). No test may reach Google: every test starts with ``MLDIAG_OFFLINE=1``; the
     live-check tests (tests/live/, tests/engine/test_live_gate.py) remove it and point the
-    clients at tests/standin/gcp_apis.py with ``MLDIAG_GOOGLE_API_ENDPOINT``."""
+    clients at mldiag_provision/sandbox/gcp_apis.py with ``MLDIAG_GOOGLE_API_ENDPOINT``."""
     monkeypatch.setenv("MLDIAG_OFFLINE", "1")
     monkeypatch.delenv("MLDIAG_GOOGLE_API_ENDPOINT", raising=False)
 

@@ -84,6 +84,8 @@ class CommandRunner:
             return
         if self.secrets:
             text = redact(text, self.secrets)
+        if os.environ.get("MLDIAG_SANDBOX_ROOT"):  # a --sandbox run (sandbox/session.py)
+            text = "".join("[SANDBOX] " + line for line in text.splitlines(keepends=True))
         with self._log_lock:
             if self._log is None:
                 _private_dir(self.log_path.parent)

@@ -1,7 +1,7 @@
 """Benchmark: what the live preflight's own code adds on top of Google Cloud round trips.
 
 Runs the checks of a typical recipe (GKE Standard, reservation: 7 checks, ~15 calls) against
-tests/standin/gcp_apis.py (TEST INFRASTRUCTURE) in one process:
+mldiag_provision/sandbox/gcp_apis.py (TEST INFRASTRUCTURE) in one process:
   * cold import of the six client libraries (paid once per `preflight --live`/plan/apply);
   * wall time with a 0-latency local server (client construction + requests + parsing +
     check logic: the code's overhead, plus the local server's own work);
@@ -45,7 +45,7 @@ def main() -> int:
     from mldiag_provision.preflight.live.checks import run_live_checks
     from mldiag_provision.preflight.live.target import build_target
     from mldiag_provision.render.stack import render_stack
-    from standin.gcp_apis import GcpApis
+    from mldiag_provision.sandbox.gcp_apis import GcpApis
 
     _, plan = _checked_plan(args.recipe)
     t0 = time.perf_counter()

@@ -278,8 +278,8 @@ def main(argv: list[str]) -> int:
     from _bench import Bench
 
     from engine.conftest import offline_recipe
-    from standin.gcs import GcsStandIn
-    from standin.mirror import install
+    from mldiag_provision.sandbox.gcs import GcsStandIn
+    from mldiag_provision.sandbox.mirror import install
 
     tmp = Path(tempfile.mkdtemp(prefix="mldiag-bench-"))
     try:

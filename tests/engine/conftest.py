@@ -32,7 +32,7 @@ def standin(tmp_path_factory: pytest.TempPathFactory):
     """The stand-in mirror (None when terraform is missing and that is explicitly allowed)."""
     if terraform_binary() is None:
         return None
-    from standin.mirror import install
+    from mldiag_provision.sandbox.mirror import install
 
     return install(tmp_path_factory.mktemp("standin"))
 
@@ -82,7 +82,7 @@ def seed_recipe_cluster(cloud: Path, recipe: Path, api: object, **kwargs: object
     from mldiag_provision.catalog.tpu import load_catalog
     from mldiag_provision.pipeline import check_file
     from mldiag_provision.plan.stack import build_plan
-    from standin.gke_cluster import seed_gke_cluster
+    from mldiag_provision.sandbox.gke_cluster import seed_gke_cluster
 
     catalog = load_catalog()
     res = check_file(str(recipe), catalog)
@@ -117,7 +117,7 @@ def offline_cluster(offline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     if offline is None:
         yield None
         return
-    from standin.gke_cluster import serve_cloud
+    from mldiag_provision.sandbox.gke_cluster import serve_cloud
 
     token = "standin-" + secrets.token_hex(8)
     api = serve_cloud(offline, token=token)
@@ -137,11 +137,11 @@ def offline_cluster(offline, tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
 @pytest.fixture
 def gcs(offline, monkeypatch: pytest.MonkeyPatch):
     """The stand-in Cloud Storage object listing for this test's cloud
-    (``STORAGE_EMULATOR_HOST``; tests/standin/gcs.py)."""
+    (``STORAGE_EMULATOR_HOST``; mldiag_provision/sandbox/gcs.py)."""
     if offline is None:
         yield None
         return
-    from standin.gcs import GcsStandIn
+    from mldiag_provision.sandbox.gcs import GcsStandIn
 
     with GcsStandIn(offline) as server:
         monkeypatch.setenv("STORAGE_EMULATOR_HOST", server.url)

@@ -23,7 +23,7 @@ def _rc(result: tuple[int, str, str]) -> int:
 
 
 # What Google keeps after a destroy: the project's _Default log bucket (its config is only
-# forgotten, tests/standin/rules.py forget_only), and a cluster the stack did not create.
+# forgotten, mldiag_provision/sandbox/rules.py forget_only), and a cluster the stack did not create.
 KEPT = {"google_logging_project_bucket_config": 1}
 
 
@@ -33,7 +33,7 @@ def seed_existing_cluster(recipe: Path, cloud: Path) -> dict[str, int]:
     cloud. Returns what it added."""
     import yaml
 
-    from standin.rules import seed_cluster
+    from mldiag_provision.sandbox.rules import seed_cluster
 
     spec = yaml.safe_load(recipe.read_text())["spec"]
     orch = spec["orchestrator"]

@@ -1,5 +1,6 @@
 """A fresh Google Cloud project refuses what a stack does in the wrong order or with the
-wrong shape; the offline stand-in refuses the same (tests/standin/rules.py, each rule with
+wrong shape; the offline stand-in refuses the same (mldiag_provision/sandbox/rules.py, each
+rule with
 its public source). Each test applies a rendered stack with the real terraform binary:
 
 * the stack as rendered now applies (through our commands);

@@ -59,7 +59,7 @@ def test_non_empty_profiles_bucket_refuses_destroy_until_delete_profiles(
         tmp_path: Path, offline, gcs, cli) -> None:
     if offline is None:
         return
-    from standin.gcs import put_object
+    from mldiag_provision.sandbox.gcs import put_object
 
     r = str(offline_recipe(AUTOPILOT, tmp_path / "recipe.yaml"))
     work = str(tmp_path / "work")
@@ -83,7 +83,7 @@ def test_without_the_guard_terraform_destroy_stops_halfway_on_a_non_empty_bucket
         return
     import subprocess
 
-    from standin.gcs import put_object
+    from mldiag_provision.sandbox.gcs import put_object
 
     r = str(offline_recipe(AUTOPILOT, tmp_path / "recipe.yaml"))
     work = tmp_path / "work"

@@ -2,7 +2,8 @@
 Kubernetes API server, tests/standin/) and lint's cluster rules judged against it.
 
 The stand-in's Nodes carry cpu/memory as recorded from real GKE nodes
-(tests/standin/recorded_nodes.yaml), not as the model's reservation formula computes them, so
+(mldiag_provision/sandbox/recorded_nodes.yaml), not as the model's reservation formula
+computes them, so
 ``node-allocatable`` here is checked against the platform's own figures. No terraform: these
 run in seconds.
 """
@@ -17,7 +18,7 @@ import pytest
 import yaml
 from kubernetes import client, config
 
-from standin.gke_cluster import recorded_nodes, seed_gke_cluster, serve_cloud
+from mldiag_provision.sandbox.gke_cluster import recorded_nodes, seed_gke_cluster, serve_cloud
 
 TOKEN = "t0ken-live"
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,5 +1,5 @@
 """``plan``/``apply`` run the live checks before Terraform when credentials exist: against
-the stand-in Google Cloud APIs (tests/standin/gcp_apis.py) and the stand-in Terraform
+the stand-in Google Cloud APIs (mldiag_provision/sandbox/gcp_apis.py) and the stand-in Terraform
 providers, a FAIL stops them before any terraform command; ``--ignore-live-failures`` goes on
 and says so loudly; ``--offline`` asks nothing."""
 
@@ -11,8 +11,8 @@ import pytest
 
 from engine.conftest import cloud_objects, offline_recipe
 from live.conftest import all_pass_project
+from mldiag_provision.sandbox.gcp_apis import GcpApis
 from stack_support import REPO_ROOT
-from standin.gcp_apis import GcpApis
 
 pytestmark = pytest.mark.terraform
 

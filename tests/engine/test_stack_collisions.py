@@ -1,6 +1,7 @@
 """Two stacks in one project (issue 25, "Stacks collide"), applied with the real terraform
 binary against the stand-in, whose create of a named object that already exists fails with
-Google's 409 (tests/standin/plugin.py ``CONFLICT_ON_CREATE``; IAM: an account id "is unique
+Google's 409 (mldiag_provision/sandbox/plugin.py ``CONFLICT_ON_CREATE``; IAM: an account id
+"is unique
 within a project", https://cloud.google.com/iam/reference/rest/v1/projects.serviceAccounts/create).
 
 * now: two recipes that differ only in ``metadata.name`` both apply in one project, and

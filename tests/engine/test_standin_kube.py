@@ -14,15 +14,15 @@ import pytest
 from kubernetes import client, config, dynamic
 from kubernetes.client.rest import ApiException
 
-from standin import schema as sch
-from standin.gke_cluster import (
+from mldiag_provision.sandbox import schema as sch
+from mldiag_provision.sandbox.gke_cluster import (
     AUTOPILOT_WEBHOOK_WARNING,
     find_cluster,
     seed_gke_cluster,
     serve_cloud,
 )
-from standin.kube_providers import KubeProvider
-from standin.plugin import Cloud, Provider
+from mldiag_provision.sandbox.kube_providers import KubeProvider
+from mldiag_provision.sandbox.plugin import Cloud, Provider
 
 TOKEN = "t0ken"
 

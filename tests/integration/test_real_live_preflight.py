@@ -1,6 +1,6 @@
 """``preflight --live`` against the real Google Cloud project named by ``MLDIAG_IT_PROJECT``
 (with application default credentials or ``GOOGLE_OAUTH_ACCESS_TOKEN``); a visible skip
-otherwise. Every other live-check test runs against tests/standin/gcp_apis.py.
+otherwise. Every other live-check test runs against mldiag_provision/sandbox/gcp_apis.py.
 
 What a real project answers is not known in advance (quotas, reservations, versions), so this
 asserts what must hold anywhere: the project is found ACTIVE, every check answers with a

@@ -1,4 +1,4 @@
-"""Fixtures of the live-preflight tests: tests/standin/gcp_apis.py (TEST INFRASTRUCTURE: the
+"""Fixtures of the live-preflight tests: mldiag_provision/sandbox/gcp_apis.py (the
 six Google Cloud APIs on the wire, answering from a FakeProject) with this test's environment
 pointed at it."""
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from standin.gcp_apis import FakeProject, GcpApis, quota_dims, reservation
+from mldiag_provision.sandbox.gcp_apis import FakeProject, GcpApis, quota_dims, reservation
 
 ALL_VERSIONS = {"RAPID": ["1.36.1-gke.1000", "1.35.2-gke.1200", "1.34.3-gke.1100"],
                 "REGULAR": ["1.35.2-gke.1200", "1.34.3-gke.1100"],

@@ -1,4 +1,5 @@
-"""``mldiag-provision preflight RECIPE --live`` against tests/standin/gcp_apis.py (the real
+"""``mldiag-provision preflight RECIPE --live`` against mldiag_provision/sandbox/gcp_apis.py
+(the real
 client libraries, REST/gRPC on the wire): every FAIL and WARN the live preflight can give,
 a 403 on each API, a timeout, and a project where everything passes."""
 
@@ -11,7 +12,7 @@ import pytest
 
 from cli_support import run_cli
 from live.conftest import recipe_copy
-from standin.gcp_apis import quota_dims, reservation
+from mldiag_provision.sandbox.gcp_apis import quota_dims, reservation
 
 V5P = "tpu-v5p-2x2x4-standard-reservation"  # us-east5-a, reservation v5p-reservation
 V6E = "tpu-v6e-4x4-multislice-standard-spot"  # us-east5-b, 2 spot slices of 16 chips

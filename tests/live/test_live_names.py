@@ -1,5 +1,5 @@
 """The live preflight refuses a name the stack would create that already exists outside the
-stack (issue 25, item 5; check ``names``), against tests/standin/gcp_apis.py.
+stack (issue 25, item 5; check ``names``), against mldiag_provision/sandbox/gcp_apis.py.
 
 Each kind from its own source (catalog/data/names.yaml ``uniqueness``): a service account id
 is unique in a project and a second create is 409 ALREADY_EXISTS (IAM

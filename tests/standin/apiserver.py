@@ -954,14 +954,18 @@ class ApiServer:
       view: the cluster it plays (:class:`ClusterView`).
       token: bearer token every request must carry (None: no authentication).
       host/port: where to listen (port 0: any free port).
+      certs: (CA PEM, server certificate PEM, server key PEM) to serve, as
+        :func:`make_certs` makes them (None: new ones), e.g. kept by the sandbox so that a
+        cluster's CA stays the same between commands.
     """
 
     def __init__(self, view: ClusterView, *, token: str | None = None,
-                 host: str = "127.0.0.1", port: int = 0) -> None:
+                 host: str = "127.0.0.1", port: int = 0,
+                 certs: tuple[bytes, bytes, bytes] | None = None) -> None:
         self.store = Store(view)
         self.token = token
         self.requests: list[tuple[str, str]] = []  # (method, path) for assertions
-        self.ca_pem, server_pem, server_key = make_certs(host)
+        self.ca_pem, server_pem, server_key = certs or make_certs(host)
         self._tmp = tempfile.TemporaryDirectory(prefix="mldiag-standin-apiserver-")
         cert_file = Path(self._tmp.name) / "server.pem"
         cert_file.write_bytes(server_pem + server_key)

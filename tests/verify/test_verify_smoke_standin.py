@@ -21,7 +21,7 @@ from kubernetes import client
 from kubernetes import config as kube_config
 
 from mldiag_provision.cli.app import main
-from standin.apiserver import ApiServer, ClusterView
+from mldiag_provision.sandbox.apiserver import ApiServer, ClusterView
 
 ROOT = Path(__file__).resolve().parents[2]
 MULTISLICE = ROOT / "recipes" / "tpu-v6e-4x4-multislice-autopilot.yaml"

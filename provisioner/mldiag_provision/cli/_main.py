@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -516,9 +516,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.command:
         parser.print_help(sys.stderr)
         return int(ExitCode.USAGE)
+    run = COMMANDS.get(args.command) or _command_module(args.command).run
+    if hasattr(args, "sandbox"):  # plan/apply/verify/output/destroy: --sandbox or MLDIAG_SANDBOX
+        from mldiag_provision.cli import sandboxed
+
+        if sandboxed.requested(args):
+            restore = sandboxed.mark_streams(args)
+            try:
+                return _run(args, sandboxed.wrap(run), detailed)
+            finally:
+                restore()
+    return _run(args, run, detailed)
+
+
+def _run(args: argparse.Namespace, run: Callable[[argparse.Namespace, Console], int],
+         detailed: bool) -> int:
+    """Run one parsed command; errors become their exit codes (see the module docstring)."""
     out = Console(sys.stdout, color=False if args.no_color else None)
     err = Console(sys.stderr, color=False if args.no_color else None)
-    run = COMMANDS.get(args.command) or _command_module(args.command).run
     try:
         return run(args, out)
     except MldiagError as exc:

@@ -167,7 +167,9 @@ def _write(out: Path, files: dict[str, bytes], *, generator: str, stack: str | N
         return result
 
     old = _read_manifest(out)
-    if old is None and any(out.iterdir()) and not force:
+    # a directory holding only the tool's own .mldiag/ (e.g. the sandbox's cloud, made
+    # before the first render) is as good as empty
+    if old is None and any(p.name != ".mldiag" for p in out.iterdir()) and not force:
         raise ConflictError(
             f"{out} is not empty and was not rendered by mldiag-provision",
             hint="render into a new or empty directory, or pass --force to write into it")

@@ -14,3 +14,14 @@ def add_common(p: argparse.ArgumentParser, *, render: bool = True,
         p.add_argument("--force", action="store_true",
                        help="re-render over rendered files that were edited by hand")
     p.add_argument("--output", "-O", choices=outputs, default="text")
+    add_sandbox(p)
+
+
+SANDBOX_HELP = ("run against the sandbox, a local double of Google Cloud kept in "
+                "DIR/.mldiag/sandbox (no Google account, no credentials read; also "
+                "MLDIAG_SANDBOX=1)")
+
+
+def add_sandbox(p: argparse.ArgumentParser) -> None:
+    """``--sandbox`` (plan, apply, verify, output, destroy)."""
+    p.add_argument("--sandbox", action="store_true", help=SANDBOX_HELP)

@@ -31,6 +31,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--smoke-image", default="python:3.12", metavar="IMAGE")
     p.add_argument("--smoke-timeout", type=float, default=900, metavar="SECONDS")
     p.add_argument("--output", "-O", choices=("text", "json"), default="text")
+    from mldiag_provision.cli.commands._args import add_sandbox
+
+    add_sandbox(p)
 
 
 def run(args: argparse.Namespace, out: Console) -> int:

@@ -16,7 +16,7 @@ Environment:
   * ``GOOGLE_OAUTH_ACCESS_TOKEN``: an access token used as is (as the google provider does);
     else application default credentials;
   * ``MLDIAG_GOOGLE_API_ENDPOINT``: one base URL (``http://127.0.0.1:PORT``) that replaces the
-    endpoint of every API asked (the tests' local servers, ``tests/standin/gcp_apis.py``;
+    endpoint of every API asked (the tests' local servers, ``mldiag_provision/sandbox/gcp_apis.py``;
     like ``STORAGE_EMULATOR_HOST`` for Cloud Storage);
   * ``MLDIAG_GOOGLE_GRPC_ENDPOINT``: ``HOST:PORT`` of a plaintext gRPC server for the IAM
     admin API (its client has no REST transport);

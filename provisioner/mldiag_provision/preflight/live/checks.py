@@ -116,7 +116,7 @@ class Session:
             from google.cloud import iam_admin_v1
 
             grpc_endpoint = os.environ.get(GRPC_ENDPOINT_ENV, "").strip()
-            if grpc_endpoint:  # a local plaintext server (tests/standin/gcp_apis.py)
+            if grpc_endpoint:  # a local plaintext server (mldiag_provision/sandbox/gcp_apis.py)
                 import grpc  # type: ignore[import-untyped]
                 from google.cloud.iam_admin_v1.services.iam.transports import IAMGrpcTransport
 

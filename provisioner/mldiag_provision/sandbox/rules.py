@@ -1,5 +1,5 @@
 """What Google Cloud (and the hashicorp/google provider in front of it) refuses, for the
-offline stand-in (TEST INFRASTRUCTURE, like the rest of tests/standin/).
+offline stand-in (the sandbox: a wire-level double of Google Cloud).
 
 The stand-in plugin (plugin.py) calls four hooks:
 
@@ -61,7 +61,7 @@ def seed_cluster(cloud: Path, *, project: str, location: str, name: str,
                  workload_pool: str | None = None) -> None:
     """An existing GKE cluster (with Workload Identity on ``workload_pool``) in ``cloud``,
     as if created outside the stack."""
-    from standin.plugin import Cloud
+    from mldiag_provision.sandbox.plugin import Cloud
 
     object_id = f"projects/{project}/locations/{location}/clusters/{name}"
     Cloud(cloud).put("google_container_cluster", object_id, {
@@ -272,7 +272,7 @@ def _cluster(planned: dict) -> str | None:
 def _bucket_not_empty(cloud: Any, prior: dict) -> str | None:
     """Deleting a bucket that holds objects: Google answers 409 unless the provider empties it
     first (``force_destroy``). Objects are the files the stand-in Cloud Storage listing serves
-    (tests/standin/gcs.py). Source: https://cloud.google.com/storage/docs/deleting-buckets
+    (gcs.py). Source: https://cloud.google.com/storage/docs/deleting-buckets
     ("you must delete the objects in the bucket first") and the JSON API's 409 for
     buckets.delete, message as the provider logs it."""
     if prior.get("force_destroy"):

@@ -1,9 +1,10 @@
-"""The offline stand-in for hashicorp/kubernetes 3.4.0 and hashicorp/helm 3.3.0 (TEST
-INFRASTRUCTURE): the same plugin machinery as the google stand-in (:mod:`standin.plugin`,
-real schemas from :mod:`standin.schema`), but each resource acts, over HTTPS, on the
+"""The offline stand-in for hashicorp/kubernetes 3.4.0 and hashicorp/helm 3.3.0 (sandbox:
+a wire-level double): the same plugin machinery as the google stand-in
+(:mod:`mldiag_provision.sandbox.plugin`, real schemas from
+:mod:`mldiag_provision.sandbox.schema`), but each resource acts, over HTTPS, on the
 Kubernetes API server at the provider's configured ``host`` (with its
 ``cluster_ca_certificate`` and bearer ``token``, or a kubeconfig), normally the stand-in
-API server of :mod:`standin.apiserver`.
+API server of :mod:`mldiag_provision.sandbox.apiserver`.
 
 Resources:
   * ``kubernetes_namespace_v1``, ``kubernetes_service_account_v1``,
@@ -16,7 +17,8 @@ Resources:
     the server drops the ones this manager owned (hashicorp/terraform-provider-kubernetes
     resource_kubernetes_labels.go);
   * ``helm_release``: "installs" a chart by creating what the chart renders
-    (:mod:`standin.charts`) in helm's install order, labelled and annotated as helm owns them
+    (:mod:`mldiag_provision.sandbox.charts`) in helm's install order, labelled and
+    annotated as helm owns them
     (``app.kubernetes.io/managed-by: Helm``, ``meta.helm.sh/release-name``/``-namespace``), and
     writes the release Secret ``sh.helm.release.v1.<name>.v<revision>``; refuses when a
     kind is not served ("ensure CRDs are installed first"), when the namespace is missing
@@ -41,8 +43,8 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlparse
 
-from standin import charts
-from standin.plugin import Provider, _fault
+from mldiag_provision.sandbox import charts
+from mldiag_provision.sandbox.plugin import Provider, _fault
 
 HELM_DEFAULTS: dict[str, Any] = {
     # hashicorp/helm 3.x helm_release argument defaults (registry docs, resources/release)

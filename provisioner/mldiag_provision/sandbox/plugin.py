@@ -1,7 +1,8 @@
 """The offline stand-in for hashicorp/google and hashicorp/google-beta: a real Terraform
 provider plugin (protocol 6 over gRPC), written in Python, serving the REAL provider schemas.
 
-TEST INFRASTRUCTURE. It is not Google Cloud and creates nothing: "applying" stores each
+Part of the sandbox, a wire-level double of Google Cloud. It is not Google Cloud and
+creates nothing: "applying" stores each
 object as a JSON file in a local directory (the stand-in's "cloud", ``MLDIAG_STANDIN_CLOUD``,
 default ``./.standin-cloud`` under Terraform's working directory).
 
@@ -26,7 +27,7 @@ Behaviour:
   * read: returns what the cloud directory holds (a test that edits or deletes a file there
     simulates drift); import: refused;
   * Google's refusals (names over their limits, ordering, API enablement, TPU slice sizing,
-    the _Default log bucket): tests/standin/rules.py, each rule with its public source.
+    the _Default log bucket): :mod:`mldiag_provision.sandbox.rules`, each rule with its source.
 
 Fault injection for tests (environment, inherited through Terraform):
   * ``MLDIAG_STANDIN_FAIL=TYPE:MESSAGE`` fails the apply of every TYPE resource with MESSAGE;
@@ -36,10 +37,12 @@ Fault injection for tests (environment, inherited through Terraform):
     provider keeper did, see provisioner/mldiag_provision/engines/provider_pool.py).
 
 The in-cluster stage: ``hashicorp/kubernetes`` and ``hashicorp/helm`` are served by the same
-machinery with :class:`standin.kube_providers.KubeProvider`, acting on a Kubernetes API server
-(the stand-in one, :mod:`standin.apiserver`). With ``MLDIAG_STANDIN_APISERVER`` (host:port)
+machinery with :class:`mldiag_provision.sandbox.kube_providers.KubeProvider`, acting on a
+Kubernetes API server (the stand-in one, :mod:`mldiag_provision.sandbox.apiserver`). With
+``MLDIAG_STANDIN_APISERVER`` (host:port)
 and ``MLDIAG_STANDIN_APISERVER_CA`` (PEM file) set, clusters get that ``endpoint`` and CA, and
-``data.google_container_cluster`` reads the stored cluster (see :mod:`standin.gke_cluster`).
+``data.google_container_cluster`` reads the stored cluster (see
+:mod:`mldiag_provision.sandbox.gke_cluster`).
 """
 
 from __future__ import annotations
@@ -57,7 +60,7 @@ from concurrent import futures
 from pathlib import Path
 from typing import Any
 
-from standin import rules  # what Google and the provider refuse (tests/standin/rules.py)
+from mldiag_provision.sandbox import rules
 
 MAGIC_COOKIE_KEY = "TF_PLUGIN_MAGIC_COOKIE"
 MAGIC_COOKIE_VALUE = "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2"
@@ -185,7 +188,7 @@ class Provider:
     """The provider logic, independent of gRPC (values in, values out)."""
 
     def __init__(self, schema: Any, cloud: Cloud) -> None:
-        from standin import schema as sch
+        from mldiag_provision.sandbox import schema as sch
 
         self.sch = sch
         self.schema = schema
@@ -385,7 +388,7 @@ class Provider:
         """``data.google_container_cluster`` reads the stored cluster; a missing one fails as
         the real data source does: ``projects/P/locations/L/clusters/N not found``
         (terraform-provider-google data_source_google_container_cluster.go)."""
-        from standin.gke_cluster import find_cluster
+        from mldiag_provision.sandbox.gke_cluster import find_cluster
 
         project = config.get("project") or self.config.get("project")
         location = config.get("location") or self.config.get("region")
@@ -492,8 +495,8 @@ def _serve(provider_name: str) -> int:  # pragma: no cover - runs as Terraform's
 
     import grpc
 
-    from standin import schema as sch
-    from standin import stubs
+    from mldiag_provision.sandbox import schema as sch
+    from mldiag_provision.sandbox import stubs
 
     mods = stubs.load(Path(os.environ["MLDIAG_STANDIN_STUBS"]))
     pb, pb_grpc = mods["tfplugin6_pb2"], mods["tfplugin6_pb2_grpc"]
@@ -503,7 +506,7 @@ def _serve(provider_name: str) -> int:  # pragma: no cover - runs as Terraform's
     schema = sch.load_provider(provider_name)
     cloud = Cloud(Path(os.environ.get("MLDIAG_STANDIN_CLOUD", ".standin-cloud")).resolve())
     if provider_name in ("kubernetes", "helm"):
-        from standin.kube_providers import KubeProvider
+        from mldiag_provision.sandbox.kube_providers import KubeProvider
 
         logic: Provider = KubeProvider(schema, cloud, provider_name)
     else:

@@ -23,9 +23,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from standin import stubs
+from mldiag_provision.sandbox import stubs
 
-TESTS_DIR = Path(__file__).resolve().parents[1]
+HERE = Path(__file__).resolve().parent
+# the directory holding the mldiag_provision package, put first on the plugins' sys.path so
+# that they run this very copy of the sandbox
+PACKAGE_PARENT = HERE.parents[1]
 PROVIDERS = ("google", "google-beta", "kubernetes", "helm")
 
 
@@ -54,7 +57,7 @@ def install(root: Path, cloud: Path | None = None) -> StandIn:
     """Build (or refresh) the mirror under ``root``; ``cloud`` is where applied objects go."""
     root = root.resolve()
     stubs.generate(root / "stubs")
-    config = json.loads((TESTS_DIR / "standin" / "provider_config.json").read_text())
+    config = json.loads((HERE / "provider_config.json").read_text())
     versions = {}
     for name in PROVIDERS:
         version = config[name]["version"]
@@ -63,19 +66,19 @@ def install(root: Path, cloud: Path | None = None) -> StandIn:
                / _platform() / f"terraform-provider-{name}_v{version}")
         exe.parent.mkdir(parents=True, exist_ok=True)
         text = (f"#!{sys.executable}\n"
-                f"# Offline stand-in for hashicorp/{name} {version} (mldiag-provision tests).\n"
+                f"# Offline stand-in for hashicorp/{name} {version} (mldiag-provision sandbox).\n"
                 "import os, sys\n"
-                f"sys.path.insert(0, {str(TESTS_DIR)!r})\n"
+                f"sys.path.insert(0, {str(PACKAGE_PARENT)!r})\n"
                 f"os.environ.setdefault('MLDIAG_STANDIN_STUBS', {str(root / 'stubs')!r})\n"
                 f"os.environ.setdefault('MLDIAG_STANDIN_CERT_DIR', {str(root / 'cert')!r})\n"
-                "from standin.plugin import main\n"
+                "from mldiag_provision.sandbox.plugin import main\n"
                 f"main({name!r})\n")
         if not exe.is_file() or exe.read_text() != text:
             exe.write_text(text)
         exe.chmod(exe.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     cert_dir = root / "cert"
     if not (cert_dir / "cert.der").is_file():
-        from standin.plugin import _self_signed_cert
+        from mldiag_provision.sandbox.plugin import _self_signed_cert
 
         cert_dir.mkdir(parents=True, exist_ok=True)
         cert_pem, key_pem, cert_der = _self_signed_cert()
@@ -87,7 +90,7 @@ def install(root: Path, cloud: Path | None = None) -> StandIn:
     include = ", ".join(f'"registry.terraform.io/hashicorp/{n}"' for n in PROVIDERS)
     cli_config = root / "terraformrc"
     cli_config.write_text(
-        "# Offline stand-in providers for mldiag-provision tests: hashicorp/google,\n"
+        "# Offline stand-in providers for the mldiag-provision sandbox: hashicorp/google,\n"
         "# google-beta, kubernetes and helm come from a local mirror; nothing is downloaded.\n"
         "provider_installation {\n"
         "  filesystem_mirror {\n"

@@ -1,8 +1,9 @@
-"""The GKE side of the stand-in API server (TEST INFRASTRUCTURE): which cluster of a stand-in
+"""The GKE side of the stand-in API server (sandbox: a wire-level double of GKE): which
+cluster of a stand-in
 cloud directory it plays, and what GKE adds to a plain Kubernetes API server.
 
 :class:`GkeCloudView` reads the stand-in's cloud (``MLDIAG_STANDIN_CLOUD``, see
-:class:`standin.plugin.Cloud`) on every request:
+:class:`mldiag_provision.sandbox.plugin.Cloud`) on every request:
   * the API server answers only while a ``google_container_cluster`` object exists there
     (503 "the cluster does not answer yet" otherwise); a deleted or replaced cluster comes
     back empty;
@@ -20,7 +21,8 @@ cloud directory it plays, and what GKE adds to a plain Kubernetes API server.
     what the add-on installs: the MLDiagnosticsConnection CRD and an injection webhook with a
     CA bundle.
 
-Environment the stand-in providers read (set by the test fixtures, tests/engine/conftest.py):
+Environment the stand-in providers read (set by :mod:`mldiag_provision.sandbox.session`
+and the test fixtures):
   * ``MLDIAG_STANDIN_APISERVER``: ``host:port`` of a running stand-in API server; the google
     stand-in gives every cluster it creates this ``endpoint``;
   * ``MLDIAG_STANDIN_APISERVER_CA``: path of that server's CA (PEM); clusters get it, base64,
@@ -38,7 +40,13 @@ import re
 from pathlib import Path
 from typing import Any
 
-from standin.apiserver import SYSTEM_OWNER_LABEL, ApiError, ApiServer, ClusterView, Resource
+from mldiag_provision.sandbox.apiserver import (
+    SYSTEM_OWNER_LABEL,
+    ApiError,
+    ApiServer,
+    ClusterView,
+    Resource,
+)
 
 # Autopilot-managed namespaces: GKE Warden refuses writes in them ("GKE Warden authz [denied
 # by managed-namespaces-limitation]: the namespace "kube-system" is managed and the request's
@@ -347,7 +355,7 @@ def seed_gke_cluster(cloud: Path, *, project: str, location: str, name: str,
     ``zone``, ``tpu_topology``, ``labels``, ``gpu_type``, ``gpu_count``, ``spot``.
     Returns the cluster's state.
     """
-    from standin.plugin import Cloud
+    from mldiag_provision.sandbox.plugin import Cloud
 
     store = Cloud(Path(cloud))
     state = {

@@ -1,7 +1,8 @@
 """A wire-level stand-in for the Cloud Storage JSON API's object listing, for the destroy
 guard's "is the profiles bucket empty?" question.
 
-TEST INFRASTRUCTURE. The official ``google-cloud-storage`` client talks to it through
+Part of the sandbox, a wire-level double of Google Cloud. The official
+``google-cloud-storage`` client talks to it through
 ``STORAGE_EMULATOR_HOST`` (the variable the client documents for emulators). Objects are the
 files under ``<cloud>/gcs-objects/<bucket>/``; only ``GET /storage/v1/b/<bucket>/o`` is
 served (JSON shaped like https://cloud.google.com/storage/docs/json_api/v1/objects/list).

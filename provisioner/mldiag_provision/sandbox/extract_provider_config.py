@@ -14,13 +14,15 @@ A nested struct is an HCL *block* only when the ``.d.ts`` documents it as "<name
 attribute (plugin-framework providers: helm 3.x ``kubernetes = { ... }``).
 ``alias`` is a cdktn meta-argument, not part of the schema, and is dropped.
 
-Usage (regenerates tests/standin/provider_config.json):
+Usage (regenerates provisioner/mldiag_provision/sandbox/provider_config.json):
   pip download --no-deps -d /tmp/wheels cdktn-provider-google==21.1.0 \
       cdktn-provider-google-beta==21.1.0 cdktn-provider-kubernetes==17.1.0 \
       cdktn-provider-helm==15.1.0
-  python3 tests/standin/extract_provider_config.py /tmp/wheels/cdktn_provider_google-*.whl \
+  python3 provisioner/mldiag_provision/sandbox/extract_provider_config.py \
+      /tmp/wheels/cdktn_provider_google-*.whl \
       /tmp/wheels/cdktn_provider_google_beta-*.whl /tmp/wheels/cdktn_provider_kubernetes-*.whl \
-      /tmp/wheels/cdktn_provider_helm-*.whl --out tests/standin/provider_config.json
+      /tmp/wheels/cdktn_provider_helm-*.whl \
+      --out provisioner/mldiag_provision/sandbox/provider_config.json
 """
 
 from __future__ import annotations
@@ -154,7 +156,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("wheels", nargs="+")
     p.add_argument("--out", default="-")
     a = p.parse_args(argv)
-    doc = {"_meta": {"generator": "tests/standin/extract_provider_config.py"}}
+    doc = {"_meta": {"generator": "mldiag_provision/sandbox/extract_provider_config.py"}}
     for w in a.wheels:
         cfg = extract(w)
         doc[cfg["provider"].split("/")[-1]] = cfg

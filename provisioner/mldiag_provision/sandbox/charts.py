@@ -1,4 +1,5 @@
-"""What the stand-in hashicorp/helm provider "installs" (TEST INFRASTRUCTURE): per chart,
+"""What the stand-in hashicorp/helm provider "installs" (sandbox: a wire-level double of
+Google Cloud): per chart,
 the Kubernetes objects the real chart renders, reduced to the ones that matter to the
 in-cluster stage and to ``verify`` (CRDs, namespaces' workloads, webhooks, RBAC in the
 namespaces it writes to). The stand-in creates them in the stand-in API server with the

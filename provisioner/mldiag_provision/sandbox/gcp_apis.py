@@ -1,4 +1,5 @@
-"""TEST INFRASTRUCTURE: a local HTTP server speaking the REST (JSON) wire format of the
+"""Sandbox (a wire-level double of Google Cloud): a local HTTP server speaking the REST
+(JSON) wire format of the
 Google Cloud APIs the live preflight asks, so the official client libraries (REST transport,
 pointed here by ``MLDIAG_GOOGLE_API_ENDPOINT``) run unchanged against it.
 

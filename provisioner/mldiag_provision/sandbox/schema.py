@@ -3,8 +3,8 @@
 Sources (nothing here is hand-written schema):
   * tests/data/tf_schema/*.json: resources and data sources of hashicorp/google and
     hashicorp/google-beta 8.7.0 (tests/data/tf_schema/extract.py);
-  * tests/standin/provider_config.json: each provider's own configuration block
-    (tests/standin/extract_provider_config.py).
+  * provider_config.json (this package): each provider's own configuration block
+    (extract_provider_config.py).
 
 This module turns them into a small block/attribute model with cty types, encodes that
 model as Terraform plugin protocol 6 ``Schema`` messages, and converts values between
@@ -25,7 +25,18 @@ from typing import Any
 import msgpack
 
 HERE = Path(__file__).resolve().parent
-SCHEMA_DIR = HERE.parent / "data" / "tf_schema"
+
+
+def _schema_dir() -> Path:
+    """The extracted schemas: ``_bundled/tf_schema`` in a wheel (pyproject force-include),
+    ``tests/data/tf_schema`` in a source checkout."""
+    from mldiag_provision.resources import data_root
+
+    bundled = data_root() / "tf_schema"
+    return bundled if bundled.is_dir() else data_root() / "tests" / "data" / "tf_schema"
+
+
+SCHEMA_DIR = _schema_dir()
 PROVIDER_CONFIG = HERE / "provider_config.json"
 
 

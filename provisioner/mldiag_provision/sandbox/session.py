@@ -1,0 +1,224 @@
+"""One command's sandbox: the local double of Google Cloud that ``plan``/``apply``/``verify``/
+``output``/``destroy --sandbox`` (or ``MLDIAG_SANDBOX=1``) run against.
+
+State lives in one directory per stack work directory, ``<DIR>/.mldiag/sandbox/``, and
+persists between commands; nothing keeps running once the command returns (the servers run
+in this process, on threads, for the duration of :func:`session`):
+
+* ``cloud/``: the "cloud", one JSON file per object the provider plugins applied
+  (:class:`mldiag_provision.sandbox.plugin.Cloud`), and ``cloud/gcs-objects/`` the Cloud
+  Storage objects the bucket listing serves (:mod:`mldiag_provision.sandbox.gcs`);
+* ``providers/``: the Terraform filesystem mirror of the plugins
+  (:mod:`mldiag_provision.sandbox.mirror`) and its ``terraformrc``;
+* ``apiserver.json``, ``apiserver-*.pem``: the port, bearer token and certificates of the
+  sandbox Kubernetes API server, kept so that the endpoint and CA the stack recorded at
+  apply still answer at verify and destroy (as a GKE cluster keeps its endpoint and CA);
+* ``kube-objects.json``: the Kubernetes objects of the sandbox cluster (the API server holds
+  them in memory while a command runs; they are written back when it ends);
+* ``gcloud/``: an empty gcloud configuration directory (``CLOUDSDK_CONFIG``), so that no
+  client finds the user's real application default credentials.
+
+The environment of what the command runs (Terraform, its plugins, the official clients) is
+the user's minus every variable that names real credentials or a real cluster
+(:data:`SCRUBBED`, :data:`SCRUBBED_PREFIXES`), plus the sandbox's endpoints: Terraform gets
+only the mirror (``TF_CLI_CONFIG_FILE``), the Kubernetes client the sandbox API server's
+endpoint and token, the Cloud Storage client ``STORAGE_EMULATOR_HOST`` (the variable the
+client documents for emulators). The live checks against Google Cloud are skipped
+(``MLDIAG_OFFLINE=1``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mldiag_provision.sandbox.apiserver import ApiServer
+
+SANDBOX_ENV = "MLDIAG_SANDBOX"
+"""``MLDIAG_SANDBOX=1``: the same as ``--sandbox`` on every command that has the switch."""
+
+ACTIVE_ENV = "MLDIAG_SANDBOX_ROOT"
+"""Set (to the sandbox directory) while a command runs in the sandbox: the run log
+(:class:`mldiag_provision.runner.CommandRunner`) marks its lines with :data:`MARK`."""
+
+MARK = "SANDBOX"
+
+SCRUBBED = frozenset({
+    # Google credentials the google provider, google-auth and gcloud read
+    # (https://registry.terraform.io/providers/hashicorp/google/latest/docs/guides/provider_reference,
+    # https://cloud.google.com/docs/authentication/application-default-credentials)
+    "GOOGLE_APPLICATION_CREDENTIALS", "GOOGLE_CREDENTIALS", "GOOGLE_CLOUD_KEYFILE_JSON",
+    "GCLOUD_KEYFILE_JSON", "GOOGLE_OAUTH_ACCESS_TOKEN", "GOOGLE_IMPERSONATE_SERVICE_ACCOUNT",
+    "GOOGLE_BACKEND_CREDENTIALS", "GOOGLE_BACKEND_IMPERSONATE_SERVICE_ACCOUNT",
+    "GOOGLE_CLOUD_PROJECT", "GOOGLE_PROJECT", "GCLOUD_PROJECT", "CLOUDSDK_CORE_PROJECT",
+    # a real cluster
+    "KUBECONFIG",
+    # Terraform and clients pointed elsewhere
+    "TF_CLI_CONFIG_FILE", "TF_REATTACH_PROVIDERS", "TF_PLUGIN_CACHE_DIR",
+    "STORAGE_EMULATOR_HOST", "MLDIAG_GOOGLE_API_ENDPOINT",
+    # the sandbox plugins' fault injection (tests only)
+    "MLDIAG_STANDIN_FAIL", "MLDIAG_STANDIN_DELAY",
+})
+EXTRA_MODULES = ("grpc", "grpc_tools", "google.protobuf", "cryptography", "msgpack")
+"""What the ``[sandbox]`` extra installs (pyproject.toml)."""
+
+SCRUBBED_PREFIXES = ("CLOUDSDK_", "GOOGLE_APPLICATION_", "GCE_METADATA")
+
+
+def enabled(flag: bool) -> bool:
+    """``--sandbox`` given, or ``MLDIAG_SANDBOX`` set to a true value."""
+    value = os.environ.get(SANDBOX_ENV, "").strip().lower()
+    return flag or value in ("1", "true", "yes", "on")
+
+
+def sandbox_dir(workdir: Path) -> Path:
+    """Where the sandbox of the stack work directory ``workdir`` keeps its state."""
+    return Path(workdir).resolve() / ".mldiag" / "sandbox"
+
+
+@dataclass(frozen=True)
+class Running:
+    """A sandbox while a command runs in it."""
+
+    root: Path
+    cloud: Path
+    apiserver: str  # host:port
+    storage: str  # http://host:port (STORAGE_EMULATOR_HOST)
+    env: dict[str, str]  # the variables set for the command (scrubbed ones are removed)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _api_settings(root: Path) -> dict[str, object]:
+    """The API server's port, token and certificates: made once, then read back."""
+    path = root / "apiserver.json"
+    if path.is_file():
+        doc: dict[str, object] = json.loads(path.read_text(encoding="utf-8"))
+        return doc
+    from mldiag_provision.sandbox.apiserver import make_certs
+
+    ca, cert, key = make_certs("127.0.0.1")
+    (root / "apiserver-ca.pem").write_bytes(ca)
+    (root / "apiserver-cert.pem").write_bytes(cert)
+    key_file = root / "apiserver-key.pem"
+    key_file.touch(mode=0o600)
+    key_file.write_bytes(key)
+    doc = {"port": _free_port(), "token": "sandbox-" + secrets.token_hex(12)}
+    path.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    return doc
+
+
+KUBE_OBJECTS = "kube-objects.json"
+
+
+def _load_objects(api: ApiServer, path: Path) -> None:
+    """Put the objects a previous command left into the API server's store."""
+    if not path.is_file():
+        return
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    store = api.store
+    with store.lock:
+        store.rv = int(doc.get("rv") or 0)
+        store.cluster_id = doc.get("cluster_id")
+        for group, plural, namespace, name, obj in doc.get("objects") or []:
+            store.objects.setdefault((group, plural), {})[(namespace, name)] = obj
+
+
+def _save_objects(api: ApiServer, path: Path) -> None:
+    """Write the API server's objects for the next command (atomically)."""
+    store = api.store
+    with store.lock:
+        doc = {"rv": store.rv, "cluster_id": store.cluster_id,
+               "objects": [[g, p, ns, name, obj]
+                           for (g, p), items in sorted(store.objects.items())
+                           for (ns, name), obj in sorted(items.items())]}
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _start_apiserver(root: Path, cloud: Path, doc: dict[str, object]) -> ApiServer:
+    """The sandbox API server on its recorded port (a new free port when that one is taken,
+    recorded for the next command)."""
+    from mldiag_provision.sandbox.apiserver import ApiServer
+    from mldiag_provision.sandbox.gke_cluster import GkeCloudView
+
+    certs = ((root / "apiserver-ca.pem").read_bytes(), (root / "apiserver-cert.pem").read_bytes(),
+             (root / "apiserver-key.pem").read_bytes())
+    port = int(str(doc["port"]))
+    try:
+        api = ApiServer(GkeCloudView(cloud), token=str(doc["token"]), port=port, certs=certs)
+    except OSError:  # the port is taken now: the cluster "moves"; Terraform re-reads it
+        doc["port"] = _free_port()
+        (root / "apiserver.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
+        api = ApiServer(GkeCloudView(cloud), token=str(doc["token"]), port=int(str(doc["port"])),
+                        certs=certs)
+    _load_objects(api, root / KUBE_OBJECTS)
+    return api.start()
+
+
+@contextlib.contextmanager
+def session(workdir: Path) -> Iterator[Running]:
+    """Run the body against the sandbox of ``workdir``: servers started, ``os.environ`` set
+    (and put back afterwards), servers stopped on the way out.
+
+    Raises:
+      UsageError: the ``[sandbox]`` extra is not installed, or Terraform is missing.
+    """
+    from mldiag_provision.errors import UsageError
+
+    import importlib.util
+
+    missing = [m for m in EXTRA_MODULES if importlib.util.find_spec(m) is None]
+    if missing:
+        raise UsageError(f"the sandbox needs the [sandbox] extra ({', '.join(missing)} "
+                         "missing)", hint="pip install 'mldiag-provision[sandbox]'")
+    from mldiag_provision.sandbox.gcs import GcsStandIn
+    from mldiag_provision.sandbox.mirror import install
+
+    root = sandbox_dir(workdir)
+    root.mkdir(parents=True, exist_ok=True)
+    root.chmod(0o700)
+    cloud = root / "cloud"
+    cloud.mkdir(exist_ok=True)
+    gcloud = root / "gcloud"
+    gcloud.mkdir(exist_ok=True)
+    mirror = install(root / "providers", cloud)
+    doc = _api_settings(root)
+    saved = dict(os.environ)
+    api = _start_apiserver(root, cloud, doc)
+    try:
+        with GcsStandIn(cloud) as gcs:
+            env = {**mirror.env,
+                   "MLDIAG_STANDIN_CLOUD": str(cloud),
+                   "MLDIAG_STANDIN_APISERVER": api.endpoint,
+                   "MLDIAG_STANDIN_APISERVER_CA": str(root / "apiserver-ca.pem"),
+                   "GOOGLE_OAUTH_ACCESS_TOKEN": str(doc["token"]),
+                   "STORAGE_EMULATOR_HOST": gcs.url,
+                   "CLOUDSDK_CONFIG": str(gcloud),
+                   "MLDIAG_OFFLINE": "1",
+                   ACTIVE_ENV: str(root)}
+            for key in list(os.environ):
+                if key in SCRUBBED or key.startswith(SCRUBBED_PREFIXES):
+                    del os.environ[key]
+            os.environ.update(env)
+            yield Running(root=root, cloud=cloud,
+                          apiserver=api.endpoint,
+                          storage=gcs.url, env=env)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+        api.stop()
+        _save_objects(api, root / KUBE_OBJECTS)
