@@ -140,6 +140,9 @@ def _save_objects(api: ApiServer, path: Path) -> None:
     """Write the API server's objects for the next command (atomically)."""
     store = api.store
     with store.lock:
+        if store.view.identity() is None:  # no cluster (deleted): nothing in it survives
+            store.objects.clear()
+            store.cluster_id = None
         doc = {"rv": store.rv, "cluster_id": store.cluster_id,
                "objects": [[g, p, ns, name, obj]
                            for (g, p), items in sorted(store.objects.items())
@@ -177,9 +180,9 @@ def session(workdir: Path) -> Iterator[Running]:
     Raises:
       UsageError: the ``[sandbox]`` extra is not installed, or Terraform is missing.
     """
-    from mldiag_provision.errors import UsageError
-
     import importlib.util
+
+    from mldiag_provision.errors import UsageError
 
     missing = [m for m in EXTRA_MODULES if importlib.util.find_spec(m) is None]
     if missing:
@@ -222,3 +225,78 @@ def session(workdir: Path) -> Iterator[Running]:
         os.environ.update(saved)
         api.stop()
         _save_objects(api, root / KUBE_OBJECTS)
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One object the sandbox cloud holds."""
+
+    kind: str  # a Terraform resource type (google_container_cluster), or a Kubernetes kind
+    name: str  # the object's name (Kubernetes: namespace/name)
+    where: str  # project/location, or "cluster <name>" for Kubernetes objects
+
+
+def _name_of(state: dict[str, object], object_id: str) -> tuple[str, str]:
+    name = next((str(state[k]) for k in ("bucket_id", "email", "name", "bucket", "service",
+                                         "role", "member", "account_id") if state.get(k)),
+                object_id)
+    where = "/".join(str(state[k]) for k in ("project", "location") if state.get(k))
+    return name, where
+
+
+def _system(namespace: str) -> bool:
+    """Kubernetes' own namespaces and GKE's (``gke-*``)."""
+    return namespace in ("default", "kube-system", "kube-public", "kube-node-lease") or \
+        namespace.startswith("gke-")
+
+
+def inventory(workdir: Path) -> list[Entry]:
+    """What the sandbox cloud of ``workdir`` holds: the Google Cloud objects (one JSON file
+    each under ``cloud/``), the Cloud Storage objects, then the cluster's Kubernetes objects
+    as the last command left them (system objects GKE puts there are left out)."""
+    root = sandbox_dir(workdir)
+    cloud = root / "cloud"
+    out: list[Entry] = []
+    if cloud.is_dir():
+        for folder in sorted(p for p in cloud.iterdir() if p.is_dir()):
+            if folder.name == "gcs-objects":
+                for f in sorted(x for x in folder.rglob("*") if x.is_file()):
+                    rel = f.relative_to(folder).as_posix()
+                    bucket, _, name = rel.partition("/")
+                    out.append(Entry("storage#object", name, f"gs://{bucket}"))
+                continue
+            for f in sorted(folder.glob("*.json")):
+                try:
+                    doc = json.loads(f.read_text(encoding="utf-8"))
+                except (OSError, ValueError):
+                    continue
+                name, where = _name_of(doc.get("state") or {}, str(doc.get("id")))
+                out.append(Entry(folder.name, name, where))
+    kube = root / KUBE_OBJECTS
+    if kube.is_file():
+        doc = json.loads(kube.read_text(encoding="utf-8"))
+        cluster = str(doc.get("cluster_id") or "").split("/")
+        label = f"cluster {cluster[2]}" if len(cluster) > 2 else "cluster"
+        for _, _, namespace, name, obj in doc.get("objects") or []:
+            kind = str(obj.get("kind"))
+            labels = (obj.get("metadata") or {}).get("labels") or {}
+            if any(k.startswith("standin.mldiag/") for k in labels) or _system(
+                    namespace or (name if kind == "Namespace" else "")) or (
+                    kind == "ServiceAccount" and name == "default"):
+                continue  # what GKE and Kubernetes put there themselves
+            out.append(Entry(kind, f"{namespace}/{name}" if namespace else name, label))
+    return out
+
+
+def reset(workdir: Path) -> int:
+    """Empty the sandbox cloud of ``workdir`` (every Google Cloud, Cloud Storage and
+    Kubernetes object); the provider mirror, certificates and token stay. Returns how many
+    objects were removed. The stack's Terraform state is not touched: its next plan finds
+    the objects gone and plans to create them again."""
+    import shutil
+
+    root = sandbox_dir(workdir)
+    count = len(inventory(workdir))
+    shutil.rmtree(root / "cloud", ignore_errors=True)
+    (root / KUBE_OBJECTS).unlink(missing_ok=True)
+    return count

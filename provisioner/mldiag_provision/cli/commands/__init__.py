@@ -7,7 +7,7 @@ module in :data:`MODULES` and its one-line help in :data:`SUMMARIES` (the top-le
 """
 
 MODULES: tuple[str, ...] = ("plan", "apply", "destroy", "output", "lint", "verify", "smoke",
-                           "preflight", "policy")
+                           "preflight", "policy", "sandbox")
 
 SUMMARIES: dict[str, str] = {
     "plan": "render, then show what apply would change, stage by stage",
@@ -23,4 +23,6 @@ SUMMARIES: dict[str, str] = {
                  "can succeed",
     "policy": "run the policy gate (Rego) over a recipe's stack or a rendered directory, and "
               "its saved plan",
+    "sandbox": "list (ls) or empty (reset) the sandbox cloud of a work directory (--sandbox "
+               "on plan/apply/verify/output/destroy)",
 }

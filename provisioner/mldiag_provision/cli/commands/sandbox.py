@@ -1,0 +1,51 @@
+"""``mldiag-provision sandbox ls|reset -o DIR``: what the sandbox cloud of a work directory
+holds (the objects ``apply --sandbox`` made there), and emptying it. See
+:mod:`mldiag_provision.sandbox.session` for where it lives."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from mldiag_provision.cli.commands import SUMMARIES
+from mldiag_provision.console import Console
+
+NAME = "sandbox"
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(NAME, help=SUMMARIES[NAME])
+    p.add_argument("action", choices=("ls", "reset"),
+                   help="ls: list what the sandbox cloud holds; reset: empty it")
+    p.add_argument("-o", "--out", required=True, metavar="DIR",
+                   help="the stack's work directory (its sandbox is DIR/.mldiag/sandbox)")
+    p.add_argument("--output", "-O", choices=("text", "json"), default="text")
+
+
+def run(args: argparse.Namespace, out: Console) -> int:
+    from mldiag_provision.sandbox.session import inventory, reset, sandbox_dir
+
+    workdir = Path(args.out)
+    root = sandbox_dir(workdir)
+    if args.action == "reset":
+        removed = reset(workdir)
+        if args.output == "json":
+            out.print(json.dumps({"ok": True, "sandbox": str(root), "removed": removed}))
+        else:
+            out.print(f"SANDBOX {root}: emptied ({removed} object(s) removed); the stack's "
+                      "Terraform state still lists what it applied, so its next plan "
+                      "creates it again")
+        return 0
+    entries = inventory(workdir)
+    if args.output == "json":
+        out.print(json.dumps({"sandbox": str(root), "objects": [
+            {"kind": e.kind, "name": e.name, "where": e.where} for e in entries]}, indent=2))
+        return 0
+    out.print(f"SANDBOX {root}: {len(entries)} object(s)")
+    if entries:
+        width = max(len(e.kind) for e in entries)
+        out.print(f"{'KIND':<{width}}  {'NAME':<40}  WHERE")
+        for e in entries:
+            out.print(f"{e.kind:<{width}}  {e.name:<40}  {e.where}")
+    return 0

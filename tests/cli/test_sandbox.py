@@ -1,0 +1,149 @@
+"""``--sandbox`` (issue 27): the quick-start recipe through ``apply`` -> ``verify`` -> ``plan``
+-> ``destroy`` against the local double of Google Cloud, each command run as a user types it
+(its own process, ``python -m mldiag_provision ...``), with the recipe as written.
+
+Checked: the exit codes; every line the commands print says SANDBOX; the sandbox cloud in
+``DIR/.mldiag/sandbox`` persists between the commands (``sandbox ls`` after apply lists the
+cluster and the Kubernetes objects the in-cluster stage and the workloads made, and
+``verify``, a new process, finds them); the user's credentials and cluster are never read
+(the environment names a service-account key that does not exist and a kubeconfig that
+points nowhere: both are scrubbed); after destroy the cloud holds only what destroy says it
+keeps (enabled APIs, Log Analytics on ``_Default``: removed from the state only, as on
+Google Cloud), and ``sandbox reset`` empties it. No server outlives a command.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from stack_support import REPO_ROOT, terraform_binary
+
+pytestmark = pytest.mark.terraform
+
+RECIPE = "recipes/tpu-v4-2x2x4-autopilot.yaml"  # the README's quick start
+KEPT = {"google_project_service", "google_logging_project_bucket_config"}
+
+
+def _cli(*argv: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mldiag_provision", *argv], cwd=REPO_ROOT,
+                          env=env, capture_output=True, text=True, timeout=600, check=False)
+
+
+def _all_marked(text: str) -> bool:
+    lines = [line for line in text.splitlines() if line.strip()]
+    return bool(lines) and all(line.startswith("[SANDBOX] ") for line in lines)
+
+
+def _ls(work: Path, env: dict[str, str]) -> list[dict[str, str]]:
+    r = _cli("sandbox", "ls", "-o", str(work), "-O", "json", env=env)
+    assert r.returncode == 0, r.stderr
+    objects: list[dict[str, str]] = json.loads(r.stdout)["objects"]
+    return objects
+
+
+def _user_env(tmp_path: Path) -> dict[str, str]:
+    """The environment of a user who has (fake) Google credentials and a kubeconfig."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [str(REPO_ROOT / "provisioner"), *filter(None, [env.get("PYTHONPATH")])])
+    env.pop("MLDIAG_OFFLINE", None)  # the sandbox must skip the live checks by itself
+    env["NO_COLOR"] = "1"
+    env["GOOGLE_APPLICATION_CREDENTIALS"] = str(tmp_path / "no-such-key.json")
+    kubeconfig = tmp_path / "kubeconfig"
+    kubeconfig.write_text("apiVersion: v1\nkind: Config\nclusters: []\n", encoding="utf-8")
+    env["KUBECONFIG"] = str(kubeconfig)
+    env["CLOUDSDK_CORE_PROJECT"] = "a-real-project"
+    return env
+
+
+def test_quick_start_apply_verify_plan_destroy_in_the_sandbox(tmp_path: Path) -> None:
+    if terraform_binary() is None:
+        return
+    env = _user_env(tmp_path)
+    work = tmp_path / "stack"
+    recipe_before = (REPO_ROOT / RECIPE).read_bytes()
+
+    r = _cli("apply", RECIPE, "-o", str(work), "--sandbox", "--auto-approve", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert _all_marked(r.stdout) and _all_marked(r.stderr), r.stdout + r.stderr
+    assert "SANDBOX: apply runs against a local double of Google Cloud" in r.stderr
+    assert "apply complete: 28 created" in r.stdout
+    log = next((work / ".mldiag" / "logs").glob("apply-*.log"))
+    assert _all_marked(log.read_text(encoding="utf-8"))
+
+    held = _ls(work, env)
+    kinds = {o["kind"] for o in held}
+    assert {"google_container_cluster", "google_storage_bucket", "Namespace", "ServiceAccount",
+            "Job"} <= kinds, held
+    assert {"kind": "google_container_cluster", "name": "tpu-v4-multihost",
+            "where": "my-ml-project/us-central2"} in held
+
+    # a new process, the same sandbox cloud: the cluster answers with what apply made
+    r = _cli("verify", RECIPE, "-o", str(work), "--sandbox", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert _all_marked(r.stdout)
+    assert "PASS namespace-label" in r.stdout and "PASS ksa-annotation" in r.stdout
+    assert "0 failed of" in r.stdout
+
+    # MLDIAG_SANDBOX=1 is the same switch; nothing changed since apply
+    r = _cli("plan", RECIPE, "-o", str(work), "--detailed-exitcode",
+             env={**env, "MLDIAG_SANDBOX": "1"})
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert _all_marked(r.stdout)
+
+    r = _cli("destroy", RECIPE, "-o", str(work), "--sandbox", "--auto-approve",
+             "--disable-deletion-protection", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert _all_marked(r.stdout) and _all_marked(r.stderr)
+    assert "destroy complete:" in r.stdout
+
+    left = _ls(work, env)
+    assert left and {o["kind"] for o in left} <= KEPT, left
+    r = _cli("sandbox", "reset", "-o", str(work), env=env)
+    assert r.returncode == 0 and "emptied" in r.stdout
+    assert _ls(work, env) == []
+    assert (REPO_ROOT / RECIPE).read_bytes() == recipe_before  # the recipe stays as written
+
+
+def test_sandbox_needs_a_work_directory_for_verify(tmp_path: Path) -> None:
+    r = _cli("verify", RECIPE, "--sandbox", env=_user_env(tmp_path))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "[SANDBOX] error: verify --sandbox needs -o DIR" in r.stderr
+
+
+def test_session_scrubs_credentials_and_restores_the_environment(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inside a session: no variable that names real credentials or a real cluster; the
+    sandbox's endpoints instead; afterwards the environment is the caller's again and the
+    API server no longer answers."""
+    import socket
+
+    from mldiag_provision.sandbox.session import session
+
+    monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", "/real/key.json")
+    monkeypatch.setenv("CLOUDSDK_AUTH_ACCESS_TOKEN_FILE", "/real/token")
+    monkeypatch.setenv("KUBECONFIG", "/real/kubeconfig")
+    monkeypatch.setenv("GOOGLE_OAUTH_ACCESS_TOKEN", "real-token")
+    before = dict(os.environ)
+    with session(tmp_path / "stack") as sb:
+        assert "GOOGLE_APPLICATION_CREDENTIALS" not in os.environ
+        assert "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE" not in os.environ
+        assert "KUBECONFIG" not in os.environ
+        assert os.environ["GOOGLE_OAUTH_ACCESS_TOKEN"].startswith("sandbox-")
+        assert os.environ["CLOUDSDK_CONFIG"] == str(sb.root / "gcloud")
+        assert os.environ["STORAGE_EMULATOR_HOST"].startswith("http://127.0.0.1:")
+        assert os.environ["MLDIAG_OFFLINE"] == "1"
+        host, port = sb.apiserver.split(":")
+        assert host == "127.0.0.1"
+    assert dict(os.environ) == before
+    with socket.socket() as s:  # nothing listens any more
+        assert s.connect_ex((host, int(port))) != 0
+    # the next session serves the same endpoint (the stack recorded it at apply)
+    with session(tmp_path / "stack") as again:
+        assert again.apiserver == sb.apiserver
