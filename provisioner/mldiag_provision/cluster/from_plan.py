@@ -186,7 +186,8 @@ def _scope(component: str) -> tuple[frozenset[str], bool, Fact | None]:
 
 
 def _webhooks(component: str, when: str, private: PrivateClusterPlan | None,
-              label: tuple[str, str] | None = None) -> tuple[Webhook, ...]:
+              label: tuple[str, str] | None = None, namespaces: frozenset[str] = frozenset(),
+              ) -> tuple[Webhook, ...]:
     """The webhooks of one installed component, with their ports (gke.yaml
     ``cluster.webhookPorts`` entries whose ``when`` is ``when``) and reachability."""
     from mldiag_provision.catalog.store import store
@@ -202,6 +203,7 @@ def _webhooks(component: str, when: str, private: PrivateClusterPlan | None,
             name=component, port=port, resources=resources, fails_closed=True,
             reachable=None if private is None else (reach is None or port in reach),
             namespace_label=label if labelled else None,
+            namespaces=namespaces if labelled else frozenset(),
             facts=(store().as_fact(entry), *((scope,) if scope is not None else ()))))
     return tuple(out)
 
@@ -246,7 +248,8 @@ def controllers_of(agents: AgentsPlan, private: PrivateClusterPlan | None,
         out.append(Controller(
             name="ML Diagnostics injection webhook",
             version=webhook.version if webhook is not None else None, serves=connection,
-            webhooks=_webhooks("mldiagnostics-injection-webhook", "manual", private, label),
+            webhooks=_webhooks("mldiagnostics-injection-webhook", "manual", private, label,
+                               frozenset({agents.namespace})),
             installed_by="spec.diagnostics.agents: manual"))
     elif agents.strategy == "managed":
         out.append(Controller(

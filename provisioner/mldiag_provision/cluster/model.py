@@ -244,6 +244,9 @@ class Webhook:
     fails_closed: bool = True
     reachable: bool | None = None
     namespace_label: tuple[str, str] | None = None
+    namespaces: frozenset[str] = frozenset()
+    """Namespaces known to carry ``namespace_label`` (the stack labels its workload
+    namespace); a pod elsewhere is intercepted only when its own labels carry it."""
     facts: tuple[Fact, ...] = ()
 
 
