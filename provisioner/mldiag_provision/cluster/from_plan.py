@@ -126,9 +126,10 @@ _LIMIT_KEYS = ("nodesPerClusterMax", "nodesPerClusterStandard", "nodesWithoutQuo
 
 def cluster_limits(mode: Mode) -> ClusterLimits | None:
     """GKE's per-cluster limits for a cluster of ``mode`` (places.yaml ``gkeLimits``, source
-    GKE-QUOTAS / GKE-LARGE-CLUSTERS / GKE-NODE-POOL-AUTO): Standard 65,000 nodes (GKE 1.31+),
-    200 node pools, 256 pods per node; Autopilot its own node figure and 32 pods per node.
-    None for ``unknown`` (an existing cluster: its own size is not the recipe's)."""
+    GKE-QUOTAS / GKE-LARGE-CLUSTERS / GKE-NODE-POOL-AUTO): Standard 65,000 nodes (GKE 1.31+)
+    and 256 pods per node, Autopilot its own node figure and 32 pods per node; 200 node pools
+    (latency above it, node pool auto-creation) on both. None for ``unknown`` (an existing
+    cluster: its own size is not the recipe's)."""
     if mode == "unknown":
         return None
     from mldiag_provision.catalog.places import limit
@@ -137,8 +138,8 @@ def cluster_limits(mode: Mode) -> ClusterLimits | None:
     pods = facts["podsPerNode"]
     if mode == "autopilot":
         return ClusterLimits(nodes=int(facts["nodesPerClusterAutopilot"]["nodes"]),
-                             node_pools=None, pods_per_node=int(pods["autopilot"]),
-                             facts=facts)
+                             node_pools=int(facts["nodePoolsPerCluster"]["nodePools"]),
+                             pods_per_node=int(pods["autopilot"]), facts=facts)
     return ClusterLimits(nodes=int(facts["nodesPerClusterMax"]["nodes"]),
                          node_pools=int(facts["nodePoolsPerCluster"]["nodePools"]),
                          pods_per_node=int(pods["standardMax"]), facts=facts)
@@ -208,6 +209,19 @@ def _webhooks(component: str, when: str, private: PrivateClusterPlan | None,
     return tuple(out)
 
 
+def injection_webhooks(private: PrivateClusterPlan | None, namespace: str = "",
+                       ) -> tuple[Webhook, ...]:
+    """The manual agents' injection webhook (pods of namespaces labelled
+    ``managed-mldiagnostics-gke``; ``namespace``: the workload namespace the stack labels),
+    with its port and whether ``private``'s control plane reaches it."""
+    from mldiag_provision.catalog.store import store
+
+    ns = store().get("gke", "mlDiagnostics", "namespaceLabel")
+    return _webhooks("mldiagnostics-injection-webhook", "manual", private,
+                     (str(ns["key"]), str(ns["value"])),
+                     frozenset({namespace}) if namespace else frozenset())
+
+
 def controllers_of(agents: AgentsPlan, private: PrivateClusterPlan | None,
                    ) -> tuple[Controller, ...]:
     """The controllers a plan installs: each add-on (JobSet for JobSet workloads, Kueue for
@@ -242,14 +256,11 @@ def controllers_of(agents: AgentsPlan, private: PrivateClusterPlan | None,
                 webhooks=_webhooks("cert-manager webhook", "manual", private),
                 installed_by="spec.diagnostics.agents: manual (diagnostics.manual."
                              "installCertManager)", facts=(cm,)))
-        ns = store().get("gke", "mlDiagnostics", "namespaceLabel")
-        label = (str(ns["key"]), str(ns["value"]))
         webhook = charts.injection_webhook
         out.append(Controller(
             name="ML Diagnostics injection webhook",
             version=webhook.version if webhook is not None else None, serves=connection,
-            webhooks=_webhooks("mldiagnostics-injection-webhook", "manual", private, label,
-                               frozenset({agents.namespace})),
+            webhooks=injection_webhooks(private, agents.namespace),
             installed_by="spec.diagnostics.agents: manual"))
     elif agents.strategy == "managed":
         out.append(Controller(

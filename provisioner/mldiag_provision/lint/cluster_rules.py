@@ -145,11 +145,18 @@ def problem_of(ctx: LintContext, v: Verdict) -> Problem:
                        severity=Severity.WARNING if v.warning else None)
 
 
-def check_cluster(ctx: LintContext) -> Iterator[Problem]:
-    """Every pod set against the cluster model: admitted (Kueue), scheduled (allocatable)."""
+def cluster_model(ctx: LintContext) -> ClusterModel:
+    """The model lint judges against (worked out once per context): the live cluster's
+    (``--cluster``), the recipe's plan (``--recipe``), else the manifests'."""
     model = ctx.cluster if ctx.cluster is not None else ctx.memo(
         "cluster_model", lambda: _model(ctx))
     assert isinstance(model, ClusterModel)
+    return model
+
+
+def check_cluster(ctx: LintContext) -> Iterator[Problem]:
+    """Every pod set against the cluster model: admitted (Kueue), scheduled (allocatable)."""
+    model = cluster_model(ctx)
     for v in check(model, ctx.templates):
         yield problem_of(ctx, v)
     if model.controllers is not None:  # objects that are not pod sets: their kind
