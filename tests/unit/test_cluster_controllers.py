@@ -104,7 +104,7 @@ spec:
 # -- the model from a plan -----------------------------------------------------------------------
 
 def test_plan_model_holds_the_controllers_the_stack_installs() -> None:
-    """GoogleCloudPlatform/cluster-toolkit#3017: GKE installs neither JobSet nor Kueue (the
+    """https://github.com/GoogleCloudPlatform/cluster-toolkit/pull/3017: GKE installs neither JobSet nor Kueue (the
     toolkit added a blueprint option to install them), so the model of a plan holds exactly
     what the stack installs: JobSet 0.9.0 for a JobSet workload (its CRD serves v1alpha2),
     cert-manager v1.13.0 and the injection webhook 0.25.0 for manual agents, each webhook
@@ -139,7 +139,7 @@ def _catalog() -> Any:
 # -- controller admission --------------------------------------------------------------------------
 
 def test_a_kind_no_installed_controller_serves_is_refused_in_kubectls_words() -> None:
-    """argoproj/applicationset#413: 'no matches for kind "ApplicationSet" in version
+    """https://github.com/argoproj/applicationset/issues/413: 'no matches for kind "ApplicationSet" in version
     "argoproj.io/v1alpha1"' until the controller is installed. The recipe installs no
     LeaderWorkerSet controller, so an LWS manifest linted against it is refused (a warning:
     a controller may be added by hand), naming apiVersion, with the recipe's answer."""
@@ -155,8 +155,8 @@ def test_a_kind_no_installed_controller_serves_is_refused_in_kubectls_words() ->
 
 
 def test_a_jobset_at_a_version_its_crd_does_not_serve_names_the_served_one() -> None:
-    """kubernetes-sigs/jobset's CRD (config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml)
-    serves v1alpha2 only: a JobSet written at v1alpha1 is refused; the finding names the
+    """kubernetes-sigs/jobset's CRD (https://github.com/kubernetes-sigs/jobset/blob/main/config/
+    components/crd/bases/jobset.x-k8s.io_jobsets.yaml) serves v1alpha2 only: a JobSet written at v1alpha1 is refused; the finding names the
     version to write. At v1alpha2 it is admitted."""
     recipe = _recipe(MANUAL)
     (p,) = by_rule(_lint_with(recipe, JOBSET % "v1alpha1"), "controller-kind")
@@ -168,8 +168,8 @@ def test_a_jobset_at_a_version_its_crd_does_not_serve_names_the_served_one() -> 
 
 
 def test_kueue_objects_need_the_queued_capacity_that_installs_kueue() -> None:
-    """GoogleCloudPlatform/cluster-toolkit#3017 (Kueue is installed by the blueprint, not by
-    GKE) and Kueue v0.19.2's CRDs (v1beta1, v1beta2): a ClusterQueue linted against a recipe
+    """https://github.com/GoogleCloudPlatform/cluster-toolkit/pull/3017 (Kueue is installed by
+    the blueprint, not by GKE) and Kueue v0.19.2's CRDs (v1beta1, v1beta2): a ClusterQueue linted against a recipe
     without queued capacity is refused (the stack installs no Kueue), and the hint names the
     recipe field that does; against the queued recipe it is admitted. A ClusterQueue is not a
     pod set: the object itself is named."""
@@ -182,7 +182,7 @@ def test_kueue_objects_need_the_queued_capacity_that_installs_kueue() -> None:
 
 
 def test_a_live_cluster_without_the_crd_refuses_the_kind_as_an_error() -> None:
-    """argoproj/applicationset#413 and the JobSet CRD: against a live cluster whose CRDs are
+    """https://github.com/argoproj/applicationset/issues/413 and the JobSet CRD: against a live cluster whose CRDs are
     known, a JobSet with no JobSet CRD is an error (the API server's refusal), once per object
     however many replicated jobs it has; with the CRD it is admitted. A cluster whose CRDs
     could not be read (None) judges nothing."""
@@ -204,7 +204,8 @@ def test_a_live_cluster_without_the_crd_refuses_the_kind_as_an_error() -> None:
 
 
 def test_built_in_kinds_and_an_existing_clusters_plan_are_never_judged() -> None:
-    """Kubernetes serves batch/v1 Job itself (no CRD); an existing cluster's plan does not
+    """Kubernetes serves batch/v1 Job itself (no CRD;
+    https://kubernetes.io/docs/concepts/workloads/controllers/job/); an existing cluster's plan does not
     list what its owner installed (controllers not complete), so nothing is judged there."""
     model = from_live.model_of([], crds=[])
     (res,) = _resources(JOB % "team")
@@ -216,7 +217,8 @@ def test_built_in_kinds_and_an_existing_clusters_plan_are_never_judged() -> None
 
 
 def test_cert_manager_objects_need_its_v1_api() -> None:
-    """The cert-manager API reference (cert-manager.io/v1 since 1.0): with manual agents the
+    """The cert-manager API reference (https://cert-manager.io/docs/reference/api-docs/;
+    cert-manager.io/v1 since 1.0): with manual agents the
     stack installs cert-manager v1.13.0, which serves cert-manager.io/v1 only, so a
     Certificate at v1alpha2 is refused and one at v1 admitted (objects_admitted: not a pod
     set)."""
@@ -232,7 +234,7 @@ def test_cert_manager_objects_need_its_v1_api() -> None:
 # -- webhook reachability -------------------------------------------------------------------------
 
 def test_the_injection_webhook_port_unreachable_refuses_the_workload_pods() -> None:
-    """knative/serving#13045: on GKE the API server calls the webhook pod's port (8443)
+    """https://github.com/knative/serving/issues/13045: on GKE the API server calls the webhook pod's port (8443)
     directly and only 443 and 10250 are open from a private control plane, so calls fail with
     "failed calling webhook ... context deadline exceeded". With webhookFirewall off, the
     manual agents' injection webhook (8443, failurePolicy Fail) refuses the pods of the
@@ -251,7 +253,8 @@ def test_the_injection_webhook_port_unreachable_refuses_the_workload_pods() -> N
 
 
 def test_the_jobset_webhook_on_9443_refuses_jobsets_without_the_rule() -> None:
-    """kanisterio/kanister#1309 and kyverno/kyverno#2764: a webhook on 9443 on a private GKE
+    """https://github.com/kyverno/kyverno/issues/2764 (and kanisterio/kanister#1309): a
+    webhook on 9443 on a private GKE
     cluster needs a firewall rule ("context deadline exceeded" otherwise). The JobSet
     controller's webhook listens on 9443: without the stack's rule the JobSet object itself
     is refused, once per object."""
@@ -266,7 +269,8 @@ def test_the_jobset_webhook_on_9443_refuses_jobsets_without_the_rule() -> None:
 
 
 def test_cert_managers_webhook_on_10250_needs_no_rule() -> None:
-    """cert-manager's compatibility page: its webhook listens on 10250, which GKE's own
+    """cert-manager's compatibility page (https://cert-manager.io/docs/installation/
+    compatibility/): its webhook listens on 10250, which GKE's own
     firewall rule already opens to the control plane, so even without the stack's rule a
     Certificate is not refused, while the injection webhook (8443) is unreachable."""
     model = from_plan.from_recipe(_recipe(MANUAL, _no_firewall), _catalog())
@@ -280,7 +284,7 @@ def test_cert_managers_webhook_on_10250_needs_no_rule() -> None:
 
 
 def test_public_nodes_reach_every_webhook() -> None:
-    """open-telemetry/opentelemetry-operator#1009: the webhook timeout is a private-cluster
+    """https://github.com/open-telemetry/opentelemetry-operator/issues/1009: the webhook timeout is a private-cluster
     one. With public nodes the model holds no port restriction and nothing is refused."""
     def public(data: dict) -> None:
         data["spec"]["orchestrator"]["private"] = {"nodes": False, "webhookFirewall": False}
@@ -315,7 +319,7 @@ spec:
 
 
 def test_webhook_private_cluster_port_reads_the_models_ports() -> None:
-    """kanisterio/kanister#1309 (a webhook served on 9443 times out on private GKE until a
+    """https://github.com/kanisterio/kanister/pull/1309 (a webhook served on 9443 times out on private GKE until a
     firewall rule opens it): plain lint warns (GKE's 443 and 10250 only); against a recipe
     whose stack opens 9443 (the JobSet webhook's firewall rule) it does not; against public
     nodes it does not either."""
@@ -333,7 +337,8 @@ def test_webhook_private_cluster_port_reads_the_models_ports() -> None:
 
 
 def test_cluster_private_reads_the_injection_webhook_from_the_model() -> None:
-    """GKE's private-cluster firewall page (#add_firewall_rules) and knative/serving#13045:
+    """https://cloud.google.com/kubernetes-engine/docs/how-to/private-clusters#add_firewall_rules
+    and knative/serving#13045:
     preflight's cluster-private finding on webhookFirewall comes from the model's injection
     webhook (port 8443, unreachable without the rule); unchanged words and severity."""
     data = yaml.safe_load(MANUAL.read_text())
@@ -397,7 +402,8 @@ def _create(kubeconfig: Path, *objects: dict) -> None:
 
 
 def test_live_model_reads_crds_and_webhook_configurations(live: Path) -> None:
-    """The GKE private-cluster firewall page (#add_firewall_rules) and kanisterio/kanister#1309:
+    """https://cloud.google.com/kubernetes-engine/docs/how-to/private-clusters#add_firewall_rules
+    and kanisterio/kanister#1309:
     a live model holds each CRD group's served versions and each webhook with the port it
     is called on; whether the control plane reaches it is not in the Kubernetes API, so it is
     unknown (None) and never judged. The stand-in's cluster starts without JobSet: a JobSet is
@@ -455,7 +461,8 @@ def test_limits_per_mode_from_the_quotas_page() -> None:
 
 def test_nodes_per_cluster_limit_is_read_from_the_model(monkeypatch: pytest.MonkeyPatch,
                                                         ) -> None:
-    """GKE's planning-large-clusters page: 65,000 nodes per cluster (GKE 1.31+). The model's
+    """GKE's planning-large-clusters page (https://cloud.google.com/kubernetes-engine/docs/
+    concepts/planning-large-clusters): 65,000 nodes per cluster (GKE 1.31+). The model's
     Standard limit is that figure, and gke-nodes reads it from the model: 64 x v5p 16x16x24
     (98,304 VMs) is an error with unchanged words."""
     std = from_plan.cluster_limits("standard")
@@ -470,7 +477,8 @@ def test_nodes_per_cluster_limit_is_read_from_the_model(monkeypatch: pytest.Monk
 
 
 def test_node_pool_limit_is_read_from_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The node pool auto-creation page: latency above 200 node pools per cluster. The
+    """The node pool auto-creation page (https://cloud.google.com/kubernetes-engine/docs/how-to/
+    node-auto-provisioning): latency above 200 node pools per cluster. The
     gke-node-pools rule reads the figure from the model's limits: a model that said 2 would
     make 3 pools (2 slices + the system pool) a warning, with the model's figure."""
     from dataclasses import replace
