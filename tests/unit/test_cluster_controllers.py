@@ -104,11 +104,11 @@ spec:
 # -- the model from a plan -----------------------------------------------------------------------
 
 def test_plan_model_holds_the_controllers_the_stack_installs() -> None:
-    """https://github.com/GoogleCloudPlatform/cluster-toolkit/pull/3017: GKE installs neither JobSet nor Kueue (the
-    toolkit added a blueprint option to install them), so the model of a plan holds exactly
-    what the stack installs: JobSet 0.9.0 for a JobSet workload (its CRD serves v1alpha2),
-    cert-manager v1.13.0 and the injection webhook 0.25.0 for manual agents, each webhook
-    with its port."""
+    """https://github.com/GoogleCloudPlatform/cluster-toolkit/pull/3017: GKE installs neither
+    JobSet nor Kueue (the toolkit added a blueprint option to install them), so the model of a
+    plan holds exactly what the stack installs: JobSet 0.9.0 for a JobSet workload (its CRD
+    serves v1alpha2), cert-manager v1.13.0 and the injection webhook 0.25.0 for manual agents,
+    each webhook with its port."""
     model = from_plan.from_recipe(_recipe(MANUAL), _catalog())
     assert model is not None and model.controllers_complete
     by = {c.name: c for c in model.controllers or ()}
@@ -139,10 +139,11 @@ def _catalog() -> Any:
 # -- controller admission --------------------------------------------------------------------------
 
 def test_a_kind_no_installed_controller_serves_is_refused_in_kubectls_words() -> None:
-    """https://github.com/argoproj/applicationset/issues/413: 'no matches for kind "ApplicationSet" in version
-    "argoproj.io/v1alpha1"' until the controller is installed. The recipe installs no
-    LeaderWorkerSet controller, so an LWS manifest linted against it is refused (a warning:
-    a controller may be added by hand), naming apiVersion, with the recipe's answer."""
+    """https://github.com/argoproj/applicationset/issues/413: 'no matches for kind
+    "ApplicationSet" in version "argoproj.io/v1alpha1"' until the controller is installed. The
+    recipe installs no LeaderWorkerSet controller, so an LWS manifest linted against it is
+    refused (a warning: a controller may be added by hand), naming apiVersion, with the recipe's
+    answer."""
     result = _lint_with(_recipe(MANUAL), LWS)
     (p,) = by_rule(result, "controller-kind")
     assert p.path == "apiVersion" and p.severity is Severity.WARNING
@@ -155,9 +156,10 @@ def test_a_kind_no_installed_controller_serves_is_refused_in_kubectls_words() ->
 
 
 def test_a_jobset_at_a_version_its_crd_does_not_serve_names_the_served_one() -> None:
-    """kubernetes-sigs/jobset's CRD (https://github.com/kubernetes-sigs/jobset/blob/main/config/
-    components/crd/bases/jobset.x-k8s.io_jobsets.yaml) serves v1alpha2 only: a JobSet written at v1alpha1 is refused; the finding names the
-    version to write. At v1alpha2 it is admitted."""
+    """kubernetes-sigs/jobset's CRD
+    (https://github.com/kubernetes-sigs/jobset/blob/main/config/components/crd/bases/jobset.x-k8s.io_jobsets.yaml)
+    serves v1alpha2 only: a JobSet written at v1alpha1 is refused; the finding names the version
+    to write. At v1alpha2 it is admitted."""
     recipe = _recipe(MANUAL)
     (p,) = by_rule(_lint_with(recipe, JOBSET % "v1alpha1"), "controller-kind")
     assert 'no matches for kind "JobSet" in version "jobset.x-k8s.io/v1alpha1"' in p.message
@@ -169,10 +171,10 @@ def test_a_jobset_at_a_version_its_crd_does_not_serve_names_the_served_one() -> 
 
 def test_kueue_objects_need_the_queued_capacity_that_installs_kueue() -> None:
     """https://github.com/GoogleCloudPlatform/cluster-toolkit/pull/3017 (Kueue is installed by
-    the blueprint, not by GKE) and Kueue v0.19.2's CRDs (v1beta1, v1beta2): a ClusterQueue linted against a recipe
-    without queued capacity is refused (the stack installs no Kueue), and the hint names the
-    recipe field that does; against the queued recipe it is admitted. A ClusterQueue is not a
-    pod set: the object itself is named."""
+    the blueprint, not by GKE) and Kueue v0.19.2's CRDs (v1beta1, v1beta2): a ClusterQueue
+    linted against a recipe without queued capacity is refused (the stack installs no Kueue),
+    and the hint names the recipe field that does; against the queued recipe it is admitted. A
+    ClusterQueue is not a pod set: the object itself is named."""
     cq = ("apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: cq}\n"
           "spec: {namespaceSelector: {}, resourceGroups: []}\n")
     (p,) = by_rule(_lint_with(_recipe(MANUAL), cq), "controller-kind")
@@ -182,10 +184,10 @@ def test_kueue_objects_need_the_queued_capacity_that_installs_kueue() -> None:
 
 
 def test_a_live_cluster_without_the_crd_refuses_the_kind_as_an_error() -> None:
-    """https://github.com/argoproj/applicationset/issues/413 and the JobSet CRD: against a live cluster whose CRDs are
-    known, a JobSet with no JobSet CRD is an error (the API server's refusal), once per object
-    however many replicated jobs it has; with the CRD it is admitted. A cluster whose CRDs
-    could not be read (None) judges nothing."""
+    """https://github.com/argoproj/applicationset/issues/413 and the JobSet CRD: against a live
+    cluster whose CRDs are known, a JobSet with no JobSet CRD is an error (the API server's
+    refusal), once per object however many replicated jobs it has; with the CRD it is admitted.
+    A cluster whose CRDs could not be read (None) judges nothing."""
     two = JOBSET.replace("  - name: slice\n", "  - name: a\n", 1) + \
         "  - name: b\n    replicas: 1\n    template: {spec: {template: {spec: {containers: []}}}}\n"
     res = _resources(two % "v1alpha2")[0]
@@ -205,8 +207,9 @@ def test_a_live_cluster_without_the_crd_refuses_the_kind_as_an_error() -> None:
 
 def test_built_in_kinds_and_an_existing_clusters_plan_are_never_judged() -> None:
     """Kubernetes serves batch/v1 Job itself (no CRD;
-    https://kubernetes.io/docs/concepts/workloads/controllers/job/); an existing cluster's plan does not
-    list what its owner installed (controllers not complete), so nothing is judged there."""
+    https://kubernetes.io/docs/concepts/workloads/controllers/job/); an existing cluster's plan
+    does not list what its owner installed (controllers not complete), so nothing is judged
+    there."""
     model = from_live.model_of([], crds=[])
     (res,) = _resources(JOB % "team")
     assert check(model, pod_templates(res)) == []
@@ -218,10 +221,9 @@ def test_built_in_kinds_and_an_existing_clusters_plan_are_never_judged() -> None
 
 def test_cert_manager_objects_need_its_v1_api() -> None:
     """The cert-manager API reference (https://cert-manager.io/docs/reference/api-docs/;
-    cert-manager.io/v1 since 1.0): with manual agents the
-    stack installs cert-manager v1.13.0, which serves cert-manager.io/v1 only, so a
-    Certificate at v1alpha2 is refused and one at v1 admitted (objects_admitted: not a pod
-    set)."""
+    cert-manager.io/v1 since 1.0): with manual agents the stack installs cert-manager v1.13.0,
+    which serves cert-manager.io/v1 only, so a Certificate at v1alpha2 is refused and one at v1
+    admitted (objects_admitted: not a pod set)."""
     model = from_plan.from_recipe(_recipe(MANUAL), _catalog())
     assert model is not None
     cert = ("apiVersion: cert-manager.io/%s\nkind: Certificate\nmetadata: {name: c, "
@@ -234,10 +236,10 @@ def test_cert_manager_objects_need_its_v1_api() -> None:
 # -- webhook reachability -------------------------------------------------------------------------
 
 def test_the_injection_webhook_port_unreachable_refuses_the_workload_pods() -> None:
-    """https://github.com/knative/serving/issues/13045: on GKE the API server calls the webhook pod's port (8443)
-    directly and only 443 and 10250 are open from a private control plane, so calls fail with
-    "failed calling webhook ... context deadline exceeded". With webhookFirewall off, the
-    manual agents' injection webhook (8443, failurePolicy Fail) refuses the pods of the
+    """https://github.com/knative/serving/issues/13045: on GKE the API server calls the webhook
+    pod's port (8443) directly and only 443 and 10250 are open from a private control plane, so
+    calls fail with "failed calling webhook ... context deadline exceeded". With webhookFirewall
+    off, the manual agents' injection webhook (8443, failurePolicy Fail) refuses the pods of the
     labelled workload namespace (mldiag): a warning naming the port and the fix."""
     recipe = _recipe(MANUAL, _no_firewall)
     result = _lint_with(recipe, JOB % "mldiag", JOB % "elsewhere")
@@ -253,11 +255,10 @@ def test_the_injection_webhook_port_unreachable_refuses_the_workload_pods() -> N
 
 
 def test_the_jobset_webhook_on_9443_refuses_jobsets_without_the_rule() -> None:
-    """https://github.com/kyverno/kyverno/issues/2764 (and kanisterio/kanister#1309): a
-    webhook on 9443 on a private GKE
-    cluster needs a firewall rule ("context deadline exceeded" otherwise). The JobSet
-    controller's webhook listens on 9443: without the stack's rule the JobSet object itself
-    is refused, once per object."""
+    """https://github.com/kyverno/kyverno/issues/2764 (and kanisterio/kanister#1309): a webhook
+    on 9443 on a private GKE cluster needs a firewall rule ("context deadline exceeded"
+    otherwise). The JobSet controller's webhook listens on 9443: without the stack's rule the
+    JobSet object itself is refused, once per object."""
     model = from_plan.from_recipe(_recipe(AUTOPILOT, _no_firewall), _catalog())
     assert model is not None and model.control_plane_ports == {443, 10250}
     jobset = next(c for c in model.controllers or () if c.name == "JobSet")
@@ -269,10 +270,11 @@ def test_the_jobset_webhook_on_9443_refuses_jobsets_without_the_rule() -> None:
 
 
 def test_cert_managers_webhook_on_10250_needs_no_rule() -> None:
-    """cert-manager's compatibility page (https://cert-manager.io/docs/installation/
-    compatibility/): its webhook listens on 10250, which GKE's own
-    firewall rule already opens to the control plane, so even without the stack's rule a
-    Certificate is not refused, while the injection webhook (8443) is unreachable."""
+    """cert-manager's compatibility page
+    (https://cert-manager.io/docs/installation/compatibility/): its webhook listens on 10250,
+    which GKE's own firewall rule already opens to the control plane, so even without the
+    stack's rule a Certificate is not refused, while the injection webhook (8443) is
+    unreachable."""
     model = from_plan.from_recipe(_recipe(MANUAL, _no_firewall), _catalog())
     assert model is not None
     by = {c.name: c for c in model.controllers or ()}
@@ -284,8 +286,9 @@ def test_cert_managers_webhook_on_10250_needs_no_rule() -> None:
 
 
 def test_public_nodes_reach_every_webhook() -> None:
-    """https://github.com/open-telemetry/opentelemetry-operator/issues/1009: the webhook timeout is a private-cluster
-    one. With public nodes the model holds no port restriction and nothing is refused."""
+    """https://github.com/open-telemetry/opentelemetry-operator/issues/1009: the webhook timeout
+    is a private-cluster one. With public nodes the model holds no port restriction and nothing
+    is refused."""
     def public(data: dict) -> None:
         data["spec"]["orchestrator"]["private"] = {"nodes": False, "webhookFirewall": False}
 
@@ -319,10 +322,10 @@ spec:
 
 
 def test_webhook_private_cluster_port_reads_the_models_ports() -> None:
-    """https://github.com/kanisterio/kanister/pull/1309 (a webhook served on 9443 times out on private GKE until a
-    firewall rule opens it): plain lint warns (GKE's 443 and 10250 only); against a recipe
-    whose stack opens 9443 (the JobSet webhook's firewall rule) it does not; against public
-    nodes it does not either."""
+    """https://github.com/kanisterio/kanister/pull/1309 (a webhook served on 9443 times out on
+    private GKE until a firewall rule opens it): plain lint warns (GKE's 443 and 10250 only);
+    against a recipe whose stack opens 9443 (the JobSet webhook's firewall rule) it does not;
+    against public nodes it does not either."""
     assert len(by_rule(lint(WEBHOOK_CONFIG), "webhook-private-cluster-port")) == 1
     opened = _lint_with(_recipe(MANUAL), WEBHOOK_CONFIG)
     assert by_rule(opened, "webhook-private-cluster-port") == []
@@ -338,9 +341,9 @@ def test_webhook_private_cluster_port_reads_the_models_ports() -> None:
 
 def test_cluster_private_reads_the_injection_webhook_from_the_model() -> None:
     """https://cloud.google.com/kubernetes-engine/docs/how-to/private-clusters#add_firewall_rules
-    and knative/serving#13045:
-    preflight's cluster-private finding on webhookFirewall comes from the model's injection
-    webhook (port 8443, unreachable without the rule); unchanged words and severity."""
+    and knative/serving#13045: preflight's cluster-private finding on webhookFirewall comes from
+    the model's injection webhook (port 8443, unreachable without the rule); unchanged words and
+    severity."""
     data = yaml.safe_load(MANUAL.read_text())
     _no_firewall(data)
     problems = pipeline.check_text(yaml.safe_dump(data), "r.yaml").report.problems
@@ -403,11 +406,10 @@ def _create(kubeconfig: Path, *objects: dict) -> None:
 
 def test_live_model_reads_crds_and_webhook_configurations(live: Path) -> None:
     """https://cloud.google.com/kubernetes-engine/docs/how-to/private-clusters#add_firewall_rules
-    and kanisterio/kanister#1309:
-    a live model holds each CRD group's served versions and each webhook with the port it
-    is called on; whether the control plane reaches it is not in the Kubernetes API, so it is
-    unknown (None) and never judged. The stand-in's cluster starts without JobSet: a JobSet is
-    refused (an error); once the CRD exists it is admitted."""
+    and kanisterio/kanister#1309: a live model holds each CRD group's served versions and each
+    webhook with the port it is called on; whether the control plane reaches it is not in the
+    Kubernetes API, so it is unknown (None) and never judged. The stand-in's cluster starts
+    without JobSet: a JobSet is refused (an error); once the CRD exists it is admitted."""
     from mldiag_provision.cluster.from_live import from_kubeconfig
 
     before = from_kubeconfig(str(live))
@@ -430,8 +432,8 @@ def test_live_model_reads_crds_and_webhook_configurations(live: Path) -> None:
 
 
 def test_live_unreachable_is_never_guessed() -> None:
-    """A live model's webhooks carry reachable None (the firewall is not a Kubernetes
-    object), so no pod set is refused for reachability, whatever the port."""
+    """A live model's webhooks carry reachable None (the firewall is not a Kubernetes object),
+    so no pod set is refused for reachability, whatever the port."""
     cfg = copy.deepcopy(yaml.safe_load(WEBHOOK_CONFIG.split("---")[0]))
     cfg["webhooks"][0]["rules"][0]["resources"] = ["pods"]
     cfg["kind"] = "ValidatingWebhookConfiguration"
@@ -445,9 +447,9 @@ def test_live_unreachable_is_never_guessed() -> None:
 # -- limits ------------------------------------------------------------------------------------
 
 def test_limits_per_mode_from_the_quotas_page() -> None:
-    """GKE's quotas page (https://cloud.google.com/kubernetes-engine/quotas): 256 pods per
-    node on Standard, 32 on Autopilot; the plan's model carries them; an existing cluster's
-    and a live one's limits are not the recipe's (None)."""
+    """GKE's quotas page (https://cloud.google.com/kubernetes-engine/quotas): 256 pods per node
+    on Standard, 32 on Autopilot; the plan's model carries them; an existing cluster's and a
+    live one's limits are not the recipe's (None)."""
     std = from_plan.cluster_limits("standard")
     auto = from_plan.cluster_limits("autopilot")
     assert std is not None and auto is not None
@@ -461,10 +463,10 @@ def test_limits_per_mode_from_the_quotas_page() -> None:
 
 def test_nodes_per_cluster_limit_is_read_from_the_model(monkeypatch: pytest.MonkeyPatch,
                                                         ) -> None:
-    """GKE's planning-large-clusters page (https://cloud.google.com/kubernetes-engine/docs/
-    concepts/planning-large-clusters): 65,000 nodes per cluster (GKE 1.31+). The model's
-    Standard limit is that figure, and gke-nodes reads it from the model: 64 x v5p 16x16x24
-    (98,304 VMs) is an error with unchanged words."""
+    """GKE's planning-large-clusters page
+    (https://cloud.google.com/kubernetes-engine/docs/concepts/planning-large-clusters): 65,000
+    nodes per cluster (GKE 1.31+). The model's Standard limit is that figure, and gke-nodes
+    reads it from the model: 64 x v5p 16x16x24 (98,304 VMs) is an error with unchanged words."""
     std = from_plan.cluster_limits("standard")
     assert std is not None and std.nodes == 65000
     assert std.fact("nodesPerClusterMax").source.tag == "GKE-LARGE-CLUSTERS"
@@ -477,10 +479,11 @@ def test_nodes_per_cluster_limit_is_read_from_the_model(monkeypatch: pytest.Monk
 
 
 def test_node_pool_limit_is_read_from_the_model(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The node pool auto-creation page (https://cloud.google.com/kubernetes-engine/docs/how-to/
-    node-auto-provisioning): latency above 200 node pools per cluster. The
-    gke-node-pools rule reads the figure from the model's limits: a model that said 2 would
-    make 3 pools (2 slices + the system pool) a warning, with the model's figure."""
+    """The node pool auto-creation page
+    (https://cloud.google.com/kubernetes-engine/docs/how-to/node-auto-provisioning): latency
+    above 200 node pools per cluster. The gke-node-pools rule reads the figure from the model's
+    limits: a model that said 2 would make 3 pools (2 slices + the system pool) a warning, with
+    the model's figure."""
     from dataclasses import replace
 
     from mldiag_provision.preflight import place_rules
