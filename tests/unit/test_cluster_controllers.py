@@ -163,6 +163,8 @@ def test_a_jobset_at_a_version_its_crd_does_not_serve_names_the_served_one() -> 
     recipe = _recipe(MANUAL)
     (p,) = by_rule(_lint_with(recipe, JOBSET % "v1alpha1"), "controller-kind")
     assert 'no matches for kind "JobSet" in version "jobset.x-k8s.io/v1alpha1"' in p.message
+    # the stack's own JobSet serves the group, only at v1alpha2: refused whatever else is added
+    assert p.severity is Severity.ERROR
     assert p.expected == "apiVersion jobset.x-k8s.io/v1alpha2 (JobSet 0.9.0)"
     assert p.hint == "set apiVersion to jobset.x-k8s.io/v1alpha2, the version the installed " \
                      "CRD serves"

@@ -430,7 +430,9 @@ def _no_match(model: ClusterModel, t: PodTemplate) -> Verdict | None:
         f"the API server refuses it (\"{said}\"; kubectl: \"{fact['hint']}\")" + (
             "" if model.source == "live" else " in the cluster the recipe creates"),
         value=res.api_version, expected=expected, hint=hint, facts=(fact,),
-        warning=model.source != "live")
+        # against a plan, a group no installed controller serves may be added by hand (a
+        # warning); one the stack's own controller serves at other versions is refused
+        warning=model.source != "live" and not other)
 
 
 def _plural(kind: str) -> str:
