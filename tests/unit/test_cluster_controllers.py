@@ -516,3 +516,28 @@ def test_controllers_and_webhooks_are_typed_values() -> None:
         "x", 8443, frozenset(), reachable=None))).reachable is None
     assert Controller("c", "1", frozenset(), (hook, Webhook(
         "x", 8443, frozenset(), reachable=False))).webhook_ports == (8443, 9443)
+
+
+class _Refused(Exception):
+    def __init__(self, status: int) -> None:
+        super().__init__(f"HTTP {status}")
+        self.status = status
+
+
+def test_reading_crds_fails_as_the_other_reads_do() -> None:
+    """A CRD or webhook-configuration list the server does not serve (404) leaves the
+    controllers unknown; a refused one (403, RBAC) is one EngineError with a hint, as the
+    Node and queue reads are."""
+    from mldiag_provision.errors import EngineError
+
+    def gone(**_: object) -> None:
+        raise _Refused(404)
+
+    def refused(**_: object) -> None:
+        raise _Refused(403)
+
+    assert from_live._list_raw(gone, "customresourcedefinitions", "ctx") is None
+    with pytest.raises(EngineError) as info:
+        from_live._list_raw(refused, "customresourcedefinitions.apiextensions.k8s.io", "ctx")
+    assert "refused reading customresourcedefinitions" in info.value.message
+    assert "CRDs" in (info.value.hint or "")

@@ -260,7 +260,8 @@ def _failure(what: str, where: str, exc: BaseException) -> EngineError:
         verb = "did not accept the credentials" if status == 401 else "refused"
         return EngineError(
             f"{where}: the API server {verb} reading {what} (HTTP {status})",
-            hint="lint --cluster needs to list nodes and Kueue queues: check the kubeconfig's "
+            hint="lint --cluster needs to list nodes, Kueue queues, CRDs and webhook "
+                 "configurations: check the kubeconfig's "
                  "user (`gcloud container clusters get-credentials` refreshes it) and RBAC "
                  "(`kubectl auth can-i list nodes`)")
     if status:
