@@ -220,7 +220,8 @@ def webhooks_of(configs: Iterable[Mapping[str, Any]]) -> tuple[Controller, ...]:
             label = (next(iter(labels.items())) if isinstance(labels, Mapping)
                      and len(labels) == 1 else None)
             found.append(Webhook(
-                name=str(h["name"]), port=port if isinstance(port, int) else None,
+                name=str(h["name"]),
+                port=port if isinstance(port, int) and not isinstance(port, bool) else None,
                 resources=frozenset(resources),
                 fails_closed=h.get("failurePolicy", "Fail") == "Fail",
                 reachable=None, namespace_label=(str(label[0]), str(label[1]))
