@@ -78,16 +78,25 @@ def fact_by_id(fact_id: str) -> Fact:
     return store().fact(name, *keys)
 
 
-def settle(rule_id: str, requested: Severity | None, facts: Iterable[Fact | None] = ()
-           ) -> Severity:
+def settle(rule_id: str, requested: Severity | None, facts: Iterable[Fact | None] = (), *,
+           declared: bool = True) -> Severity:
     """The severity a problem of ``rule_id`` gets: the one asked for (else the rule's), and
-    never ERROR when the rule's declared facts or ``facts`` include an unverified one."""
+    never ERROR when the rule's declared facts or ``facts`` include an unverified one.
+
+    ``declared=False``: this one problem does not stand on the rule's declared facts, only on
+    ``facts`` (which must then say everything it stands on). A rule whose usual verdict rests
+    on an estimate can so judge one case from a figure it read, such as ``node-allocatable``
+    on a live Node's own ``status.allocatable`` instead of GKE's reservation tiers."""
     info = RULES[rule_id]
     sev = requested or info.severity
     if sev is not Severity.ERROR:
         return sev
     standing = [f for f in facts if f is not None]
-    standing += [fact_by_id(fid) for fid in info.facts]
+    if declared:
+        standing += [fact_by_id(fid) for fid in info.facts]
+    elif not standing:
+        raise ValueError(f"{rule_id}: a problem that does not stand on the rule's declared "
+                         "facts must name its own")
     if any(not f.verified for f in standing):
         return Severity.WARNING
     return sev

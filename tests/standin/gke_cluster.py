@@ -8,8 +8,10 @@ cloud directory it plays, and what GKE adds to a plain Kubernetes API server.
     back empty;
   * Nodes are derived from the cluster's ``google_container_node_pool`` objects: one per VM
     (``node_count`` x zones), labelled as GKE labels TPU and GPU nodes, with the chips
-    allocatable, and cpu/memory/ephemeral-storage capacity and allocatable as recorded from a
-    real GKE node of the machine type (``recorded_nodes.yaml``; none where none is recorded);
+    allocatable, and, where a real GKE node of the machine type was recorded
+    (``recorded_nodes.yaml``), its cpu/memory/ephemeral-storage capacity and allocatable, its
+    machine labels (:data:`MACHINE_LABELS`) and its taints (none derived where none is
+    recorded: no TPU or a2/a3/a4/g2 GPU capacity was found in public sources);
   * on an Autopilot cluster (``enable_autopilot = true``) writes in Autopilot-managed
     namespaces are refused with GKE Warden's message, and admission webhooks get the
     namespaceSelector Autopilot adds;
@@ -101,12 +103,25 @@ MLDIAG_CRD = {
 
 
 RECORDED_NODES = Path(__file__).with_name("recorded_nodes.yaml")
+# The recorded labels a stand-in Node of the machine type carries: those that describe the
+# machine (its family, accelerator, size class, OS), not the node (hostname, zone), its pool
+# (name, disk, pods per node, spot) or what the source's user asked for.
+MACHINE_LABELS = frozenset({
+    "beta.kubernetes.io/arch", "beta.kubernetes.io/instance-type", "beta.kubernetes.io/os",
+    "kubernetes.io/arch", "kubernetes.io/os", "node.kubernetes.io/instance-type",
+    "cloud.google.com/machine-family", "cloud.google.com/gke-accelerator",
+    "cloud.google.com/gke-accelerator-count", "cloud.google.com/gke-gpu",
+    "cloud.google.com/gke-tpu-accelerator", "cloud.google.com/gke-cpu-scaling-level",
+    "cloud.google.com/gke-memory-gb-scaling-level", "cloud.google.com/gke-os-distribution",
+    "cloud.google.com/gke-container-runtime",
+})
 
 
 @functools.cache
 def recorded_nodes() -> dict[str, dict]:
-    """Machine type -> ``{"capacity": {...}, "allocatable": {...}, "source": URL}`` as recorded
-    from real GKE nodes (recorded_nodes.yaml)."""
+    """Machine type -> what a real GKE node of it showed (recorded_nodes.yaml): ``source``
+    (URL) and, where the source shows them, ``capacity``, ``allocatable``, ``labels``,
+    ``taints`` and ``user_set`` (keys the source's user asked for)."""
     import yaml
 
     return dict(yaml.safe_load(RECORDED_NODES.read_text(encoding="utf-8"))["nodes"])
@@ -270,11 +285,10 @@ def pool_nodes(cluster: dict, pool: dict) -> list[dict]:
         labels["cloud.google.com/gke-spot"] = "true"
     allocatable = {"pods": "110"}
     capacity: dict[str, str] = {}
-    recorded = recorded_nodes().get(machine)
-    if recorded is not None:
-        allocatable.update(recorded["allocatable"])
-        capacity.update(recorded["capacity"])
-    taints = []
+    recorded = recorded_nodes().get(machine) or {}
+    allocatable.update(recorded.get("allocatable") or {})
+    capacity.update(recorded.get("capacity") or {})
+    taints: list[dict] = []
     tpu = next((acc for prefix, acc in TPU_ACCELERATOR_BY_PREFIX.items()
                 if machine.startswith(prefix)), None)
     if tpu:
@@ -291,6 +305,12 @@ def pool_nodes(cluster: dict, pool: dict) -> list[dict]:
         labels["cloud.google.com/gke-accelerator"] = str(gpu["type"])
         allocatable["nvidia.com/gpu"] = str(int(gpu.get("count") or 0))
         taints.append({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"})
+    # what a real node of the machine type showed wins over what is derived above
+    user_set = set(recorded.get("user_set") or ())
+    labels.update({k: str(v) for k, v in (recorded.get("labels") or {}).items()
+                   if k in MACHINE_LABELS})
+    if recorded.get("taints"):
+        taints = [dict(t) for t in recorded["taints"] if t["key"] not in user_set]
     nodes = []
     for zi, zone in enumerate(zones):
         n = per_zone[zi] if per_zone is not None else int(count)

@@ -20,9 +20,13 @@
   scheduler use. *Wired* (workers finding each other: coordinator addresses, headless
   Services) is lint's wiring rules (``lint/wiring_rules.py``), which run in the same pass.
 
+* :mod:`.autopilot`: on GKE Autopilot, the accelerator classes of the recipe (their request
+  ranges, from ``gke.yaml`` ``autopilotClasses``) and the *scheduled* verdicts on requests
+  outside them, in GKE Warden's words.
+
 Controllers come from the plan (what the stack installs: JobSet, Kueue, cert-manager, the ML
 Diagnostics injection webhook or GKE's managed add-on; LWS is installed by no recipe field) or
 from a live cluster's CRDs and webhook configurations; manifests linted alone leave them
 unknown (never judged). A live cluster's webhook reachability is unknown (the firewall is not
-a Kubernetes object). Not in the model yet: Autopilot's compute classes.
+a Kubernetes object). Not in the model yet: Autopilot's general-purpose compute classes.
 """

@@ -14,6 +14,9 @@ stops at the first.
   at its apiVersion (else "no matches for kind"), and no fail-closed webhook the control
   plane cannot reach intercepts it or its pods ("failed calling webhook ... context deadline
   exceeded"); only where the model knows its controllers.
+* **admitted** (:func:`_flavors`): each resource group the pod set uses has a flavor whose
+  node labels its placement allows and whose taints it tolerates ("flavor X doesn't match
+  node affinity"; fact ``gke.queuedProvisioning.flavorFit``).
 * **scheduled** (:func:`tolerated`): the pod tolerates the taints of a node group it may land
   on ("node(s) had untolerated taint"); only a live model knows taints beyond the accelerator
   taints every accelerator pod tolerates.
@@ -33,13 +36,23 @@ from functools import lru_cache
 from typing import Literal
 
 from mldiag_provision.catalog.store import Fact, store
-from mldiag_provision.cluster.model import CPU, GIB, MEMORY, ClusterModel, NodeGroup, Taint
+from mldiag_provision.cluster.model import (
+    CPU,
+    GIB,
+    MEMORY,
+    ClusterModel,
+    ClusterQueue,
+    NodeGroup,
+    Taint,
+)
 from mldiag_provision.lint.loading import Resource, get
 from mldiag_provision.lint.workloads import PodTemplate
 from mldiag_provision.quantity import parse_quantity
 from mldiag_provision.recipe.sourcemap import Path
 
 Step = Literal["admitted", "scheduled", "wired"]
+
+TPU = store().get("kubernetes", "tpu", "resource")["name"]  # google.com/tpu
 
 
 @dataclass(frozen=True)
@@ -49,7 +62,9 @@ class Verdict:
 
     template: PodTemplate
     step: Step
-    check: str  # kueue-coverage | kueue-queue | kueue-quota | allocatable | taints | ...
+    # check: kueue-coverage | kueue-queue | kueue-flavor | kueue-quota | allocatable | taints
+    # | autopilot-range (cluster/autopilot.py) | controller-kind | webhook-unreachable
+    check: str
     path: Path
     message: str
     value: object
@@ -58,6 +73,9 @@ class Verdict:
     facts: tuple[Fact, ...] = ()
     warning: bool = False
     """At most a warning, whatever the facts (the model is not sure of the whole)."""
+    own_facts: bool = False
+    """``facts`` are all the verdict stands on: its rule's declared facts are not read (a
+    live Node's reported allocatable, not GKE's reservation tiers)."""
 
 
 @dataclass(frozen=True)
@@ -68,6 +86,9 @@ class Request:
     amount: Decimal
     path: Path
     written: str
+    parts: tuple[str, ...] = ()
+    """Each amount counted, as written: one per container summed, or the init container's
+    alone where it is the larger."""
 
 
 @lru_cache(maxsize=4096)
@@ -92,8 +113,8 @@ def pod_requests(t: PodTemplate, wanted: Callable[[str], bool] | None = None,
     and Kueue count it (https://kubernetes.io/docs/concepts/workloads/pods/init-containers/
     #resource-sharing-within-containers). Values that are not quantities are left to the
     schema's findings."""
-    sums: dict[str, tuple[Decimal, tuple[str, int, str], str]] = {}
-    inits: dict[str, tuple[Decimal, tuple[str, int, str], str]] = {}
+    sums: dict[str, tuple[Decimal, tuple[str, int, str], str, tuple[str, ...]]] = {}
+    inits: dict[str, tuple[Decimal, tuple[str, int, str], str, tuple[str, ...]]] = {}
     spec = t.spec
     for key in ("containers", "initContainers"):
         items = spec.get(key)
@@ -120,16 +141,17 @@ def pod_requests(t: PodTemplate, wanted: Callable[[str], bool] | None = None,
                     seen.add(name)
                     if key == "containers":
                         had = sums.get(name)
-                        sums[name] = ((had[0] + q, had[1], had[2]) if had is not None
-                                      else (q, (key, i, kind), str(raw)))
+                        sums[name] = ((had[0] + q, had[1], had[2], (*had[3], str(raw)))
+                                      if had is not None
+                                      else (q, (key, i, kind), str(raw), (str(raw),)))
                     elif name not in inits or q > inits[name][0]:
-                        inits[name] = (q, (key, i, kind), str(raw))
+                        inits[name] = (q, (key, i, kind), str(raw), (str(raw),))
     out: dict[str, Request] = {}
     for name in {*sums, *inits}:
         total, init = sums.get(name), inits.get(name)
-        amount, (key, i, kind), raw = (init if init is not None and (
+        amount, (key, i, kind), raw, parts = (init if init is not None and (
             total is None or init[0] > total[0]) else total)  # type: ignore[misc]
-        out[name] = Request(amount, (*t.spec_path, key, i, "resources", kind, name), raw)
+        out[name] = Request(amount, (*t.spec_path, key, i, "resources", kind, name), raw, parts)
     return out
 
 
@@ -223,6 +245,10 @@ def admitted(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
             hint=f"add {name} to the ClusterQueue's coveredResources (with a quota), or drop "
                  f"the {name} request",
             facts=(coverage,))
+    unmatched = list(_flavors(model, t, cq, requests, podset))
+    if unmatched:
+        yield from unmatched
+        return  # no flavor to hold a quota
     if cq.cohort is not None or not cq.quotas:
         return  # it may borrow from its cohort; or no quota was read
     quota = _kueue_fact("quota")
@@ -249,13 +275,123 @@ def admitted(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
             facts=(quota,))
 
 
+def _taint_words(taint: Taint) -> str:
+    """A taint as Kubernetes prints it (``key=value:effect``, ``key:effect`` without a
+    value)."""
+    return f"{taint.key}={taint.value}:{taint.effect}" if taint.value else (
+        f"{taint.key}:{taint.effect}")
+
+
+def _flavors(model: ClusterModel, t: PodTemplate, cq: ClusterQueue,
+             requests: Mapping[str, Request], podset: str) -> Iterator[Verdict]:
+    """Kueue gives each resource group the pod set uses one of the group's flavors: the first
+    whose ``nodeTaints`` the pod tolerates and whose ``nodeLabels`` its required placement
+    allows, seen only through the label keys the group's flavors declare
+    (:func:`~.affinity.restricted`). With no such flavor the workload is never admitted (fact
+    ``gke.queuedProvisioning.flavorFit``). A group naming a flavor the model does not hold is
+    not judged."""
+    from mldiag_provision.cluster.affinity import matches, placement, restricted
+
+    wanted = {n for n, r in requests.items() if r.amount > 0}
+    place = None
+    for covered, names in cq.groups:
+        if not names or not covered & wanted:
+            continue
+        flavors = [model.resource_flavor(n) for n in names]
+        known = [f for f in flavors if f is not None]
+        if len(known) != len(flavors):
+            continue
+        if place is None:
+            place = placement(t.spec)
+            raw = t.spec.get("tolerations")
+            tolerations = [x for x in raw if isinstance(x, dict)] if isinstance(
+                raw, list) else []
+        keys = {k for f in known for k in f.node_labels}
+        view = restricted(place, keys)
+        fact = _kueue_fact("flavorFit")
+        reasons: list[str] = []
+        for f in known:
+            bad = next((x for x in f.node_taints if x.effect in _BLOCKING and not any(
+                _tolerates(tol, x) for tol in tolerations)), None)
+            if bad is not None:
+                reasons.append(str(fact["taintWords"]).format(taint=_taint_words(bad),
+                                                              flavor=f.name))
+            elif not matches(f.node_labels, view):
+                reasons.append(str(fact["flavorWords"]).format(flavor=f.name))
+            else:
+                break
+        else:
+            said = str(fact["words"]).format(podset=podset, reasons=", ".join(sorted(reasons)))
+            if any(k in keys for k in place.selector):
+                path: Path = (*t.spec_path, "nodeSelector")
+            elif place.terms is not None:
+                path = (*t.spec_path, "affinity", "nodeAffinity")
+            elif any("untolerated" in r for r in reasons):
+                path = (*t.spec_path, "tolerations")
+            else:
+                path = t.spec_path
+            offered = "; ".join(
+                f"{f.name}: " + (", ".join(f"{k}={v}" for k, v in sorted(f.node_labels.items()))
+                                 or "no labels")
+                + "".join(f", taint {_taint_words(x)}" for x in f.node_taints)
+                for f in known)
+            yield Verdict(
+                t, "admitted", "kueue-flavor", path,
+                f"{t.describe()} fits no flavor of ClusterQueue {cq.name} that covers "
+                + ", ".join(sorted(covered & wanted))
+                + f": Kueue never admits it (\"{said}\")",
+                value={k: v for k, v in place.selector.items() if k in keys} or None,
+                expected=f"node labels and tolerations of one flavor ({offered})",
+                hint="make the pod's nodeSelector/affinity agree with a flavor's nodeLabels "
+                     "(and tolerate its nodeTaints), or add a matching flavor to the "
+                     "ClusterQueue",
+                facts=(fact,))
+
+
+def _flavor_labels(model: ClusterModel, t: PodTemplate, requests: Mapping[str, Request],
+                   ) -> dict[str, str]:
+    """The node labels Kueue adds to a queued pod's nodeSelector when it admits it: those of
+    the flavor it assigns each resource group the pod set uses (the first that fits; Kueue's
+    ResourceFlavor page: "Kueue adds the ResourceFlavor labels to the .nodeSelector of the
+    underlying workload Pod templates"). Only where one flavor of the group fits: with several,
+    Kueue picks by quota left at admission time, which no model knows. Empty for a pod that is
+    not queued, or whose queue, groups or flavors the model does not know; a pod no flavor
+    fits is ``kueue-flavor``'s finding, and adds nothing here."""
+    if not model.resource_flavors:
+        return {}
+    queue = _queue_name(model, t)
+    lq = model.local_queue(t.resource.namespace, queue) if queue is not None else None
+    cq = model.cluster_queue(lq.cluster_queue) if lq is not None else None
+    if cq is None or not cq.groups:
+        return {}
+    from mldiag_provision.cluster.affinity import matches, placement, restricted
+
+    place = placement(t.spec)
+    raw = t.spec.get("tolerations")
+    tolerations = [x for x in raw if isinstance(x, dict)] if isinstance(raw, list) else []
+    wanted = {n for n, r in requests.items() if r.amount > 0}
+    out: dict[str, str] = {}
+    for covered, names in cq.groups:
+        flavors = [model.resource_flavor(n) for n in names]
+        known = [f for f in flavors if f is not None]
+        if not covered & wanted or len(known) != len(flavors):
+            continue
+        view = restricted(place, {k for f in known for k in f.node_labels})
+        fits = [f for f in known if matches(f.node_labels, view) and all(
+            any(_tolerates(tol, x) for tol in tolerations)
+            for x in f.node_taints if x.effect in _BLOCKING)]
+        if len(fits) == 1:
+            out.update(fits[0].node_labels)
+    return out
+
+
 def _candidates(model: ClusterModel, t: PodTemplate, requests: Mapping[str, Request],
                 ) -> list[NodeGroup]:
     """Node groups the pod may land on and is bound to: its node selector agrees with every
     label the group has a value for, the group offers every extended resource it requests,
     and it asks for one of them or selects one of the group's labels."""
     sel = t.spec.get("nodeSelector")
-    sel = sel if isinstance(sel, dict) else {}
+    sel = {**(sel if isinstance(sel, dict) else {}), **_flavor_labels(model, t, requests)}
     extended = [n for n, r in requests.items() if "/" in n and r.amount > 0]
     out = []
     for g in model.node_groups:
@@ -331,10 +467,20 @@ def tolerated(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
         facts=(fact,))
 
 
+def _fit_fact() -> Fact:
+    return store().as_fact(store().doc("kubernetes")["scheduling"]["resourceFit"])
+
+
 def scheduled(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
     """The pod's cpu and memory requests fit the allocatable resources of some node group it
     may land on. Not judged where no group is a candidate (other rules say why) or where the
-    machine's size is unknown."""
+    machine's size is unknown.
+
+    Severity: on a live model the figure is the Node's own ``status.allocatable``, the one
+    the scheduler compares requests with (fact ``kubernetes.scheduling.resourceFit``, H), so
+    the verdict stands on that fact alone and is an error; on a plan or manifest model it is
+    GKE's reservation tiers applied to the machine's size (``gke.nodeAllocatable``, M), a
+    warning until those are verified."""
     if not any(g.allocatable for g in model.node_groups):
         return
     requests = pod_requests(t, _scheduling)
@@ -353,26 +499,27 @@ def scheduled(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
     for item in short:  # per resource, the group that comes closest
         if item[1] not in best or item[3] > best[item[1]][3]:
             best[item[1]] = item
+    live = model.source == "live"
+    fit = _fit_fact()
     for g, resource, req, cap in best.values():
         whole = g.capacity.get(resource)  # the machine's size
-        if whole is not None and req.amount > whole:
-            continue  # above the whole machine: tpu-resources says so
+        if whole is not None and req.amount > whole and (not live or TPU in g.capacity):
+            continue  # above the whole TPU machine: tpu-resources says so
         nodes = g.nodes
         unit = "GiB" if resource == MEMORY else "cores"
         shown = (cap / GIB if resource == MEMORY else cap).quantize(Decimal("0.01"))
         where = f"slice '{g.slice}'" if g.slice else f"node pool '{g.name}'"
-        whence = ("as the nodes report it" if model.source == "live"
-                  else "after GKE's reservations")
+        whence = "as the nodes report it" if live else "after GKE's reservations"
+        said = str(fit["words"]).format(nodes=nodes, resource=resource)
         yield Verdict(
             t, "scheduled", "allocatable", req.path,
             f"{t.describe()} requests {resource} {req.written}, more than a "
             f"{g.machine_type or g.name} node of {where} can give pods "
-            f"({shown} {unit} allocatable, {whence}): it stays Pending with "
-            f"\"0/{nodes} nodes are available: {nodes} Insufficient {resource}\"",
+            f"({shown} {unit} allocatable, {whence}): it stays Pending with \"{said}\"",
             value=req.written, expected=f"at most {shown} {unit}",
             hint=f"request at most {shown} {unit} of {resource} (GKE keeps the rest of the "
                  "machine for the kubelet and system daemons)",
-            facts=g.facts)
+            facts=(fit,) if live else g.facts, own_facts=live)
 
 
 # --- admitted by the installed controllers (issue 25) -----------------------------------------
@@ -526,4 +673,7 @@ def check(model: ClusterModel, templates: list[PodTemplate]) -> list[Verdict]:
         out.extend(admitted(model, t))
         out.extend(tolerated(model, t))
         out.extend(scheduled(model, t))
+        if model.accelerator_classes:  # Autopilot: the class's request range
+            from mldiag_provision.cluster.autopilot import ranges
+            out.extend(ranges(model, t))
     return out

@@ -10,7 +10,8 @@ What is read (two or three LIST requests, each with the timeout of
   its taints those all its nodes carry; its capacity and allocatable the smallest each
   resource has on any of its nodes (``status.capacity`` / ``status.allocatable``, parsed as
   Kubernetes quantities), so "fits a node of the group" means "fits every node of it".
-* ``kueue.x-k8s.io`` ClusterQueues and LocalQueues, ``v1beta2`` then ``v1beta1``. A 404 on both
+* ``kueue.x-k8s.io`` ClusterQueues and LocalQueues (and ResourceFlavors, where there are
+  ClusterQueues), ``v1beta2`` then ``v1beta1``. A 404 on both
   means Kueue is not installed: the model holds no queues (a queued workload is then not
   judged by ``kueue-covered-resources``).
 * ``GET /apis/apiextensions.k8s.io/v1/customresourcedefinitions``: the installed controllers,
@@ -40,7 +41,7 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from mldiag_provision.cluster.kueue import cluster_queues, local_queues
+from mldiag_provision.cluster.kueue import cluster_queues, local_queues, resource_flavors
 from mldiag_provision.cluster.model import (
     ClusterModel,
     Controller,
@@ -236,17 +237,20 @@ def webhooks_of(configs: Iterable[Mapping[str, Any]]) -> tuple[Controller, ...]:
 def model_of(nodes: Iterable[Mapping[str, Any]],
              cqs: Iterable[Mapping[str, Any]] = (),
              lqs: Iterable[Mapping[str, Any]] = (), *, mode: Mode = "unknown",
+             flavors: Iterable[Mapping[str, Any]] = (),
              crds: Iterable[Mapping[str, Any]] | None = None,
              webhook_configs: Iterable[Mapping[str, Any]] = (),
              ) -> ClusterModel:
-    """The model of a cluster given its Node, ClusterQueue and LocalQueue objects (dicts);
-    ``crds``: its CustomResourceDefinitions (None: not read, so its controllers are not
-    known); ``webhook_configs``: its Mutating/ValidatingWebhookConfigurations."""
+    """The model of a cluster given its Node, ClusterQueue, LocalQueue and ResourceFlavor
+    objects (dicts); ``crds``: its CustomResourceDefinitions (None: not read, so its
+    controllers are not known); ``webhook_configs``: its Mutating/ValidatingWebhook-
+    Configurations."""
     controllers = (None if crds is None else
                    (*controllers_of_crds(crds), *webhooks_of(webhook_configs)))
     return ClusterModel(mode=mode, node_groups=node_groups(nodes), node_groups_complete=False,
                         cluster_queues=cluster_queues(cqs), local_queues=local_queues(lqs),
-                        queue_label=QUEUE_NAME_LABEL, source="live", controllers=controllers,
+                        queue_label=QUEUE_NAME_LABEL, source="live",
+                        resource_flavors=resource_flavors(flavors), controllers=controllers,
                         controllers_complete=crds is not None)
 
 
@@ -335,6 +339,7 @@ def read_cluster(api: Any, where: str = "the cluster") -> ClusterModel:
     items = nodes.get("items") if isinstance(nodes, dict) else None
     cqs = _list_queues(custom, "clusterqueues", where) or []
     lqs = _list_queues(custom, "localqueues", where) or []
+    rfs = _list_queues(custom, "resourceflavors", where) or [] if cqs else []
     crds = _list_raw(client.ApiextensionsV1Api(api).list_custom_resource_definition,
                      "customresourcedefinitions.apiextensions.k8s.io", where)
     admission = client.AdmissionregistrationV1Api(api)
@@ -347,7 +352,7 @@ def read_cluster(api: Any, where: str = "the cluster") -> ClusterModel:
         configs += [{**c, "kind": kind} for c in got or []]
     return model_of([n for n in items or [] if isinstance(n, dict)], cqs, lqs,
                     mode="autopilot" if _serves(custom, *AUTOPILOT_RESOURCE) else "unknown",
-                    crds=crds, webhook_configs=configs)
+                    flavors=rfs, crds=crds, webhook_configs=configs)
 
 
 def _list_raw(lister: Any, what: str, where: str) -> list[dict[str, Any]] | None:

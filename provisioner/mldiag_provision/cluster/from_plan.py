@@ -30,6 +30,7 @@ from mldiag_provision.cluster.model import (
     LocalQueue,
     Mode,
     NodeGroup,
+    ResourceFlavor,
     Webhook,
     allocatable,
     allocatable_facts,
@@ -76,14 +77,17 @@ def node_group(sp: SlicePlan, shape: SliceShape | GpuShape, zones: tuple[str, ..
 
 def kueue_queues(queued: QueuedPlan | None) -> tuple[tuple[ClusterQueue, ...],
                                                      tuple[LocalQueue, ...]]:
-    """The ClusterQueue and LocalQueue the plan renders for its queued slices."""
+    """The ClusterQueue and LocalQueue the plan renders for its queued slices (one resource
+    group, one flavor)."""
     if queued is None:
         return (), ()
     quotas = {r: q for r, raw in queued.quotas.items()
               if (q := parse_quantity(str(raw))) is not None}
-    cq = ClusterQueue(name=queued.cluster_queue, covered=frozenset(queued.quotas),
+    covered = frozenset(queued.quotas)
+    cq = ClusterQueue(name=queued.cluster_queue, covered=covered,
                       flavors=(queued.resource_flavor,),
-                      quotas={queued.resource_flavor: quotas})
+                      quotas={queued.resource_flavor: quotas},
+                      groups=((covered, (queued.resource_flavor,)),))
     lq = LocalQueue(namespace=queued.namespace, name=queued.local_queue,
                     cluster_queue=queued.cluster_queue)
     return (cq,), (lq,)
@@ -104,16 +108,25 @@ def build(mode: Mode, slices: Iterable[tuple[SlicePlan, SliceShape | GpuShape]],
       controllers: what the stack installs (:func:`controllers_of`); None: not known, so
         no kind is judged unserved (preflight's own rules judge the recipe).
       private: the cluster's private settings (None: not a cluster the stack creates).
+
+    On Autopilot the model also holds the accelerator classes of the slices, with their
+    request ranges (:func:`.autopilot.classes`).
     """
-    groups = tuple(node_group(sp, shape, (zone,) if zone else ()) for sp, shape in slices)
+    pairs = list(slices)
+    groups = tuple(node_group(sp, shape, (zone,) if zone else ()) for sp, shape in pairs)
     cqs, lqs = kueue_queues(queued)
+    # the rendered ResourceFlavor sets no node labels or taints: every pod set matches it
+    flavors = (ResourceFlavor(queued.resource_flavor, {}),) if queued else ()
     model = ClusterModel(mode=mode, node_groups=groups, node_groups_complete=mode != "unknown",
                          cluster_queues=cqs, local_queues=lqs, source="plan",
-                         controllers=controllers,
+                         resource_flavors=flavors, controllers=controllers,
                          controllers_complete=controllers is not None and mode != "unknown",
                          private_nodes=private.private_nodes if private else None,
                          control_plane_ports=control_plane_ports(private),
                          limits=cluster_limits(mode))
+    if mode == "autopilot":  # the request ranges of its accelerator classes
+        from mldiag_provision.cluster import autopilot
+        model = replace(model, accelerator_classes=autopilot.classes(pairs))
     return replace(model, queue_label=queued.queue_name_label) if queued else model
 
 

@@ -3,7 +3,9 @@
 One reader for every builder: the manifests being linted (``lint``), a live cluster
 (``lint --cluster``). Shapes: Kueue v1beta1/v1beta2 ``ClusterQueue`` (``spec.cohort``,
 ``spec.resourceGroups[].coveredResources`` and ``.flavors[].resources[].nominalQuota``) and
-``LocalQueue`` (``spec.clusterQueue``), https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/.
+``LocalQueue`` (``spec.clusterQueue``), https://kueue.sigs.k8s.io/docs/concepts/cluster_queue/, and
+``ResourceFlavor`` (``spec.nodeLabels``, ``spec.nodeTaints``),
+https://kueue.sigs.k8s.io/docs/concepts/resource_flavor/.
 Fields of the wrong type are skipped: they are the schema's findings.
 """
 
@@ -13,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from mldiag_provision.cluster.model import ClusterQueue, LocalQueue
+from mldiag_provision.cluster.model import ClusterQueue, LocalQueue, ResourceFlavor, Taint
 from mldiag_provision.quantity import parse_quantity
 
 
@@ -34,15 +36,20 @@ def cluster_queue(item: Mapping[str, Any]) -> ClusterQueue | None:
     spec = spec if isinstance(spec, Mapping) else {}
     covered: set[str] = set()
     flavors: list[str] = []
+    parts: list[tuple[frozenset[str], tuple[str, ...]]] = []
     quotas: dict[str, dict[str, Decimal]] = {}
     groups = spec.get("resourceGroups")
     for g in groups if isinstance(groups, list) else []:
         if not isinstance(g, Mapping):
             continue
         names = g.get("coveredResources")
-        covered.update(r for r in (names if isinstance(names, list) else [])
-                       if isinstance(r, str))
+        mine = frozenset(r for r in (names if isinstance(names, list) else [])
+                         if isinstance(r, str))
+        covered.update(mine)
         listed = g.get("flavors")
+        parts.append((mine, tuple(str(f["name"]) for f in (
+            listed if isinstance(listed, list) else [])
+            if isinstance(f, Mapping) and isinstance(f.get("name"), str))))
         for f in listed if isinstance(listed, list) else []:
             if not isinstance(f, Mapping) or not isinstance(f.get("name"), str):
                 continue
@@ -56,7 +63,8 @@ def cluster_queue(item: Mapping[str, Any]) -> ClusterQueue | None:
                         quotas.setdefault(flavor, {})[str(r["name"])] = q
     cohort = spec.get("cohort") or spec.get("cohortName")
     return ClusterQueue(name, frozenset(covered), tuple(flavors), quotas=quotas,
-                        cohort=cohort if isinstance(cohort, str) and cohort else None)
+                        cohort=cohort if isinstance(cohort, str) and cohort else None,
+                        groups=tuple(parts))
 
 
 def cluster_queues(items: Iterable[Mapping[str, Any]]) -> tuple[ClusterQueue, ...]:
@@ -75,4 +83,28 @@ def local_queues(items: Iterable[Mapping[str, Any]]) -> tuple[LocalQueue, ...]:
                 cq, str):
             ns = meta.get("namespace")
             out.append(LocalQueue(str(ns) if ns else None, str(meta["name"]), cq))
+    return tuple(out)
+
+
+def resource_flavors(items: Iterable[Mapping[str, Any]]) -> tuple[ResourceFlavor, ...]:
+    """ResourceFlavor objects (dicts) -> name, node labels and node taints (string labels
+    only; a taint without a key or effect is skipped)."""
+    out = []
+    for item in items:
+        meta = item.get("metadata")
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+        if not isinstance(name, str):
+            continue
+        spec = item.get("spec")
+        spec = spec if isinstance(spec, Mapping) else {}
+        raw = spec.get("nodeLabels")
+        labels = {str(k): str(v) for k, v in raw.items()
+                  if isinstance(v, str | int | float) and not isinstance(v, bool)
+                  } if isinstance(raw, Mapping) else {}
+        taints = spec.get("nodeTaints")
+        out.append(ResourceFlavor(name, labels, tuple(
+            Taint(str(x["key"]), str(x.get("value") or ""), str(x["effect"]))
+            for x in (taints if isinstance(taints, list) else [])
+            if isinstance(x, Mapping) and isinstance(x.get("key"), str)
+            and isinstance(x.get("effect"), str))))
     return tuple(out)

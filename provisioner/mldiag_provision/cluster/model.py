@@ -65,6 +65,25 @@ class NodeGroup:
 
 
 @dataclass(frozen=True, slots=True)
+class AcceleratorClass:
+    """What GKE Autopilot accepts from a Pod of one accelerator class: the Pods whose node
+    selector holds ``labels`` (the accelerator, and a TPU's topology) and ask for ``count``
+    of ``resource`` (None: any count). ``minimum``/``maximum``: per resource name (units as
+    the model's quantities); a bound not listed is unknown and never judged. ``facts``: per
+    resource name, what its bounds stand on (``gke.autopilotClasses``,
+    ``kubernetes.ephemeralStorage``; built by :mod:`.autopilot`)."""
+
+    name: str
+    labels: Mapping[str, str]
+    resource: str
+    count: int | None
+    minimum: Mapping[str, Decimal] = field(default_factory=dict)
+    maximum: Mapping[str, Decimal] = field(default_factory=dict)
+    facts: Mapping[str, tuple[Fact, ...]] = field(default_factory=dict)
+    slice: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterQueue:
     """A Kueue ClusterQueue: the resources it covers (every resource group together), its
     flavors and their quotas."""
@@ -77,6 +96,19 @@ class ClusterQueue:
     a flavor does not list has none."""
     cohort: str | None = None
     """A cohort the queue may borrow from: its quotas are then no ceiling."""
+    groups: tuple[tuple[frozenset[str], tuple[str, ...]], ...] = ()
+    """Each resource group: the resources it covers and its flavors, in order (Kueue assigns
+    one flavor per group to a pod set)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceFlavor:
+    """A Kueue ResourceFlavor: the node labels and taints of the nodes it stands for
+    (``spec.nodeLabels``, ``spec.nodeTaints``)."""
+
+    name: str
+    node_labels: Mapping[str, str]
+    node_taints: tuple[Taint, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,8 +139,13 @@ class ClusterModel:
     queue_label: str = "kueue.x-k8s.io/queue-name"
     source: str = "plan"
     """How the model was built: ``plan``, ``manifests`` or ``live``."""
+    resource_flavors: tuple[ResourceFlavor, ...] = ()
+    """The Kueue ResourceFlavors the model knows (a flavor a queue names but the model does
+    not hold is not judged)."""
     _queues: dict[tuple[str | None, str], LocalQueue] = field(
         default_factory=dict, init=False, repr=False, compare=False)
+    accelerator_classes: tuple[AcceleratorClass, ...] = ()
+    """Autopilot: the request ranges of the recipe's accelerator classes (empty elsewhere)."""
     controllers: tuple[Controller, ...] | None = None
     """The installed controllers (:class:`Controller`); None: not known (manifests linted on
     their own), so no kind is judged unserved."""
@@ -144,6 +181,9 @@ class ClusterModel:
         none does, or the controllers are not known)."""
         return next((c for c in self.controllers or () if (group, version, kind) in c.serves),
                     None)
+
+    def resource_flavor(self, name: str) -> ResourceFlavor | None:
+        return next((f for f in self.resource_flavors if f.name == name), None)
 
 
 # --- allocatable (GKE's reservations) ----------------------------------------------------------

@@ -243,10 +243,13 @@ def check_ephemeral_storage(ctx: LintContext) -> Iterator[Problem]:
     without an ephemeral-storage request gets the 1 GiB default (kubernetes.yaml
     ephemeralStorage.autopilotDefault, H; that the dumps outgrow it is an inference, so this
     warns), and one that asks for more than the accelerator maximum is rejected
-    (autopilotAcceleratorMax; unverified figure, a warning)."""
+    (autopilotAcceleratorMax; unverified figure, a warning): the bound the cluster model's
+    Autopilot accelerator classes hold (:func:`mldiag_provision.cluster.autopilot.
+    ephemeral_bounds`)."""
+    from mldiag_provision.cluster.autopilot import ephemeral_bounds
+
     default = fact("ephemeralStorage", "autopilotDefault")
-    hi = fact("ephemeralStorage", "autopilotAcceleratorMax")
-    hi_qty = parse_quantity(str(hi["quantity"]))
+    _, (hi_qty, hi) = ephemeral_bounds()
     for t in ctx.templates:
         for i, c in t.containers():
             res = c.get("resources") if isinstance(c.get("resources"), dict) else {}
@@ -277,7 +280,7 @@ def check_ephemeral_storage(ctx: LintContext) -> Iterator[Problem]:
                              "or dump to a mounted volume", facts=[default])
                 continue
             qty = parse_quantity(str(stated))
-            if qty is not None and hi_qty is not None and qty > hi_qty:
+            if qty is not None and qty > hi_qty:
                 yield ctx.problem(
                     t.resource, EPHEMERAL.id, (*path, "resources"),
                     f"ephemeral-storage {stated} is above Autopilot's maximum for accelerator "

@@ -13,6 +13,8 @@ Rules (ids stable):
   by its ClusterQueue.
 * ``node-allocatable`` (*scheduled*): cpu and memory requests fit a node's allocatable.
 * ``kueue-queue`` (*admitted*): its LocalQueue and that queue's ClusterQueue exist.
+* ``kueue-flavor`` (*admitted*): a flavor of each resource group the pod set uses matches its
+  node selector/affinity and its tolerations.
 * ``kueue-quota`` (*admitted*): a flavor's nominal quota holds the pod set's total request.
 * ``node-taints`` (*scheduled*): the pod tolerates the taints of a node it can land on.
 * ``controller-kind`` (*admitted*): an installed controller serves the object's kind at its
@@ -20,6 +22,8 @@ Rules (ids stable):
   installed, so plain ``lint`` never judges it).
 * ``webhook-unreachable`` (*admitted*): no fail-closed webhook the private cluster's control
   plane cannot reach intercepts the object or its pods.
+* ``autopilot-resource-range`` (*scheduled*, Autopilot): cpu and memory requests lie within
+  the accelerator class's range (:mod:`mldiag_provision.cluster.autopilot`).
 """
 
 from __future__ import annotations
@@ -71,6 +75,18 @@ QUOTA = define("kueue-quota", "a queued pod set's total request fits the nominal
                source=store().source_url("KUEUE-FLAVORASSIGNER"),
                facts=("gke.queuedProvisioning.quota",))
 
+FLAVOR = define("kueue-flavor", "a queued pod set's node selector, affinity and tolerations "
+                "fit a ResourceFlavor of its ClusterQueue (else Kueue never admits it)",
+                source=store().source_url("KUEUE-RESOURCE-FLAVOR"),
+                facts=("gke.queuedProvisioning.flavorFit",))
+
+AUTOPILOT_RANGE = define("autopilot-resource-range", "on GKE Autopilot, an accelerator pod's "
+                         "cpu and memory requests lie within its class's range (above the "
+                         "maximum GKE Warden refuses the pod; below the minimum it is raised)",
+                         source=store().source_url("AP-RESOURCES"),
+                         facts=("gke.autopilotClasses.aboveMaxRejected",
+                                "gke.autopilotClasses.wardenWords"))
+
 CONTROLLER_KIND = define(
     "controller-kind", "an installed controller (its CRD) serves the object's kind at its "
     "apiVersion (else the API server answers 'no matches for kind')",
@@ -82,7 +98,9 @@ WEBHOOK_UNREACHABLE = define(
     facts=("kubernetes.webhooks.unreachable",))
 
 _RULE = {"kueue-coverage": KUEUE.id, "kueue-queue": QUEUE.id, "kueue-quota": QUOTA.id,
+         "kueue-flavor": FLAVOR.id,
          "allocatable": ALLOCATABLE.id, "taints": TAINTS.id,
+         "autopilot-range": AUTOPILOT_RANGE.id,
          "controller-kind": CONTROLLER_KIND.id, "webhook-unreachable": WEBHOOK_UNREACHABLE.id}
 _KUEUE_GROUP = "kueue.x-k8s.io"
 
@@ -97,6 +115,8 @@ def model_of_manifests(ctx: LintContext) -> ClusterModel:
     machine their pods select (nodes the manifests do not name are unknown, so the model's
     node groups are not complete)."""
     cqs, lqs = _queues(ctx)
+    flavors = kueue.resource_flavors(
+        r.data for r in ctx.of_kind(_KUEUE_GROUP, "ResourceFlavor"))
     groups: dict[tuple[str, str, str], NodeGroup] = {}
     for tp in tpu_pods(ctx):
         shape = tp.shape
@@ -113,8 +133,15 @@ def model_of_manifests(ctx: LintContext) -> ClusterModel:
                                                TOPO_KEY: shape.topology},
             taints=(), capacity=capacity, allocatable=allocatable(capacity),
             facts=(*((mt.fact,) if mt.fact is not None else ()), *allocatable_facts()))
-    return ClusterModel(mode="unknown", node_groups=tuple(groups.values()),
-                        cluster_queues=cqs, local_queues=lqs, source="manifests")
+    model = ClusterModel(mode="unknown", node_groups=tuple(groups.values()),
+                         cluster_queues=cqs, local_queues=lqs, source="manifests",
+                         resource_flavors=flavors)
+    if ctx.options.autopilot:  # --autopilot: the GPU classes the pods select
+        from mldiag_provision.cluster.autopilot import classes_of_pods
+        found = classes_of_pods(ctx.templates)
+        if found:
+            model = replace(model, mode="autopilot", accelerator_classes=found)
+    return model
 
 
 def _model(ctx: LintContext) -> ClusterModel:
@@ -134,14 +161,18 @@ def _model(ctx: LintContext) -> ClusterModel:
         controllers = (*controllers, *controllers_of_crds(crds, source="the manifests"))
     return replace(planned, cluster_queues=(*planned.cluster_queues, *own.cluster_queues),
                    local_queues=(*planned.local_queues, *own.local_queues),
+                   resource_flavors=(*planned.resource_flavors, *own.resource_flavors),
                    controllers=controllers)
 
 
 def problem_of(ctx: LintContext, v: Verdict) -> Problem:
-    """A verdict as a lint problem of its rule, at its field."""
+    """A verdict as a lint problem of its rule, at its field. A verdict that stands on its own
+    facts alone cites the first one's source (a live Node's allocatable: Kubernetes' page, not
+    GKE's reservation tiers)."""
     return ctx.problem(v.template.resource, _RULE[v.check], v.path,
                        f"{v.step}: {v.message}", value=v.value, expected=v.expected,
-                       hint=v.hint, facts=v.facts,
+                       hint=v.hint, facts=v.facts, declared=not v.own_facts,
+                       source=v.facts[0].url if v.own_facts and v.facts else None,
                        severity=Severity.WARNING if v.warning else None)
 
 

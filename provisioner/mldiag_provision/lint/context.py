@@ -82,15 +82,17 @@ class LintContext:
     def problem(self, res: Resource, rule: str, path: Path, message: str, *,
                 value: object = None, expected: str | None = None, hint: str | None = None,
                 severity: Severity | None = None, source: str | None = None,
-                facts: Iterable[Fact | None] = ()) -> Problem:
+                facts: Iterable[Fact | None] = (), declared: bool = True) -> Problem:
         """A problem at ``path`` inside ``res``; severity and source default to the rule's.
 
         ``facts``: the facts this case stands on besides the rule's declared ones; the
         severity is settled by :func:`mldiag_provision.rulebook.settle` (never an error on
-        an unverified fact). The caret goes under the value when the problem is about a
-        value, under the key otherwise (a missing or unknown field)."""
+        an unverified fact); ``declared=False``: this problem stands on ``facts`` alone, not
+        on the rule's declared facts (see :func:`~mldiag_provision.rulebook.settle`). The
+        caret goes under the value when the problem is about a value, under the key
+        otherwise (a missing or unknown field)."""
         info = RULES[rule]
-        severity = settle(rule, severity, facts)
+        severity = settle(rule, severity, facts, declared=declared)
         line, col = res.locate(path, prefer_value=value is not None)
         if isinstance(value, (dict, list)):
             value = None

@@ -13,11 +13,10 @@ import contextlib
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from decimal import Decimal
 
 from mldiag_provision.catalog.store import Fact
 from mldiag_provision.catalog.tpu import ShapeError, SliceShape, TpuVersion
-from mldiag_provision.cluster.model import GIB
+from mldiag_provision.cluster.model import machine_capacity
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.lint.context import LintContext
 from mldiag_provision.lint.loading import get
@@ -383,47 +382,32 @@ def _chips_without_topology(ctx: LintContext, tp: TpuPod) -> Iterator[Problem]:
         source=ctx.catalog.source_url(v.source), facts=[ctx.catalog.version_fact(v)])
 
 
-def _pod_total(t: PodTemplate, resource: str) -> tuple[Decimal, Path, str] | None:
-    """Sum of a resource over the containers (requests, else limits): total, where, as written."""
-    total = Decimal(0)
-    where: Path | None = None
-    written: list[str] = []
-    for i, c in t.containers():
-        for kind in ("requests", "limits"):
-            v = get(c, "resources", kind, resource)
-            if v is None or isinstance(v, bool) or not isinstance(v, (str, int, float)):
-                continue
-            q = parse_quantity(str(v))
-            if q is None:
-                break
-            total += q
-            written.append(str(v))
-            if where is None:
-                where = (*t.spec_path, "containers", i, "resources", kind, resource)
-            break
-    if where is None:
-        return None
-    text = written[0] if len(written) == 1 else f"{' + '.join(written)} (all containers)"
-    return total, where, text
+_CPU_MEMORY = frozenset(("cpu", "memory"))
 
 
 def check_resources(ctx: LintContext) -> Iterator[Problem]:
     """CPU and memory of a TPU pod fit its machine type (a bigger request never schedules).
 
-    Compute Engine's machine-type "GB" are GiB (the API's ``memoryMb``: g1-small's "1.7 GB"
-    is 1740 MiB); a request between allocatable and this size is ``node-allocatable``'s."""
+    The pod's request is the cluster model's (:func:`~mldiag_provision.cluster.check.
+    pod_requests`: requests, else limits; the larger of the containers' sum and any one init
+    container), the machine's size the model's node capacity (:func:`~mldiag_provision.
+    cluster.model.machine_capacity`: Compute Engine's machine-type "GB" are GiB, the API's
+    ``memoryMb``: g1-small's "1.7 GB" is 1740 MiB); a request between allocatable and this
+    size is ``node-allocatable``'s."""
+    from mldiag_provision.cluster.check import pod_requests
+
     for tp in tpu_pods(ctx):
         if tp.shape is None:
             continue
         mt = tp.shape.machine_type
-        for resource, cap, unit, scale in (("cpu", mt.vcpu, "vCPU", Decimal(1)),
-                                           ("memory", mt.memory_gb, "GB", GIB)):
-            found = _pod_total(tp.template, resource)
-            if found is None or not cap:
+        size = machine_capacity(mt.vcpu, mt.memory_gb)
+        requests = pod_requests(tp.template, _CPU_MEMORY.__contains__)
+        for resource, cap, unit in (("cpu", mt.vcpu, "vCPU"), ("memory", mt.memory_gb, "GB")):
+            req = requests.get(resource)
+            if req is None or resource not in size or req.amount <= size[resource]:
                 continue
-            total, where, text = found
-            if total <= Decimal(str(cap)) * scale:
-                continue
+            where, parts = req.path, req.parts
+            text = parts[0] if len(parts) == 1 else f"{' + '.join(parts)} (all containers)"
             unverified = mt.fact is not None and not mt.fact.verified
             yield ctx.problem(
                 tp.template.resource, RESOURCES.id, where,

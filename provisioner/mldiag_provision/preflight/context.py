@@ -38,14 +38,15 @@ class Context:
                 expected: str | None = None, hint: str | None = None,
                 severity: Severity | None = None,
                 source: str | Mapping[str, Any] | None = None,
-                prefer_value: bool = True, facts: Iterable[Fact | None] = ()) -> Problem:
+                prefer_value: bool = True, facts: Iterable[Fact | None] = (),
+                declared: bool = True) -> Problem:
         """A problem of a declared rule at ``path`` of the recipe.
 
         ``source``: a URL, or the fact the problem stands on (a :class:`Fact` or a fact
         mapping of a data file: cited by its source's URL and added to ``facts``).
         ``facts``: what this case stands on besides the rule's declared facts; the severity
         is settled by :func:`mldiag_provision.rulebook.settle` (never an error on an
-        unverified fact)."""
+        unverified fact; ``declared=False``: ``facts`` alone, not the rule's declared ones)."""
         line, col = self.sourcemap.locate(path, prefer_value=prefer_value)
         info = RULES_BY_ID[rule]
         if isinstance(source, Mapping):
@@ -53,7 +54,7 @@ class Context:
             source, facts = fact.url, [*facts, fact]
         return Problem(rule=rule, message=message, path=format_path(path), value=value,
                        expected=expected, hint=hint, file=self.sourcemap.file, line=line,
-                       column=col, severity=settle(rule, severity, facts),
+                       column=col, severity=settle(rule, severity, facts, declared=declared),
                        source=source or info.source)
 
     def __post_init__(self) -> None:

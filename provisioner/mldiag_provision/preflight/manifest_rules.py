@@ -138,14 +138,14 @@ class RecipeLintContext(LintContext):
     def problem(self, res: Resource, rule: str, path: Path, message: str, *,
                 value: object = None, expected: str | None = None, hint: str | None = None,
                 severity: Severity | None = None, source: str | None = None,
-                facts: Iterable[Fact | None] = ()) -> Problem:
+                facts: Iterable[Fact | None] = (), declared: bool = True) -> Problem:
         assert self.preflight is not None
         if isinstance(value, (dict, list)):
             value = None
         return self.preflight.problem(
             rule, recipe_path(self.origins[id(res)], res, path), message, value=value,
             expected=expected, hint=hint, severity=severity, source=source, facts=facts,
-            prefer_value=value is not None)
+            prefer_value=value is not None, declared=declared)
 
 
 def rendered_workloads(ctx: Context) -> tuple[list[Resource], dict[int, Origin]]:
@@ -251,6 +251,48 @@ def _queued_workloads(ctx: Context, done: set[int]) -> tuple[list[Resource], dic
     return resources, origins
 
 
+def _autopilot_gpu_workloads(ctx: Context, done: set[int],
+                             ) -> tuple[list[Resource], dict[int, Origin]]:
+    """GKE Autopilot: the objects the plan renders for each workload on a GPU slice that sets
+    ``resources.cpu`` or ``memory`` and whose accelerator has a recorded class range
+    (``gke.yaml`` ``autopilotClasses.gpu``), but the workloads in ``done``; the cluster model
+    judges their requests against the class's range (``autopilot-resource-range``). Other GPU
+    recipes render nothing here, as before (issue 16)."""
+    spec = ctx.recipe.spec
+    if spec.orchestrator.type != "gke-autopilot" or not ctx.gpu_shapes:
+        return [], {}
+    shapes = {**ctx.shapes, **ctx.gpu_shapes}
+    if any(shapes.get(i) is None for i in range(len(spec.slices))) or len(
+            {s.name for s in spec.slices}) < len(spec.slices):
+        return [], {}
+    picked = [(i, j) for i, w in enumerate(spec.workloads)
+              if i not in done and (j := ctx.slice_index(w.slice)) is not None
+              and ctx.gpu_shapes.get(j) is not None
+              and (w.resources.cpu or w.resources.memory)]
+    if not picked:
+        return [], {}
+    from mldiag_provision.cluster.autopilot import ranged_accelerators
+
+    ranged = ranged_accelerators()
+    project = _project(ctx)
+    picked = [(i, j) for i, j in picked if project.slices[j].accelerator in ranged]
+    if not picked:
+        return [], {}
+    diagnostics = diagnostics_plan(project, ctx.recipe, ctx.catalog, "none", True)
+    partial = _PartialPlan(blueprint=project.blueprint, diagnostics=diagnostics,
+                           slices=project.slices)
+    empty = SourceMap(file=ctx.sourcemap.file)
+    resources: list[Resource] = []
+    origins: dict[int, Origin] = {}
+    for i, j in picked:
+        w = spec.workloads[i]
+        for obj in k8s.workload(partial, workload_plan(ctx.recipe, w, project.slices[j])):
+            res = Resource(ctx.sourcemap.file, empty, obj)
+            resources.append(res)
+            origins[id(res)] = Origin(i, j, w)
+    return resources, origins
+
+
 @runs(lint_cluster.KUEUE.id, lint_cluster.ALLOCATABLE.id)
 def cluster_model(ctx: Context) -> Iterator[Problem]:
     """The cluster model's check (admitted by Kueue, scheduled within allocatable) over the
@@ -261,6 +303,10 @@ def cluster_model(ctx: Context) -> Iterator[Problem]:
     queued, queued_origins = _queued_workloads(ctx, done)
     resources.extend(queued)
     origins.update(queued_origins)
+    gpus, gpu_origins = _autopilot_gpu_workloads(
+        ctx, done | {o.workload for o in queued_origins.values()})
+    resources.extend(gpus)
+    origins.update(gpu_origins)
     if not resources:
         return
     spec = ctx.recipe.spec

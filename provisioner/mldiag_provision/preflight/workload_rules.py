@@ -191,10 +191,10 @@ def workload_priority_class(ctx: Context) -> Iterator[Problem]:
       facts=("kubernetes.ephemeralStorage.autopilotRejectsAboveMax",))
 def workload_ephemeral_storage(ctx: Context) -> Iterator[Problem]:
     """resources.ephemeralStorage is a quantity, and on GKE Autopilot within the range
-    Autopilot allows for accelerator Pods (above the maximum Autopilot rejects the Pod)."""
+    Autopilot allows for accelerator Pods (above the maximum Autopilot rejects the Pod): the
+    range the cluster model's Autopilot accelerator classes hold
+    (:func:`mldiag_provision.cluster.autopilot.ephemeral_bounds`)."""
     autopilot = ctx.has(Capability.AUTOPILOT_RULES)
-    lo_fact = _k8s("ephemeralStorage", "autopilotAcceleratorMin")
-    hi_fact = _k8s("ephemeralStorage", "autopilotAcceleratorMax")
     for i, w in enumerate(ctx.recipe.spec.workloads):
         raw = getattr(w.resources, "ephemeral_storage", None)
         if raw is None:
@@ -217,9 +217,9 @@ def workload_ephemeral_storage(ctx: Context) -> Iterator[Problem]:
             continue
         if not autopilot:
             continue
-        lo = parse_quantity(str(lo_fact["quantity"]))
-        hi = parse_quantity(str(hi_fact["quantity"]))
-        assert lo is not None and hi is not None  # catalog data, checked by tests
+        from mldiag_provision.cluster.autopilot import ephemeral_bounds  # Autopilot only
+
+        (lo, lo_fact), (hi, hi_fact) = ephemeral_bounds()
         if qty > hi:
             yield ctx.problem(
                 "workload-ephemeral-storage", path,
