@@ -253,8 +253,11 @@ def _queued_workloads(ctx: Context, done: set[int]) -> tuple[list[Resource], dic
 
 @runs(lint_cluster.KUEUE.id, lint_cluster.ALLOCATABLE.id)
 def cluster_model(ctx: Context) -> Iterator[Problem]:
-    """The cluster model's check (admitted by Kueue, scheduled within allocatable) over the
-    manifests the plan renders, with the model of the plan's cluster (issue 25)."""
+    """The cluster model's check over the manifests the plan renders, with the model of the
+    plan's cluster (issue 25): admitted by Kueue, scheduled within allocatable, and wired
+    (:mod:`mldiag_provision.cluster.wiring`: a coordinator address a recipe's ``env`` sets
+    names a pod the rendered JobSet or Job creates; lint's ``wiring-*`` rules, imported
+    here and not at the module's top, so ``validate`` starts no slower)."""
     rendered, rendered_origins = rendered_workloads(ctx)
     resources, origins = list(rendered), dict(rendered_origins)
     done = {o.workload for o in origins.values()}
@@ -274,3 +277,6 @@ def cluster_model(ctx: Context) -> Iterator[Problem]:
                                          autopilot=spec.orchestrator.type == "gke-autopilot"),
                              cluster=model, preflight=ctx, origins=origins)
     yield from lint_cluster.check_cluster(lctx)
+    from mldiag_provision.lint import wiring_rules
+
+    yield from wiring_rules.check_all(lctx)
