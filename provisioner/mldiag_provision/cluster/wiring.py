@@ -33,7 +33,7 @@ catalog/data/kubernetes.yaml.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -42,6 +42,7 @@ from mldiag_provision.cluster.check import Verdict
 from mldiag_provision.errors import Severity
 from mldiag_provision.lint.loading import Resource, get
 from mldiag_provision.lint.workloads import PodTemplate, get_int
+from mldiag_provision.recipe.sourcemap import Path
 
 if TYPE_CHECKING:
     from mldiag_provision.lint.context import LintContext
@@ -196,6 +197,7 @@ def gcsfuse(ctx: LintContext) -> Iterator[Wired]:
 # --- coordinator addresses (issue 25) ---------------------------------------------------------
 
 _JOBSET = ("jobset.x-k8s.io", "JobSet")
+_LWS = ("leaderworkerset.x-k8s.io", "LeaderWorkerSet")
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 _REFERENCE = re.compile(r"\$\$|\$\(([^)]*)\)")
@@ -235,7 +237,16 @@ class _PodSet:
     def jobset(self) -> bool:
         return (self.resource.group, self.resource.kind) == _JOBSET
 
+    @property
+    def lws(self) -> bool:
+        """A LeaderWorkerSet: ``groups[0]`` is its groups (``jobs``: replicas) of ``pods``
+        (size) pods, leader ``<lws>-<group>``, workers ``<lws>-<group>-<worker>``
+        (kubernetes.yaml wiring.lwsEnv)."""
+        return (self.resource.group, self.resource.kind) == _LWS
+
     def form(self) -> str:
+        if self.lws:
+            return f"{self.resource.name}-<group>[-<worker>].{self.subdomain}"
         return (f"{self.resource.name}-<replicatedJob>-<jobIndex>-<podIndex>.{self.subdomain}"
                 if self.jobset else f"{self.resource.name}-<index>.{self.subdomain}")
 
@@ -253,6 +264,10 @@ class _PodSet:
 
     def existing(self) -> str:
         """The pods there are, in words (the finding names them)."""
+        if self.lws:
+            g, name = self.groups[0], self.resource.name
+            return (f"{g.jobs} group(s) of {g.pods} pod(s), leaders {name}-0 .. "
+                    f"{name}-{(g.jobs or 1) - 1}")
         if self.jobset:
             return "replicated jobs: " + (", ".join(g.describe() for g in self.groups)
                                           or "none")
@@ -266,6 +281,8 @@ class _PodSet:
         if not host.startswith(prefix):
             return "none", f"its pods are named {self.form().split('.')[0]}", 0, 0
         rest = host[len(prefix):]
+        if self.lws:
+            return self._match_lws(rest)
         if not self.jobset:
             g = self.groups[0]
             if not _INDEX.match(rest):
@@ -298,6 +315,26 @@ class _PodSet:
         parsed = _POD_INDICES.match(rest)
         named = parsed.group(1) if parsed else rest
         return "none", f"it has no replicated job '{named}' ({self.existing()})", 0, 0
+
+
+    def _match_lws(self, rest: str) -> tuple[str, str, int, int]:
+        """:meth:`match` for a LeaderWorkerSet: ``rest`` is ``<group>`` (a leader) or
+        ``<group>-<worker>``, worker 1 .. size-1."""
+        g, name = self.groups[0], self.resource.name
+        parsed = re.match(r"^(0|[1-9][0-9]*)(?:-(0|[1-9][0-9]*))?$", rest)
+        if parsed is None:
+            return "none", f"its pods are named {name}-<group>[-<worker>]", 0, 0
+        group, worker = int(parsed.group(1)), int(parsed.group(2) or 0)
+        if g.jobs is None or g.pods is None:
+            return "unknown", "", group, worker
+        if group >= g.jobs:
+            return ("none", f"it runs {g.jobs} group(s) (group index 0..{g.jobs - 1})",
+                    0, 0)
+        if parsed.group(2) is not None and not 1 <= worker < g.pods:
+            return ("none", f"each group has {g.pods} pod(s): leader {name}-{group}"
+                    + (f" and workers {name}-{group}-1 .. {name}-{group}-{g.pods - 1}"
+                       if g.pods > 1 else " and no worker"), 0, 0)
+        return "pod", "", group, worker
 
 
 def _count(node: object, key: str, default: int) -> int | None:
@@ -341,9 +378,49 @@ def _pod_sets(ctx: LintContext) -> list[_PodSet]:
                 continue
             pods = _count(spec, "completions", 0) or _count(spec, "parallelism", 1)
             out.append(_PodSet(res, sub, (_Group("", 1, pods),)))
+        for res in ctx.of_kind(*_LWS):
+            # the headless Service is named after the LWS; UniquePerReplica gives each group
+            # its own (<lws>-<group>): not modelled, not judged
+            policy = res.get("spec", "networkConfig", "subdomainPolicy")
+            if not res.identified or not res.name or policy not in (None, "Shared"):
+                continue
+            size = _count(res.get("spec", "leaderWorkerTemplate"), "size", 1)
+            out.append(_PodSet(res, res.name,
+                               (_Group("", _count(res.get("spec"), "replicas", 1), size),)))
         return out
 
     return ctx.memo("wiring_pod_sets", compute)  # type: ignore[return-value]
+
+
+def _dark_jobsets(ctx: LintContext) -> list[_PodSet]:
+    """JobSets with network.enableDNSHostnames: false whose replicated jobs run one pod per
+    Job and whose templates name no subdomain of their own: JobSet gives their pods no DNS
+    name (kubernetes.yaml wiring.jobsetNetwork). Where a replicated job runs several pods,
+    wiring-jobset-network (or tpu-multislice) already reports the switch, once."""
+    def compute() -> list[_PodSet]:
+        out: list[_PodSet] = []
+        for res in ctx.of_kind(*_JOBSET):
+            if not res.identified or not res.name \
+                    or res.get("spec", "network", "enableDNSHostnames") is not False:
+                continue
+            groups: list[_Group] = []
+            jobs = res.get("spec", "replicatedJobs")
+            for rj in jobs if isinstance(jobs, list) else []:
+                name, spec = get(rj, "name"), get(rj, "template", "spec")
+                if isinstance(name, str) and name:
+                    groups.append(_Group(name, _count(rj, "replicas", 1),
+                                         _count(spec, "completions", 0)
+                                         or _count(spec, "parallelism", 1)))
+            if any(g.pods != 1 for g in groups) or any(
+                    get(rj, "template", "spec", "template", "spec", "subdomain") is not None
+                    for rj in (jobs if isinstance(jobs, list) else [])):
+                continue
+            sub = res.get("spec", "network", "subdomain")
+            out.append(_PodSet(res, sub if isinstance(sub, str) and sub else res.name,
+                               tuple(groups)))
+        return out
+
+    return ctx.memo("wiring_dark_jobsets", compute)  # type: ignore[return-value]
 
 
 def _host(address: str) -> tuple[list[str], str] | None:
@@ -360,93 +437,241 @@ def _host(address: str) -> tuple[list[str], str] | None:
     return labels, port
 
 
-def _env_values(t: PodTemplate, c: dict[str, Any]
-                ) -> Iterator[tuple[int, str, object, str | None, object]]:
-    """(index, name, value as written, value after Kubernetes' $(VAR) expansion or ``None``
-    where it cannot be known here, the fieldRef path or ``None``) of each env entry of
-    container ``c``, in order (kubernetes.yaml wiring.envExpansion: a reference reads a
-    variable defined before it; one that is not resolved stays as written, so the value is
-    not known here). A fieldRef to the JobSet's pod labels (wiring.jobsetPodMetadata) reads
-    the JobSet's and the replicated job's names; the coordinator label is empty without
-    spec.coordinator (wiring.missingLabelFieldRef)."""
+@dataclass(frozen=True)
+class _Stuck:
+    """A part of an env value that Kubernetes leaves as written, or empty: ``kind`` is
+    ``later`` (``$(name)`` defined at env[``index``], after the reference), ``injected``
+    (``$(JOB_COMPLETION_INDEX)``, which the Job controller appends after the template's env),
+    ``escaped`` (``$$(name)``: the literal ``$(name)``), ``undefined`` (``$(name)`` defined
+    nowhere the manifest shows) or ``unset-label`` (a fieldRef to ``name``, a JobSet key its
+    pods do not carry: empty); ``via``: the variable whose own value holds it."""
+
+    kind: str
+    name: str
+    via: str
+    index: int = -1
+
+
+@dataclass(frozen=True)
+class _Env:
+    """One env entry of a container: its index and name, the value as written, the value
+    after Kubernetes' expansion (``None`` where it cannot be known here: read at run time;
+    unresolvable references stay as ``$(VAR)``), the fieldRef path or ``None``, and the
+    parts Kubernetes leaves as written or empty (:class:`_Stuck`)."""
+
+    index: int
+    name: str
+    raw: object
+    text: str | None
+    field_ref: object
+    stuck: tuple[_Stuck, ...] = ()
+
+
+def _env_values(t: PodTemplate, c: dict[str, Any]) -> Iterator[_Env]:
+    """Each env entry of container ``c``, in order, as the kubelet expands it
+    (kubernetes.yaml wiring.envExpansion: a reference reads a variable defined before it; one
+    that is not resolved stays as written, wiring.envLaterReference; ``$$`` escapes,
+    wiring.envEscapedReference). Variables that controllers add: LWS puts LWS_LEADER_ADDRESS,
+    LWS_GROUP_SIZE and LWS_WORKER_INDEX first (wiring.lwsEnv: known, value per pod); the Job
+    controller appends JOB_COMPLETION_INDEX last (wiring.envInjectedLate). A reference to a
+    variable defined nowhere is left unknown where the container reads ``envFrom`` or the
+    name is a Service link variable's (wiring.envLinkSuffixes). A fieldRef to the JobSet's
+    pod labels (wiring.jobsetPodMetadata) reads the JobSet's and the replicated job's
+    names; the coordinator label is empty without spec.coordinator
+    (wiring.missingLabelFieldRef), and a key of the JobSet's prefix it never sets is empty
+    (wiring.jobsetPodKeys)."""
     keys = _fact(*_F, "jobsetPodMetadata")
+    pod_keys = _fact(*_F, "jobsetPodKeys")
     res = t.resource
+    jobset = (res.group, res.kind) == _JOBSET
     fields: dict[str, str | None] = {}
-    if (res.group, res.kind) == _JOBSET and res.identified and res.name:
+    if jobset and res.identified and res.name:
         rj = res.get(*t.path[:3], "name") if t.path[:2] == ("spec", "replicatedJobs") \
             else None
         coordinator = res.get("spec", "coordinator")
         fields = {keys["jobsetName"]: res.name,
                   keys["replicatedJobName"]: rj if isinstance(rj, str) else None,
                   keys["coordinator"]: None if coordinator is not None else ""}
-    known: dict[str, str | None] = {}
     env = c.get("env")
-    for j, e in enumerate(env if isinstance(env, list) else []):
-        name = get(e, "name")
+    entries = env if isinstance(env, list) else []
+    names = [get(e, "name") for e in entries]
+    runtime: set[str] = set()
+    if (res.group, res.kind) == _LWS:
+        runtime = {str(n) for n in _fact(*_F, "lwsEnv")["names"]}
+    late = {str(n) for n in _fact(*_F, "envInjectedLate")["names"]} \
+        if t.job_path is not None else set()
+    opaque = isinstance(c.get("envFrom"), list) and bool(c.get("envFrom"))
+    links = tuple(str(x) for x in _fact(*_F, "envLinkSuffixes")["suffixes"])
+    known: dict[str, tuple[str | None, tuple[_Stuck, ...]]] = {n: (None, ()) for n in runtime}
+    for j, e in enumerate(entries):
+        name = names[j]
         if not isinstance(name, str):
             continue
         value = get(e, "value")
         path = get(e, "valueFrom", "fieldRef", "fieldPath")
         text: str | None
+        stuck: tuple[_Stuck, ...] = ()
         if isinstance(value, str):
-            text = _expand(value, known)
+            text, stuck = _expand(value, name, known, names[j + 1:], j + 1, late, opaque,
+                                  links)
         elif isinstance(path, str):
             found = _FIELD_KEY.match(path)
-            text = fields.get(found.group(2)) if found else (
-                res.namespace if path == "metadata.namespace" and res.identified else None)
+            key = found.group(2) if found else ""
+            prefix = str(pod_keys["prefix"])
+            if jobset and key.startswith(prefix) and key not in fields \
+                    and key[len(prefix):] not in pod_keys["keys"]:
+                text, stuck = "", (_Stuck("unset-label", key, name),)
+            else:
+                text = fields.get(key) if found else (
+                    res.namespace if path == "metadata.namespace" and res.identified else None)
         else:
             text = "" if value is None and get(e, "valueFrom") is None else None
-        known[name] = text
-        yield j, name, value, text, path
+        known[name] = (text, stuck)
+        yield _Env(j, name, value, text, path, stuck)
 
 
-def _expand(text: str, known: dict[str, str | None]) -> str | None:
-    """``$(VAR)`` references replaced by earlier variables, ``$$`` by ``$``; ``None`` when a
-    reference names a variable that is not known here (envFrom, Service links, a value read
-    at run time)."""
+def _expand(text: str, name: str, known: Mapping[str, tuple[str | None, tuple[_Stuck, ...]]],
+            after: list[object], offset: int, late: set[str], opaque: bool,
+            links: tuple[str, ...]) -> tuple[str | None, tuple[_Stuck, ...]]:
+    """``$(VAR)`` references of variable ``name`` replaced by earlier variables, ``$$`` by
+    ``$``: (the value, ``None`` when a reference reads a value not known here; the parts
+    left as written, inherited ones included). ``after``: the names defined after this
+    entry (the first at env[``offset``])."""
     if "$" not in text:
-        return text
+        return text, ()
     resolved = True
+    stuck: list[_Stuck] = []
 
     def one(m: re.Match[str]) -> str:
         nonlocal resolved
         if m.group(0) == "$$":
+            if text[m.end():m.end() + 1] == "(":
+                ref = re.match(r"\(([^)]*)\)", text[m.end():])
+                stuck.append(_Stuck("escaped", ref.group(1) if ref else "", name))
             return "$"
-        value = known.get(m.group(1))
-        if value is None:
+        ref = m.group(1)
+        if ref in known:
+            value, inherited = known[ref]
+            stuck.extend(inherited)
+            if value is None:
+                resolved = False
+                return m.group(0)
+            return value
+        if ref in late:
+            stuck.append(_Stuck("injected", ref, name))
+        elif ref in after:
+            stuck.append(_Stuck("later", ref, name, offset + after.index(ref)))
+        elif opaque or ref.endswith(links) or "_PORT_" in ref:
             resolved = False
-            return m.group(0)
-        return value
+        else:
+            stuck.append(_Stuck("undefined", ref, name))
+        return m.group(0)
 
     out = _REFERENCE.sub(one, text)
-    return out if resolved else None
+    return (out if resolved else None), tuple(stuck)
 
 
 def _same_namespace(a: str | None, b: str | None) -> bool:
     return a is None or b is None or a == b
 
 
+_STUCK_ORDER = {"later": 0, "injected": 1, "escaped": 2, "unset-label": 3, "undefined": 4}
+
+
+def _stuck_verdict(t: PodTemplate, e: _Env, epath: Path, var: Mapping[str, Any] | None,
+                   stuck: tuple[_Stuck, ...]) -> Wired:
+    """The finding for a variable whose value Kubernetes leaves with a literal ``$(VAR)`` or
+    an empty part: the first such part of ``stuck``, the surest kind first. ``var``: the
+    coordinator variable's fact (check ``coordinator-address``), or ``None`` for any other
+    variable (check ``env-reference``)."""
+    s = min(stuck, key=lambda x: _STUCK_ORDER[x.kind])
+    never = "the name never resolves" if var is not None else \
+        "the program reads that text, not the value"
+    through = "" if s.via == e.name else f" (through {s.via})"
+    shown = e.text if e.text is not None else str(e.raw)
+    said = f"{e.name} '{e.raw}'" if isinstance(e.raw, str) else e.name
+    path = (*epath, "value") if isinstance(e.raw, str) else \
+        (*epath, "valueFrom", "fieldRef", "fieldPath")
+    value = e.raw if isinstance(e.raw, str) else e.field_ref
+    if s.kind == "later":
+        f = _fact(*_F, "envLaterReference")
+        message = (f"{said}{through} refers to $({s.name}), which env[{s.index}] defines "
+                   f"after it: Kubernetes expands a reference only from the variables "
+                   f"defined before it, so {e.name} stays '{shown}' and {never}")
+        expected, hint = (f"{s.name} defined before {s.via}",
+                          f"move the {s.name} entry above {s.via} in env")
+    elif s.kind == "injected":
+        f = _fact(*_F, "envInjectedLate")
+        annotation = str(f["annotation"])
+        message = (f"{said}{through} refers to $({s.name}), which the Job controller adds "
+                   "after the template's own env (kubernetes/kubernetes#121523): the reference "
+                   f"stays as written, so {e.name} is '{shown}' and {never}")
+        expected = f"{s.name} defined before {s.via}"
+        hint = (f"define it first: {{name: {s.name}, valueFrom: {{fieldRef: {{fieldPath: "
+                f"metadata.annotations['{annotation}']}}}}}}")
+    elif s.kind == "escaped":
+        f = _fact(*_F, "envEscapedReference")
+        message = (f"{said}{through}: '$$({s.name})' is an escaped reference, which "
+                   f"Kubernetes turns into the literal text '$({s.name})', so {e.name} is "
+                   f"'{shown}' and {never}")
+        expected, hint = f"$({s.name})", f"write $({s.name}) with one $ to expand it"
+    elif s.kind == "unset-label":
+        f = _fact(*_F, "jobsetPodKeys")
+        keys = ", ".join(str(k) for k in f["keys"])
+        message = (f"{e.name}{through} reads {s.name}, which JobSet never sets on its pods "
+                   f"(it sets {f['prefix']}{{{keys}}}), so the value is empty and {e.name} "
+                   f"is '{shown}': {never}")
+        expected = f"a key JobSet sets, e.g. {f['prefix']}jobset-name"
+        hint = "read one of the keys JobSet sets (see expected), or set the value yourself"
+    else:
+        f = _fact(*_F, "envUndefinedReference")
+        message = (f"{said}{through} refers to $({s.name}), which no env entry before it "
+                   f"defines: Kubernetes leaves the reference as written, so {e.name} is "
+                   f"'{shown}' and {never}")
+        expected, hint = (f"{s.name} defined before {s.via}",
+                          f"define {s.name} above {s.via} in env, or drop the reference")
+    return Wired(t, "wired", "coordinator-address" if var is not None else "env-reference",
+                 path, message, value=value, expected=expected, hint=hint,
+                 facts=(f, *(_var_fact(var) if var is not None else ())), source=f.url,
+                 severity=f.severity)
+
+
+# what a variable that is no coordinator is held to: references Kubernetes documents as left
+# unexpanded whatever else the pod holds (an escaped or undefined one may be meant)
+_ANY_VARIABLE = frozenset({"later", "injected"})
+
+
 def coordinators(ctx: LintContext) -> Iterator[Wired]:
     """Coordinator addresses (MEGASCALE_COORDINATOR_ADDRESS, JAX_COORDINATOR_ADDRESS,
     MASTER_ADDR) and worker hostnames (TPU_WORKER_HOSTNAMES) in env that name a pod of a
-    JobSet or Indexed Job of the input set: the pod must exist (replicated job, job index
-    < replicas, pod index < completions) under that workload's subdomain; a name that never
-    resolves leaves every worker waiting for a coordinator that does not exist. Values whose
-    $(VAR) references cannot be resolved here, IP addresses, Service names and names under
-    subdomains of workloads not in the input set are left alone (no guess)."""
+    JobSet, Indexed Job or LeaderWorkerSet of the input set: the pod must exist (replicated
+    job, job index < replicas, pod index < completions; LWS group < replicas) under that
+    workload's subdomain and namespace; a name that never resolves leaves every worker
+    waiting for a coordinator that does not exist. So must the value itself: a ``$(VAR)``
+    Kubernetes leaves as written (defined later, escaped, defined nowhere, added by the Job
+    controller after the template's env) or a label JobSet never sets. Values read at run
+    time, IP addresses, Service names and names under subdomains of workloads not in the
+    input set are left alone (no guess)."""
     variables = {str(v["name"]): v for v in _fact(*_F, "coordinatorEnv")}
     coordinator_key = _fact(*_F, "jobsetPodMetadata")["coordinator"]
     sets = _pod_sets(ctx)
+    dark = _dark_jobsets(ctx)
     own = {id(ps.resource): ps for ps in sets}
     for t in ctx.templates:
         res = t.resource
         for key in ("initContainers", "containers"):
             for i, c in t.containers(key):
-                for j, name, raw, text, field_ref in _env_values(t, c):
+                for e in _env_values(t, c):
+                    name, raw, text, field_ref = e.name, e.raw, e.text, e.field_ref
                     var = variables.get(name)
                     if var is None:
+                        own_stuck = tuple(x for x in e.stuck
+                                          if x.via == name and x.kind in _ANY_VARIABLE)
+                        if own_stuck:
+                            yield _stuck_verdict(t, e, (*t.spec_path, key, i, "env", e.index),
+                                                 None, own_stuck)
                         continue
-                    epath = (*t.spec_path, key, i, "env", j)
+                    epath = (*t.spec_path, key, i, "env", e.index)
                     if text == "" and isinstance(field_ref, str) and coordinator_key in field_ref:
                         f = _fact(*_F, "missingLabelFieldRef")
                         meta = _fact(*_F, "jobsetPodMetadata")
@@ -462,6 +687,9 @@ def coordinators(ctx: LintContext) -> Iterator[Wired]:
                                  " podIndex: 0), or set the address as a value",
                             facts=(f, meta, *_var_fact(var)), source=f.url)
                         continue
+                    if e.stuck:
+                        yield _stuck_verdict(t, e, epath, var, e.stuck)
+                        continue
                     if not text:
                         continue
                     entries = [h.strip() for h in text.split(",") if h.strip()] \
@@ -469,7 +697,8 @@ def coordinators(ctx: LintContext) -> Iterator[Wired]:
                     for address in entries:
                         said = f"{name} '{address}'" if raw == text else \
                             f"{name} '{raw}' (= '{address}')"
-                        found = _judge(t, own.get(id(res)), sets, name, said, var, address)
+                        found = _judge(t, own.get(id(res)), sets, dark, name, said, var,
+                                       address, raw == text)
                         if found is not None:
                             yield Wired(t, "wired", "coordinator-address", (*epath, "value"),
                                         found[0], value=raw, expected=found[1], hint=found[2],
@@ -482,12 +711,13 @@ def _var_fact(var: Mapping[str, Any]) -> tuple[Fact, ...]:
     return (found,) if found is not None else ()
 
 
-def _judge(t: PodTemplate, mine: _PodSet | None, sets: list[_PodSet], name: str, said: str,
-           var: Mapping[str, Any], address: str) -> tuple[str, str, str, Fact] | None:
+def _judge(t: PodTemplate, mine: _PodSet | None, sets: list[_PodSet], dark: list[_PodSet],
+           name: str, said: str, var: Mapping[str, Any], address: str, literal: bool,
+           ) -> tuple[str, str, str, Fact] | None:
     """What is wrong with one address of variable ``name`` in template ``t`` (``said``: how
-    the message quotes it): (message, expected, hint, the fact it stands on), or ``None``
-    when it names an existing pod of this workload (``mine``), or nothing this lint can
-    judge."""
+    the message quotes it; ``literal``: written as is, no ``$(VAR)``): (message, expected,
+    hint, the fact it stands on), or ``None`` when it names an existing pod of this workload
+    (``mine``), or nothing this lint can judge. ``dark``: :func:`_dark_jobsets`."""
     parsed = _host(address)
     if parsed is None or len(parsed[0]) < 2:
         return None
@@ -503,6 +733,10 @@ def _judge(t: PodTemplate, mine: _PodSet | None, sets: list[_PodSet], name: str,
 
     candidates = [ps for ps in sets if ps.subdomain == sub
                   and _same_namespace(ps.resource.namespace, namespace)]
+    if not candidates:
+        found = _elsewhere(sets, dark, pod, sub, namespace, bool(rest), with_port, name, said)
+        if found is not None:
+            return found
     names = _fact(*_F, "jobsetPodHostnames" if (mine is None or mine.jobset)
                   else "indexedJobHostnames")
     if candidates:
@@ -530,6 +764,14 @@ def _judge(t: PodTemplate, mine: _PodSet | None, sets: list[_PodSet], name: str,
                     "program, so these workers wait for one that never joins them",
                     f"a pod of {mine.resource.display()}: {mine.form()}",
                     f"set {name} to {with_port(mine.first() + '.' + mine.subdomain)}", f)
+        if ps.lws and ps is mine and literal and (ps.groups[0].jobs or 1) > 1:
+            f = _fact(*_F, "lwsGroupLeader")
+            leader = _fact(*_F, "lwsEnv")["leaderAddress"]
+            return (f"{said} names the leader of group {job} for every group of "
+                    f"{ps.resource.display()}, which runs {ps.groups[0].jobs} groups, each "
+                    f"with its own leader: the workers of the other groups join group {job}'s "
+                    "leader", f"the leader of the pod's own group: $({leader})",
+                    f"set {name} to {with_port(f'$({leader})')} (LWS sets it per group)", f)
         if var.get("processZero") and ps.jobset and (job, index) != (0, 0):
             f = _fact(*_F, "coordinatorProcessZero")
             return (f"{said} names pod '{pod}' (job index {job}, pod index "
@@ -543,7 +785,8 @@ def _judge(t: PodTemplate, mine: _PodSet | None, sets: list[_PodSet], name: str,
         return None
     if mine.match(pod)[0] == "pod" and _same_namespace(mine.resource.namespace, namespace):
         where = ("network.subdomain" if mine.jobset and mine.subdomain != mine.resource.name
-                 else "the JobSet's name" if mine.jobset else "the template's subdomain")
+                 else "the JobSet's name" if mine.jobset
+                 else "the LeaderWorkerSet's name" if mine.lws else "the template's subdomain")
         return (f"{said} names pod '{pod}' under subdomain '{sub}', but "
                 f"{mine.resource.display()} puts its pods under '{mine.subdomain}' ({where}): "
                 "the name never resolves, so the workers wait for a coordinator that does "
@@ -558,6 +801,39 @@ def _judge(t: PodTemplate, mine: _PodSet | None, sets: list[_PodSet], name: str,
                 f"a pod of {mine.resource.display()}",
                 f"{mine.form()} ({mine.existing()})",
                 f"set {name} to {with_port(mine.first() + '.' + mine.subdomain)}", f)
+    return None
+
+
+def _elsewhere(sets: list[_PodSet], dark: list[_PodSet], pod: str, sub: str,
+               namespace: str | None, written: bool, with_port: Callable[[str], str],
+               name: str, said: str) -> tuple[str, str, str, Fact] | None:
+    """A name under no pod set of its namespace that still names a pod the input set
+    creates: one in another namespace (``written``: the address names its namespace;
+    else the pod's own applies, kubernetes.yaml wiring.coordinatorNamespace), or one of a
+    JobSet whose DNS hostnames are off (wiring.jobsetNetwork)."""
+    if namespace is not None:
+        away = [ps for ps in sets if ps.subdomain == sub and ps.resource.namespace
+                not in (None, namespace) and ps.match(pod)[0] == "pod"]
+        if away:
+            ps = away[0]
+            there = ps.resource.namespace
+            f = _fact(*_F, "coordinatorNamespace")
+            why = (f"names namespace '{namespace}'" if written else
+                   f"has no namespace, so it resolves in the pod's own namespace "
+                   f"'{namespace}'")
+            return (f"{said} {why}, but {ps.resource.display()} runs pod '{pod}' in "
+                    f"namespace '{there}': the name never resolves, so the workers wait for "
+                    "a coordinator that does not exist", f"{pod}.{sub}.{there}",
+                    f"set {name} to {with_port(f'{pod}.{sub}.{there}')}", f)
+    for ps in dark:
+        if ps.subdomain == sub and _same_namespace(ps.resource.namespace, namespace) \
+                and ps.match(pod)[0] in ("pod", "unknown"):
+            f = _fact(*_F, "jobsetNetwork")
+            return (f"{said} names pod '{pod}' of {ps.resource.display()}, which sets "
+                    "network.enableDNSHostnames: false: JobSet then creates no headless "
+                    "Service and gives its pods no DNS name, so the name never resolves",
+                    "network.enableDNSHostnames: true (the default)",
+                    "remove network.enableDNSHostnames: false from the JobSet", f)
     return None
 
 

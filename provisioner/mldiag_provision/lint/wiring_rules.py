@@ -4,7 +4,8 @@
 Rules (ids stable): ``wiring-publish-not-ready``, ``wiring-jobset-network``,
 ``wiring-explicit-hostname`` (:func:`~mldiag_provision.cluster.wiring.published`),
 ``wiring-gcsfuse-annotation`` (:func:`~mldiag_provision.cluster.wiring.gcsfuse`) and
-``wiring-coordinator-address`` (:func:`~mldiag_provision.cluster.wiring.coordinators`). The
+``wiring-coordinator-address`` and ``wiring-env-reference``
+(:func:`~mldiag_provision.cluster.wiring.coordinators`). The
 judging lives in the step; this module declares the rules and turns each verdict into a
 problem of its rule at its field. Facts: ``wiring`` in catalog/data/kubernetes.yaml.
 """
@@ -41,6 +42,12 @@ COORDINATOR = define(
     "pod that the JobSet or Indexed Job creates", source=fact_source(*_F, "jobsetPodHostnames"),
     facts=("kubernetes.wiring.jobsetPodHostnames", "kubernetes.wiring.indexedJobHostnames",
            "kubernetes.wiring.envExpansion"))
+
+ENV_REFERENCE = define(
+    "wiring-env-reference", "a $(VAR) reference in a pod's env names a variable defined "
+    "before it (Kubernetes leaves any other as written)",
+    source=fact_source(*_F, "envLaterReference"),
+    facts=("kubernetes.wiring.envLaterReference",))
 
 
 def problem_of(ctx: LintContext, v: wiring.Wired) -> Problem:
