@@ -546,8 +546,8 @@ def _expand(text: str, name: str, known: Mapping[str, tuple[str | None, tuple[_S
         nonlocal resolved
         if m.group(0) == "$$":
             if text[m.end():m.end() + 1] == "(":
-                ref = re.match(r"\(([^)]*)\)", text[m.end():])
-                stuck.append(_Stuck("escaped", ref.group(1) if ref else "", name))
+                escaped = re.match(r"\(([^)]*)\)", text[m.end():])
+                stuck.append(_Stuck("escaped", escaped.group(1) if escaped else "", name))
             return "$"
         ref = m.group(1)
         if ref in known:
