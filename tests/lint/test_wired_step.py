@@ -443,3 +443,32 @@ def test_preflight_finds_a_recipe_coordinator_that_names_no_pod() -> None:
     good = _check(_recipe({"JAX_COORDINATOR_ADDRESS":
                            "multislice-train-slice-0-0.multislice-train:1234"}))
     assert not [x for x in good if x.rule.startswith("wiring-")]
+
+
+def test_only_an_indexed_job_gets_job_completion_index() -> None:
+    """Source: kubernetes/kubernetes#121523 and the Job docs (the completion index exists in
+    Indexed mode only): a NonIndexed Job's reference names a variable nothing defines, which
+    is not reported for a variable that is no coordinator; a JobSet's Jobs are Indexed by
+    default (jobset webhook), so its templates are held to it."""
+    non_indexed = JOB_FOO.replace("  completionMode: Indexed\n", "  completionMode: NonIndexed\n")
+    assert non_indexed != JOB_FOO
+    assert not by_rule(lint(non_indexed, diagnostics=False), REFERENCE)
+    jobset = XPK.replace(
+        "              - name: REPLICATED_JOB_NAME\n",
+        "              - {name: RANK, value: $(JOB_COMPLETION_INDEX)}\n"
+        "              - name: REPLICATED_JOB_NAME\n")
+    assert jobset != XPK
+    p = one(lint(jobset, diagnostics=False), REFERENCE)
+    assert p.path.endswith("containers[0].env[0].value")
+
+
+def test_lws_replaces_a_leader_address_written_in_the_template() -> None:
+    """Source: kubernetes-sigs/lws pod_utils.go addEnvVarsIfNotExists (LWS's own
+    LWS_LEADER_ADDRESS goes first; the template's entry of that name is dropped), lws#152:
+    a reference to it reads the per-group value, not the one written."""
+    text = LWS.replace(
+        '              - {name: MASTER_ADDR, value: "$(LWS_LEADER_ADDRESS)"}\n',
+        '              - {name: LWS_LEADER_ADDRESS, value: "vllm-0.vllm"}\n'
+        '              - {name: MASTER_ADDR, value: "$(LWS_LEADER_ADDRESS)"}\n')
+    assert text != LWS
+    assert not by_rule(lint(text, diagnostics=False), COORDINATOR)

@@ -498,14 +498,19 @@ def _env_values(t: PodTemplate, c: dict[str, Any]) -> Iterator[_Env]:
     runtime: set[str] = set()
     if (res.group, res.kind) == _LWS:
         runtime = {str(n) for n in _fact(*_F, "lwsEnv")["names"]}
-    late = {str(n) for n in _fact(*_F, "envInjectedLate")["names"]} \
-        if t.job_path is not None else set()
+    mode = t.job.get("completionMode")
+    indexed = t.job_path is not None and (
+        mode == "Indexed" or (mode is None and res.kind == "JobSet"))  # JobSet's default
+    late = {str(n) for n in _fact(*_F, "envInjectedLate")["names"]} if indexed else set()
     opaque = isinstance(c.get("envFrom"), list) and bool(c.get("envFrom"))
     links = tuple(str(x) for x in _fact(*_F, "envLinkSuffixes")["suffixes"])
     known: dict[str, tuple[str | None, tuple[_Stuck, ...]]] = {n: (None, ()) for n in runtime}
     for j, e in enumerate(entries):
         name = names[j]
         if not isinstance(name, str):
+            continue
+        if name in runtime:  # LWS puts its own first and drops the template's (lws#152)
+            yield _Env(j, name, get(e, "value"), None, None)
             continue
         value = get(e, "value")
         path = get(e, "valueFrom", "fieldRef", "fieldPath")
