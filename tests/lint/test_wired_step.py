@@ -465,10 +465,11 @@ def test_only_an_indexed_job_gets_job_completion_index() -> None:
 def test_lws_replaces_a_leader_address_written_in_the_template() -> None:
     """Source: kubernetes-sigs/lws pod_utils.go addEnvVarsIfNotExists (LWS's own
     LWS_LEADER_ADDRESS goes first; the template's entry of that name is dropped), lws#152:
-    a reference to it reads the per-group value, not the one written."""
+    a reference to it reads the per-group value, not the one written (here a group that
+    does not exist)."""
     text = LWS.replace(
-        '              - {name: MASTER_ADDR, value: "$(LWS_LEADER_ADDRESS)"}\n',
-        '              - {name: LWS_LEADER_ADDRESS, value: "vllm-0.vllm"}\n'
-        '              - {name: MASTER_ADDR, value: "$(LWS_LEADER_ADDRESS)"}\n')
+        '          - {name: MASTER_ADDR, value: "$(LWS_LEADER_ADDRESS)"}\n',
+        '          - {name: LWS_LEADER_ADDRESS, value: "vllm-5.vllm"}\n'
+        '          - {name: MASTER_ADDR, value: "$(LWS_LEADER_ADDRESS)"}\n')
     assert text != LWS
     assert not by_rule(lint(text, diagnostics=False), COORDINATOR)
