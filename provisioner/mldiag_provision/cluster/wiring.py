@@ -662,6 +662,9 @@ def coordinators(ctx: LintContext) -> Iterator[Wired]:
     sets = _pod_sets(ctx)
     dark = _dark_jobsets(ctx)
     own = {id(ps.resource): ps for ps in sets}
+    by_sub: dict[str, list[_PodSet]] = {}  # one lookup per address, not a scan of every set
+    for ps in sets:
+        by_sub.setdefault(ps.subdomain, []).append(ps)
     for t in ctx.templates:
         res = t.resource
         for key in ("initContainers", "containers"):
@@ -702,7 +705,7 @@ def coordinators(ctx: LintContext) -> Iterator[Wired]:
                     for address in entries:
                         said = f"{name} '{address}'" if raw == text else \
                             f"{name} '{raw}' (= '{address}')"
-                        found = _judge(t, own.get(id(res)), sets, dark, name, said, var,
+                        found = _judge(t, own.get(id(res)), by_sub, dark, name, said, var,
                                        address, raw == text)
                         if found is not None:
                             yield Wired(t, "wired", "coordinator-address", (*epath, "value"),
@@ -716,13 +719,15 @@ def _var_fact(var: Mapping[str, Any]) -> tuple[Fact, ...]:
     return (found,) if found is not None else ()
 
 
-def _judge(t: PodTemplate, mine: _PodSet | None, sets: list[_PodSet], dark: list[_PodSet],
+def _judge(t: PodTemplate, mine: _PodSet | None, by_sub: Mapping[str, list[_PodSet]],
+           dark: list[_PodSet],
            name: str, said: str, var: Mapping[str, Any], address: str, literal: bool,
            ) -> tuple[str, str, str, Fact] | None:
     """What is wrong with one address of variable ``name`` in template ``t`` (``said``: how
     the message quotes it; ``literal``: written as is, no ``$(VAR)``): (message, expected,
     hint, the fact it stands on), or ``None`` when it names an existing pod of this workload
-    (``mine``), or nothing this lint can judge. ``dark``: :func:`_dark_jobsets`."""
+    (``mine``), or nothing this lint can judge. ``by_sub``: the pod sets of the input set
+    by subdomain; ``dark``: :func:`_dark_jobsets`."""
     parsed = _host(address)
     if parsed is None or len(parsed[0]) < 2:
         return None
@@ -736,10 +741,11 @@ def _judge(t: PodTemplate, mine: _PodSet | None, sets: list[_PodSet], dark: list
     def with_port(host: str) -> str:
         return f"{host}:{port}" if port else host
 
-    candidates = [ps for ps in sets if ps.subdomain == sub
-                  and _same_namespace(ps.resource.namespace, namespace)]
+    candidates = [ps for ps in by_sub.get(sub, ())
+                  if _same_namespace(ps.resource.namespace, namespace)]
     if not candidates:
-        found = _elsewhere(sets, dark, pod, sub, namespace, bool(rest), with_port, name, said)
+        found = _elsewhere(by_sub.get(sub, []), dark, pod, sub, namespace, bool(rest),
+                           with_port, name, said)
         if found is not None:
             return found
     names = _fact(*_F, "jobsetPodHostnames" if (mine is None or mine.jobset)
@@ -813,11 +819,12 @@ def _elsewhere(sets: list[_PodSet], dark: list[_PodSet], pod: str, sub: str,
                namespace: str | None, written: bool, with_port: Callable[[str], str],
                name: str, said: str) -> tuple[str, str, str, Fact] | None:
     """A name under no pod set of its namespace that still names a pod the input set
-    creates: one in another namespace (``written``: the address names its namespace;
-    else the pod's own applies, kubernetes.yaml wiring.coordinatorNamespace), or one of a
-    JobSet whose DNS hostnames are off (wiring.jobsetNetwork)."""
+    creates (``sets``: those under subdomain ``sub``): one in another namespace
+    (``written``: the address names its namespace; else the pod's own applies,
+    kubernetes.yaml wiring.coordinatorNamespace), or one of a JobSet whose DNS hostnames are
+    off (wiring.jobsetNetwork)."""
     if namespace is not None:
-        away = [ps for ps in sets if ps.subdomain == sub and ps.resource.namespace
+        away = [ps for ps in sets if ps.resource.namespace
                 not in (None, namespace) and ps.match(pod)[0] == "pod"]
         if away:
             ps = away[0]
