@@ -473,3 +473,24 @@ def test_lws_replaces_a_leader_address_written_in_the_template() -> None:
         '          - {name: MASTER_ADDR, value: "$(LWS_LEADER_ADDRESS)"}\n')
     assert text != LWS
     assert not by_rule(lint(text, diagnostics=False), COORDINATOR)
+
+
+def test_a_misspelt_coordinator_key_is_not_the_missing_spec_coordinator() -> None:
+    """Source: kubernetes-sigs/jobset jobset_types.go (CoordinatorKey
+    "jobset.sigs.k8s.io/coordinator", set on every pod when spec.coordinator is set): with
+    spec.coordinator written, a fieldRef to another key of the prefix reads '' because the
+    key does not exist, not because spec.coordinator is missing."""
+    text = XPK.replace("spec:\n  replicatedJobs:",
+                       "spec:\n  coordinator: {replicatedJob: slice-job}\n  replicatedJobs:", 1)
+    text = text.replace(
+        '                value: "$(JOBSET_NAME)-$(REPLICATED_JOB_NAME)-0-0.$(JOBSET_NAME)"\n',
+        "                valueFrom:\n                  fieldRef:\n"
+        "                    fieldPath: metadata.labels['jobset.sigs.k8s.io/coordinator-address']"
+        "\n").replace("name: JAX_COORDINATOR_ADDRESS", "name: MEGASCALE_COORDINATOR_ADDRESS")
+    assert "coordinator-address']" in text and "coordinator: {" in text
+    p = one(lint(text, diagnostics=False), COORDINATOR)
+    assert p.path.endswith("env[2].valueFrom.fieldRef.fieldPath")
+    assert "reads jobset.sigs.k8s.io/coordinator-address, which JobSet never sets" in p.message
+    assert "spec.coordinator" not in p.message
+    right = text.replace("coordinator-address']", "coordinator']")
+    assert not by_rule(lint(right, diagnostics=False), COORDINATOR)

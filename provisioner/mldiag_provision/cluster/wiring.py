@@ -680,6 +680,9 @@ def coordinators(ctx: LintContext) -> Iterator[Wired]:
                                                  None, own_stuck)
                         continue
                     epath = (*t.spec_path, key, i, "env", e.index)
+                    if e.stuck:
+                        yield _stuck_verdict(t, e, epath, var, e.stuck)
+                        continue
                     if text == "" and isinstance(field_ref, str) and coordinator_key in field_ref:
                         f = _fact(*_F, "missingLabelFieldRef")
                         meta = _fact(*_F, "jobsetPodMetadata")
@@ -694,9 +697,6 @@ def coordinators(ctx: LintContext) -> Iterator[Wired]:
                             hint="add spec.coordinator (e.g. replicatedJob: <name>, jobIndex: 0,"
                                  " podIndex: 0), or set the address as a value",
                             facts=(f, meta, *_var_fact(var)), source=f.url)
-                        continue
-                    if e.stuck:
-                        yield _stuck_verdict(t, e, epath, var, e.stuck)
                         continue
                     if not text:
                         continue
