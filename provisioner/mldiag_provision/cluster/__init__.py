@@ -17,8 +17,12 @@
   LocalQueue and ClusterQueue exist, the queue covers every requested resource, a flavor's
   quota holds the pod set) and *scheduled* (taints tolerated,
   requests within allocatable) for every pod set, in the words Kueue and the Kubernetes
-  scheduler use. *Wired* (workers finding each other: coordinator addresses, headless
-  Services) is lint's wiring rules (``lint/wiring_rules.py``), which run in the same pass.
+  scheduler use.
+* :mod:`.wiring`: *wired* (workers finding each other: headless Services, coordinator
+  addresses after Kubernetes' env expansion, the pod names JobSet, Indexed Jobs and
+  LeaderWorkerSet derive), judged over the whole input set; lint's ``wiring-*`` rules
+  (``lint/wiring_rules.py``) report its verdicts in the same pass, and preflight runs it over
+  the manifests a recipe renders.
 
 * :mod:`.autopilot`: on GKE Autopilot, the accelerator classes of the recipe (their request
   ranges, from ``gke.yaml`` ``autopilotClasses``) and the *scheduled* verdicts on requests
