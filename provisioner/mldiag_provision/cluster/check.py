@@ -29,6 +29,7 @@ stops at the first.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
@@ -113,6 +114,23 @@ def pod_requests(t: PodTemplate, wanted: Callable[[str], bool] | None = None,
     and Kueue count it (https://kubernetes.io/docs/concepts/workloads/pods/init-containers/
     #resource-sharing-within-containers). Values that are not quantities are left to the
     schema's findings."""
+    found = _REQUESTS.get(t)
+    if found is None:
+        found = _REQUESTS[t] = _effective(t)
+    if wanted is None:
+        return dict(found)
+    return {name: r for name, r in found.items() if wanted(name)}
+
+
+_REQUESTS: weakref.WeakKeyDictionary[PodTemplate, dict[str, Request]] = (
+    weakref.WeakKeyDictionary())
+"""Each template's requests, worked out once: the steps and the rules ask them of every
+template several times, and lint never changes the objects it reads."""
+
+
+def _effective(t: PodTemplate) -> dict[str, Request]:
+    """Every resource's effective request of the pod (:func:`pod_requests` without a
+    filter)."""
     sums: dict[str, tuple[Decimal, tuple[str, int, str], str, tuple[str, ...]]] = {}
     inits: dict[str, tuple[Decimal, tuple[str, int, str], str, tuple[str, ...]]] = {}
     spec = t.spec
@@ -130,8 +148,7 @@ def pod_requests(t: PodTemplate, wanted: Callable[[str], bool] | None = None,
                 if not isinstance(table, dict):
                     continue
                 for name, raw in table.items():
-                    if name in seen or not isinstance(name, str) or (
-                            wanted is not None and not wanted(name)):
+                    if name in seen or not isinstance(name, str):
                         continue
                     if isinstance(raw, bool) or not isinstance(raw, str | int | float):
                         continue
