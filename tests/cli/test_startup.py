@@ -85,3 +85,18 @@ def test_validate_of_every_example_imports_no_pydantic_model() -> None:
     mods = _modules_after("validate", *map(str, sorted((ROOT / "recipes").glob("*.yaml"))))
     assert "mldiag_provision.recipe.validator" in mods  # the check ran
     assert "mldiag_provision.recipe.model" not in mods
+
+
+def test_validate_imports_the_wired_step_only_for_a_workload_env(tmp_path: Path) -> None:
+    """The renderer wires what it writes itself; only a workload's ``env`` can miswire it,
+    so preflight imports and runs the *wired* step (cluster/wiring.py) only then (issue 25:
+    validate's start no slower)."""
+    plain = ROOT / "recipes/tpu-v6e-4x4-multislice-standard-spot.yaml"
+    assert "mldiag_provision.cluster.wiring" not in _modules_after("validate", str(plain))
+    text = plain.read_text(encoding="utf-8")
+    marker = "      args: [MaxText/configs/base.yml, dcn_data_parallelism=2]\n"
+    assert marker in text
+    with_env = tmp_path / "env.yaml"
+    with_env.write_text(text.replace(marker, marker + "      env: {JAX_PLATFORMS: tpu}\n"),
+                        encoding="utf-8")
+    assert "mldiag_provision.cluster.wiring" in _modules_after("validate", str(with_env))

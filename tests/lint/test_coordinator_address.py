@@ -266,20 +266,81 @@ def test_xpk_coordinator_with_env_references() -> None:
     assert "no replicated job 'slice'" in one(lint(literal, diagnostics=False), RULE).message
 
 
-@pytest.mark.parametrize("value", [
-    "$(COORDINATOR_HOST)-0-0.xpk-train",       # defined nowhere here (envFrom, Service links)
-    "$$(JOBSET_NAME)-slice-job-0-0.xpk-train",  # escaped: the program gets '$(JOBSET_NAME)...'
-    "$(JOBSET_NAME)-$(JOB_INDEX)-0.xpk-train",  # a variable defined after it: left as written
-])
-def test_references_that_cannot_be_resolved_are_left_alone(value: str) -> None:
-    """Source: Kubernetes docs, Define Dependent Environment Variables (UNCHANGED_REFERENCE,
-    ESCAPED_REFERENCE): no finding is guessed from a value not known here."""
+def _with_value(value: str, *, extra: str = "              - {name: JOB_INDEX, value: '0'}\n",
+                envfrom: bool = False) -> str:
+    """XPK with JAX_COORDINATOR_ADDRESS set to ``value`` and ``extra`` env entries after it
+    (JOB_INDEX by default)."""
     text = XPK.replace('"$(JOBSET_NAME)-$(REPLICATED_JOB_NAME)-0-0.$(JOBSET_NAME)"',
                        f'"{value}"')
-    text = text.replace("              resources:",
-                        "              - {name: JOB_INDEX, value: '0'}\n"
-                        "              resources:")
-    assert value in text and "name: JOB_INDEX" in text
+    text = text.replace("              resources:", f"{extra}              resources:")
+    if envfrom:
+        text = text.replace("              env:\n",
+                            "              envFrom: [{configMapRef: {name: coordinator}}]\n"
+                            "              env:\n")
+    assert value in text
+    return text
+
+
+@pytest.mark.parametrize("value, severity, says, hint", [
+    # UNCHANGED_REFERENCE: a variable defined after the reference is not expanded
+    ("$(JOBSET_NAME)-slice-job-$(JOB_INDEX)-0.xpk-train", Severity.ERROR,
+     "refers to $(JOB_INDEX), which env[3] defines after it: Kubernetes expands a reference "
+     "only from the variables defined before it, so JAX_COORDINATOR_ADDRESS stays "
+     "'xpk-train-slice-job-$(JOB_INDEX)-0.xpk-train' and the name never resolves",
+     "move the JOB_INDEX entry above JAX_COORDINATOR_ADDRESS in env"),
+    # ESCAPED_REFERENCE: $$( gives the literal $(
+    ("$$(JOBSET_NAME)-slice-job-0-0.xpk-train", Severity.ERROR,
+     "'$$(JOBSET_NAME)' is an escaped reference, which Kubernetes turns into the literal text "
+     "'$(JOBSET_NAME)', so JAX_COORDINATOR_ADDRESS is '$(JOBSET_NAME)-slice-job-0-0.xpk-train'",
+     "write $(JOBSET_NAME) with one $ to expand it"),
+    # defined nowhere the manifest shows: left as written (a warning: a webhook may add it)
+    ("$(COORDINATOR_HOST)-0-0.xpk-train", Severity.WARNING,
+     "refers to $(COORDINATOR_HOST), which no env entry before it defines",
+     "define COORDINATOR_HOST above JAX_COORDINATOR_ADDRESS in env, or drop the reference"),
+])
+def test_references_kubernetes_leaves_as_written(value: str, severity: Severity, says: str,
+                                                 hint: str) -> None:
+    """Source: Kubernetes docs, Define Dependent Environment Variables
+    (https://kubernetes.io/docs/tasks/inject-data-application/define-interdependent-environment-variables/):
+    UNCHANGED_REFERENCE "$(PROTOCOL)://$(SERVICE_IP):$(SERVICE_PORT)" with PROTOCOL defined
+    after it prints "$(PROTOCOL)://172.17.0.1:80"; ESCAPED_REFERENCE "$$(PROTOCOL)..." prints
+    the literal "$(PROTOCOL)". A coordinator address that keeps "$(" never resolves."""
+    p = one(lint(_with_value(value), diagnostics=False), RULE)
+    assert p.path == f"{ENV}[2].value" and p.value == value
+    assert says in p.message, p.message
+    assert p.severity is severity and p.hint == hint
+    assert "define-interdependent-environment-variables" in (p.source or "")
+
+
+def test_job_index_defined_first_expands() -> None:
+    """The same reference with JOB_INDEX moved above it (the fix the hint names) expands to
+    a pod that exists: no finding (Kubernetes docs, SERVICE_ADDRESS after PROTOCOL)."""
+    value = "$(JOBSET_NAME)-slice-job-$(JOB_INDEX)-0.xpk-train"
+    text = _with_value(value, extra="").replace(
+        "              - name: JAX_COORDINATOR_ADDRESS\n",
+        "              - {name: JOB_INDEX, value: '1'}\n"
+        "              - name: JAX_COORDINATOR_ADDRESS\n")
+    assert not found(lint(text, diagnostics=False))
+    # index 2 of a replicated job with 2 replicas: the pod does not exist
+    p = one(lint(text.replace("value: '1'", "value: '2'"), diagnostics=False), RULE)
+    assert "replicated job 'slice-job' has 2 job(s) (job index 0..1)" in p.message
+
+
+@pytest.mark.parametrize("value, envfrom", [
+    ("$(COORDINATOR_HOST)-0-0.xpk-train", True),       # envFrom may define it
+    ("$(COORD_SERVICE_HOST)", False),                   # a Service link variable
+    ("$(POD_IP):1234", False),                          # a value read at run time
+])
+def test_references_read_at_run_time_are_left_alone(value: str, envfrom: bool) -> None:
+    """Source: Kubernetes API reference, EnvVar.value ("Variable references $(VAR_NAME) are
+    expanded using the previously defined environment variables in the container and any
+    service environment variables"): values only the running pod knows get no guess."""
+    text = _with_value(value, envfrom=envfrom)
+    text = text.replace(
+        "              - name: JAX_COORDINATOR_ADDRESS\n",
+        "              - name: POD_IP\n"
+        "                valueFrom: {fieldRef: {fieldPath: status.podIP}}\n"
+        "              - name: JAX_COORDINATOR_ADDRESS\n")
     assert not found(lint(text, diagnostics=False))
 
 

@@ -2,7 +2,7 @@
 `lint` run, not only once the faults before it are fixed.
 
 The manifest is tests/lint/data/independent-faults.yaml: a multislice JobSet as the renderer
-writes it, a multi-host TPU v5p Indexed Job and its headless Service, with eleven faults in
+writes it, a multi-host TPU v5p Indexed Job and its headless Service, with twelve faults in
 schema, TPU, wiring and Autopilot rules. On the code before this change one run showed six of
 them: the JobSet's chips request hid its Job shape and multislice annotation, its coordinator
 address was not checked at all, and the Service's wrong-typed ``type`` dropped its
@@ -85,6 +85,14 @@ FAULTS = (
           "  clusterIP: None\n  selector: {job-name: train-v5p}\n",
           "  clusterIP: None\n  publishNotReadyAddresses: true\n"
           "  selector: {job-name: train-v5p}\n"),
+    # kubernetes/kubernetes#121523: the reference stays '$(JOB_COMPLETION_INDEX)'; defining
+    # the variable first from the pod's completion-index annotation expands it
+    Fault("wiring: $(JOB_COMPLETION_INDEX) in the template's env", "wiring-env-reference",
+          "spec.template.spec.containers[0].env[1].value", Severity.ERROR,
+          "        - name: PROCESS_ID\n          value: $(JOB_COMPLETION_INDEX)\n",
+          "        - name: JOB_COMPLETION_INDEX\n          valueFrom: {fieldRef: {fieldPath: "
+          "\"metadata.annotations['batch.kubernetes.io/job-completion-index']\"}}\n"
+          "        - name: PROCESS_ID\n          value: $(JOB_COMPLETION_INDEX)\n"),
 )
 
 

@@ -10,6 +10,10 @@ stops at the first.
 * **admitted** (:func:`admitted`): a workload with the Kueue queue-name label is admitted only
   when its ClusterQueue covers every resource its pods request (fact
   ``gke.queuedProvisioning.coverage``; kubernetes-sigs/kueue#4848).
+* **admitted** (:func:`controllers_admit`): an installed controller serves the object's kind
+  at its apiVersion (else "no matches for kind"), and no fail-closed webhook the control
+  plane cannot reach intercepts it or its pods ("failed calling webhook ... context deadline
+  exceeded"); only where the model knows its controllers.
 * **admitted** (:func:`_flavors`): each resource group the pod set uses has a flavor whose
   node labels its placement allows and whose taints it tolerates ("flavor X doesn't match
   node affinity"; fact ``gke.queuedProvisioning.flavorFit``).
@@ -25,7 +29,8 @@ stops at the first.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+import weakref
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
@@ -41,7 +46,7 @@ from mldiag_provision.cluster.model import (
     NodeGroup,
     Taint,
 )
-from mldiag_provision.lint.loading import get
+from mldiag_provision.lint.loading import Resource, get
 from mldiag_provision.lint.workloads import PodTemplate
 from mldiag_provision.quantity import parse_quantity
 from mldiag_provision.recipe.sourcemap import Path
@@ -59,7 +64,7 @@ class Verdict:
     template: PodTemplate
     step: Step
     # check: kueue-coverage | kueue-queue | kueue-flavor | kueue-quota | allocatable | taints
-    # | autopilot-range (cluster/autopilot.py)
+    # | autopilot-range (cluster/autopilot.py) | controller-kind | webhook-unreachable
     check: str
     path: Path
     message: str
@@ -109,6 +114,23 @@ def pod_requests(t: PodTemplate, wanted: Callable[[str], bool] | None = None,
     and Kueue count it (https://kubernetes.io/docs/concepts/workloads/pods/init-containers/
     #resource-sharing-within-containers). Values that are not quantities are left to the
     schema's findings."""
+    found = _REQUESTS.get(t)
+    if found is None:
+        found = _REQUESTS[t] = _effective(t)
+    if wanted is None:
+        return dict(found)
+    return {name: r for name, r in found.items() if wanted(name)}
+
+
+_REQUESTS: weakref.WeakKeyDictionary[PodTemplate, dict[str, Request]] = (
+    weakref.WeakKeyDictionary())
+"""Each template's requests, worked out once: the steps and the rules ask them of every
+template several times, and lint never changes the objects it reads."""
+
+
+def _effective(t: PodTemplate) -> dict[str, Request]:
+    """Every resource's effective request of the pod (:func:`pod_requests` without a
+    filter)."""
     sums: dict[str, tuple[Decimal, tuple[str, int, str], str, tuple[str, ...]]] = {}
     inits: dict[str, tuple[Decimal, tuple[str, int, str], str, tuple[str, ...]]] = {}
     spec = t.spec
@@ -126,8 +148,7 @@ def pod_requests(t: PodTemplate, wanted: Callable[[str], bool] | None = None,
                 if not isinstance(table, dict):
                     continue
                 for name, raw in table.items():
-                    if name in seen or not isinstance(name, str) or (
-                            wanted is not None and not wanted(name)):
+                    if name in seen or not isinstance(name, str):
                         continue
                     if isinstance(raw, bool) or not isinstance(raw, str | int | float):
                         continue
@@ -518,10 +539,154 @@ def scheduled(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
             facts=(fit,) if live else g.facts, own_facts=live)
 
 
+# --- admitted by the installed controllers (issue 25) -----------------------------------------
+
+# Which recipe field makes the stack install the controller of an API group (the tool's own
+# plan: plan/agents.py); a group not listed is installed by no recipe field.
+_INSTALLED_BY = {
+    "jobset.x-k8s.io": "a recipe workload of kind JobSet (spec.workloads[].kind) makes the "
+                       "stack install JobSet",
+    "kueue.x-k8s.io": "a slice with spec.slices[].capacity.type: queued makes the stack "
+                      "install Kueue",
+    "cert-manager.io": "spec.diagnostics.agents: manual installs cert-manager",
+    "acme.cert-manager.io": "spec.diagnostics.agents: manual installs cert-manager",
+    "diagon.gke.io": "spec.diagnostics.agents (managed or manual) installs it",
+}
+
+
+def _builtin(group: str) -> bool:
+    """Groups Kubernetes itself serves (core, apps, batch, ``*.k8s.io`` but not
+    ``*.x-k8s.io``): no controller to install (the same test as lint's schema)."""
+    return (group == "" or "." not in group
+            or (group.endswith(".k8s.io") and not group.endswith(".x-k8s.io")))
+
+
+def _no_match(model: ClusterModel, t: PodTemplate) -> Verdict | None:
+    """The verdict for an object whose kind no installed controller serves at its
+    apiVersion (``no matches for kind``), or None."""
+    res = t.resource
+    group, _, version = res.api_version.rpartition("/")
+    kind = res.kind
+    if (model.controllers is None or not model.controllers_complete or not kind
+            or not version or _builtin(group)
+            or model.served_by(group, version, kind) is not None):
+        return None
+    fact = store().as_fact(store().doc("kubernetes")["controllers"]["noMatch"])
+    said = str(fact["words"]).format(kind=kind, apiVersion=res.api_version)
+    other = sorted(f"{g}/{v}" for c in model.controllers for (g, v, k) in c.serves
+                   if g == group and k == kind)
+    owner = next((c for c in model.controllers for (g, _v, _k) in c.serves if g == group),
+                 None)
+    if other:
+        expected = "apiVersion " + " or ".join(other) + (
+            f" ({owner.name} {owner.version})" if owner and owner.version else "")
+        hint = f"set apiVersion to {other[-1]}, the version the installed CRD serves"
+    else:
+        installed = ", ".join(c.name for c in model.controllers) or "none"
+        expected = f"a kind an installed controller serves (installed: {installed})"
+        hint = (_INSTALLED_BY.get(group, f"no recipe field installs the {group} controller: "
+                                         "install it (its CRDs) before this object")
+                if model.source != "live" else
+                f"install the controller that serves {kind} ({group}) before this object")
+    return Verdict(
+        t, "admitted", "controller-kind", ("apiVersion",),
+        f"{res.display()}: no installed controller serves {kind} at {res.api_version}, so "
+        f"the API server refuses it (\"{said}\"; kubectl: \"{fact['hint']}\")" + (
+            "" if model.source == "live" else " in the cluster the recipe creates"),
+        value=res.api_version, expected=expected, hint=hint, facts=(fact,),
+        # against a plan, a group no installed controller serves may be added by hand (a
+        # warning); one the stack's own controller serves at other versions is refused
+        warning=model.source != "live" and not other)
+
+
+def _plural(kind: str) -> str:
+    """A kind's resource name as webhook rules write it (``JobSet`` -> ``jobsets``)."""
+    return kind.lower() + "s"
+
+
+def _unreachable(model: ClusterModel, t: PodTemplate, first: bool, pod_set: bool,
+                 ) -> Iterator[Verdict]:
+    """Fail-closed webhooks the control plane cannot reach that intercept the pod set's pods
+    (``pod_set``) or, ``first`` time the object is seen, the object's own kind."""
+    res = t.resource
+    for c in model.controllers or ():
+        for w in c.webhooks:
+            if w.reachable is not False or not w.fails_closed:
+                continue
+            own = first and ("*" in w.resources or _plural(res.kind) in w.resources)
+            pods = pod_set and ("pods" in w.resources or "*" in w.resources)
+            path: Path = ("kind",)
+            if not own and pods and w.namespace_label is not None:
+                key, value = w.namespace_label
+                if t.labels.get(key) == value:
+                    path = (*t.path, "metadata", "labels", key)
+                elif res.namespace is not None and res.namespace in w.namespaces:
+                    path = ("metadata", "namespace")
+                else:
+                    continue
+            elif not own and pods:
+                path = (*t.path, "metadata") if t.path else ("metadata",)
+            elif not own:
+                continue
+            fact = store().as_fact(store().doc("kubernetes")["webhooks"]["unreachable"])
+            said = str(fact["words"]).format(webhook=w.name)
+            reach = sorted(model.control_plane_ports or ())
+            what = f"{res.kind} objects" if own else "its pods"
+            yield Verdict(
+                t, "admitted", "webhook-unreachable", path,
+                f"{t.describe()}: {what} are refused: webhook {w.name} ({c.name}) fails "
+                f"closed and listens on port {w.port}, which the control plane of this "
+                f"private cluster cannot reach (it reaches the nodes on "
+                f"{', '.join(map(str, reach)) or 'no port'}): \"{said}\"",
+                value=w.port, expected="a webhook port the control plane reaches: "
+                + (", ".join(map(str, reach)) or "none"),
+                hint="leave spec.orchestrator.private.webhookFirewall on (the stack's rule "
+                     f"opens the webhook ports), or add a firewall rule from the control plane "
+                     f"range to the nodes on TCP {w.port}",
+                facts=(fact, *w.facts), warning=model.source != "live")
+
+
+def controllers_admit(model: ClusterModel, t: PodTemplate, seen: set[int],
+                      pod_set: bool = True) -> Iterator[Verdict]:
+    """*admitted* by the installed controllers: an installed controller serves the pod set's
+    kind at its apiVersion (else the API server answers \"no matches for kind\"; fact
+    ``kubernetes.controllers.noMatch``), and no fail-closed webhook the control plane cannot
+    reach intercepts it or its pods (fact ``kubernetes.webhooks.unreachable``). Judged only
+    where the model knows its controllers (a plan, a live cluster), never for manifests
+    linted alone. ``seen``: ids of objects already judged (a JobSet has one template per
+    replicated job; its kind is reported once); ``pod_set``: ``t`` is a pod template (else an
+    object whose pods are not judged)."""
+    if model.controllers is None:
+        return
+    first = id(t.resource) not in seen
+    seen.add(id(t.resource))
+    if first:
+        v = _no_match(model, t)
+        if v is not None:
+            yield v
+            return  # refused before any webhook is called
+    yield from _unreachable(model, t, first, pod_set)
+
+
+def objects_admitted(model: ClusterModel, resources: Iterable[Resource]) -> list[Verdict]:
+    """:func:`controllers_admit` for objects that are not pod sets (Kueue's queues,
+    cert-manager's Certificates): each is its own "template" (path ``()``), so a verdict
+    names the object itself."""
+    out: list[Verdict] = []
+    if model.controllers is None:
+        return out
+    seen: set[int] = set()
+    for res in resources:
+        out.extend(controllers_admit(model, PodTemplate(res, ()), seen, pod_set=False))
+    return out
+
+
 def check(model: ClusterModel, templates: list[PodTemplate]) -> list[Verdict]:
     """Every verdict of every pod set, admitted before scheduled, in template order."""
     out: list[Verdict] = []
+    seen: set[int] = set()
     for t in templates:
+        out.extend(controllers_admit(model, t, seen))
         out.extend(admitted(model, t))
         out.extend(tolerated(model, t))
         out.extend(scheduled(model, t))

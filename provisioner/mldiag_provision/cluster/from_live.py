@@ -14,6 +14,11 @@ What is read (two or three LIST requests, each with the timeout of
   ClusterQueues), ``v1beta2`` then ``v1beta1``. A 404 on both
   means Kueue is not installed: the model holds no queues (a queued workload is then not
   judged by ``kueue-covered-resources``).
+* ``GET /apis/apiextensions.k8s.io/v1/customresourcedefinitions``: the installed controllers,
+  one per API group, with the kinds and versions their CRDs serve
+  (:func:`controllers_of_crds`); ``/apis/admissionregistration.k8s.io/v1/{mutating,
+  validating}webhookconfigurations``: their webhooks (:func:`webhooks_of`). Read as raw
+  JSON like the Nodes; a 404 leaves the controllers unknown (no kind is judged unserved).
 
 The model's mode is ``autopilot`` when the cluster serves GKE Autopilot's
 ``allowlistedv2workloads.auto.gke.io`` (:data:`AUTOPILOT_RESOURCE`), else ``unknown``; its
@@ -39,9 +44,12 @@ from typing import Any
 from mldiag_provision.cluster.kueue import cluster_queues, local_queues, resource_flavors
 from mldiag_provision.cluster.model import (
     ClusterModel,
+    Controller,
+    GroupVersionKind,
     Mode,
     NodeGroup,
     Taint,
+    Webhook,
 )
 from mldiag_provision.errors import EngineError, UsageError
 from mldiag_provision.quantity import parse_quantity
@@ -139,16 +147,111 @@ def node_groups(nodes: Iterable[Mapping[str, Any]]) -> tuple[NodeGroup, ...]:
     return tuple(out)
 
 
+VERSION_LABEL = "app.kubernetes.io/version"
+"""The recommended label a chart puts on what it installs, its CRDs included
+(https://kubernetes.io/docs/concepts/overview/working-with-objects/common-labels/)."""
+
+
+def _served_kinds(crd: Mapping[str, Any]) -> tuple[str, set[GroupVersionKind]]:
+    """(group, the (group, version, kind) it serves) of one CustomResourceDefinition
+    (apiextensions.k8s.io/v1: ``spec.group``, ``spec.names.kind``, ``spec.versions[]`` with
+    ``served``)."""
+    spec = crd.get("spec")
+    spec = spec if isinstance(spec, Mapping) else {}
+    group = spec.get("group")
+    names = spec.get("names")
+    kind = names.get("kind") if isinstance(names, Mapping) else None
+    if not isinstance(group, str) or not isinstance(kind, str):
+        return "", set()
+    versions = spec.get("versions")
+    served = {(group, str(v["name"]), kind)
+              for v in (versions if isinstance(versions, list) else [])
+              if isinstance(v, Mapping) and isinstance(v.get("name"), str)
+              and v.get("served", True) is not False}
+    return group, served
+
+
+def controllers_of_crds(crds: Iterable[Mapping[str, Any]], source: str = "the cluster",
+                        ) -> tuple[Controller, ...]:
+    """One :class:`Controller` per API group of ``crds`` (CustomResourceDefinition objects as
+    dicts): the kinds and versions it serves, its version from the CRDs' ``app.kubernetes.io/
+    version`` label where they carry one. ``source`` says where the CRDs were read."""
+    groups: dict[str, tuple[set[GroupVersionKind], set[str]]] = {}
+    for crd in crds:
+        group, served = _served_kinds(crd)
+        if not group:
+            continue
+        kinds, versions = groups.setdefault(group, (set(), set()))
+        kinds |= served
+        meta = crd.get("metadata")
+        labels = meta.get("labels") if isinstance(meta, Mapping) else None
+        if isinstance(labels, Mapping) and isinstance(labels.get(VERSION_LABEL), str):
+            versions.add(str(labels[VERSION_LABEL]))
+    return tuple(Controller(name=group, version=", ".join(sorted(v)) or None,
+                            serves=frozenset(k), installed_by=f"its CRDs in {source}")
+                 for group, (k, v) in sorted(groups.items()))
+
+
+def webhooks_of(configs: Iterable[Mapping[str, Any]]) -> tuple[Controller, ...]:
+    """One :class:`Controller` per Mutating/ValidatingWebhookConfiguration (dicts,
+    admissionregistration.k8s.io/v1) holding its webhooks: name, the Service port the API
+    server calls (``clientConfig.service.port``, default 443; the pod port behind it is the
+    Service's), the resources its rules intercept, whether it fails closed (``failurePolicy``,
+    default Fail in v1) and its one-label namespace selector. Whether the control plane
+    reaches it is not known from the API (the firewall is not a Kubernetes object)."""
+    out = []
+    for cfg in configs:
+        meta = cfg.get("metadata")
+        name = meta.get("name") if isinstance(meta, Mapping) else None
+        hooks = cfg.get("webhooks")
+        found = []
+        for h in hooks if isinstance(hooks, list) else []:
+            if not isinstance(h, Mapping) or not isinstance(h.get("name"), str):
+                continue
+            conf = h.get("clientConfig")
+            svc = conf.get("service") if isinstance(conf, Mapping) else None
+            port = svc.get("port", 443) if isinstance(svc, Mapping) else None
+            resources: set[str] = set()
+            rules = h.get("rules")
+            for r in rules if isinstance(rules, list) else []:
+                if isinstance(r, Mapping) and isinstance(r.get("resources"), list):
+                    resources |= {str(x).split("/")[0] for x in r["resources"]}
+            sel = h.get("namespaceSelector")
+            labels = sel.get("matchLabels") if isinstance(sel, Mapping) else None
+            label = (next(iter(labels.items())) if isinstance(labels, Mapping)
+                     and len(labels) == 1 else None)
+            found.append(Webhook(
+                name=str(h["name"]),
+                port=port if isinstance(port, int) and not isinstance(port, bool) else None,
+                resources=frozenset(resources),
+                fails_closed=h.get("failurePolicy", "Fail") == "Fail",
+                reachable=None, namespace_label=(str(label[0]), str(label[1]))
+                if label else None))
+        if isinstance(name, str) and found:
+            out.append(Controller(name=f"{cfg.get('kind', 'webhook configuration')} {name}",
+                                  version=None, serves=frozenset(), webhooks=tuple(found),
+                                  installed_by="the cluster"))
+    return tuple(out)
+
+
 def model_of(nodes: Iterable[Mapping[str, Any]],
              cqs: Iterable[Mapping[str, Any]] = (),
              lqs: Iterable[Mapping[str, Any]] = (), *, mode: Mode = "unknown",
-             flavors: Iterable[Mapping[str, Any]] = ()) -> ClusterModel:
+             flavors: Iterable[Mapping[str, Any]] = (),
+             crds: Iterable[Mapping[str, Any]] | None = None,
+             webhook_configs: Iterable[Mapping[str, Any]] = (),
+             ) -> ClusterModel:
     """The model of a cluster given its Node, ClusterQueue, LocalQueue and ResourceFlavor
-    objects (dicts)."""
+    objects (dicts); ``crds``: its CustomResourceDefinitions (None: not read, so its
+    controllers are not known); ``webhook_configs``: its Mutating/ValidatingWebhook-
+    Configurations."""
+    controllers = (None if crds is None else
+                   (*controllers_of_crds(crds), *webhooks_of(webhook_configs)))
     return ClusterModel(mode=mode, node_groups=node_groups(nodes), node_groups_complete=False,
                         cluster_queues=cluster_queues(cqs), local_queues=local_queues(lqs),
                         queue_label=QUEUE_NAME_LABEL, source="live",
-                        resource_flavors=resource_flavors(flavors))
+                        resource_flavors=resource_flavors(flavors), controllers=controllers,
+                        controllers_complete=crds is not None)
 
 
 # --- reading a cluster ---------------------------------------------------------------------
@@ -162,7 +265,8 @@ def _failure(what: str, where: str, exc: BaseException) -> EngineError:
         verb = "did not accept the credentials" if status == 401 else "refused"
         return EngineError(
             f"{where}: the API server {verb} reading {what} (HTTP {status})",
-            hint="lint --cluster needs to list nodes and Kueue queues: check the kubeconfig's "
+            hint="lint --cluster needs to list nodes, Kueue queues, CRDs and webhook "
+                 "configurations: check the kubeconfig's "
                  "user (`gcloud container clusters get-credentials` refreshes it) and RBAC "
                  "(`kubectl auth can-i list nodes`)")
     if status:
@@ -236,9 +340,44 @@ def read_cluster(api: Any, where: str = "the cluster") -> ClusterModel:
     cqs = _list_queues(custom, "clusterqueues", where) or []
     lqs = _list_queues(custom, "localqueues", where) or []
     rfs = _list_queues(custom, "resourceflavors", where) or [] if cqs else []
+    crds = _list_raw(client.ApiextensionsV1Api(api).list_custom_resource_definition,
+                     "customresourcedefinitions.apiextensions.k8s.io", where)
+    admission = client.AdmissionregistrationV1Api(api)
+    configs: list[dict[str, Any]] = []
+    for kind, lister in (("MutatingWebhookConfiguration",
+                          admission.list_mutating_webhook_configuration),
+                         ("ValidatingWebhookConfiguration",
+                          admission.list_validating_webhook_configuration)):
+        got = _list_raw(lister, f"{kind.lower()}s.admissionregistration.k8s.io", where)
+        configs += [{**c, "kind": kind} for c in got or []]
     return model_of([n for n in items or [] if isinstance(n, dict)], cqs, lqs,
                     mode="autopilot" if _serves(custom, *AUTOPILOT_RESOURCE) else "unknown",
-                    flavors=rfs)
+                    flavors=rfs, crds=crds, webhook_configs=configs)
+
+
+def _list_raw(lister: Any, what: str, where: str) -> list[dict[str, Any]] | None:
+    """Every object a LIST call answers, read as raw JSON (a CRD or webhook configuration the
+    typed client cannot read is not fatal); None when the server does not serve the kind
+    (404).
+
+    Raises:
+      EngineError: the request failed otherwise (see :func:`_failure`), or the answer is not
+        JSON.
+    """
+    try:
+        answer: Any = lister(_preload_content=False)
+    except Exception as exc:
+        if getattr(exc, "status", None) == 404:
+            return None
+        raise _failure(what, where, exc) from None
+    try:
+        got = json.loads(answer.data)
+    except ValueError:
+        raise EngineError(f"{where}: the server answered, but not as a Kubernetes API server "
+                          f"(its list of {what} is not JSON)",
+                          hint="check the server address in the kubeconfig") from None
+    items = got.get("items") if isinstance(got, dict) else None
+    return [i for i in items or [] if isinstance(i, dict)]
 
 
 def _serves(custom: Any, group: str, version: str, plural: str) -> bool:

@@ -146,6 +146,19 @@ class ClusterModel:
         default_factory=dict, init=False, repr=False, compare=False)
     accelerator_classes: tuple[AcceleratorClass, ...] = ()
     """Autopilot: the request ranges of the recipe's accelerator classes (empty elsewhere)."""
+    controllers: tuple[Controller, ...] | None = None
+    """The installed controllers (:class:`Controller`); None: not known (manifests linted on
+    their own), so no kind is judged unserved."""
+    controllers_complete: bool = False
+    """``controllers`` is every controller the cluster has (a live cluster's CRDs; a cluster
+    the plan creates holds what the stack installs, though more may be added by hand)."""
+    private_nodes: bool | None = None
+    """The nodes have internal addresses only (GKE private cluster); None: not known."""
+    control_plane_ports: frozenset[int] | None = None
+    """With private nodes: the node ports the control plane reaches (GKE's own rule, 443 and
+    10250, plus the stack's webhook firewall rule); None: not known."""
+    limits: ClusterLimits | None = None
+    """GKE's per-cluster limits for the cluster's mode; None: not known."""
 
     def __post_init__(self) -> None:
         for q in self.local_queues:
@@ -162,6 +175,12 @@ class ClusterModel:
 
     def cluster_queue(self, name: str) -> ClusterQueue | None:
         return next((q for q in self.cluster_queues if q.name == name), None)
+
+    def served_by(self, group: str, version: str, kind: str) -> Controller | None:
+        """The installed controller whose CRDs serve ``kind`` at ``group/version`` (None:
+        none does, or the controllers are not known)."""
+        return next((c for c in self.controllers or () if (group, version, kind) in c.serves),
+                    None)
 
     def resource_flavor(self, name: str) -> ResourceFlavor | None:
         return next((f for f in self.resource_flavors if f.name == name), None)
@@ -241,3 +260,76 @@ def machine_capacity(vcpu: float | None, memory_gb: float | None,
     for k, v in (extended or {}).items():
         out[k] = Decimal(v)
     return out
+
+
+# --- controllers and limits (issue 25: what admits an object, and how big the cluster may be)
+
+GroupVersionKind = tuple[str, str, str]
+"""``(group, version, kind)``, e.g. ``("jobset.x-k8s.io", "v1alpha2", "JobSet")``."""
+
+
+@dataclass(frozen=True, slots=True)
+class Webhook:
+    """One admission webhook a controller runs: the pod ``port`` the API server calls (the
+    Service's targetPort, which a GKE private cluster's control plane reaches only through a
+    firewall rule unless it is 443 or 10250), the ``resources`` it intercepts (plural names:
+    ``pods``, ``jobsets``; ``*`` every one), whether it fails closed (``failurePolicy: Fail``:
+    an unanswered call refuses the object), and ``reachable``: the control plane can reach
+    ``port`` (None: not known, e.g. a live cluster, whose firewall the API does not show).
+    ``namespace_label``: it intercepts only namespaces with this ``key=value`` label."""
+
+    name: str
+    port: int | None
+    resources: frozenset[str]
+    fails_closed: bool = True
+    reachable: bool | None = None
+    namespace_label: tuple[str, str] | None = None
+    namespaces: frozenset[str] = frozenset()
+    """Namespaces known to carry ``namespace_label`` (the stack labels its workload
+    namespace); a pod elsewhere is intercepted only when its own labels carry it."""
+    facts: tuple[Fact, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Controller:
+    """An installed controller (JobSet, Kueue, LWS, cert-manager, the ML Diagnostics
+    injection webhook): its ``version`` (None: not known), the ``(group, version, kind)``
+    its CRDs serve, its webhooks, and ``installed_by``: the recipe field or command that
+    installs it (a hint for a kind no controller serves)."""
+
+    name: str
+    version: str | None
+    serves: frozenset[GroupVersionKind]
+    webhooks: tuple[Webhook, ...] = ()
+    installed_by: str = ""
+    facts: tuple[Fact, ...] = ()
+
+    @property
+    def webhook_ports(self) -> tuple[int, ...]:
+        """The pod ports its webhooks listen on (sorted, once each)."""
+        return tuple(sorted({w.port for w in self.webhooks if w.port is not None}))
+
+    @property
+    def reachable(self) -> bool | None:
+        """Whether the control plane reaches every webhook port: False when one is known
+        unreachable, None when one is not known, else True."""
+        seen = [w.reachable for w in self.webhooks]
+        return False if False in seen else (None if None in seen else True)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterLimits:
+    """GKE's per-cluster limits for the cluster's mode (places.yaml ``gkeLimits``): ``nodes``
+    per cluster (the absolute ceiling on Standard, Autopilot's own on Autopilot),
+    ``node_pools`` per cluster (documented latency above it; None on Autopilot, which manages
+    its pools), ``pods_per_node``; ``facts``: every limit fact by its ``gkeLimits`` key, for
+    the rules that cite them."""
+
+    nodes: int
+    node_pools: int | None
+    pods_per_node: int
+    facts: Mapping[str, Fact]
+
+    def fact(self, key: str) -> Fact:
+        """The limit fact ``gkeLimits.<key>`` (KeyError: not one the model holds)."""
+        return self.facts[key]

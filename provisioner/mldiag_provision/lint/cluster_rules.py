@@ -17,6 +17,11 @@ Rules (ids stable):
   node selector/affinity and its tolerations.
 * ``kueue-quota`` (*admitted*): a flavor's nominal quota holds the pod set's total request.
 * ``node-taints`` (*scheduled*): the pod tolerates the taints of a node it can land on.
+* ``controller-kind`` (*admitted*): an installed controller serves the object's kind at its
+  apiVersion (judged against a plan or a live cluster; manifests alone do not say what is
+  installed, so plain ``lint`` never judges it).
+* ``webhook-unreachable`` (*admitted*): no fail-closed webhook the private cluster's control
+  plane cannot reach intercepts the object or its pods.
 * ``autopilot-resource-range`` (*scheduled*, Autopilot): cpu and memory requests lie within
   the accelerator class's range (:mod:`mldiag_provision.cluster.autopilot`).
 """
@@ -29,7 +34,7 @@ from typing import TYPE_CHECKING, cast
 
 from mldiag_provision.catalog.store import store
 from mldiag_provision.cluster import from_plan, kueue
-from mldiag_provision.cluster.check import Verdict, check
+from mldiag_provision.cluster.check import Verdict, check, objects_admitted
 from mldiag_provision.cluster.model import (
     ClusterModel,
     ClusterQueue,
@@ -82,10 +87,21 @@ AUTOPILOT_RANGE = define("autopilot-resource-range", "on GKE Autopilot, an accel
                          facts=("gke.autopilotClasses.aboveMaxRejected",
                                 "gke.autopilotClasses.wardenWords"))
 
+CONTROLLER_KIND = define(
+    "controller-kind", "an installed controller (its CRD) serves the object's kind at its "
+    "apiVersion (else the API server answers 'no matches for kind')",
+    source=store().source_url("K8S-NO-MATCH"), facts=("kubernetes.controllers.noMatch",))
+WEBHOOK_UNREACHABLE = define(
+    "webhook-unreachable", "no fail-closed webhook the private cluster's control plane cannot "
+    "reach intercepts the object or its pods (else 'failed calling webhook ... context "
+    "deadline exceeded')", source=store().source_url("GKE-PRIVATE-FW"),
+    facts=("kubernetes.webhooks.unreachable",))
+
 _RULE = {"kueue-coverage": KUEUE.id, "kueue-queue": QUEUE.id, "kueue-quota": QUOTA.id,
          "kueue-flavor": FLAVOR.id,
          "allocatable": ALLOCATABLE.id, "taints": TAINTS.id,
-         "autopilot-range": AUTOPILOT_RANGE.id}
+         "autopilot-range": AUTOPILOT_RANGE.id,
+         "controller-kind": CONTROLLER_KIND.id, "webhook-unreachable": WEBHOOK_UNREACHABLE.id}
 _KUEUE_GROUP = "kueue.x-k8s.io"
 
 
@@ -137,9 +153,16 @@ def _model(ctx: LintContext) -> ClusterModel:
                if recipe is not None else None)
     if planned is None:
         return own
+    controllers = planned.controllers
+    crds = [r.data for r in ctx.of_kind("apiextensions.k8s.io", "CustomResourceDefinition")]
+    if controllers is not None and crds:
+        from mldiag_provision.cluster.from_live import controllers_of_crds
+
+        controllers = (*controllers, *controllers_of_crds(crds, source="the manifests"))
     return replace(planned, cluster_queues=(*planned.cluster_queues, *own.cluster_queues),
                    local_queues=(*planned.local_queues, *own.local_queues),
-                   resource_flavors=(*planned.resource_flavors, *own.resource_flavors))
+                   resource_flavors=(*planned.resource_flavors, *own.resource_flavors),
+                   controllers=controllers)
 
 
 def problem_of(ctx: LintContext, v: Verdict) -> Problem:
@@ -153,13 +176,25 @@ def problem_of(ctx: LintContext, v: Verdict) -> Problem:
                        severity=Severity.WARNING if v.warning else None)
 
 
-def check_cluster(ctx: LintContext) -> Iterator[Problem]:
-    """Every pod set against the cluster model: admitted (Kueue), scheduled (allocatable)."""
+def cluster_model(ctx: LintContext) -> ClusterModel:
+    """The model lint judges against (worked out once per context): the live cluster's
+    (``--cluster``), the recipe's plan (``--recipe``), else the manifests'."""
     model = ctx.cluster if ctx.cluster is not None else ctx.memo(
         "cluster_model", lambda: _model(ctx))
     assert isinstance(model, ClusterModel)
+    return model
+
+
+def check_cluster(ctx: LintContext) -> Iterator[Problem]:
+    """Every pod set against the cluster model: admitted (Kueue), scheduled (allocatable)."""
+    model = cluster_model(ctx)
     for v in check(model, ctx.templates):
         yield problem_of(ctx, v)
+    if model.controllers is not None:  # objects that are not pod sets: their kind
+        workloads = {id(t.resource) for t in ctx.templates}
+        for v in objects_admitted(model, (r for r in ctx.resources
+                                          if id(r) not in workloads)):
+            yield problem_of(ctx, v)
 
 
 CHECKS = (check_cluster,)

@@ -114,13 +114,32 @@ def _scope(ctx: LintContext, res: Resource, i: int, hook: dict) -> Iterator[Prob
                      " operator: NotIn, values: [kube-system, kube-node-lease]}]")
 
 
+def _reached_ports(ctx: LintContext) -> list[int] | None:
+    """The node ports a private cluster's control plane reaches, as the cluster model holds
+    them (with ``--recipe``: GKE's 443 and 10250 plus the stack's webhook firewall rule);
+    GKE's own two (fact ``privateClusterPorts``) when the model does not say; None when the
+    model knows the nodes are public (nothing to judge)."""
+    default = [int(p) for p in fact(*_F, "privateClusterPorts")["ports"]]
+    if ctx.cluster is None and ctx.options.recipe is None:
+        return default  # plain lint: the manifests do not say which cluster
+    from mldiag_provision.lint.cluster_rules import cluster_model
+
+    model = cluster_model(ctx)
+    if model.private_nodes is False:
+        return None
+    return sorted(model.control_plane_ports) if model.control_plane_ports else default
+
+
 def check_webhooks(ctx: LintContext) -> Iterator[Problem]:
     """CA bundle, Service port, private-cluster reachability and unsafe scope of webhooks."""
     ca = fact(*_F, "caBundle")
-    ports = fact(*_F, "privateClusterPorts")["ports"]
+    ports: list[int] | None = None
+    looked = False
     for res in ctx.resources:
         if res.group != "admissionregistration.k8s.io" or res.kind not in _KINDS:
             continue
+        if not looked:
+            ports, looked = _reached_ports(ctx), True
         annotations = res.get("metadata", "annotations")
         injected = [a for a in ca["annotations"]
                     if isinstance(annotations, dict) and a in annotations]
@@ -178,7 +197,7 @@ def check_webhooks(ctx: LintContext) -> Iterator[Problem]:
                     expected=have, hint="set clientConfig.service.port to the Service's port")
                 continue
             target = _target_port(ctx, svc, entry)
-            if target is not None and target not in ports:
+            if target is not None and ports is not None and target not in ports:
                 yield ctx.problem(
                     svc, PRIVATE.id, ("spec", "ports", entries.index(entry), "targetPort")
                     if "targetPort" in entry else ("spec", "ports", entries.index(entry)),

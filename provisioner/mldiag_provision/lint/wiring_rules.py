@@ -1,27 +1,23 @@
-"""Multi-host wiring: what lets the workers of one program find each other at start.
+"""Multi-host wiring as lint rules: the *wired* step of the cluster check
+(:mod:`mldiag_provision.cluster.wiring`), one rule per kind of verdict.
 
-Workers of a multi-host Job (TPU slice, multi-node GPU) reach each other by the hostnames
-``<job>-<index>.<subdomain>``, which exist only as DNS records of a headless Service. Kubernetes
-publishes a pod's record once the pod is Ready unless the Service sets
-``publishNotReadyAddresses: true``; JAX and the TPU runtime connect to every peer while they
-start, before any pod is Ready, and time out. JobSet creates that Service itself (``spec.network``,
-on by default); a Job needs one written beside it. Facts: ``wiring`` in lint/data/facts.yaml.
+Rules (ids stable): ``wiring-publish-not-ready``, ``wiring-jobset-network``,
+``wiring-explicit-hostname`` (:func:`~mldiag_provision.cluster.wiring.published`),
+``wiring-gcsfuse-annotation`` (:func:`~mldiag_provision.cluster.wiring.gcsfuse`) and
+``wiring-coordinator-address`` and ``wiring-env-reference``
+(:func:`~mldiag_provision.cluster.wiring.coordinators`). The
+judging lives in the step; this module declares the rules and turns each verdict into a
+problem of its rule at its field. Facts: ``wiring`` in catalog/data/kubernetes.yaml.
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterator
 
-from mldiag_provision.catalog.store import Fact, store
+from mldiag_provision.cluster import wiring
 from mldiag_provision.errors import Problem
 from mldiag_provision.lint.context import LintContext
-from mldiag_provision.lint.loading import Resource, get
 from mldiag_provision.lint.rules import define, fact, fact_source, severity_of
-from mldiag_provision.lint.tpu_rules import tpu_pods
-from mldiag_provision.lint.workloads import PodTemplate, get_int
 
 _F = ("wiring",)
 NOT_READY = define("wiring-publish-not-ready", "the headless Service of a multi-pod Job "
@@ -37,491 +33,53 @@ HOSTNAME = define("wiring-explicit-hostname", "an Indexed Job's pod template lea
                   "to the Job controller", severity=severity_of(fact(*_F, "explicitHostname")),
                   source=fact_source(*_F, "explicitHostname"),
                   facts=("kubernetes.wiring.explicitHostname",))
-
-
-def _multi_pod(t: PodTemplate) -> bool:
-    """Several pods of one Indexed Job run together (JobSet defaults to Indexed)."""
-    mode = t.job.get("completionMode")
-    if mode is None and t.resource.kind == "JobSet":
-        mode = "Indexed"
-    return mode == "Indexed" and (get_int(t.job, "parallelism") or 1) > 1
-
-
-def _service(ctx: LintContext, res: Resource, sub: object) -> Resource | None:
-    if not isinstance(sub, str) or not sub:
-        return None
-    found = [s for s in ctx.find("", "Service", sub, res.namespace)
-             if s.get("spec", "clusterIP") == "None"]
-    return found[0] if found else None
-
-
-def _multi_host_resources(ctx: LintContext) -> set[int]:
-    """ids of the objects with a multi-host TPU pod template (memoised per run: one pass
-    over the TPU pods instead of one per JobSet)."""
-    return ctx.memo("wiring_multi_host", lambda: {  # type: ignore[return-value]
-        id(tp.template.resource) for tp in tpu_pods(ctx) if tp.multi_host})
-
-
-def check_wiring(ctx: LintContext) -> Iterator[Problem]:
-    """Services without publishNotReadyAddresses, JobSet network switched off, fixed
-    hostnames in Indexed Jobs."""
-    nr = fact(*_F, "publishNotReady")
-    host = fact(*_F, "explicitHostname")
-    seen: set[int] = set()
-    for t in ctx.templates:
-        if t.job_path is None or not _multi_pod(t):
-            continue
-        res = t.resource
-        if isinstance(t.spec.get("hostname"), str):
-            yield ctx.problem(
-                res, HOSTNAME.id, (*t.spec_path, "hostname"),
-                f"hostname '{t.spec['hostname']}' is the same for every pod of {t.describe()}; "
-                "the Job controller names them <job>-<index> only when hostname is unset, so "
-                "the workers' addresses never resolve", value=t.spec["hostname"],
-                severity=severity_of(host), hint="remove hostname; keep subdomain")
-        if res.kind == "JobSet":
-            if id(res) in seen:
-                continue
-            seen.add(id(res))
-            tpu_multihost = id(res) in _multi_host_resources(ctx)
-            for key in ("enableDNSHostnames", "publishNotReadyAddresses"):
-                value = res.get("spec", "network", key)
-                if key == "enableDNSHostnames" and tpu_multihost:
-                    continue  # tpu-multislice reports it for multi-host TPU JobSets
-                if value is False:
-                    rule = JOBSET_NETWORK if key == "enableDNSHostnames" else NOT_READY
-                    yield ctx.problem(
-                        res, rule.id, ("spec", "network", key),
-                        f"network.{key}: false on {res.display()} whose replicated jobs "
-                        "run several pods each: "
-                        + ("the pods get no DNS names and the workers cannot find each other"
-                           if key == "enableDNSHostnames" else
-                           "a worker's DNS record appears only once it is Ready, and workers "
-                           "that connect while they start time out"),
-                        value=False, expected="true (the default)",
-                        severity=None if rule is JOBSET_NETWORK else severity_of(nr),
-                        hint=f"remove network.{key} (JobSet defaults it to true)")
-            continue
-        svc = _service(ctx, res, t.spec.get("subdomain"))
-        if svc is None or id(svc) in seen:
-            continue
-        seen.add(id(svc))
-        if svc.get("spec", "publishNotReadyAddresses") is not True:
-            # the field's own path, written or not: a wrong-typed sibling (spec.type: 5) is
-            # another fault, not a reason to drop this one (linter.drop_consequences)
-            yield ctx.problem(
-                svc, NOT_READY.id, ("spec", "publishNotReadyAddresses"),
-                f"headless Service '{svc.name}' of multi-pod {res.display()} does not set "
-                "publishNotReadyAddresses: true; each worker's DNS record appears only once "
-                "that pod is Ready, so workers that connect while they start (JAX, the TPU "
-                "runtime) can time out", value=svc.get("spec", "publishNotReadyAddresses"),
-                expected="publishNotReadyAddresses: true", severity=severity_of(nr),
-                hint="add publishNotReadyAddresses: true under spec")
-
-
 GCSFUSE = define("wiring-gcsfuse-annotation", "a pod that mounts a Cloud Storage FUSE volume "
                  "carries the gke-gcsfuse/volumes: \"true\" annotation",
                  source=fact_source("volumes", "gcsFuse"),
                  facts=("kubernetes.volumes.gcsFuse",))
-
-
-def check_gcsfuse(ctx: LintContext) -> Iterator[Problem]:
-    """Cloud Storage FUSE CSI volumes (inline, driver gcsfuse.csi.storage.gke.io) in a pod
-    template without the annotation that makes GKE inject the driver's sidecar: the volume
-    never mounts and the pod stays in ContainerCreating (kubernetes.yaml volumes.gcsFuse)."""
-    f = fact("volumes", "gcsFuse")
-    driver, key = str(f["driver"]), str(f["annotation"]["key"])
-    want = str(f["annotation"]["value"])
-    for t in ctx.templates:
-        volumes = t.spec.get("volumes")
-        if not isinstance(volumes, list):
-            continue
-        named = [v.get("name") for v in volumes if isinstance(v, dict)
-                 and isinstance(v.get("csi"), dict) and v["csi"].get("driver") == driver]
-        if not named:
-            continue
-        annotations = t.resource.get(*t.path, "metadata", "annotations")
-        value = annotations.get(key) if isinstance(annotations, dict) else None
-        if value is not None and not isinstance(value, str):
-            continue  # an annotation value of the wrong type: the schema's one finding
-        if value != want:
-            yield ctx.problem(
-                t.resource, GCSFUSE.id, (*t.path, "metadata", "annotations", key),
-                f"{t.describe()} mounts Cloud Storage FUSE volume(s) "
-                f"{', '.join(map(str, named))} without the pod annotation {key}: \"{want}\"; "
-                "GKE then injects no gcsfuse sidecar and the volume never mounts",
-                value=value, expected=f'{key}: "{want}"', severity=severity_of(f),
-                hint=f'add {key}: "{want}" under the pod template\'s metadata.annotations')
-
-
-
-# --- coordinator addresses (issue 25) ---------------------------------------------------------
-
 COORDINATOR = define(
     "wiring-coordinator-address", "a coordinator address or worker hostname in env names a "
     "pod that the JobSet or Indexed Job creates", source=fact_source(*_F, "jobsetPodHostnames"),
     facts=("kubernetes.wiring.jobsetPodHostnames", "kubernetes.wiring.indexedJobHostnames",
            "kubernetes.wiring.envExpansion"))
 
-_JOBSET = ("jobset.x-k8s.io", "JobSet")
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-_REFERENCE = re.compile(r"\$\$|\$\(([^)]*)\)")
-_INDEX = re.compile(r"^(0|[1-9][0-9]*)$")
-_POD_INDICES = re.compile(r"^(.+)-(0|[1-9][0-9]*)-(0|[1-9][0-9]*)$")
-_FIELD_KEY = re.compile(r"^metadata\.(labels|annotations)\['([^']+)'\]$")
+ENV_REFERENCE = define(
+    "wiring-env-reference", "a $(VAR) reference in a pod's env names a variable defined "
+    "before it (Kubernetes leaves any other as written)",
+    source=fact_source(*_F, "envLaterReference"),
+    facts=("kubernetes.wiring.envLaterReference",))
 
 
-@dataclass(frozen=True)
-class _Group:
-    """Pods of one replicated job (JobSet) or of an Indexed Job: ``jobs`` Jobs of ``pods``
-    pods each; ``None`` where the manifest does not say (a wrong-typed count: the schema's
-    finding) or the pods get no indexed hostname (completionMode NonIndexed)."""
-
-    name: str
-    jobs: int | None
-    pods: int | None
-
-    def describe(self) -> str:
-        jobs = "?" if self.jobs is None else str(self.jobs)
-        pods = "?" if self.pods is None else str(self.pods)
-        return f"{self.name} ({jobs} job(s) x {pods} pod(s))" if self.name \
-            else f"{pods} pod(s)"
+def problem_of(ctx: LintContext, v: wiring.Wired) -> Problem:
+    """A *wired* verdict as a problem of rule ``wiring-<check>`` at its field."""
+    return ctx.problem(v.target, f"wiring-{v.check}", v.path, v.message, value=v.value,
+                       expected=v.expected or None, hint=v.hint, severity=v.severity,
+                       source=v.source, facts=v.facts)
 
 
-@dataclass(frozen=True)
-class _PodSet:
-    """The pods of one workload that get a DNS name ``<hostname>.<subdomain>``: a JobSet
-    with network.enableDNSHostnames on (kubernetes.yaml wiring.jobsetPodHostnames), or an
-    Indexed Job whose template names a subdomain (wiring.indexedJobHostnames)."""
-
-    resource: Resource
-    subdomain: str
-    groups: tuple[_Group, ...]
-
-    @property
-    def jobset(self) -> bool:
-        return (self.resource.group, self.resource.kind) == _JOBSET
-
-    def form(self) -> str:
-        return (f"{self.resource.name}-<replicatedJob>-<jobIndex>-<podIndex>.{self.subdomain}"
-                if self.jobset else f"{self.resource.name}-<index>.{self.subdomain}")
-
-    def first(self) -> str:
-        """The hostname of the first pod (process 0 where the program numbers them so)."""
-        if self.jobset:
-            return f"{self.resource.name}-{self.groups[0].name}-0-0" if self.groups else ""
-        return f"{self.resource.name}-0"
-
-    def pod_range(self) -> str:
-        """An Indexed Job's hostnames, ``train-0 .. train-3``."""
-        pods = self.groups[0].pods
-        return f"{self.resource.name}-0 .. {self.resource.name}-{pods - 1}" if pods \
-            else f"{self.resource.name}-<index>"
-
-    def existing(self) -> str:
-        """The pods there are, in words (the finding names them)."""
-        if self.jobset:
-            return "replicated jobs: " + (", ".join(g.describe() for g in self.groups)
-                                          or "none")
-        return f"pods {self.pod_range()}"
-
-    def match(self, host: str) -> tuple[str, str, int, int]:
-        """Whether ``host`` is the hostname of one of these pods: ``("pod", group, job index,
-        pod index)``, ``("unknown", ...)`` where a count cannot be read, or ``("none",
-        reason, 0, 0)`` with the reason in words."""
-        prefix = self.resource.name + "-"
-        if not host.startswith(prefix):
-            return "none", f"its pods are named {self.form().split('.')[0]}", 0, 0
-        rest = host[len(prefix):]
-        if not self.jobset:
-            g = self.groups[0]
-            if not _INDEX.match(rest):
-                return "none", f"its pods are {self.pod_range()}", 0, 0
-            if g.pods is None:
-                return "unknown", "", 0, 0
-            index = int(rest)
-            if index < g.pods:
-                return "pod", "", 0, index
-            return "none", f"it runs {g.pods} pod(s), {self.pod_range()}", 0, 0
-        reason = ""
-        for g in sorted(self.groups, key=lambda g: -len(g.name)):
-            if not rest.startswith(g.name + "-"):
-                continue
-            indices = rest[len(g.name) + 1:].split("-")
-            if len(indices) != 2 or not all(_INDEX.match(i) for i in indices):
-                continue
-            job, pod = int(indices[0]), int(indices[1])
-            if g.jobs is None or g.pods is None:
-                return "unknown", g.name, job, pod
-            if job < g.jobs and pod < g.pods:
-                return "pod", g.name, job, pod
-            reason = reason or (
-                f"replicated job '{g.name}' has {g.jobs} job(s) (job index 0..{g.jobs - 1})"
-                if job >= g.jobs else
-                f"each Job of replicated job '{g.name}' runs {g.pods} pod(s) (pod index "
-                f"0..{g.pods - 1})")
-        if reason:
-            return "none", reason, 0, 0
-        parsed = _POD_INDICES.match(rest)
-        named = parsed.group(1) if parsed else rest
-        return "none", f"it has no replicated job '{named}' ({self.existing()})", 0, 0
+def check_wiring(ctx: LintContext) -> Iterator[Problem]:
+    """Services without publishNotReadyAddresses, JobSet network switched off, fixed
+    hostnames in Indexed Jobs."""
+    for v in wiring.published(ctx):
+        yield problem_of(ctx, v)
 
 
-def _count(node: object, key: str, default: int) -> int | None:
-    """A count of the manifest: ``default`` where absent, ``None`` where not a whole number
-    (the schema reports that)."""
-    value = get(node, key)
-    if value is None:
-        return default
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 \
-        else None
-
-
-def _pod_sets(ctx: LintContext) -> list[_PodSet]:
-    """Every workload of the input set whose pods get stable DNS names (memoised per run)."""
-    def compute() -> list[_PodSet]:
-        out: list[_PodSet] = []
-        for res in ctx.of_kind(*_JOBSET):
-            if not res.identified or not res.name \
-                    or res.get("spec", "network", "enableDNSHostnames") is False:
-                continue
-            sub = res.get("spec", "network", "subdomain")
-            groups: list[_Group] = []
-            jobs = res.get("spec", "replicatedJobs")
-            for rj in jobs if isinstance(jobs, list) else []:
-                name = get(rj, "name")
-                if not isinstance(name, str) or not name:
-                    continue
-                spec = get(rj, "template", "spec")
-                mode = get(spec, "completionMode")
-                pods = _count(spec, "completions", 0) or _count(spec, "parallelism", 1)
-                groups.append(_Group(name, _count(rj, "replicas", 1),
-                                     pods if mode in (None, "Indexed") else None))
-            out.append(_PodSet(res, sub if isinstance(sub, str) and sub else res.name,
-                               tuple(groups)))
-        for res in ctx.of_kind("batch", "Job"):
-            spec = res.get("spec")
-            sub = get(spec, "template", "spec", "subdomain")
-            if not res.identified or not res.name or get(spec, "completionMode") != "Indexed" \
-                    or not isinstance(sub, str) or not sub \
-                    or get(spec, "template", "spec", "hostname") is not None:
-                continue
-            pods = _count(spec, "completions", 0) or _count(spec, "parallelism", 1)
-            out.append(_PodSet(res, sub, (_Group("", 1, pods),)))
-        return out
-
-    return ctx.memo("wiring_pod_sets", compute)  # type: ignore[return-value]
-
-
-def _host(address: str) -> tuple[list[str], str] | None:
-    """``[scheme://]host[:port][/path]`` -> (the host's DNS labels, the port or ``""``);
-    ``None`` for what is not a DNS name (an IP address, IPv6, text that is not a hostname)."""
-    text = _SCHEME.sub("", address.strip()).split("/", 1)[0]
-    if not text or text.startswith("["):
-        return None
-    host, _, port = text.partition(":")
-    labels = host.rstrip(".").split(".")
-    if ":" in port or all(label.isdigit() for label in labels) \
-            or not all(_LABEL.match(label) for label in labels):
-        return None
-    return labels, port
-
-
-def _env_values(t: PodTemplate, c: dict[str, Any]
-                ) -> Iterator[tuple[int, str, object, str | None, object]]:
-    """(index, name, value as written, value after Kubernetes' $(VAR) expansion or ``None``
-    where it cannot be known here, the fieldRef path or ``None``) of each env entry of
-    container ``c``, in order (kubernetes.yaml wiring.envExpansion: a reference reads a
-    variable defined before it; one that is not resolved stays as written, so the value is
-    not known here). A fieldRef to the JobSet's pod labels (wiring.jobsetPodMetadata) reads
-    the JobSet's and the replicated job's names; the coordinator label is empty without
-    spec.coordinator (wiring.missingLabelFieldRef)."""
-    keys = fact(*_F, "jobsetPodMetadata")
-    res = t.resource
-    fields: dict[str, str | None] = {}
-    if (res.group, res.kind) == _JOBSET and res.identified and res.name:
-        rj = res.get(*t.path[:3], "name") if t.path[:2] == ("spec", "replicatedJobs") \
-            else None
-        coordinator = res.get("spec", "coordinator")
-        fields = {keys["jobsetName"]: res.name,
-                  keys["replicatedJobName"]: rj if isinstance(rj, str) else None,
-                  keys["coordinator"]: None if coordinator is not None else ""}
-    known: dict[str, str | None] = {}
-    env = c.get("env")
-    for j, e in enumerate(env if isinstance(env, list) else []):
-        name = get(e, "name")
-        if not isinstance(name, str):
-            continue
-        value = get(e, "value")
-        path = get(e, "valueFrom", "fieldRef", "fieldPath")
-        text: str | None
-        if isinstance(value, str):
-            text = _expand(value, known)
-        elif isinstance(path, str):
-            found = _FIELD_KEY.match(path)
-            text = fields.get(found.group(2)) if found else (
-                res.namespace if path == "metadata.namespace" and res.identified else None)
-        else:
-            text = "" if value is None and get(e, "valueFrom") is None else None
-        known[name] = text
-        yield j, name, value, text, path
-
-
-def _expand(text: str, known: dict[str, str | None]) -> str | None:
-    """``$(VAR)`` references replaced by earlier variables, ``$$`` by ``$``; ``None`` when a
-    reference names a variable that is not known here (envFrom, Service links, a value read
-    at run time)."""
-    if "$" not in text:
-        return text
-    resolved = True
-
-    def one(m: re.Match[str]) -> str:
-        nonlocal resolved
-        if m.group(0) == "$$":
-            return "$"
-        value = known.get(m.group(1))
-        if value is None:
-            resolved = False
-            return m.group(0)
-        return value
-
-    out = _REFERENCE.sub(one, text)
-    return out if resolved else None
-
-
-def _same_namespace(a: str | None, b: str | None) -> bool:
-    return a is None or b is None or a == b
+def check_gcsfuse(ctx: LintContext) -> Iterator[Problem]:
+    """Cloud Storage FUSE volumes without the sidecar annotation."""
+    for v in wiring.gcsfuse(ctx):
+        yield problem_of(ctx, v)
 
 
 def check_coordinators(ctx: LintContext) -> Iterator[Problem]:
-    """Coordinator addresses (MEGASCALE_COORDINATOR_ADDRESS, JAX_COORDINATOR_ADDRESS,
-    MASTER_ADDR) and worker hostnames (TPU_WORKER_HOSTNAMES) in env that name a pod of a
-    JobSet or Indexed Job of the input set: the pod must exist (replicated job, job index
-    < replicas, pod index < completions) under that workload's subdomain; a name that never
-    resolves leaves every worker waiting for a coordinator that does not exist. Values whose
-    $(VAR) references cannot be resolved here, IP addresses, Service names and names under
-    subdomains of workloads not in the input set are left alone (no guess)."""
-    variables = {str(v["name"]): v for v in fact(*_F, "coordinatorEnv")}
-    coordinator_key = fact(*_F, "jobsetPodMetadata")["coordinator"]
-    sets = _pod_sets(ctx)
-    own = {id(ps.resource): ps for ps in sets}
-    for t in ctx.templates:
-        res = t.resource
-        for key in ("initContainers", "containers"):
-            for i, c in t.containers(key):
-                for j, name, raw, text, field_ref in _env_values(t, c):
-                    var = variables.get(name)
-                    if var is None:
-                        continue
-                    epath = (*t.spec_path, key, i, "env", j)
-                    if text == "" and isinstance(field_ref, str) and coordinator_key in field_ref:
-                        f = fact(*_F, "missingLabelFieldRef")
-                        meta = fact(*_F, "jobsetPodMetadata")
-                        yield ctx.problem(
-                            res, COORDINATOR.id, (*epath, "valueFrom", "fieldRef", "fieldPath"),
-                            f"{name} reads the pod label {coordinator_key}, which JobSet sets "
-                            f"only when spec.coordinator names the coordinator pod; "
-                            f"{res.display()} has no spec.coordinator, so {name} is empty and "
-                            "the workers find no coordinator", value=field_ref,
-                            expected="spec.coordinator: {replicatedJob, jobIndex, podIndex}",
-                            hint="add spec.coordinator (e.g. replicatedJob: <name>, jobIndex: 0,"
-                                 " podIndex: 0), or set the address as a value",
-                            source=f.url, facts=[f, meta, store().of(var)])
-                        continue
-                    if not text:
-                        continue
-                    entries = [h.strip() for h in text.split(",") if h.strip()] \
-                        if var.get("list") else [text]
-                    for address in entries:
-                        said = f"{name} '{address}'" if raw == text else \
-                            f"{name} '{raw}' (= '{address}')"
-                        found = _judge(t, own.get(id(res)), sets, name, said, var, address)
-                        if found is not None:
-                            yield ctx.problem(res, COORDINATOR.id, (*epath, "value"),
-                                              found[0], value=raw, expected=found[1],
-                                              hint=found[2], source=found[3].url,
-                                              facts=[found[3], store().of(var)])
-                            break  # one finding per variable
+    """Coordinator addresses and worker hostnames that name no pod of the workload."""
+    for v in wiring.coordinators(ctx):
+        yield problem_of(ctx, v)
 
 
-def _judge(t: PodTemplate, mine: _PodSet | None, sets: list[_PodSet], name: str, said: str,
-           var: Mapping[str, Any], address: str) -> tuple[str, str, str, Fact] | None:
-    """What is wrong with one address of variable ``name`` in template ``t`` (``said``: how
-    the message quotes it): (message, expected, hint, the fact it stands on), or ``None``
-    when it names an existing pod of this workload (``mine``), or nothing this lint can
-    judge."""
-    parsed = _host(address)
-    if parsed is None or len(parsed[0]) < 2:
-        return None
-    labels, port = parsed
-    pod, sub, rest = labels[0], labels[1], labels[2:]
-    if rest and (rest[0] == "svc" or (len(rest) > 1 and rest[1] != "svc")):
-        return None  # not <pod>.<subdomain>[.<namespace>[.svc...]]: another kind of name
-    # a relative name resolves in the pod's own namespace (its DNS search path)
-    namespace = rest[0] if rest else t.resource.namespace
-
-    def with_port(host: str) -> str:
-        return f"{host}:{port}" if port else host
-
-    candidates = [ps for ps in sets if ps.subdomain == sub
-                  and _same_namespace(ps.resource.namespace, namespace)]
-    names = fact(*_F, "jobsetPodHostnames" if (mine is None or mine.jobset)
-                 else "indexedJobHostnames")
-    if candidates:
-        verdicts = [(ps, ps.match(pod)) for ps in candidates]
-        hit = next(((ps, v) for ps, v in verdicts if v[0] == "pod"), None)
-        if hit is None:
-            if any(v[0] == "unknown" for _, v in verdicts):
-                return None
-            ps, (_, reason, _, _) = verdicts[0]
-            f = fact(*_F, "jobsetPodHostnames" if ps.jobset else "indexedJobHostnames")
-            good = f"{ps.first()}.{ps.subdomain}"
-            return (f"{said} names pod '{pod}', which {ps.resource.display()} "
-                    f"never creates: {reason}; the name never resolves, so the workers wait "
-                    "for a coordinator that does not exist",
-                    f"{ps.form()} ({ps.existing()}), e.g. {good}",
-                    f"set {name} to {with_port(good)}" + ("" if ps.jobset else
-                                                           " (or another index)"), f)
-        ps, (_, group, job, index) = hit
-        # two JobSets are two programs; two Indexed Jobs behind one Service may be one
-        # (a leader Job and a worker Job), so only JobSets are held to this
-        if mine is not None and ps is not mine and mine.jobset and ps.jobset:
-            f = fact(*_F, "coordinatorSameProgram")
-            return (f"{said} names pod '{pod}' of {ps.resource.display()}, not of "
-                    f"{mine.resource.display()}: the coordinator is process 0 of the same "
-                    "program, so these workers wait for one that never joins them",
-                    f"a pod of {mine.resource.display()}: {mine.form()}",
-                    f"set {name} to {with_port(mine.first() + '.' + mine.subdomain)}", f)
-        if var.get("processZero") and ps.jobset and (job, index) != (0, 0):
-            f = fact(*_F, "coordinatorProcessZero")
-            return (f"{said} names pod '{pod}' (job index {job}, pod index "
-                    f"{index}); JAX starts its coordinator on process 0 (job index 0, pod "
-                    "index 0) and connects every worker to this host, where none runs",
-                    f"{ps.resource.name}-<replicatedJob>-0-0.{ps.subdomain}",
-                    f"set {name} to "
-                    f"{with_port(f'{ps.resource.name}-{group}-0-0.{ps.subdomain}')}", f)
-        return None
-    if mine is None:
-        return None
-    if mine.match(pod)[0] == "pod" and _same_namespace(mine.resource.namespace, namespace):
-        where = ("network.subdomain" if mine.jobset and mine.subdomain != mine.resource.name
-                 else "the JobSet's name" if mine.jobset else "the template's subdomain")
-        return (f"{said} names pod '{pod}' under subdomain '{sub}', but "
-                f"{mine.resource.display()} puts its pods under '{mine.subdomain}' ({where}): "
-                "the name never resolves, so the workers wait for a coordinator that does "
-                "not exist", f"{pod}.{mine.subdomain}",
-                f"set {name} to {with_port(f'{pod}.{mine.subdomain}')}", names)
-    other = re.match(rf"^{re.escape(sub)}-.+-(0|[1-9][0-9]*)-(0|[1-9][0-9]*)$", pod)
-    if other and mine.jobset and sub != mine.resource.name \
-            and _same_namespace(mine.resource.namespace, namespace):
-        f = fact(*_F, "coordinatorSameProgram")
-        return (f"{said} has the DNS name of a pod of JobSet '{sub}', which is "
-                f"not among the linted files; the coordinator is process 0 of this program, "
-                f"a pod of {mine.resource.display()}",
-                f"{mine.form()} ({mine.existing()})",
-                f"set {name} to {with_port(mine.first() + '.' + mine.subdomain)}", f)
-    return None
+def check_all(ctx: LintContext) -> Iterator[Problem]:
+    """The whole *wired* step (preflight runs it over the manifests a recipe renders)."""
+    for v in wiring.wired(ctx):
+        yield problem_of(ctx, v)
 
 
 CHECKS = (check_wiring, check_gcsfuse, check_coordinators)

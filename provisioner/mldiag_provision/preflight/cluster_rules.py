@@ -11,11 +11,15 @@ import functools
 import ipaddress
 import re
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from mldiag_provision.catalog.gke_version import GkeVersion
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.orchestrators import Capability
 from mldiag_provision.preflight.context import Context, rule
+
+if TYPE_CHECKING:
+    from mldiag_provision.cluster.model import Webhook
 
 _ORCH = ("spec", "orchestrator")
 _CREATED = "gke-autopilot or gke-standard (a cluster the stack creates)"
@@ -157,15 +161,28 @@ def private_cluster(ctx: Context) -> Iterator[Problem]:
                           hint="set private.nodes: true",
                           source="https://cloud.google.com/kubernetes-engine/docs/how-to/"
                                  "private-clusters")
-    agents = ctx.recipe.spec.diagnostics.agents
-    if p.nodes and not p.webhook_firewall and agents == "manual":
-        yield ctx.problem(
-            "cluster-private", (*base, "webhookFirewall"),
-            "the manual agents' injection webhook listens on 8443, which a private cluster's "
-            "control plane cannot reach without the firewall rule: its failurePolicy Fail "
-            "then blocks every pod of the labelled namespace", value=False,
-            severity=Severity.WARNING, hint="leave webhookFirewall on",
-            source=ctx.catalog.fact("cluster", "webhookPorts")[0])
+    if ctx.recipe.spec.diagnostics.agents == "manual":
+        for hook in _unreachable_agent_webhooks(ctx):
+            yield ctx.problem(
+                "cluster-private", (*base, "webhookFirewall"),
+                f"the manual agents' injection webhook listens on {hook.port}, which a "
+                "private cluster's control plane cannot reach without the firewall rule: "
+                "its failurePolicy Fail then blocks every pod of the labelled namespace",
+                value=p.webhook_firewall, severity=Severity.WARNING,
+                hint="leave webhookFirewall on", source=hook.facts[0])
+
+
+def _unreachable_agent_webhooks(ctx: Context) -> list[Webhook]:
+    """The manual agents' webhooks that the control plane of the cluster the plan creates
+    cannot reach, as the cluster model holds them (:func:`~mldiag_provision.cluster.
+    from_plan.injection_webhooks` over the plan's private-cluster settings)."""
+    from mldiag_provision.cluster import from_plan
+    from mldiag_provision.plan.kubernetes import private_cluster
+
+    recipe = ctx.recipe
+    name = recipe.spec.orchestrator.cluster_name or recipe.metadata.name
+    private = private_cluster(recipe, ctx.catalog, name, "manual", (), [])
+    return [w for w in from_plan.injection_webhooks(private) if w.reachable is False]
 
 
 def _time(text: str) -> datetime.datetime:

@@ -295,8 +295,11 @@ def _autopilot_gpu_workloads(ctx: Context, done: set[int],
 
 @runs(lint_cluster.KUEUE.id, lint_cluster.ALLOCATABLE.id)
 def cluster_model(ctx: Context) -> Iterator[Problem]:
-    """The cluster model's check (admitted by Kueue, scheduled within allocatable) over the
-    manifests the plan renders, with the model of the plan's cluster (issue 25)."""
+    """The cluster model's check over the manifests the plan renders, with the model of the
+    plan's cluster (issue 25): admitted by Kueue, scheduled within allocatable, and wired
+    (:mod:`mldiag_provision.cluster.wiring`: a coordinator address a recipe's ``env`` sets
+    names a pod the rendered JobSet or Job creates; lint's ``wiring-*`` rules, imported
+    here and only when a workload sets ``env``, so ``validate`` starts no slower)."""
     rendered, rendered_origins = rendered_workloads(ctx)
     resources, origins = list(rendered), dict(rendered_origins)
     done = {o.workload for o in origins.values()}
@@ -320,3 +323,10 @@ def cluster_model(ctx: Context) -> Iterator[Problem]:
                                          autopilot=spec.orchestrator.type == "gke-autopilot"),
                              cluster=model, preflight=ctx, origins=origins)
     yield from lint_cluster.check_cluster(lctx)
+    if any(w.env for w in spec.workloads):
+        # the renderer wires what it writes itself (tests/lint/test_coordinator_address.py,
+        # the golden stacks); a workload's env is the one input that can miswire it, so a
+        # recipe without one skips the step and its import (~3 ms)
+        from mldiag_provision.lint import wiring_rules
+
+        yield from wiring_rules.check_all(lctx)

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 
 from mldiag_provision.catalog.gke_version import GkeVersion
 from mldiag_provision.catalog.places import Places, limit, places
+from mldiag_provision.cluster.from_plan import cluster_limits
+from mldiag_provision.cluster.model import ClusterLimits
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.orchestrators import Capability
 from mldiag_provision.preflight.context import Context, rule
@@ -197,6 +199,14 @@ def _creates_gke(ctx: Context) -> bool:
     return ctx.has(Capability.CREATES_CLUSTER) and not ctx.has(Capability.MANAGED_SLURM)
 
 
+def _limits(ctx: Context) -> ClusterLimits:
+    """GKE's per-cluster limits as the cluster model holds them for the cluster the stack
+    creates (Standard when it has node pools, else Autopilot)."""
+    found = cluster_limits("standard" if ctx.has(Capability.NODE_POOLS) else "autopilot")
+    assert found is not None
+    return found
+
+
 def _system_nodes(ctx: Context) -> int:
     """Nodes of the Standard stack's system pool: 1 per zone of GKE's default node locations
     (three zones of the region, places.yaml ``gkeLimits.systemPoolZones``)."""
@@ -226,7 +236,8 @@ def cluster_nodes(ctx: Context) -> Iterator[Problem]:
     path = _size_path(top, ctx)
     value = ctx.recipe.spec.slices[top.index].count if top.count > 1 else (
         ctx.recipe.spec.slices[top.index].topology or ctx.recipe.spec.slices[top.index].nodes)
-    most = limit("nodesPerClusterMax")
+    limits = _limits(ctx)
+    most = limits.fact("nodesPerClusterMax")
     standard = ctx.has(Capability.NODE_POOLS)
     if total > int(most["nodes"]):
         yield ctx.problem(
@@ -237,8 +248,8 @@ def cluster_nodes(ctx: Context) -> Iterator[Problem]:
             hint="use fewer or smaller slices, or split the slices across clusters "
                  "(one recipe per cluster)", source=most)
     elif standard:
-        std = limit("nodesPerClusterStandard")
-        lift = limit("nodesWithoutQuotaLift")
+        std = limits.fact("nodesPerClusterStandard")
+        lift = limits.fact("nodesWithoutQuotaLift")
         version = _min_version(ctx)
         if total > int(std["nodes"]):
             below = version is not None and (version.major, version.minor) < _minor(
@@ -264,9 +275,9 @@ def cluster_nodes(ctx: Context) -> Iterator[Problem]:
                 hint="ask Cloud Customer Care to raise the cluster size quota before apply",
                 severity=Severity.WARNING, source=lift)
     elif not standard:
-        auto = limit("nodesPerClusterAutopilot")
+        auto = limits.fact("nodesPerClusterAutopilot")
         if total > int(auto["quotaNodes"]):
-            over = total > int(auto["nodes"])
+            over = total > limits.nodes
             yield ctx.problem(
                 "gke-nodes", path,
                 f"the Autopilot cluster would have {sums} when every slice runs: "
@@ -278,7 +289,7 @@ def cluster_nodes(ctx: Context) -> Iterator[Problem]:
                 hint="ask Cloud Customer Care before apply, or use gke-standard",
                 severity=None if over else Severity.WARNING, source=auto)
     if standard:
-        per_zone = limit("nodesPerNodePoolZone")
+        per_zone = limits.fact("nodesPerNodePoolZone")
         for pool in pools:
             if pool.vms > int(per_zone["nodes"]):
                 s = ctx.recipe.spec.slices[pool.index]
@@ -300,8 +311,9 @@ def node_pools(ctx: Context) -> Iterator[Problem]:
         return
     slices = ctx.recipe.spec.slices
     pools = sum(s.count for s in slices) + (1 if ctx.has(Capability.NODE_POOLS) else 0)
-    most = limit("nodePoolsPerCluster")
-    if pools <= int(most["nodePools"]):
+    limits = _limits(ctx)
+    most = limits.fact("nodePoolsPerCluster")
+    if limits.node_pools is None or pools <= limits.node_pools:
         return
     yield ctx.problem(
         "gke-node-pools", ("spec", "slices"),
