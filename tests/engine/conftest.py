@@ -1,5 +1,6 @@
 """Fixtures for the engine tests: the offline stand-in providers installed as a Terraform
-provider mirror (tests/standin/), the stand-in Kubernetes API server playing the cluster of
+provider mirror (mldiag_provision/sandbox/), the stand-in Kubernetes API server playing the
+cluster of
 the stand-in cloud, and recipe copies that the stand-in can apply.
 
 Fixtures:

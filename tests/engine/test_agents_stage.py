@@ -1,6 +1,7 @@
 """The second stage (``agents/``) of every GKE example recipe, applied with the real terraform
 binary against the offline stand-ins: hashicorp/google(-beta) creates the cluster in the
-stand-in cloud, the stand-in Kubernetes API server (tests/standin/apiserver.py) plays that
+stand-in cloud, the stand-in Kubernetes API server (mldiag_provision/sandbox/apiserver.py)
+plays that
 cluster, and the stand-in hashicorp/kubernetes and hashicorp/helm providers act on it.
 
 After ``terraform apply`` in agents/ the cluster holds the labelled workload namespace, the

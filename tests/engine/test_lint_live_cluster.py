@@ -1,5 +1,5 @@
 """``lint --cluster KUBECONFIG``: the cluster model read from a live cluster (the stand-in
-Kubernetes API server, tests/standin/) and lint's cluster rules judged against it.
+Kubernetes API server, mldiag_provision/sandbox/) and lint's cluster rules judged against it.
 
 The stand-in's Nodes carry cpu/memory as recorded from real GKE nodes
 (mldiag_provision/sandbox/recorded_nodes.yaml), not as the model's reservation formula

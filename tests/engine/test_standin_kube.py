@@ -1,4 +1,4 @@
-"""The stand-in GKE cluster itself (tests/standin/apiserver.py, gke_cluster.py,
+"""The stand-in GKE cluster itself (mldiag_provision/sandbox/apiserver.py, gke_cluster.py,
 kube_providers.py), through the official Kubernetes Python client over HTTPS: it must behave
 like the API server the stages meet, or the agents-stage tests prove nothing.
 

@@ -2,7 +2,7 @@
 given (``MLDIAG_IT_PROJECT`` plus application default credentials or
 ``GOOGLE_OAUTH_ACCESS_TOKEN``), and network to registry.terraform.io and Google exists; a
 visible skip otherwise. Everything else about Google Cloud is tested against the wire-level
-stand-ins in tests/standin/.
+stand-ins in mldiag_provision/sandbox/.
 
 ``plan`` only by default (creates nothing); ``MLDIAG_IT_APPLY=1`` also runs the whole
 lifecycle (apply every stage -> verify -> no-change plan -> destroy) on the tpu7x Autopilot

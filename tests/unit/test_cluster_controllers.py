@@ -11,7 +11,7 @@ Each kind is drawn from more than one public source (named in each test's docstr
   nodes), the node pool auto-creation page (200 node pools).
 
 Models are built from a plan (``lint --recipe``, preflight) and from a live cluster (the
-stand-in Kubernetes API server, tests/standin/apiserver.py).
+stand-in Kubernetes API server, mldiag_provision/sandbox/apiserver.py).
 """
 
 from __future__ import annotations
@@ -383,7 +383,7 @@ def _resources(text: str) -> list:
 
 @pytest.fixture
 def live(tmp_path: Path):
-    from standin.gke_cluster import seed_gke_cluster, serve_cloud
+    from mldiag_provision.sandbox.gke_cluster import seed_gke_cluster, serve_cloud
 
     cloud = tmp_path / "cloud"
     cloud.mkdir()

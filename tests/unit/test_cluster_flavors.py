@@ -187,7 +187,7 @@ def test_the_live_model_reads_flavors_and_groups() -> None:
 
 
 def _pools_model(flavor_labels: dict[str, str]):
-    """A live model of two node pools recorded from real GKE nodes (tests/standin/
+    """A live model of two node pools recorded from real GKE nodes (mldiag_provision/sandbox/
     recorded_nodes.yaml: n2-highmem-4 and n2-highmem-16 from 2i2c-org/infrastructure#2121),
     one queue whose single flavor carries ``flavor_labels``."""
     def node(pool: str, cpu: str, mem: str, alloc_cpu: str, alloc_mem: str) -> dict:

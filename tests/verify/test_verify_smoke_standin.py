@@ -1,4 +1,4 @@
-"""`verify --smoke` against the stand-in API server (tests/standin/apiserver.py): HTTPS,
+"""`verify --smoke` against the stand-in API server (mldiag_provision/sandbox/apiserver.py): HTTPS,
 bearer token, real validation, the JobSet kind served only once its CRD exists, ConfigMaps
 and Pods stored and deleted like a cluster does.
 

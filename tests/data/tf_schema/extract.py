@@ -29,7 +29,7 @@ extracted. Regenerate the committed JSON with:
   python3 tests/data/tf_schema/extract.py \
       /tmp/wheels/cdktn_provider_google-21.1.0-py3-none-any.whl \
       --out tests/data/tf_schema/google-8.7.0-subset.json
-The in-cluster stage's providers (served by the stand-in in tests/standin):
+The in-cluster stage's providers (served by the stand-in in mldiag_provision/sandbox):
   pip download --no-deps -d /tmp/wheels cdktn-provider-kubernetes==17.1.0 \
       cdktn-provider-helm==15.1.0
   python3 tests/data/tf_schema/extract.py \
