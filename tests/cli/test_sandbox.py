@@ -147,3 +147,32 @@ def test_session_scrubs_credentials_and_restores_the_environment(
     # the next session serves the same endpoint (the stack recorded it at apply)
     with session(tmp_path / "stack") as again:
         assert again.apiserver == sb.apiserver
+
+
+def test_sandbox_rules_lists_each_behaviour_with_its_source(tmp_path: Path) -> None:
+    """``sandbox rules``: unique ids, each with a source; and the listed behaviours are the
+    ones the plugin hooks enforce (three of them exercised here, one per hook)."""
+    from mldiag_provision.sandbox import rules
+    from mldiag_provision.sandbox.plugin import Cloud
+
+    cloud = Cloud(tmp_path)  # what the plugin hands the rules
+    r = _cli("sandbox", "rules", "-O", "json", env=_user_env(tmp_path))
+    assert r.returncode == 0, r.stderr
+    listed = json.loads(r.stdout)
+    ids = [x["id"] for x in listed]
+    assert len(ids) == len(set(ids)) == len(rules.RULES)
+    assert all(x["source"].strip() and x["what"].strip() for x in listed)
+    assert {"bucket-name", "api-not-enabled", "bucket-not-empty"} <= set(ids)
+    # plan: bucket-name
+    assert rules.validate("google_storage_bucket", {"name": "goog-profiles"})
+    # apply: api-not-enabled (an empty cloud has no google_project_service)
+    refusal = rules.refuse(cloud, "google_container_cluster", None,
+                           {"name": "c", "project": "p", "location": "us-central2"})
+    assert refusal is not None and "Error 403" in refusal and "accessNotConfigured" in refusal
+    # destroy: bucket-not-empty
+    (tmp_path / "gcs-objects" / "b").mkdir(parents=True)
+    (tmp_path / "gcs-objects" / "b" / "profile.xplane.pb").write_bytes(b"x")
+    refusal = rules.refuse(cloud, "google_storage_bucket", {"name": "b"}, None)
+    assert refusal is not None and "Error 409" in refusal
+    text = _cli("sandbox", "rules", env=_user_env(tmp_path)).stdout
+    assert text.startswith("SANDBOX rules:") and "source: " in text

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -337,3 +338,89 @@ def forget_only(type_name: str, prior: dict | None) -> bool:
         return prior.get("disable_on_destroy") is False
     return (type_name == "google_logging_project_bucket_config"
             and prior.get("bucket_id") in _DEFAULT_BUCKETS)
+
+
+# -- what the sandbox enforces, listed (``mldiag-provision sandbox rules``) ----------------
+
+@dataclass(frozen=True)
+class Rule:
+    """One Google Cloud (or provider, or GKE) behaviour the sandbox reproduces.
+
+    ``when``: ``plan`` (the provider's checks), ``apply`` (Google's answer to a create),
+    ``destroy`` or ``cluster`` (the GKE API server); ``source``: where the behaviour (and its
+    message) comes from; ``verified``: False where the code above says the wording is
+    unverified."""
+
+    id: str
+    when: str
+    what: str
+    source: str
+    verified: bool = True
+
+
+_PROVIDER = "hashicorp/terraform-provider-google"
+RULES: tuple[Rule, ...] = (
+    Rule("bucket-name", "plan", "google_storage_bucket.name: characters, 3-63 (222 with "
+         "dots), no 'goog' prefix, no 'google'",
+         f"{_PROVIDER} verify.ValidateGCSName; "
+         "https://cloud.google.com/storage/docs/buckets#naming"),
+    Rule("service-account-id", "plan", "google_service_account.account_id: RFC 1035, 6-30 "
+         "characters", f"{_PROVIDER} ValidateRFC1035Name(6, 30)"),
+    Rule("custom-role-id", "plan", "google_project_iam_custom_role.role_id: [a-zA-Z0-9_.], "
+         "3-64 characters", f"{_PROVIDER} ValidateIAMCustomRoleID"),
+    Rule("resource-policy-name", "plan", "google_compute_resource_policy.name: a GCE name",
+         f"{_PROVIDER} ValidateGCEName"),
+    Rule("log-analytics-stays-on", "plan", "Log Analytics on a log bucket cannot be turned "
+         "off: the plan keeps enable_analytics = true",
+         f"{_PROVIDER} resource_logging_project_bucket_config.go "
+         "enableAnalyticsBackwardsChangeDiffSuppress"),
+    Rule("api-not-enabled", "apply", "a create through an API the project has not enabled "
+         "(no google_project_service for it) fails with Google's 403 accessNotConfigured",
+         "403 quoted in banzaicloud/cloudinfo#378 (container), midl-dev/tezos-on-gke#34 "
+         "(compute), appvia/kore#286 (cloudresourcemanager)"),
+    Rule("identity-pool-missing", "apply", "a role for serviceAccount:PROJECT.svc.id.goog[..] "
+         "before a Workload Identity cluster exists fails with 400 'Identity Pool does not "
+         "exist'", "terraform-google-modules/terraform-google-kubernetes-engine#916, "
+         "google/kctf#193"),
+    Rule("cluster-name", "apply", "a GKE cluster name over 40 characters or not "
+         "[a-z][-a-z0-9]* fails with 400", "GKE's 400 quoted in rancher/rancher#12720"),
+    Rule("node-pool-name", "apply", "a node pool name over 40 characters fails with 400",
+         "GoogleCloudPlatform/magic-modules PR #18477 (the limit); wording follows the "
+         "cluster-name 400", verified=False),
+    Rule("node-pool-needs-cluster", "apply", "a node pool whose cluster does not exist fails "
+         "with 404", "projects.locations.clusters.nodePools.create (the path names the "
+         "cluster)", verified=False),
+    Rule("node-pool-service-account", "apply", "a node pool running as a service account "
+         "that does not exist fails with 400", "sassoftware/viya4-iac-gcp#148"),
+    Rule("tpu-slice-total-node-count", "apply", "a multi-host TPU node pool sized only by "
+         "total_max_node_count fails with 400 'Maximum node count 0 is not a valid size'",
+         "vllm-project/ci-infra PR #545"),
+    Rule("firewall-source-range", "apply", "a firewall source range that is not a CIDR "
+         "fails with 400", "Compute Engine firewalls.insert", verified=False),
+    Rule("conflict-on-create", "apply", "creating a named object that already exists "
+         "(service account, bucket, cluster, node pool, network, ...) fails with 409",
+         "https://cloud.google.com/iam/reference/rest/v1/projects.serviceAccounts/create "
+         "(an account id 'is unique within a project'); plugin.py CONFLICT_ON_CREATE"),
+    Rule("bucket-not-empty", "destroy", "deleting a bucket that holds objects without "
+         "force_destroy fails with 409", "https://cloud.google.com/storage/docs/"
+         "deleting-buckets"),
+    Rule("cluster-deletion-protection", "destroy", "deleting a cluster whose "
+         "deletion_protection is true fails ('Cannot destroy cluster because "
+         "deletion_protection is set to true')",
+         f"{_PROVIDER} resource_container_cluster.go (the provider's Delete)"),
+    Rule("project-service-kept", "destroy", "with disable_on_destroy = false, destroying a "
+         "google_project_service leaves the API enabled",
+         f"{_PROVIDER} resource_google_project_service.go resourceGoogleProjectServiceDelete"),
+    Rule("default-log-bucket-kept", "destroy", "the _Default and _Required log buckets are "
+         "never deleted: destroy drops their config from the state only",
+         f"{_PROVIDER} resource_logging_bucket_config.go resourceLoggingBucketConfigDelete"),
+    Rule("autopilot-managed-namespaces", "cluster", "on Autopilot, writes in kube-system, "
+         "kube-public, kube-node-lease, gke-gmp-system, gke-managed-cim are refused by GKE "
+         "Warden (managed-namespaces-limitation)",
+         "terraform-google-modules/terraform-google-kubernetes-engine#2348, "
+         "cert-manager/cert-manager#3713, open-policy-agent/gatekeeper#3045, "
+         "tailscale/tailscale#9475, Dynatrace/dynatrace-operator#2194 (gke_cluster.py)"),
+    Rule("recorded-nodes", "cluster", "Nodes of a node pool carry the capacity, allocatable "
+         "and labels of real GKE Nodes of that machine type where one was recorded",
+         "recorded_nodes.yaml (each node with its source)"),
+)

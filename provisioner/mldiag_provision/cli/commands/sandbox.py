@@ -1,6 +1,8 @@
 """``mldiag-provision sandbox ls|reset -o DIR``: what the sandbox cloud of a work directory
 holds (the objects ``apply --sandbox`` made there), and emptying it. See
-:mod:`mldiag_provision.sandbox.session` for where it lives."""
+:mod:`mldiag_provision.sandbox.session` for where it lives. ``sandbox rules``: every Google
+behaviour the sandbox enforces, with its source
+(:data:`mldiag_provision.sandbox.rules.RULES`)."""
 
 from __future__ import annotations
 
@@ -16,16 +18,23 @@ NAME = "sandbox"
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(NAME, help=SUMMARIES[NAME])
-    p.add_argument("action", choices=("ls", "reset"),
-                   help="ls: list what the sandbox cloud holds; reset: empty it")
-    p.add_argument("-o", "--out", required=True, metavar="DIR",
+    p.add_argument("action", choices=("ls", "reset", "rules"),
+                   help="ls: list what the sandbox cloud holds; reset: empty it; rules: what "
+                        "the sandbox enforces, each with its source")
+    p.add_argument("-o", "--out", metavar="DIR",
                    help="the stack's work directory (its sandbox is DIR/.mldiag/sandbox)")
     p.add_argument("--output", "-O", choices=("text", "json"), default="text")
 
 
 def run(args: argparse.Namespace, out: Console) -> int:
+    from mldiag_provision.errors import UsageError
     from mldiag_provision.sandbox.session import inventory, reset, sandbox_dir
 
+    if args.action == "rules":
+        return _rules(args, out)
+    if not args.out:
+        raise UsageError(f"sandbox {args.action} needs -o DIR (the stack's work directory)",
+                         hint=f"mldiag-provision sandbox {args.action} -o out/my-stack")
     workdir = Path(args.out)
     root = sandbox_dir(workdir)
     if args.action == "reset":
@@ -48,4 +57,20 @@ def run(args: argparse.Namespace, out: Console) -> int:
         out.print(f"{'KIND':<{width}}  {'NAME':<40}  WHERE")
         for e in entries:
             out.print(f"{e.kind:<{width}}  {e.name:<40}  {e.where}")
+    return 0
+
+
+def _rules(args: argparse.Namespace, out: Console) -> int:
+    # the rule table is plain data in rules.py (no gRPC import)
+    from mldiag_provision.sandbox.rules import RULES
+
+    if args.output == "json":
+        out.print(json.dumps([{"id": r.id, "when": r.when, "what": r.what, "source": r.source,
+                               "verified": r.verified} for r in RULES], indent=2))
+        return 0
+    out.print(f"SANDBOX rules: {len(RULES)} Google Cloud behaviours the sandbox enforces")
+    for r in RULES:
+        out.print(f"{r.id} [{r.when}]{'' if r.verified else ' (wording unverified)'}")
+        out.print(f"  {r.what}")
+        out.print(f"  source: {r.source}")
     return 0
