@@ -47,6 +47,33 @@ def _ls(work: Path, env: dict[str, str]) -> list[dict[str, str]]:
     return objects
 
 
+def _processes_naming(text: str) -> list[str]:
+    """Command lines of running processes that mention ``text`` (Linux /proc)."""
+    found = []
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            argv = cmdline.read_bytes().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        if text in argv:
+            found.append(argv)
+    return found
+
+
+def _none_left(work: Path, timeout_s: float = 20.0) -> list[str]:
+    """Processes still running for the stack ``work`` (its plugins run from the sandbox's
+    provider mirror under it) once ``timeout_s`` has passed (the provider keeper stops its
+    plugins shortly after the command exits)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        left = _processes_naming(str(work))
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.5)
+
+
 def _user_env(tmp_path: Path) -> dict[str, str]:
     """The environment of a user who has (fake) Google credentials and a kubeconfig."""
     env = dict(os.environ)
@@ -105,6 +132,7 @@ def test_quick_start_apply_verify_plan_destroy_in_the_sandbox(tmp_path: Path) ->
 
     left = _ls(work, env)
     assert left and {o["kind"] for o in left} <= KEPT, left
+    assert _none_left(work) == []  # no server or plugin outlives the commands
     r = _cli("sandbox", "reset", "-o", str(work), env=env)
     assert r.returncode == 0 and "emptied" in r.stdout
     assert _ls(work, env) == []
@@ -176,3 +204,15 @@ def test_sandbox_rules_lists_each_behaviour_with_its_source(tmp_path: Path) -> N
     assert refusal is not None and "Error 409" in refusal
     text = _cli("sandbox", "rules", env=_user_env(tmp_path)).stdout
     assert text.startswith("SANDBOX rules:") and "source: " in text
+
+
+def test_a_recipe_with_remote_state_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    """The gcs backend would talk to storage.googleapis.com: refused (exit 2), nothing
+    written, no sandbox made."""
+    work = tmp_path / "stack"
+    r = _cli("plan", "recipes/tpu-v6e-4x4-multislice-autopilot.yaml", "-o", str(work),
+             "--sandbox", env=_user_env(tmp_path))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "the sandbox has no remote Terraform state yet" in r.stderr
+    assert _all_marked(r.stderr)
+    assert not work.exists()

@@ -77,6 +77,40 @@ def mark_streams(args: argparse.Namespace) -> Callable[[], None]:
     return restore
 
 
+def _refuse_unsupported(recipe: str) -> None:
+    """Stop before anything runs when the recipe needs what the sandbox does not have yet, so
+    that nothing is sent to Google: a remote Terraform state (``spec.engine.backend`` of type
+    ``gcs``: the gcs backend would talk to storage.googleapis.com) or engine ``pulumi``
+    (its providers are not doubled).
+
+    Raises:
+      UsageError: either of those.
+    """
+    import yaml
+
+    from mldiag_provision.errors import UsageError
+
+    try:
+        with open(recipe, encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+    except (OSError, yaml.YAMLError):
+        return  # the command itself reports an unreadable or invalid recipe
+    engine = ((doc or {}).get("spec") or {}).get("engine") if isinstance(doc, dict) else None
+    if not isinstance(engine, dict):
+        return
+    name = engine.get("name") or "terraform"
+    backend = (engine.get("backend") or {}).get("type") if isinstance(
+        engine.get("backend"), dict) else None
+    if name != "terraform":
+        raise UsageError(f"the sandbox runs engine terraform only; {recipe} uses engine "
+                         f"{name!r}", hint="try the sandbox with a terraform recipe")
+    if backend not in (None, "local"):
+        raise UsageError(f"the sandbox has no remote Terraform state yet: {recipe} keeps its "
+                         f"state in a {backend!r} backend (spec.engine.backend), which would "
+                         "reach Google", hint="run the sandbox on a copy of the recipe "
+                                              "without spec.engine.backend")
+
+
 def wrap(run: Callable[[argparse.Namespace, Console], int]
          ) -> Callable[[argparse.Namespace, Console], int]:
     """``run`` inside the sandbox of ``args.out``, after the banner.
@@ -93,6 +127,7 @@ def wrap(run: Callable[[argparse.Namespace, Console], int]
                              "in the stack's work directory",
                              hint=f"mldiag-provision {args.command} {args.recipe} -o DIR "
                                   "--sandbox")
+        _refuse_unsupported(args.recipe)
         with session(Path(args.out)) as sb:
             sys.stderr.write(f"SANDBOX: {args.command} runs against a local double of Google "
                              f"Cloud kept in {sb.root} (no credentials read, nothing sent to "
