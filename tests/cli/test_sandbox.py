@@ -152,6 +152,7 @@ def test_session_scrubs_credentials_and_restores_the_environment(
     API server no longer answers."""
     import socket
 
+    from mldiag_provision.errors import ConflictError
     from mldiag_provision.sandbox.session import session
 
     monkeypatch.setenv("GOOGLE_APPLICATION_CREDENTIALS", "/real/key.json")
@@ -169,6 +170,10 @@ def test_session_scrubs_credentials_and_restores_the_environment(
         assert os.environ["MLDIAG_OFFLINE"] == "1"
         host, port = sb.apiserver.split(":")
         assert host == "127.0.0.1"
+        # one command at a time per sandbox
+        with pytest.raises(ConflictError, match="another command is running"), \
+                session(tmp_path / "stack"):
+            pass
     assert dict(os.environ) == before
     with socket.socket() as s:  # nothing listens any more
         assert s.connect_ex((host, int(port))) != 0

@@ -178,7 +178,8 @@ def session(workdir: Path) -> Iterator[Running]:
     (and put back afterwards), servers stopped on the way out.
 
     Raises:
-      UsageError: the ``[sandbox]`` extra is not installed, or Terraform is missing.
+      UsageError: the ``[sandbox]`` extra is not installed.
+      ConflictError: another command is running in this sandbox.
     """
     import importlib.util
 
@@ -188,12 +189,42 @@ def session(workdir: Path) -> Iterator[Running]:
     if missing:
         raise UsageError(f"the sandbox needs the [sandbox] extra ({', '.join(missing)} "
                          "missing)", hint="pip install 'mldiag-provision[sandbox]'")
-    from mldiag_provision.sandbox.gcs import GcsStandIn
-    from mldiag_provision.sandbox.mirror import install
-
     root = sandbox_dir(workdir)
     root.mkdir(parents=True, exist_ok=True)
     root.chmod(0o700)
+    with _exclusive(root):
+        yield from _serve(root)
+
+
+@contextlib.contextmanager
+def _exclusive(root: Path) -> Iterator[None]:
+    """One command at a time per sandbox (its API server port and its saved objects are the
+    sandbox's own).
+
+    Raises:
+      ConflictError: another command holds the sandbox.
+    """
+    import fcntl
+
+    from mldiag_provision.errors import ConflictError
+
+    fd = os.open(root / "lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            raise ConflictError(f"another command is running in the sandbox {root}",
+                                hint="wait for it to finish, then run this again") from None
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _serve(root: Path) -> Iterator[Running]:
+    """The body of :func:`session` once the sandbox is held."""
+    from mldiag_provision.sandbox.gcs import GcsStandIn
+    from mldiag_provision.sandbox.mirror import install
+
     cloud = root / "cloud"
     cloud.mkdir(exist_ok=True)
     gcloud = root / "gcloud"
@@ -292,11 +323,18 @@ def reset(workdir: Path) -> int:
     """Empty the sandbox cloud of ``workdir`` (every Google Cloud, Cloud Storage and
     Kubernetes object); the provider mirror, certificates and token stay. Returns how many
     objects were removed. The stack's Terraform state is not touched: its next plan finds
-    the objects gone and plans to create them again."""
+    the objects gone and plans to create them again.
+
+    Raises:
+      ConflictError: a command is running in this sandbox.
+    """
     import shutil
 
     root = sandbox_dir(workdir)
-    count = len(inventory(workdir))
-    shutil.rmtree(root / "cloud", ignore_errors=True)
-    (root / KUBE_OBJECTS).unlink(missing_ok=True)
+    if not root.is_dir():
+        return 0
+    with _exclusive(root):
+        count = len(inventory(workdir))
+        shutil.rmtree(root / "cloud", ignore_errors=True)
+        (root / KUBE_OBJECTS).unlink(missing_ok=True)
     return count
