@@ -156,7 +156,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("wheels", nargs="+")
     p.add_argument("--out", default="-")
     a = p.parse_args(argv)
-    doc = {"_meta": {"generator": "mldiag_provision/sandbox/extract_provider_config.py"}}
+    doc = {"_meta": {
+        "generator": "provisioner/mldiag_provision/sandbox/extract_provider_config.py"}}
     for w in a.wheels:
         cfg = extract(w)
         doc[cfg["provider"].split("/")[-1]] = cfg
