@@ -221,3 +221,41 @@ def test_a_recipe_with_remote_state_is_refused_before_anything_runs(tmp_path: Pa
     assert "the sandbox has no remote Terraform state yet" in r.stderr
     assert _all_marked(r.stderr)
     assert not work.exists()
+
+
+def test_serve_and_kubeconfig_let_a_client_use_the_sandbox_cluster(tmp_path: Path) -> None:
+    """``sandbox serve`` keeps the cluster's API server up (foreground) until SIGTERM;
+    ``sandbox kubeconfig`` points a client at it; what the client created is kept (``sandbox
+    ls`` lists it after the server stopped)."""
+    import signal
+
+    from kubernetes import client, config
+
+    from mldiag_provision.sandbox.gke_cluster import seed_gke_cluster
+    from mldiag_provision.sandbox.session import sandbox_dir
+
+    env = _user_env(tmp_path)
+    work = tmp_path / "stack"
+    seed_gke_cluster(sandbox_dir(work) / "cloud", project="p", location="us-central2",
+                     name="c")
+    serve = subprocess.Popen([sys.executable, "-m", "mldiag_provision", "sandbox", "serve",
+                              "-o", str(work)], cwd=REPO_ROOT, env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert serve.stdout is not None
+        first = serve.stdout.readline()
+        assert first.startswith("SANDBOX cluster API server at https://127.0.0.1:"), first
+        r = _cli("sandbox", "kubeconfig", "-o", str(work), env=env)
+        assert r.returncode == 0, r.stderr
+        api = client.CoreV1Api(config.new_client_from_config(config_file=r.stdout.strip()))
+        assert "kube-system" in {n.metadata.name for n in api.list_namespace().items}
+        api.create_namespace({"metadata": {"name": "mine"}})
+        api.create_namespaced_config_map("mine", {"metadata": {"name": "hello"},
+                                                  "data": {"a": "b"}})
+    finally:
+        serve.send_signal(signal.SIGTERM)
+        out, err = serve.communicate(timeout=30)
+    assert serve.returncode == 0, err
+    assert "stopped; its objects are kept" in out
+    held = {(o["kind"], o["name"]) for o in _ls(work, env)}
+    assert {("Namespace", "mine"), ("ConfigMap", "mine/hello")} <= held, held

@@ -338,3 +338,31 @@ def reset(workdir: Path) -> int:
         shutil.rmtree(root / "cloud", ignore_errors=True)
         (root / KUBE_OBJECTS).unlink(missing_ok=True)
     return count
+
+
+def kubeconfig(workdir: Path, path: Path | None = None, *, endpoint: str | None = None) -> Path:
+    """Write a kubeconfig for the sandbox cluster of ``workdir`` (context ``sandbox``: the API
+    server's address, its CA, the bearer token) to ``path`` (default
+    ``DIR/.mldiag/sandbox/kubeconfig``, mode 0600) and return where. It answers while a
+    command runs in the sandbox, or ``mldiag-provision sandbox serve -o DIR``.
+
+    ``endpoint``: ``host:port`` of a running server (default: the recorded port)."""
+    import base64
+
+    root = sandbox_dir(workdir)
+    root.mkdir(parents=True, exist_ok=True)
+    doc = _api_settings(root)
+    ca = (root / "apiserver-ca.pem").read_bytes()
+    server = "https://" + (endpoint or f"127.0.0.1:{doc['port']}")
+    config = {
+        "apiVersion": "v1", "kind": "Config", "current-context": "sandbox",
+        "clusters": [{"name": "sandbox", "cluster": {
+            "server": server, "certificate-authority-data": base64.b64encode(ca).decode()}}],
+        "users": [{"name": "sandbox", "user": {"token": str(doc["token"])}}],
+        "contexts": [{"name": "sandbox", "context": {"cluster": "sandbox", "user": "sandbox"}}],
+    }
+    target = path or root / "kubeconfig"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.touch(mode=0o600)
+    target.write_text(json.dumps(config, indent=1), encoding="utf-8")
+    return target

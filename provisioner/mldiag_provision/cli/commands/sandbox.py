@@ -18,9 +18,13 @@ NAME = "sandbox"
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(NAME, help=SUMMARIES[NAME])
-    p.add_argument("action", choices=("ls", "reset", "rules"),
+    p.add_argument("action", choices=("ls", "reset", "rules", "kubeconfig", "serve"),
                    help="ls: list what the sandbox cloud holds; reset: empty it; rules: what "
-                        "the sandbox enforces, each with its source")
+                        "the sandbox enforces, each with its source; kubeconfig: write a "
+                        "kubeconfig for its cluster; serve: keep its cluster's API server "
+                        "running (foreground, until Ctrl-C) for kubectl")
+    p.add_argument("--kubeconfig-out", metavar="PATH",
+                   help="kubeconfig: where to write it (default DIR/.mldiag/sandbox/kubeconfig)")
     p.add_argument("-o", "--out", metavar="DIR",
                    help="the stack's work directory (its sandbox is DIR/.mldiag/sandbox)")
     p.add_argument("--output", "-O", choices=("text", "json"), default="text")
@@ -28,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace, out: Console) -> int:
     from mldiag_provision.errors import UsageError
-    from mldiag_provision.sandbox.session import inventory, reset, sandbox_dir
+    from mldiag_provision.sandbox.session import inventory, kubeconfig, reset, sandbox_dir
 
     if args.action == "rules":
         return _rules(args, out)
@@ -37,6 +41,12 @@ def run(args: argparse.Namespace, out: Console) -> int:
                          hint=f"mldiag-provision sandbox {args.action} -o out/my-stack")
     workdir = Path(args.out)
     root = sandbox_dir(workdir)
+    target = Path(args.kubeconfig_out) if args.kubeconfig_out else None
+    if args.action == "kubeconfig":
+        out.print(str(kubeconfig(workdir, target)))
+        return 0
+    if args.action == "serve":
+        return _serve(workdir, target, out)
     if args.action == "reset":
         removed = reset(workdir)
         if args.output == "json":
@@ -73,4 +83,28 @@ def _rules(args: argparse.Namespace, out: Console) -> int:
         out.print(f"{r.id} [{r.when}]{'' if r.verified else ' (wording unverified)'}")
         out.print(f"  {r.what}")
         out.print(f"  source: {r.source}")
+    return 0
+
+
+def _serve(workdir: Path, target: Path | None, out: Console) -> int:
+    """The sandbox cluster's API server in the foreground until Ctrl-C or SIGTERM; what
+    kubectl changed is kept for the next command (exit 0)."""
+    import contextlib
+    import signal
+    import threading
+
+    from mldiag_provision.sandbox.session import kubeconfig, session
+
+    def stop(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    signal.signal(signal.SIGTERM, stop)
+    with session(workdir) as sb:
+        path = kubeconfig(workdir, target, endpoint=sb.apiserver)
+        out.print(f"SANDBOX cluster API server at https://{sb.apiserver} (kubeconfig: {path}); "
+                  "Ctrl-C stops it")
+        out.stream.flush()
+        with contextlib.suppress(KeyboardInterrupt):
+            threading.Event().wait()
+    out.print("SANDBOX cluster API server stopped; its objects are kept")
     return 0
