@@ -41,6 +41,8 @@ def _no_live_google_checks(monkeypatch: pytest.MonkeyPatch) -> None:
     clients at mldiag_provision/sandbox/gcp_apis.py with ``MLDIAG_GOOGLE_API_ENDPOINT``."""
     monkeypatch.setenv("MLDIAG_OFFLINE", "1")
     monkeypatch.delenv("MLDIAG_GOOGLE_API_ENDPOINT", raising=False)
+    # a developer's MLDIAG_SANDBOX=1 must not turn every engine test into a sandbox run
+    monkeypatch.delenv("MLDIAG_SANDBOX", raising=False)
 
 
 @pytest.fixture(scope="session")
