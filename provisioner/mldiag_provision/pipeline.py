@@ -80,12 +80,16 @@ def check_text(text: str, file: str, catalog: Catalog | None = None) -> CheckRes
 def warm_up() -> None:
     """Load now what checking recipes loads on first use: the catalogs, the places facts
     (regions, zones, GKE limits), the recipe validator, the orchestrator units (their
-    modules), the blueprints and the Slurm facts
-    (not the engine units: checks need only their names,
+    modules), the blueprints, the Slurm facts and the cluster model's modules that its
+    steps import on first use (not the engine units: checks need only their names,
     :mod:`mldiag_provision.engine_names`). ``validate --jobs`` calls it before its workers
     fork, so that they share one copy instead of each loading its own
     (tests/unit/test_batch.py checks that a check afterwards imports no module of the
     package)."""
+    import mldiag_provision.cluster.affinity
+    import mldiag_provision.cluster.autopilot
+    import mldiag_provision.cluster.wiring
+    import mldiag_provision.lint.wiring_rules  # noqa: F401
     from mldiag_provision import orchestrators
     from mldiag_provision.catalog.gpu import load_gpu_catalog
     from mldiag_provision.catalog.names import load_name_limits

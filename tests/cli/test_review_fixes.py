@@ -46,9 +46,12 @@ def test_sarif_output_on_a_usage_error_is_still_a_sarif_log(tmp_path: Path, caps
 
 
 def test_multi_node_gpu_job_gets_rendezvous_env(tmp_path: Path, capsys) -> None:
+    # the bundled recipe runs a JobSet; as a Job it gets a headless Service instead
+    recipe = tmp_path / "job.yaml"
+    recipe.write_text((ROOT / "recipes" / "gpu-h100-autopilot.yaml").read_text()
+                      .replace("      kind: JobSet\n", "      kind: Job\n"))
     out = tmp_path / "stack"
-    assert main(["render", str(ROOT / "recipes" / "gpu-h100-autopilot.yaml"), "-o",
-                 str(out)]) == 0
+    assert main(["render", str(recipe), "-o", str(out)]) == 0
     capsys.readouterr()
     docs = list(yaml.safe_load_all((out / "k8s/workloads/llm-finetune.yaml").read_text()))
     service = next(d for d in docs if d["kind"] == "Service")
@@ -58,3 +61,26 @@ def test_multi_node_gpu_job_gets_rendezvous_env(tmp_path: Path, capsys) -> None:
     assert env["NNODES"]["value"] == "2"
     assert "job-completion-index" in env["NODE_RANK"]["valueFrom"]["fieldRef"]["fieldPath"]
     assert job["spec"]["template"]["spec"]["subdomain"] == service["metadata"]["name"]
+
+
+def test_multi_node_gpu_jobset_gets_rendezvous_env(tmp_path: Path, capsys) -> None:
+    """A JobSet of one GPU slice: pod 0 is <jobset>-slice-0-0 under the subdomain <jobset>
+    (JobSet's DNS hostnames), the rank the child Job's completion index; before, a JobSet
+    got no MASTER_ADDR/NNODES/NODE_RANK, so torchrun's $(MASTER_ADDR) stayed literal."""
+    out = tmp_path / "stack"
+    assert main(["render", str(ROOT / "recipes" / "gpu-h100-autopilot.yaml"), "-o",
+                 str(out)]) == 0
+    capsys.readouterr()
+    docs = list(yaml.safe_load_all((out / "k8s/workloads/llm-finetune.yaml").read_text()))
+    assert [d["kind"] for d in docs] == ["JobSet"]
+    [rjob] = docs[0]["spec"]["replicatedJobs"]
+    assert rjob["name"] == "slice" and rjob["replicas"] == 1
+    job = rjob["template"]["spec"]
+    assert job["completionMode"] == "Indexed"
+    env = {e["name"]: e for e in job["template"]["spec"]["containers"][0]["env"]}
+    assert env["MASTER_ADDR"]["value"] == "llm-finetune-slice-0-0.llm-finetune"
+    assert env["MASTER_PORT"]["value"] == "29500"
+    assert env["NNODES"]["value"] == "2"
+    assert env["NODE_RANK"]["valueFrom"]["fieldRef"]["fieldPath"] == \
+        "metadata.annotations['batch.kubernetes.io/job-completion-index']"
+    assert "subdomain" not in job["template"]["spec"]  # JobSet sets the pods' subdomain

@@ -62,11 +62,20 @@ def test_a3_ultra_renders_rdma_networks_cluster_and_pool(tmp_path: Path) -> None
     assert image.endswith("nccl-plugin-gib:v1.0.3")  # pinned upstream tag
 
 
+def _pod_template(files: dict) -> dict:
+    """The pod template of the rendered pretrain workload (the bundled GPU recipes run a
+    JobSet of one slice; a Job keeps it at spec.template)."""
+    [obj] = [o for o in yaml.safe_load_all(files["k8s/workloads/pretrain.yaml"])
+             if o["kind"] in ("Job", "JobSet")]
+    if obj["kind"] == "JobSet":
+        [rjob] = obj["spec"]["replicatedJobs"]
+        return rjob["template"]["spec"]["template"]
+    return obj["spec"]["template"]
+
+
 def test_workload_pods_carry_the_interface_annotations() -> None:
     files = render_files(A3_ULTRA)
-    job = next(o for o in yaml.safe_load_all(files["k8s/workloads/pretrain.yaml"])
-               if o["kind"] == "Job")
-    ann = job["spec"]["template"]["metadata"]["annotations"]
+    ann = _pod_template(files)["metadata"]["annotations"]
     assert ann["networking.gke.io/default-interface"] == "eth0"
     ifaces = json.loads(ann["networking.gke.io/interfaces"])
     assert ifaces[0] == {"interfaceName": "eth0", "network": "default"}
@@ -81,9 +90,7 @@ def test_a3_mega_gets_tcpxo_daemon_and_nri_injector() -> None:
     objs = list(yaml.safe_load_all(files["k8s/workloads/00-gpu-networking.yaml"]))
     names = {o["metadata"]["name"] for o in objs if o["kind"] == "DaemonSet"}
     assert names == {"nccl-tcpxo-installer", "device-injector"}
-    job = next(o for o in yaml.safe_load_all(files["k8s/workloads/pretrain.yaml"])
-               if o["kind"] == "Job")
-    pod = job["spec"]["template"]
+    pod = _pod_template(files)
     assert "devices.gke.io/container.tcpxo-daemon" in pod["metadata"]["annotations"]
     sidecar = pod["spec"]["initContainers"][0]
     assert sidecar["name"] == "tcpxo-daemon" and sidecar["restartPolicy"] == "Always"

@@ -508,6 +508,35 @@ def test_region_without_workload_monitoring(recipe: dict) -> None:
     assert "us-central1" in (p.expected or "")
 
 
+def _v4(recipe: dict, region: str = "us-central2") -> dict:
+    recipe["spec"]["region"] = region
+    recipe["spec"]["slices"] = [{"name": "v4", "tpu": "v4", "topology": "2x2x4"}]
+    recipe["spec"]["workloads"] = [{"name": "w", "slice": "v4", "image": "python:3.12",
+                                    "chipsPerPod": 4, "kind": "JobSet"}]
+    return recipe
+
+
+def test_region_only_the_tpu_is_offered_in_is_a_note(recipe: dict) -> None:
+    # TPU v4: us-central2-b only (tpu.yaml zones; places.yaml tpuOnlyRegions, CTPU-REGIONS)
+    p = only(check(_v4(recipe)), "diagnostics", "spec.region", Severity.INFO)
+    assert "no ML Diagnostics workload monitoring" in p.message
+    assert "lists TPU v4 in us-central2 only" in p.message
+    assert "us-central1" in (p.expected or "")
+
+
+def test_region_note_needs_every_slice_to_be_such_a_tpu(recipe: dict) -> None:
+    # a v5e slice could run elsewhere (us-central1-a ...): then the region is a choice
+    _v4(recipe)["spec"]["slices"].append({"name": "s8", "tpu": "v5e", "topology": "2x4",
+                                          "chipsPerVm": 8})
+    p = only(check(recipe), "diagnostics", "spec.region", WARNING)
+    assert "lists TPU" not in p.message
+
+
+def test_mlrun_region_is_never_forced_by_the_tpu(recipe: dict) -> None:
+    _v4(recipe)["spec"]["diagnostics"]["mlrunRegion"] = "us-central2"
+    only(check(recipe), "diagnostics", "spec.diagnostics.mlrunRegion", WARNING)
+
+
 def test_mlrun_region_without_workload_monitoring(recipe: dict) -> None:
     recipe["spec"]["diagnostics"]["mlrunRegion"] = "asia-east1"
     only(check(recipe), "diagnostics", "spec.diagnostics.mlrunRegion", WARNING)

@@ -68,6 +68,31 @@ def test_base_recipe_is_clean(recipe: dict) -> None:
     assert "project-wide" in problems[0].message
 
 
+def test_waiving_the_default_sa_policy_makes_the_grant_a_note(recipe: dict) -> None:
+    reason = "the managed Slurm API has no field for the nodes' service account"
+    recipe["spec"]["policy"] = {"waivers": [{"rule": "no-default-compute-sa",
+                                             "reason": reason}]}
+    p = only(check(recipe), "slurm-orchestrator", "spec.slurm", Severity.INFO)
+    assert "project-wide" in p.message
+    assert f"accepted in spec.policy.waivers (no-default-compute-sa): {reason}" in p.message
+
+
+def test_a_waiver_of_another_policy_rule_keeps_the_warning(recipe: dict) -> None:
+    recipe["spec"]["policy"] = {"waivers": [{"rule": "required-labels",
+                                             "reason": "labels come from the org policy"}]}
+    p = only(check(recipe), "slurm-orchestrator", "spec.slurm", WARNING)
+    assert "waivers" not in p.message
+
+
+def test_the_waiver_does_not_cover_a_named_node_account(recipe: dict) -> None:
+    # the policy rule does not fire for a named account; the warning is then about the API
+    recipe["spec"]["slurm"]["nodeServiceAccount"] = "nodes@my-ml-project.iam.gserviceaccount.com"
+    recipe["spec"]["policy"] = {"waivers": [{"rule": "no-default-compute-sa",
+                                             "reason": "kept from an earlier stack"}]}
+    p = only(check(recipe), "slurm-orchestrator", "spec.slurm.nodeServiceAccount", WARNING)
+    assert "check that they do" in p.message
+
+
 def test_node_identity_warning_can_be_avoided_by_turning_diagnostics_off(recipe: dict) -> None:
     recipe["spec"]["diagnostics"] = {"enabled": False}
     assert [p for p in check(recipe) if p.rule == "slurm-orchestrator"] == []

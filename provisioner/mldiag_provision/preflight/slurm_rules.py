@@ -111,16 +111,37 @@ def orchestrator(ctx: Context) -> Iterator[Problem]:
     if spec.diagnostics.enabled and agents != "none":
         # the Cluster Director API has no field for the nodes' identity (slurm.yaml, L)
         who = sa or "the project's Compute Engine default service account"
+        waived = _default_sa_waiver(ctx) if sa is None else None
         yield ctx.problem(
             "slurm-orchestrator", ("spec", "slurm") if sa is None
             else ("spec", "slurm", "nodeServiceAccount"),
             f"the ML Diagnostics roles are granted project-wide to {who}: every VM running "
             "as it can then write MLRuns, logs and objects in every bucket of the project"
             + ("" if sa is None else "; and the cluster API cannot make the nodes run as "
-               "this account, so check that they do"),
-            severity=Severity.WARNING, value=sa,
+               "this account, so check that they do")
+            + (f"; accepted in spec.policy.waivers ({DEFAULT_SA_POLICY}): {waived}"
+               if waived else ""),
+            # the recipe's waiver of the policy rule on the same grant, with its reason, is
+            # the recorded decision: a note then, not a warning
+            severity=Severity.INFO if waived else Severity.WARNING, value=sa,
             hint="use a dedicated project for the cluster, or narrow the storage grant to "
                  "the profiles bucket after apply")
+
+
+# The policy gate's rule on the same grant (policies/mldiag/default_sa.rego: Slurm nodes run
+# as the Compute Engine default service account, which the stack grants the workload roles).
+DEFAULT_SA_POLICY = "no-default-compute-sa"
+
+
+def _default_sa_waiver(ctx: Context) -> str | None:
+    """The reason of the recipe's ``spec.policy.waivers`` entry for
+    :data:`DEFAULT_SA_POLICY`, or None. Only that one rule: a waiver of another policy rule
+    says nothing about this grant."""
+    policy = ctx.recipe.spec.policy
+    for w in policy.waivers if policy is not None else ():
+        if w.rule == DEFAULT_SA_POLICY:
+            return " ".join(w.reason.split())
+    return None
 
 
 @rule("slurm-tpu")

@@ -271,13 +271,41 @@ def diagnostics(ctx: Context) -> Iterator[Problem]:
     for path, region in (((*base, "mlrunRegion"), diag.mlrun_region),
                          (("spec", "region"), spec.region)):
         if region and region not in regions:
+            forced = _tpus_only_in(ctx, region) if path == ("spec", "region") else []
             yield ctx.problem(
                 "diagnostics", path,
-                f"region '{region}' has no ML Diagnostics workload monitoring (GA regions only)",
-                value=region, expected=", ".join(regions), severity=Severity.WARNING,
+                f"region '{region}' has no ML Diagnostics workload monitoring (GA regions only)"
+                + (f"; the catalog lists TPU {', '.join(forced)} in {region} only, so no "
+                   "other region runs these slices" if forced else ""),
+                value=region, expected=", ".join(regions),
+                # a note, not a warning, where the slices' TPU leaves no choice of region
+                severity=Severity.INFO if forced else Severity.WARNING,
                 source=ctx.catalog.source_url(regions_fact["source"]),
                 hint="MLRuns, SDK metrics and profiles still work; automatic workload "
                      "monitoring does not")
+
+
+def _tpus_only_in(ctx: Context, region: str) -> list[str]:
+    """The TPU versions of the recipe's slices when every slice is a TPU whose catalog zones
+    (tpu.yaml ``versions.<v>.zones``) all lie in ``region`` and ``region`` is one only TPUs
+    use (places.yaml ``tpuOnlyRegions``: us-central2 hosts TPU v4 only, whose one zone is
+    us-central2-b, CTPU-REGIONS); else ``[]``: another region could run the slices.
+    """
+    from mldiag_provision.catalog.places import places
+
+    if region not in places().tpu_only or not ctx.recipe.spec.slices:
+        return []
+    found: list[str] = []
+    for i in range(len(ctx.recipe.spec.slices)):
+        shape = ctx.shapes.get(i)
+        if shape is None:  # a GPU slice, or a TPU the catalog does not resolve
+            return []
+        zones = [str(z) for z in ((shape.version.raw.get("zones") or {}).get("values") or [])]
+        if not zones or any(z.rsplit("-", 1)[0] != region for z in zones):
+            return []
+        if shape.version.key not in found:
+            found.append(shape.version.key)
+    return found
 
 
 @rule("labels")

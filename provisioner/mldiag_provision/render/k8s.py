@@ -76,7 +76,8 @@ def _container(plan: WorkloadSource, w: WorkloadPlan, multi_host: bool) -> dict[
                 env.append({"name": name, "value": value})
     if w.kind == "JobSet" and w.slices > 1:
         env.extend(_megascale_env(w))
-    if w.resource != TPU_RESOURCE and multi_host and w.headless_service:
+    if w.resource != TPU_RESOURCE and multi_host and (
+            w.headless_service or (w.kind == "JobSet" and w.slices == 1)):
         env.extend(_rendezvous_env(plan, w))
     ports = []
     if w.resource == TPU_RESOURCE:
@@ -144,14 +145,22 @@ RENDEZVOUS_PORT = 29500
 
 
 def _rendezvous_env(plan: WorkloadSource, w: WorkloadPlan) -> list[dict[str, Any]]:
-    """Multi-node GPU Job: where pod 0 is, and this pod's rank, for torchrun / JAX.
+    """Multi-node GPU Job, or JobSet of one slice: where pod 0 is, and this pod's rank, for
+    torchrun / JAX.
 
-    Pod 0 of an Indexed Job is ``<job>-0.<headless service>``; the index is the annotation
-    ``batch.kubernetes.io/job-completion-index`` (Kubernetes Indexed Job docs). Use them as
+    Pod 0 of an Indexed Job is ``<job>-0.<headless service>``; a JobSet's pods are
+    ``<jobset>-<replicated job>-<job index>-<pod index>`` under the subdomain ``<jobset>``
+    (JobSet's DNS hostnames, on by default; its PyTorch example's MASTER_ADDR
+    ``pytorch-workers-0-0.pytorch``), so pod 0 of our one ``slice`` job is
+    ``<jobset>-slice-0-0.<jobset>``. The rank is the annotation
+    ``batch.kubernetes.io/job-completion-index`` of the Indexed (child) Job (Kubernetes
+    Indexed Job docs). Use them as
     ``torchrun --nnodes=$(NNODES) --node-rank=$(NODE_RANK) --master-addr=$(MASTER_ADDR)``.
     """
+    pod0 = (f"{w.name}-slice-0-0.{w.name}" if w.kind == "JobSet"
+            else f"{w.name}-0.{w.headless_service}")
     return [
-        {"name": "MASTER_ADDR", "value": f"{w.name}-0.{w.headless_service}"},
+        {"name": "MASTER_ADDR", "value": pod0},
         {"name": "MASTER_PORT", "value": str(RENDEZVOUS_PORT)},
         {"name": "NNODES", "value": str(w.pods_per_slice)},
         {"name": "NODE_RANK", "valueFrom": {"fieldRef": {

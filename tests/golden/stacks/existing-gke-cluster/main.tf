@@ -2,7 +2,8 @@
 # Stack "existing-cluster": ML Diagnostics for an existing Kubernetes cluster (none is created).
 #   - slice v5e-4: v5e 2x2 = 4 chips: 1 x ct5lp-hightpu-4t (4 chips per VM; single-host, 1 VM)
 #   - ML Diagnostics agents: managed (existing GKE cluster: the add-on is assumed on (turn it on with gcloud beta container clusters update CLUSTER --enable-managed-mldiagnostics); `verify` checks it)
-#   - workload eval: Job, 1 pod(s) per slice x 1 slice(s), 4 chips per pod
+#   - workload eval: JobSet, 1 pod(s) per slice x 1 slice(s), 4 chips per pod
+#   - cluster add-on for JobSet workloads: jobset 0.9.0 (oci://registry.k8s.io/jobset/charts/jobset; CRD jobsets.jobset.x-k8s.io), installed by the agents stage before the workload namespace
 
 locals {
   project_id = "my-ml-project"

@@ -8,7 +8,8 @@
 #   - firewall rule from the control plane to the nodes on TCP 9443 (in-cluster webhooks; a private cluster's control plane reaches nodes only on 443 and 10250 otherwise)
 #   - slice a3u: 1 node pool(s) of 2 x a3-ultragpu-8g in us-east5-a, no placement policy, capacity queued
 #   - slice a3u: gpudirect-rdma (auto: a3-ultragpu-8g has gpudirect-rdma): 9 extra NICs on 2 VPC(s) from 192.168.0.0/18; cluster multi-networking with Dataplane V2
-#   - workload pretrain: Job, 2 pod(s) per slice x 1 slice(s), 8 GPUs per pod
+#   - workload pretrain: JobSet, 2 pod(s) per slice x 1 slice(s), 8 GPUs per pod
+#   - cluster add-on for JobSet workloads: jobset 0.9.0 (oci://registry.k8s.io/jobset/charts/jobset; CRD jobsets.jobset.x-k8s.io), installed by the agents stage before the workload namespace
 #   - cluster add-on for Kueue-queued workloads: kueue 0.19.2 (oci://registry.k8s.io/kueue/charts/kueue; CRD clusterqueues.kueue.x-k8s.io), installed by the agents stage before the workload namespace
 #   - queued capacity: Kueue LocalQueue mldiag/mldiag-queued -> ClusterQueue mldiag-queued with the ProvisioningRequest admission check (queued-provisioning.gke.io, nvidia.com/gpu); applied with the workloads (k8s/workloads/00-kueue.yaml, first), which are created suspended and carry the queue-name label
 

@@ -5,9 +5,11 @@
 #   - ML Diagnostics agents: managed (the cluster's GKE version allows the GKE-managed add-on)
 #   - nodes run as a dedicated service account gpu-a3-ultra-standard-nodes with roles/container.defaultNodeServiceAccount, roles/artifactregistry.reader (never the Compute Engine default one)
 #   - private nodes (internal IPs only), Cloud NAT for image pulls; public endpoint kept
+#   - firewall rule from the control plane to the nodes on TCP 9443 (in-cluster webhooks; a private cluster's control plane reaches nodes only on 443 and 10250 otherwise)
 #   - slice a3u: 1 node pool(s) of 2 x a3-ultragpu-8g in us-east5-a, no placement policy, capacity reservation
 #   - slice a3u: gpudirect-rdma (auto: a3-ultragpu-8g has gpudirect-rdma): 9 extra NICs on 2 VPC(s) from 192.168.0.0/18; cluster multi-networking with Dataplane V2
-#   - workload pretrain: Job, 2 pod(s) per slice x 1 slice(s), 8 GPUs per pod
+#   - workload pretrain: JobSet, 2 pod(s) per slice x 1 slice(s), 8 GPUs per pod
+#   - cluster add-on for JobSet workloads: jobset 0.9.0 (oci://registry.k8s.io/jobset/charts/jobset; CRD jobsets.jobset.x-k8s.io), installed by the agents stage before the workload namespace
 
 locals {
   project_id = "my-ml-project"
@@ -178,10 +180,10 @@ module "private_access" {
   cluster              = module.cluster.name
   router_name          = "gpu-a3-ultra-standard-router"
   nat_name             = "gpu-a3-ultra-standard-nat"
-  firewall_name        = null
-  webhook_ports        = []
-  control_plane_cidr   = null
-  node_service_account = null
+  firewall_name        = "gpu-a3-ultra-standard-webhooks"
+  webhook_ports        = [9443]
+  control_plane_cidr   = module.cluster.control_plane_cidr
+  node_service_account = module.cluster.node_service_account
 }
 
 # The workload's Google service account, its ML Diagnostics roles, and the Workload

@@ -9,7 +9,7 @@
 
 locals {
   project_id = "my-ml-project"
-  region     = "us-west4"
+  region     = "us-central1"
   labels     = { "managed-by" = "mldiag-provision", "mldiag-stack" = "tpu-v5e-single-host" }
 }
 
@@ -42,7 +42,7 @@ module "profiles_bucket" {
 
   project_id    = local.project_id
   name          = "my-ml-project-v5e-profiles"
-  location      = "US-WEST4"
+  location      = "US-CENTRAL1"
   create        = true
   force_destroy = false
   labels        = local.labels
@@ -65,7 +65,7 @@ module "cluster" {
 
   project_id                    = local.project_id
   name                          = "tpu-v5e-single-host"
-  region                        = "us-west4"
+  region                        = "us-central1"
   release_channel               = "REGULAR"
   min_master_version            = "1.35.0-gke.3065000"
   deletion_protection           = true

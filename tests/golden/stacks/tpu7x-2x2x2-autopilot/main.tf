@@ -5,7 +5,9 @@
 #   - ML Diagnostics agents: managed (the cluster's GKE version allows the GKE-managed add-on)
 #   - nodes run as a dedicated service account tpu7x-ironwood-nodes with roles/container.defaultNodeServiceAccount, roles/artifactregistry.reader (never the Compute Engine default one)
 #   - private nodes (internal IPs only), Cloud NAT for image pulls; public endpoint kept
-#   - workload jax-smoke: Job, 2 pod(s) per slice x 1 slice(s), 4 chips per pod
+#   - firewall rule from the control plane to the nodes on TCP 9443 (in-cluster webhooks; a private cluster's control plane reaches nodes only on 443 and 10250 otherwise)
+#   - workload jax-smoke: JobSet, 2 pod(s) per slice x 1 slice(s), 4 chips per pod
+#   - cluster add-on for JobSet workloads: jobset 0.9.0 (oci://registry.k8s.io/jobset/charts/jobset; CRD jobsets.jobset.x-k8s.io), installed by the agents stage before the workload namespace
 
 locals {
   project_id = "my-ml-project"
@@ -94,10 +96,10 @@ module "private_access" {
   cluster              = module.cluster.name
   router_name          = "tpu7x-ironwood-router"
   nat_name             = "tpu7x-ironwood-nat"
-  firewall_name        = null
-  webhook_ports        = []
-  control_plane_cidr   = null
-  node_service_account = null
+  firewall_name        = "tpu7x-ironwood-webhooks"
+  webhook_ports        = [9443]
+  control_plane_cidr   = module.cluster.control_plane_cidr
+  node_service_account = module.cluster.node_service_account
 }
 
 # The workload's Google service account, its ML Diagnostics roles, and the Workload

@@ -6,7 +6,7 @@
 # providers from resources of the same apply.
 provider "google" {
   project = "my-ml-project"
-  region  = "us-west4"
+  region  = "us-central1"
 }
 
 data "google_client_config" "current" {}
@@ -14,7 +14,7 @@ data "google_client_config" "current" {}
 data "google_container_cluster" "this" {
   project  = "my-ml-project"
   name     = "tpu-v5e-single-host"
-  location = "us-west4"
+  location = "us-central1"
 }
 
 locals {
