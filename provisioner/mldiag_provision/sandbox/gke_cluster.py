@@ -111,15 +111,31 @@ MLDIAG_CRD = {
 
 
 RECORDED_NODES = Path(__file__).with_name("recorded_nodes.yaml")
+
+
+def _kube_fact(*keys: str) -> Any:
+    """One fact of the store's ``kubernetes`` document (label keys and resource names the
+    nodes carry are the same facts the tool's rules read)."""
+    from mldiag_provision.catalog.store import store
+
+    return store().fact("kubernetes", *keys)
+
+
+TPU_LABEL = str(_kube_fact("tpu", "acceleratorLabel")["key"])
+TOPOLOGY_LABEL = str(_kube_fact("tpu", "topologyLabel")["key"])
+TPU_RESOURCE = str(_kube_fact("tpu", "resource")["name"])
+GPU_LABEL = str(_kube_fact("gpu", "acceleratorLabel")["key"])
+GPU_RESOURCE = str(_kube_fact("gpu", "resource")["name"])
+SPOT_LABEL = str(_kube_fact("capacity", "spot")["key"])
 # The recorded labels a stand-in Node of the machine type carries: those that describe the
 # machine (its family, accelerator, size class, OS), not the node (hostname, zone), its pool
 # (name, disk, pods per node, spot) or what the source's user asked for.
 MACHINE_LABELS = frozenset({
     "beta.kubernetes.io/arch", "beta.kubernetes.io/instance-type", "beta.kubernetes.io/os",
     "kubernetes.io/arch", "kubernetes.io/os", "node.kubernetes.io/instance-type",
-    "cloud.google.com/machine-family", "cloud.google.com/gke-accelerator",
+    "cloud.google.com/machine-family", GPU_LABEL,
     "cloud.google.com/gke-accelerator-count", "cloud.google.com/gke-gpu",
-    "cloud.google.com/gke-tpu-accelerator", "cloud.google.com/gke-cpu-scaling-level",
+    TPU_LABEL, "cloud.google.com/gke-cpu-scaling-level",
     "cloud.google.com/gke-memory-gb-scaling-level", "cloud.google.com/gke-os-distribution",
     "cloud.google.com/gke-container-runtime",
 })
@@ -290,7 +306,7 @@ def pool_nodes(cluster: dict, pool: dict) -> list[dict]:
               "topology.kubernetes.io/region": str(cluster.get("location"))}
     labels.update({str(k): str(v) for k, v in (cfg.get("labels") or {}).items()})
     if cfg.get("spot"):
-        labels["cloud.google.com/gke-spot"] = "true"
+        labels[SPOT_LABEL] = "true"
     allocatable = {"pods": "110"}
     capacity: dict[str, str] = {}
     recorded = recorded_nodes().get(machine) or {}
@@ -302,17 +318,17 @@ def pool_nodes(cluster: dict, pool: dict) -> list[dict]:
     if tpu:
         topology = (_first(pool.get("placement_policy")).get("tpu_topology")
                     or SINGLE_HOST_TOPOLOGY.get(machine))
-        labels["cloud.google.com/gke-tpu-accelerator"] = tpu
+        labels[TPU_LABEL] = tpu
         if topology:
-            labels["cloud.google.com/gke-tpu-topology"] = str(topology)
+            labels[TOPOLOGY_LABEL] = str(topology)
         chips = re.search(r"-(\d+)t$", machine)
-        allocatable["google.com/tpu"] = chips.group(1) if chips else "0"
-        taints.append({"key": "google.com/tpu", "value": "present", "effect": "NoSchedule"})
+        allocatable[TPU_RESOURCE] = chips.group(1) if chips else "0"
+        taints.append({"key": TPU_RESOURCE, "value": "present", "effect": "NoSchedule"})
     gpu = _first(cfg.get("guest_accelerator"))
     if gpu.get("type"):
-        labels["cloud.google.com/gke-accelerator"] = str(gpu["type"])
-        allocatable["nvidia.com/gpu"] = str(int(gpu.get("count") or 0))
-        taints.append({"key": "nvidia.com/gpu", "value": "present", "effect": "NoSchedule"})
+        labels[GPU_LABEL] = str(gpu["type"])
+        allocatable[GPU_RESOURCE] = str(int(gpu.get("count") or 0))
+        taints.append({"key": GPU_RESOURCE, "value": "present", "effect": "NoSchedule"})
     # what a real node of the machine type showed wins over what is derived above
     user_set = set(recorded.get("user_set") or ())
     labels.update({k: str(v) for k, v in (recorded.get("labels") or {}).items()
