@@ -99,7 +99,7 @@ def test_quick_start_apply_verify_plan_destroy_in_the_sandbox(tmp_path: Path) ->
     r = _cli("apply", RECIPE, "-o", str(work), "--sandbox", "--auto-approve", env=env)
     assert r.returncode == 0, r.stdout + r.stderr
     assert _all_marked(r.stdout) and _all_marked(r.stderr), r.stdout + r.stderr
-    assert "SANDBOX: apply runs against a local double of Google Cloud" in r.stderr
+    assert "[SANDBOX] apply runs against a local double of Google Cloud" in r.stderr
     assert "apply complete: 28 created" in r.stdout
     log = next((work / ".mldiag" / "logs").glob("apply-*.log"))
     assert _all_marked(log.read_text(encoding="utf-8"))
@@ -117,6 +117,12 @@ def test_quick_start_apply_verify_plan_destroy_in_the_sandbox(tmp_path: Path) ->
     assert _all_marked(r.stdout)
     assert "PASS namespace-label" in r.stdout and "PASS ksa-annotation" in r.stdout
     assert "0 failed of" in r.stdout
+
+    # one output for a script stays bare (V=$(mldiag-provision output ... --name N))
+    r = _cli("output", RECIPE, "-o", str(work), "--sandbox", "--name", "cluster_name", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout == "tpu-v4-multihost\n", r.stdout
+    assert "[SANDBOX]" in r.stderr
 
     # MLDIAG_SANDBOX=1 is the same switch; nothing changed since apply
     r = _cli("plan", RECIPE, "-o", str(work), "--detailed-exitcode",
@@ -259,3 +265,46 @@ def test_serve_and_kubeconfig_let_a_client_use_the_sandbox_cluster(tmp_path: Pat
     assert "stopped; its objects are kept" in out
     held = {(o["kind"], o["name"]) for o in _ls(work, env)}
     assert {("Namespace", "mine"), ("ConfigMap", "mine/hello")} <= held, held
+
+
+def test_a_sandbox_stack_and_a_google_cloud_stack_never_share_a_directory(
+        tmp_path: Path) -> None:
+    """Forgetting --sandbox on a sandbox stack would run Terraform against Google Cloud with
+    the sandbox's state; --sandbox on a stack applied to Google Cloud would plan the sandbox
+    against real objects. Both are refused before anything runs (exit 2), naming the fix."""
+    env = _user_env(tmp_path)
+    sandboxed = tmp_path / "sandboxed"
+    (sandboxed / ".mldiag" / "sandbox").mkdir(parents=True)
+    for command in ("plan", "output", "destroy"):
+        r = _cli(command, RECIPE, "-o", str(sandboxed), env=env)
+        assert r.returncode == 2, (command, r.stdout + r.stderr)
+        assert "is a sandbox stack" in r.stderr and "add --sandbox" in r.stderr
+    real = tmp_path / "real"
+    real.mkdir()
+    (real / "terraform.tfstate").write_text("{}", encoding="utf-8")
+    r = _cli("apply", RECIPE, "-o", str(real), "--sandbox", "--auto-approve", env=env)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "holds a Terraform state applied against Google Cloud" in r.stderr
+    assert not (real / ".mldiag").exists()
+
+
+def test_a_failed_sandbox_command_leaves_no_files_and_kubeconfig_needs_a_cluster(
+        tmp_path: Path) -> None:
+    """verify on a directory with no stack, and apply of an invalid recipe, fail (exit 2, 1)
+    and leave no sandbox scaffolding behind; kubeconfig/serve refuse a directory whose
+    sandbox holds no cluster instead of pointing a client at nothing."""
+    env = _user_env(tmp_path)
+    work = tmp_path / "never"
+    r = _cli("verify", RECIPE, "-o", str(work), "--sandbox", env=env)
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert not work.exists()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((REPO_ROOT / RECIPE).read_text(encoding="utf-8").replace(
+        "region: us-central2", "region: mars-north1"), encoding="utf-8")
+    r = _cli("apply", str(bad), "-o", str(work), "--sandbox", "--auto-approve", env=env)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert not (work / ".mldiag" / "sandbox").exists()
+    for action in ("kubeconfig", "serve"):
+        r = _cli("sandbox", action, "-o", str(work), env=env)
+        assert r.returncode == 2, (action, r.stdout + r.stderr)
+        assert "has no sandbox cluster" in r.stderr

@@ -526,6 +526,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 return _run(args, sandboxed.wrap(run), detailed)
             finally:
                 restore()
+        return _run(args, sandboxed.guarded(run), detailed)
     return _run(args, run, detailed)
 
 

@@ -67,7 +67,10 @@ def mark_streams(args: argparse.Namespace) -> Callable[[], None]:
     """Replace ``sys.stdout`` (text output only) and ``sys.stderr`` with marked streams;
     returns the function that puts them back."""
     saved = (sys.stdout, sys.stderr)
-    if getattr(args, "output", "text") == "text":
+    # `output --name N` prints one value for scripts (V=$(mldiag-provision output ...)): it
+    # stays bare, as JSON does; the banner on stderr still says SANDBOX
+    if getattr(args, "output", "text") == "text" and not (
+            args.command == "output" and getattr(args, "name", None)):
         sys.stdout = MarkedStream(saved[0])
     sys.stderr = MarkedStream(saved[1])
 
@@ -120,7 +123,7 @@ def wrap(run: Callable[[argparse.Namespace, Console], int]
     """
     def inner(args: argparse.Namespace, out: Console) -> int:
         from mldiag_provision.errors import UsageError
-        from mldiag_provision.sandbox.session import session
+        from mldiag_provision.sandbox.session import sandbox_dir, session
 
         if not getattr(args, "out", None):
             raise UsageError(f"{args.command} --sandbox needs -o DIR: the sandbox cloud lives "
@@ -128,11 +131,94 @@ def wrap(run: Callable[[argparse.Namespace, Console], int]
                              hint=f"mldiag-provision {args.command} {args.recipe} -o DIR "
                                   "--sandbox")
         _refuse_unsupported(args.recipe)
-        with session(Path(args.out)) as sb:
-            sys.stderr.write(f"SANDBOX: {args.command} runs against a local double of Google "
-                             f"Cloud kept in {sb.root} (no credentials read, nothing sent to "
-                             "Google)\n")
-            sys.stderr.flush()
-            return run(args, out)
+        _refuse_mixed(Path(args.out), args.command, sandbox=True)
+        workdir = Path(args.out)
+        fresh = not workdir.exists()
+        had_sandbox = sandbox_dir(workdir).exists()
+        code = 1
+        try:
+            with session(workdir) as sb:
+                sys.stderr.write(f"{args.command} runs against a local double of Google "
+                                 f"Cloud kept in {sb.root} (no credentials read, nothing "
+                                 "sent to Google)\n")
+                sys.stderr.flush()
+                code = run(args, out)
+                return code
+        finally:
+            if code != 0 and not had_sandbox:
+                _forget(workdir, fresh)
+
+    return inner
+
+
+def _forget(workdir: Path, fresh: bool) -> None:
+    """After a command that failed in a sandbox it created, remove that sandbox when its
+    cloud holds nothing (and the work directory, when the command created it and left only
+    the sandbox there): a refused or failed command leaves no files behind."""
+    import shutil
+
+    from mldiag_provision.sandbox.session import holds_objects, sandbox_dir
+
+    try:
+        if holds_objects(workdir):
+            return
+    except (OSError, ValueError):
+        return
+    shutil.rmtree(sandbox_dir(workdir), ignore_errors=True)
+    for path in (workdir / ".mldiag", workdir):
+        if path == workdir and not fresh:
+            break
+        try:
+            path.rmdir()  # only when empty
+        except OSError:
+            break
+
+
+def _states(workdir: Path) -> list[Path]:
+    """Terraform local states of the stack's stages (``DIR/*.tfstate``, ``DIR/*/*.tfstate``),
+    not the sandbox's own files."""
+    return [p for p in (*workdir.glob("*.tfstate"), *workdir.glob("*/*.tfstate"))
+            if ".mldiag" not in p.parts]
+
+
+def _refuse_mixed(workdir: Path, command: str, *, sandbox: bool) -> None:
+    """One work directory is either a sandbox stack or a Google Cloud one, never both.
+
+    Raises:
+      UsageError: without the sandbox, ``workdir`` holds a sandbox (Terraform would run
+        against Google Cloud with the sandbox's state); in the sandbox, ``workdir`` holds a
+        Terraform state applied without it (the sandbox would plan against real objects).
+    """
+    from mldiag_provision.errors import UsageError
+    from mldiag_provision.sandbox.session import sandbox_dir
+
+    root = sandbox_dir(workdir)
+    if not sandbox and root.is_dir():
+        raise UsageError(
+            f"{workdir} is a sandbox stack ({root}): without --sandbox, {command} would run "
+            "Terraform against Google Cloud with the sandbox's state",
+            hint="add --sandbox (or set MLDIAG_SANDBOX=1); for Google Cloud, render the "
+                 "recipe into another -o DIR")
+    if sandbox and not root.is_dir() and _states(workdir):
+        raise UsageError(
+            f"{workdir} holds a Terraform state applied against Google Cloud "
+            f"({_states(workdir)[0]}): the sandbox would plan against it",
+            hint="give the sandbox its own work directory: -o another DIR")
+
+
+def refuse_mixed(args: argparse.Namespace) -> None:
+    """:func:`_refuse_mixed` for a command run without the sandbox (its ``-o DIR``)."""
+    out = getattr(args, "out", None)
+    if args.command in COMMANDS and out:
+        _refuse_mixed(Path(out), args.command, sandbox=False)
+
+
+def guarded(run: Callable[[argparse.Namespace, Console], int]
+            ) -> Callable[[argparse.Namespace, Console], int]:
+    """``run`` (a command with ``--sandbox`` run without it), after refusing a work
+    directory that is a sandbox stack (:func:`_refuse_mixed`)."""
+    def inner(args: argparse.Namespace, out: Console) -> int:
+        refuse_mixed(args)
+        return run(args, out)
 
     return inner

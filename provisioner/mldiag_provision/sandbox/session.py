@@ -319,6 +319,27 @@ def inventory(workdir: Path) -> list[Entry]:
     return out
 
 
+def has_cluster(workdir: Path) -> bool:
+    """Whether the sandbox of ``workdir`` holds a cluster: its cloud has a GKE cluster
+    object (apply created it, destroy has not deleted it), or the last command left the API
+    server's objects with a cluster that exists."""
+    root = sandbox_dir(workdir)
+    if any((root / "cloud" / "google_container_cluster").glob("*.json")):
+        return True
+    path = root / KUBE_OBJECTS
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return isinstance(doc, dict) and bool(doc.get("cluster_id"))
+
+
+def holds_objects(workdir: Path) -> bool:
+    """Whether the sandbox cloud of ``workdir`` holds any Google Cloud, Cloud Storage or
+    Kubernetes object (what ``sandbox ls`` lists)."""
+    return bool(inventory(workdir))
+
+
 def reset(workdir: Path) -> int:
     """Empty the sandbox cloud of ``workdir`` (every Google Cloud, Cloud Storage and
     Kubernetes object); the provider mirror, certificates and token stay. Returns how many

@@ -42,11 +42,23 @@ def run(args: argparse.Namespace, out: Console) -> int:
     workdir = Path(args.out)
     root = sandbox_dir(workdir)
     target = Path(args.kubeconfig_out) if args.kubeconfig_out else None
+    if args.action in ("kubeconfig", "serve"):
+        from mldiag_provision.sandbox.session import has_cluster
+
+        if not has_cluster(workdir):
+            raise UsageError(
+                f"{workdir} has no sandbox cluster (nothing applied there with --sandbox, "
+                "or destroyed since)", hint=f"mldiag-provision apply RECIPE -o {workdir} "
+                                            "--sandbox --auto-approve, then run this again")
     if args.action == "kubeconfig":
         out.print(str(kubeconfig(workdir, target)))
         return 0
     if args.action == "serve":
         return _serve(workdir, target, out)
+    if not root.is_dir():
+        raise UsageError(f"{workdir} has no sandbox ({root} does not exist)",
+                         hint=f"mldiag-provision apply RECIPE -o {workdir} --sandbox "
+                              "creates it")
     if args.action == "reset":
         removed = reset(workdir)
         if args.output == "json":
