@@ -267,14 +267,17 @@ def test_explicit_hostname_in_indexed_job() -> None:
 
 
 def test_rendered_services_publish_not_ready_addresses() -> None:
-    """The tool's own rendered stacks: every headless Service sets it (render/k8s.py)."""
+    """The tool's own rendered stacks: every headless Service sets it (render/k8s.py). Most
+    bundled workloads are JobSets, whose Service the JobSet controller creates (with
+    publishNotReadyAddresses set), so the multi-host Jobs of the seed copies render the
+    headless Services checked here."""
     services = 0
     for f in sorted((ROOT / "tests" / "golden" / "stacks").glob("*/k8s/workloads/*.yaml")):
         text = f.read_text()
         services += text.count("clusterIP: None")
         result = lint(text, names=[f.name])
         assert "wiring-publish-not-ready" not in rules_of(result), (f, show(result))
-    assert services >= 5
+    assert services >= 1
 
 
 # --- recipe cross-check ------------------------------------------------------------------------
