@@ -33,7 +33,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, cast
 
 from mldiag_provision.catalog.store import store
-from mldiag_provision.cluster import from_plan, kueue
+from mldiag_provision.cluster import kueue
 from mldiag_provision.cluster.check import Verdict, check, objects_admitted
 from mldiag_provision.cluster.model import (
     ClusterModel,
@@ -149,8 +149,11 @@ def _model(ctx: LintContext) -> ClusterModel:
     themselves; plain ``lint``: the manifests alone."""
     own = model_of_manifests(ctx)
     recipe = ctx.options.recipe
-    planned = (from_plan.from_recipe(cast("Recipe", recipe), ctx.catalog)
-               if recipe is not None else None)
+    if recipe is None:
+        return own
+    from mldiag_provision.cluster import from_plan  # lint --recipe only
+
+    planned = from_plan.from_recipe(cast("Recipe", recipe), ctx.catalog)
     if planned is None:
         return own
     controllers = planned.controllers
