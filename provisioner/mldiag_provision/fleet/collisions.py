@@ -216,7 +216,8 @@ def _log_bucket(members: Sequence[Member]) -> Iterator[Finding]:
                        f"bucket (Log Analytics, retentionDays {values.pop()}): the same "
                        "setting, so they do not undo each other, but a change to one must be "
                        "made to all")
-            hint = ("keep retentionDays equal, or let one stack own it "
+            hint = ("keep spec.diagnostics.logAnalytics.retentionDays equal, or let one stack "
+                    "own it "
                     "(spec.diagnostics.logAnalytics.enabled: false in the others)")
         yield Finding(LOG_BUCKET.id, severity, message, sides, hint,
                       _source("names.projectSingletons.defaultLogBucket"))
@@ -282,4 +283,4 @@ def _policy_dirs(members: Iterable[Member]) -> Iterator[Finding]:
             f"{len(sides)} recipes read the policy directory {_shown(d)}: a change there affects "
             "all of them (fleet matrix lists them all)", sides,
             "nothing to do if it is meant to be shared; otherwise give each recipe its own "
-            "directory")
+            "directory in spec.policy.directories")
