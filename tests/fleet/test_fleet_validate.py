@@ -10,7 +10,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from tests.cli_support import run_cli
 
 REPO = Path(__file__).parent / "data" / "repo"

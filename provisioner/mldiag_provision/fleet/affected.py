@@ -138,8 +138,8 @@ def affected(files: Sequence[str], data: Sequence[object], change: Change | None
         for d in policy_directories(f, doc):
             hits = sorted(str(e.relative_to(root)) for e in edited if e.is_relative_to(d))
             if hits:
-                reasons.append(f"policy directory {d.relative_to(root) if d.is_relative_to(root) else d} "
-                               f"edited ({', '.join(hits[:3])})")
+                where = d.relative_to(root) if d.is_relative_to(root) else d
+                reasons.append(f"policy directory {where} edited ({', '.join(hits[:3])})")
         if shared_hit:
             reasons.append(f"shared file edited ({', '.join(shared_hit[:3])})")
         if reasons:

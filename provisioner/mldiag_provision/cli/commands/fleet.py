@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 NAME = "fleet"
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser(NAME, help=SUMMARIES[NAME],
                        description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -123,8 +123,9 @@ def _text(out: Console, loaded: list[Member], findings: list[Finding], errors: i
         for s in f.sides:
             value = f" = {s.value}" if s.value is not None else ""
             out.print(f"  {out.style(s.at(), 'bold')}: {s.path}{value}")
-            m = by_file.get(s.file)
-            text = m.sourcemap.source_line(s.line) if m and m.sourcemap and s.line else None
+            holder = by_file.get(s.file)
+            sm = holder.sourcemap if holder is not None else None
+            text = sm.source_line(s.line) if sm is not None and s.line else None
             if text is not None:
                 out.print(f"    {s.line:>4} | {text}")
         out.print(f"  hint: {f.hint}")
