@@ -17,7 +17,6 @@ from pathlib import Path
 import jsonschema
 import pytest
 import yaml
-
 from tests.cli_support import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]

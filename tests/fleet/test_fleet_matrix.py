@@ -11,7 +11,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from tests.cli_support import run_cli
 
 REPO = Path(__file__).parent / "data" / "repo"
