@@ -146,6 +146,8 @@ def load(files: Sequence[str]) -> list[Member]:
             continue
         member = Member(file=f, check=res)
         if res.parsed.recipe is not None and member.errors == 0:
-            member.plan = build_plan(res.parsed.recipe, res.shapes, catalog).to_dict()
+            stack = build_plan(res.parsed.recipe, res.shapes, catalog)
+            member.extra["stack"] = stack  # the StackPlan itself (render reads it)
+            member.plan = stack.to_dict()
         members.append(member)
     return members

@@ -5,6 +5,9 @@ recipes (names two stacks both create, the _Default log bucket two stacks both m
 state path, a shared policy directory). Exit 0 ok, 1 any error (``--strict``: any warning
 too), 2 bad arguments or an unreadable file.
 matrix [DIR|GLOB...] [--changed-since REF]: the affected recipes as a job matrix.
+plan [DIR|GLOB...] [--changed-since REF]: one summary of the affected recipes, made offline
+(preflight, the stack rendered in memory, what it creates, the policy gate); exit 1 when any
+has an error. Terraform's own plan is `mldiag-provision plan` per recipe.
 atlantis [DIR|GLOB...] [-o FILE]: an atlantis.yaml with one project per recipe.
 """
 
@@ -45,6 +48,13 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                    default="github-actions", help="the shape of --output json")
     m.add_argument("--output", "-O", choices=("text", "json"), default="text")
     _change_args(m)
+    pl = verbs.add_parser("plan", help="one combined summary of the affected recipes "
+                                       "(offline: preflight, render, plan objects, gate)")
+    pl.add_argument("paths", nargs="*", default=["."], metavar="DIR|GLOB|RECIPE")
+    pl.add_argument("--changed-since", metavar="REF",
+                    help="only recipes affected by git diff REF...HEAD (default: all)")
+    pl.add_argument("--output", "-O", choices=("text", "json", "markdown"), default="text")
+    _change_args(pl)
     a = verbs.add_parser("atlantis", help="write atlantis.yaml: one project per recipe")
     a.add_argument("paths", nargs="*", default=["."], metavar="DIR|GLOB|RECIPE")
     a.add_argument("-o", "--out", metavar="FILE", help="write here instead of stdout")
@@ -64,7 +74,7 @@ def _change_args(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace, out: Console) -> int:
-    verb = {"validate": _validate, "matrix": _matrix, "atlantis": _atlantis}
+    verb = {"validate": _validate, "matrix": _matrix, "atlantis": _atlantis, "plan": _plan}
     return verb[args.fleet_command](args, out)
 
 
@@ -188,8 +198,11 @@ def _relative(file: str, root: Path) -> str:
     return path.relative_to(root).as_posix() if path.is_relative_to(root) else file
 
 
-def _matrix(args: argparse.Namespace, out: Console) -> int:
-    from mldiag_provision.fleet import affected, engines, members
+def _affected(args: argparse.Namespace) -> tuple[list[str], list[Any], list[Any], Path,
+                                                Any]:
+    """(every recipe file, its raw YAML, the affected ones, the repository root, the
+    change or None)."""
+    from mldiag_provision.fleet import affected, members
 
     files = members.discover(args.paths)
     cwd = Path.cwd()
@@ -199,6 +212,13 @@ def _matrix(args: argparse.Namespace, out: Console) -> int:
               if args.changed_since is not None else None)
     docs = [members.Member(file=f, check=None).data() for f in files]
     hits = affected.affected(files, docs, change, root, args.shared)
+    return files, docs, hits, root, change
+
+
+def _matrix(args: argparse.Namespace, out: Console) -> int:
+    from mldiag_provision.fleet import engines
+
+    files, docs, hits, root, change = _affected(args)
     by_file = dict(zip(files, docs, strict=True))
     entries = []
     for a in hits:
@@ -222,6 +242,53 @@ def _matrix(args: argparse.Namespace, out: Console) -> int:
     for e in entries:
         out.print(f"  {e['recipe']}: {e['reason']}")
     return int(ExitCode.OK)
+
+
+# --- plan -------------------------------------------------------------------------------------
+
+def _plan(args: argparse.Namespace, out: Console) -> int:
+    from mldiag_provision.fleet import collisions, members, summary
+
+    files, _docs, hits, root, change = _affected(args)
+    loaded = members.load(files)  # the whole fleet: the cross-recipe checks need it
+    by_file = {m.file: m for m in loaded}
+    rows = [summary.summarize(by_file[a.file], a.reasons) for a in hits]
+    for r in rows:
+        r.file = _relative(r.file, root)
+    touched = {a.file for a in hits}
+    findings = [f for f in collisions.find(loaded)
+                if any(s.file in touched for s in f.sides)]
+    tool = list(change.tool) if change is not None else []
+    failed = (any(not r.ok for r in rows)
+              or any(f.severity is Severity.ERROR for f in findings))
+    if args.output == "json":
+        out.print(json.dumps({"ok": not failed, "changed_since": args.changed_since,
+                              "tool_changed": tool, "recipes": len(files),
+                              "affected": [r.to_dict() for r in rows],
+                              "findings": [f.to_dict() for f in findings],
+                              "terraform_plan": "not run: offline summary (preflight, "
+                                                "render, plan objects, policy gate)"},
+                             indent=2))
+    elif args.output == "markdown":
+        out.print(summary.markdown(rows, findings, len(files), args.changed_since, tool))
+    else:
+        since = f" since {args.changed_since}" if args.changed_since else ""
+        out.print(f"{len(rows)} of {len(files)} recipe(s) affected{since}"
+                  + (f"; the tool changed ({', '.join(tool[:3])}), so every recipe is"
+                     if tool else ""))
+        for r in rows:
+            gate = (r.problem or "-" if r.gate is None else
+                    f"gate {r.gate['errors']} error(s), {r.gate['warnings']} warning(s)")
+            creates = sum(r.creates.values())
+            out.print(f"  {'ok  ' if r.ok else 'FAIL'} {r.file} ({'; '.join(r.reasons)}): "
+                      f"preflight {r.errors} error(s), {r.warnings} warning(s); "
+                      f"{r.files} file(s) rendered, {creates} named resource(s); {gate}")
+        for f in findings:
+            out.print(f"  {f.severity.value}[{f.rule}]: {f.message} ("
+                      + ", ".join(s.at() for s in f.sides) + ")")
+        out.print("offline summary: Terraform's plan (changes, drift, cost) is "
+                  "`mldiag-provision plan RECIPE -o DIR` per recipe")
+    return int(ExitCode.INVALID if failed else ExitCode.OK)
 
 
 # --- atlantis ---------------------------------------------------------------------------------
