@@ -204,7 +204,13 @@ def _log_bucket(members: Sequence[Member]) -> Iterator[Finding]:
         sides = tuple(_side(m, (path,), v) for m, v in holders)
         if len(values) > 1:
             severity = settle(LOG_BUCKET.id, None)
-            said = ", ".join(f"{s.file}: {s.value}" for s in sides)
+            groups: dict[object, list[str]] = defaultdict(list)
+            for s in sides:
+                groups[s.value].append(s.file)
+            said = "; ".join(
+                f"{value} in " + (", ".join(files) if len(files) <= 3
+                                  else f"{len(files)} recipes")
+                for value, files in sorted(groups.items(), key=lambda g: len(g[1])))
             message = (f"{len(sides)} stacks in project {project} manage the _Default log "
                        f"bucket with different retentionDays ({said}): each apply resets "
                        "the retention the other set")

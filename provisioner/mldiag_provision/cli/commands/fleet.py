@@ -1,8 +1,8 @@
 """``mldiag-provision fleet validate|matrix|atlantis``: a repository of many recipes.
 
-validate DIR|GLOB...: preflight every recipe (as ``validate``), then the checks across
+validate DIR|GLOB...: preflight every recipe (as `validate`), then the checks across
 recipes (names two stacks both create, the _Default log bucket two stacks both manage, one
-state path, a shared policy directory). Exit 0 ok, 1 any error (``--strict``: any warning
+state path, a shared policy directory). Exit 0 ok, 1 any error (`--strict`: any warning
 too), 2 bad arguments or an unreadable file.
 matrix [DIR|GLOB...] [--changed-since REF]: the affected recipes as a job matrix.
 plan [DIR|GLOB...] [--changed-since REF]: one summary of the affected recipes, made offline
