@@ -175,4 +175,13 @@ def test_naming_nothing_is_a_usage_error(tmp_path: Path,
     code, _, err = run_cli(capsys, ["fleet", "validate", str(tmp_path)])
     assert code == 2 and "no recipe" in err
     code, _, err = run_cli(capsys, ["fleet", "validate", str(tmp_path / "*.yaml")])
-    assert code == 2 and "matches no" in err
+    assert code == 2 and "matches no recipe" in err
+
+
+def test_a_glob_skips_yaml_that_is_not_a_recipe(capsys: pytest.CaptureFixture[str],
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(REPO)
+    code, out, _ = run_cli(capsys, ["fleet", "validate", "**/*.yaml", "-O", "json"])
+    assert code == 1
+    files = [r["file"] for r in json.loads(out)["recipes"]]
+    assert len(files) == 13 and "policies/shared/data.yaml" not in files

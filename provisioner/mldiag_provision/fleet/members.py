@@ -1,9 +1,10 @@
 """Finding the recipes of a fleet and loading each one: parse, preflight, plan.
 
-A fleet argument is a recipe file, a directory (every ``*.yaml``/``*.yml`` below it whose
-top level says ``kind: Recipe``; other YAML, such as policy data, is skipped) or a glob
-(``teams/*/recipe.yaml``, ``**`` crosses directories). Each recipe is checked with the same
-:func:`mldiag_provision.pipeline.check_file` that ``validate`` runs; a recipe without errors
+A fleet argument is a recipe file (taken as it is), a directory (every ``*.yaml``/``*.yml``
+below it whose top level says ``kind: Recipe``; other YAML, such as policy data, is skipped)
+or a glob (``teams/*/recipe.yaml``, ``**`` crosses directories; filtered the same way).
+Each recipe is checked with the same :func:`mldiag_provision.pipeline.check_file` that
+``validate`` runs; a recipe without errors
 also gets its :class:`~mldiag_provision.plan.stack.StackPlan` (built offline, as ``render``
 builds it for a new work directory), from which the cross-recipe checks read every name.
 """
@@ -60,9 +61,11 @@ def discover(args: Sequence[str]) -> list[str]:
             files = [arg]
         elif glob.has_magic(arg):
             files = [p for p in sorted(glob.glob(arg, recursive=True))
-                     if Path(p).is_file() and p.endswith(SUFFIXES)]
+                     if Path(p).is_file() and p.endswith(SUFFIXES)
+                     and looks_like_recipe(Path(p))]
             if not files:
-                raise UsageError(f"{arg}: the glob matches no *.yaml file",
+                raise UsageError(f"{arg}: the glob matches no recipe (*.yaml with kind: "
+                                 "Recipe)",
                                  hint="quote the glob so that the shell does not expand it")
         else:
             raise UsageError(f"{arg}: no such file or directory", hint="check the path")
