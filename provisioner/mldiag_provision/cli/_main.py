@@ -84,11 +84,13 @@ def build_parser(command: str | None = None, *, full: bool = True) -> argparse.A
     r = sub.add_parser("render", help="preflight a recipe and write its Terraform stack")
     r.add_argument("recipe", metavar="RECIPE")
     r.add_argument("-o", "--out", required=True, metavar="DIR", help="stack directory")
-    r.add_argument("--force", action="store_true",
-                   help="overwrite rendered files that were edited by hand")
-    r.add_argument("--check", action="store_true",
-                   help="write nothing: exit 0 when DIR is exactly what a render writes now, "
-                        "1 (listing changed/added/removed files) when it is stale")
+    # --check writes nothing, so --force (overwrite edited files) cannot apply to it
+    writes = r.add_mutually_exclusive_group()
+    writes.add_argument("--force", action="store_true",
+                        help="overwrite rendered files that were edited by hand")
+    writes.add_argument("--check", action="store_true",
+                        help="write nothing: exit 0 when DIR is exactly what a render writes "
+                             "now, 1 (listing changed/added/removed files) when it is stale")
     r.add_argument("--output", "-O", choices=("text", "json"), default="text")
 
     c = sub.add_parser("catalog", help="list accelerators and explain their topologies")

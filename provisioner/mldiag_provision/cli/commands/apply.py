@@ -50,6 +50,14 @@ def run(args: argparse.Namespace, out: Console) -> int:
     from mldiag_provision.cli.commands.preflight import live_gate
     from mldiag_provision.stack.service import StageName, stage_names
 
+    if args.no_workloads and args.stage and set(args.stage) == {"workloads"}:
+        from mldiag_provision.errors import UsageError
+
+        raise UsageError("--stage workloads and --no-workloads contradict each other: "
+                         "nothing would be applied",
+                         hint=f"to apply the workloads: mldiag-provision apply {args.recipe} -o "
+                              f"{args.out} --stage workloads; to leave them out: drop --stage "
+                              "workloads")
     text = args.output == "text"
     only = stage_names(args.stage)
     progress = Progress(out) if text else None

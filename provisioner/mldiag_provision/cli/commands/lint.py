@@ -134,7 +134,15 @@ def run(args: argparse.Namespace, out: Console) -> int:
         from mldiag_provision import orchestrators
         from mldiag_provision.orchestrators import Capability
 
-        autopilot = autopilot or orchestrators.get(orch.type).has(Capability.AUTOPILOT_RULES)
+        on_autopilot = orchestrators.get(orch.type).has(Capability.AUTOPILOT_RULES)
+        if args.autopilot and not on_autopilot:
+            from mldiag_provision.errors import UsageError
+
+            raise UsageError(f"--autopilot contradicts --recipe {args.recipe}, whose "
+                             f"orchestrator {orch.type} is not Autopilot",
+                             hint="drop --autopilot: --recipe lints for the recipe's own "
+                                  "cluster")
+        autopilot = on_autopilot
         version = version or orch.min_version
         stated = resolve_crd_versions(
             {k: v for k in ("jobset", "lws", "kuberay")
