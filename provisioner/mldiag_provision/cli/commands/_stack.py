@@ -87,20 +87,28 @@ class Progress:
 
     def _view(self) -> Any:
         from rich.table import Table
+        from rich.text import Text
 
+        # styled Text, never markup: a stage, activity or address holding "[" stays as
+        # written, and no print of a line above can switch markup off for the view
         table = Table.grid(padding=(0, 1))
         elapsed = time.monotonic() - self.started
-        table.add_row(f"[bold]{self.stage or 'stack'}[/bold]", self.activity,
-                      f"[dim]{elapsed:.0f}s[/dim]")
+        table.add_row(Text(self.stage or "stack", style="bold"), Text(self.activity),
+                      Text(f"{elapsed:.0f}s", style="dim"))
         now = time.monotonic()
         for addr, (verb, since) in list(self.in_flight.items())[:12]:
-            table.add_row("", f"[dim]{verb}[/dim] {addr}", f"[dim]{now - since:.0f}s[/dim]")
+            table.add_row(Text(""), Text.assemble((verb, "dim"), " ", addr),
+                          Text(f"{now - since:.0f}s", style="dim"))
         return table
 
     def _line(self, text: str) -> None:
         with self._lock:
             if self._rich is not None:
-                self._rich.console.print(text, markup=False, highlight=False)
+                from rich.text import Text
+
+                # the line's own colours (ANSI from Console.style) as rich styles; printed as
+                # Text, so the live view below it keeps rendering as styles too
+                self._rich.console.print(Text.from_ansi(text), highlight=False)
                 self._rich.update(self._view())
             else:
                 self.out.print(text)
