@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 EPILOG = """exit codes: 0 ok, 1 invalid input, 2 usage error, 3 refused (e.g. edited files),
 4 engine (terraform, cluster) failed, 70 internal error; plan --detailed-exitcode: 0 no
-changes, 2 changes, 1 any error. Docs: README.md; recipe schema: mldiag-provision schema."""
+changes, 2 changes, 1 any error. Docs: docs/ (README.md links them); recipe schema:
+mldiag-provision schema."""
 
 
 class _Parser(argparse.ArgumentParser):
