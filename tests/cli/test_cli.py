@@ -51,7 +51,7 @@ def test_validate_several_files_fails_if_any_fails(cli) -> None:
 @pytest.mark.parametrize("argv", [
     ["validate", "--bogus", "x.yaml"],
     ["render", "x.yaml"],  # -o is required
-    ["catalog", "gpu"],
+    ["catalog", "fpga"],  # not an accelerator family (tpu, gpu)
     ["frobnicate"],
     [],
 ])
