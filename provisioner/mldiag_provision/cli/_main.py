@@ -244,7 +244,10 @@ def cmd_validate(args: argparse.Namespace, out: Console) -> int:
         total_e, total_w = total_e + e, total_w + w
     failed = total_e > 0 or (args.strict and total_w > 0)
     if args.output == "json":
-        files = [{"file": r.file, "ok": r.ok, "slices": r.slices,
+        # a file is ok as the run is: no error, and under --strict no warning either
+        files = [{"file": r.file,
+                  "ok": r.ok and not (args.strict and severity_counts(r.problems)[1]),
+                  "slices": r.slices,
                   "problems": [p.to_dict() for p in r.problems]} for r in results]
         files += [{"file": v.file, "ok": False, "slices": [],
                    "problems": [p.to_dict() for p in v.problems]} for v in unreadable]
