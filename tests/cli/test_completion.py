@@ -117,3 +117,35 @@ def test_validate_does_not_import_shtab() -> None:
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, check=False).stdout
     assert out.rsplit("SHTAB", 1)[1].split() == ["False", "False"]
+
+
+@pytest.mark.parametrize("shell", ["zsh", "fish"])
+def test_zsh_and_fish_scripts_parse(scripts: dict[str, str], shell: str, tmp_path: Path) -> None:
+    """``zsh -n`` / ``fish -n`` read the scripts without a syntax error (where installed)."""
+    binary = shutil.which(shell)
+    if binary is None:
+        pytest.skip(f"{shell} is not installed")
+    script = tmp_path / f"mldiag-provision.{shell}"
+    script.write_text(scripts[shell])
+    run = subprocess.run([binary, "-n", str(script)], capture_output=True, text=True,
+                         timeout=60, check=False)
+    assert run.returncode == 0, run.stderr
+
+
+def test_fish_completes_commands_and_values(scripts: dict[str, str], tmp_path: Path) -> None:
+    """fish's own ``complete -C`` over the sourced script (where fish is installed)."""
+    fish = shutil.which("fish")
+    if fish is None:
+        pytest.skip("fish is not installed")
+    script = tmp_path / "mldiag-provision.fish"
+    script.write_text(scripts["fish"])
+
+    def c(line: str) -> list[str]:
+        run = subprocess.run([fish, "--no-config", "-c", f"source {script}; complete -C '{line}'"],
+                             capture_output=True, text=True, timeout=60, check=True,
+                             cwd=tmp_path)
+        return sorted(row.split("\t", 1)[0] for row in run.stdout.splitlines() if row)
+
+    assert c("mldiag-provision ") == sorted(_subcommands())
+    assert c("mldiag-provision lint --output ") == ["json", "sarif", "text"]
+    assert c("mldiag-provision catalog tpu v5") == ["v5e", "v5p"]
