@@ -5,7 +5,9 @@ they cannot drift from it:
 - ``docs/reference/recipe.md`` from the recipe JSON Schema (``schemas/recipe.schema.json``,
   itself generated from the pydantic model, :mod:`mldiag_provision.recipe.generate`);
 - ``docs/reference/facts.md`` from the fact store (``catalog/data/*.yaml`` and
-  ``sources.yaml``).
+  ``sources.yaml``);
+- ``docs/reference/rule-index.md`` from the rulebook (every rule id, its worst severity and
+  the facts it reads).
 
 Run ``python -m mldiag_provision.docs_gen`` to rewrite them (from the repository root, or
 with ``--root DIR``); ``--check`` writes nothing and exits 1 naming the stale pages
@@ -266,12 +268,60 @@ def facts_page() -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+# --- rules ---------------------------------------------------------------------------------
+
+def _import_rule_modules() -> None:
+    """Import every module that declares rules (preflight's and lint's), so that the
+    rulebook holds them all."""
+    import importlib
+    import pkgutil
+
+    for pkg in ("mldiag_provision.preflight", "mldiag_provision.lint"):
+        mod = importlib.import_module(pkg)
+        for m in pkgutil.iter_modules(mod.__path__):
+            importlib.import_module(f"{pkg}.{m.name}")
+
+
+def rules_page() -> str:
+    """Every rule id of the rulebook: what it checks, its worst severity, whether it judges
+    recipes or manifests, and the facts it reads with their confidence and source."""
+    from mldiag_provision import rulebook
+
+    _import_rule_modules()
+    rules = sorted(rulebook.RULES.values(), key=lambda r: r.id)
+    lines = [BANNER.format(what="the rulebook (rulebook.py and the rules' declarations)"), "",
+             "# Rule index", "",
+             f"All {len(rules)} rule ids, as declared in the rulebook: recipe rules run in "
+             "`validate` (and every command that renders), manifest rules in `lint` (and in "
+             "`validate` over the manifests a recipe renders). Severity: the rule's default, "
+             "capped by the facts it declares (an error only when every one is verified, H); "
+             "one case may warn instead, or stand on a fact of its own. What "
+             "each group checks, in words, is on the [preflight rules](rules.md) page and in "
+             "the [lint guide](../guides/lint.md).", "",
+             "| rule | checks | severity | scope | facts read (confidence) |",
+             "| --- | --- | --- | --- | --- |"]
+    for info in rules:
+        facts = []
+        for fid in info.facts:
+            fact = rulebook.fact_by_id(fid)
+            facts.append(f"[`{fid}`]({fact.url}) ({fact.confidence})" if fact.url
+                         else f"`{fid}` ({fact.confidence})")
+        if not facts and info.source:
+            facts.append(f"[source]({info.source})" if "://" in info.source
+                         else _code(info.source))
+        severity = rulebook.settle(info.id, None).value
+        lines.append(f"| `{info.id}` | {_cell(info.title)} | {severity} "
+                     f"| {info.scope} | {', '.join(facts)} |")
+    return "\n".join(lines).rstrip() + "\n"
+
+
 # --- driver --------------------------------------------------------------------------------
 
 PAGES: dict[str, Callable[[], str]] = {
     "docs/reference/commands.md": commands_page,
     "docs/reference/recipe.md": recipe_page,
     "docs/reference/facts.md": facts_page,
+    "docs/reference/rule-index.md": rules_page,
 }
 
 

@@ -132,3 +132,15 @@ def test_moved_text_is_in_the_docs(page):
     """What the README said about the sandbox now lives in the docs site."""
     text = (DOCS / page).read_text()
     assert "DIR/.mldiag/sandbox" in text
+
+
+def test_rule_index_lists_every_rule_with_its_severity():
+    from mldiag_provision import rulebook
+
+    page = docs_gen.rules_page()  # imports every rule module first
+    assert len(rulebook.RULES) > 100
+    for info in rulebook.RULES.values():
+        row = next(ln for ln in page.splitlines() if ln.startswith(f"| `{info.id}` |"))
+        assert f"| {rulebook.settle(info.id, None).value} |" in row
+        for fid in info.facts:
+            assert f"`{fid}`" in row

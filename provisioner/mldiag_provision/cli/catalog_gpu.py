@@ -14,7 +14,12 @@ import argparse
 import json
 from typing import Any
 
-from mldiag_provision.catalog.gpu import GpuCatalog, GpuType, load_gpu_catalog
+from mldiag_provision.catalog.gpu import (
+    GPU_ACCELERATOR_LABEL,
+    GpuCatalog,
+    GpuType,
+    load_gpu_catalog,
+)
 from mldiag_provision.catalog.store import Fact, store
 from mldiag_provision.console import Console
 from mldiag_provision.errors import UsageError
@@ -177,7 +182,7 @@ def _show(d: dict[str, Any], out: Console) -> None:
 
     name = d["name"] if d["gpu"].lower() in d["name"].lower() else f"{d['name']} ({d['gpu']})"
     out.print(out.style(name, "bold") +
-              f"  nodeSelector cloud.google.com/gke-accelerator: {d['accelerator']}")
+              f"  nodeSelector {GPU_ACCELERATOR_LABEL}: {d['accelerator']}")
     out.print(f"aliases: {', '.join(d['aliases']) or '-'}; arch: {d['arch']}; source: "
               f"{cite(d)}")
     out.print(f"\n{'MACHINE TYPE':<24} {'FAMILY':<12} {'GPUS/VM':>7} {'VCPU':>5} "
