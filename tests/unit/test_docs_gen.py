@@ -147,3 +147,51 @@ def test_rule_index_lists_every_rule_with_its_severity():
         assert f"| {rulebook.settle(info.id, None).value} |" in row
         for fid in info.facts:
             assert f"`{fid}`" in row
+
+
+def test_exit_codes_page_lists_every_exit_code():
+    from mldiag_provision.errors import ExitCode
+
+    text = (DOCS / "reference" / "exit-codes.md").read_text()
+    rows = set(re.findall(r"^\| `(\d+)` \|", text, flags=re.M))
+    assert {str(int(code)) for code in ExitCode} | {"130", "143"} <= rows
+
+
+def test_recipe_overview_uses_only_fields_of_the_schema():
+    """The hand-written "recipe at a glance" cannot name a field the schema does not have."""
+    schema = json.loads(docs_gen.SCHEMA.read_text())
+    defs = schema["$defs"]
+    text = (DOCS / "reference" / "recipe-overview.md").read_text()
+    example = yaml.safe_load(text.split("```yaml\n", 1)[1].split("```", 1)[0])
+
+    def objects(node: dict) -> list[dict]:
+        """The object schemas ``node`` may be (through $ref, anyOf, items)."""
+        if "$ref" in node:
+            return objects(defs[node["$ref"].rsplit("/", 1)[-1]])
+        if "anyOf" in node:
+            return [o for n in node["anyOf"] for o in objects(n)]
+        if node.get("type") == "array":
+            return objects(node.get("items", {}))
+        return [node] if "properties" in node else []
+
+    checked = 0
+
+    def walk(value: object, node: dict, path: str) -> None:
+        nonlocal checked
+        if isinstance(value, list):
+            for item in value:
+                walk(item, node, path + "[]")
+            return
+        if not isinstance(value, dict):
+            return
+        candidates = objects(node)
+        if not candidates:
+            return  # a free-form mapping (labels, env, crdVersions)
+        for key, sub in value.items():
+            owner = next((c for c in candidates if key in c["properties"]), None)
+            assert owner is not None, f"{path}.{key} is not a recipe field"
+            checked += 1
+            walk(sub, owner["properties"][key], f"{path}.{key}")
+
+    walk(example, schema, "")
+    assert checked > 60
