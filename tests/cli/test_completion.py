@@ -149,3 +149,9 @@ def test_fish_completes_commands_and_values(scripts: dict[str, str], tmp_path: P
     assert c("mldiag-provision ") == sorted(_subcommands())
     assert c("mldiag-provision lint --output ") == ["json", "sarif", "text"]
     assert c("mldiag-provision catalog tpu v5") == ["v5e", "v5p"]
+    for name in ("team.yaml", "other.yml", "notes.txt"):
+        (tmp_path / name).write_text("")
+    (tmp_path / "stacks").mkdir()
+    # recipe files: YAML files and directories only
+    assert c("mldiag-provision validate ") == ["other.yml", "stacks/", "team.yaml"]
+    assert c("mldiag-provision render team.yaml -o ") == ["stacks/"]

@@ -24,14 +24,14 @@ from mldiag_provision.console import Console
 NAME = "completion"
 SHELLS = ("bash", "zsh", "fish")
 
-# Recipe files: YAML files and the directories that may hold them, per shell. bash: a function
-# defined in PREAMBLE; zsh: the _files glob; fish: its suffix completer (it lists directories
-# too).
+# Recipe files: YAML files and the directories that may hold them, per shell. bash and fish:
+# a function defined in PREAMBLE; zsh: the _files glob.
 _YAML_FN = "_shtab_mldiag_provision_compgen_yaml"
+_FISH_YAML_FN = "__mldiag_provision_recipe_files"
 RECIPE_FILES = {
     "bash": _YAML_FN,
     "zsh": "_files -g '*.(yaml|yml)'",
-    "fish": "(__fish_complete_suffix .yaml; __fish_complete_suffix .yml)",
+    "fish": f"({_FISH_YAML_FN})",
 }
 PREAMBLE = {
     "bash": f"""
@@ -43,7 +43,12 @@ PREAMBLE = {
 }}
 """,
     "zsh": "",
-    "fish": "",
+    "fish": f"""
+# recipe files: directories, *.yaml and *.yml
+function {_FISH_YAML_FN}
+    __fish_complete_path (commandline -ct) | string match -r -- '.*(?:\\.ya?ml|/)(?:\\t.*)?$'
+end
+""",
 }
 
 
@@ -110,6 +115,10 @@ def script(shell: str) -> str:
     import shtab
 
     text: str = shtab.complete(completable_parser(), shell=shell, preamble=PREAMBLE[shell])
+    if shell == "fish":
+        # shtab leaves fish's own file completion on beside a positional's candidates; turn
+        # it off (-f) where the candidates are the recipe files, so other files stay out
+        text = text.replace(f'-ka "{RECIPE_FILES["fish"]}"', f'-fka "{RECIPE_FILES["fish"]}"')
     return text
 
 
