@@ -126,12 +126,27 @@ def commands_page(parser: argparse.ArgumentParser | None = None) -> str:
     lines += [f"| [`{name}`](#{name}) | {_cell(summary)} |" for name, summary, _ in subs]
     lines.append("")
     for name, summary, sub in subs:
-        lines += [f"## {name}", "", _cell(summary) + ("." if summary else ""), "",
-                  "```text", _usage(sub), "```", ""]
-        if sub.description:
-            lines += [sub.description.strip(), ""]
-        lines += _table(_arg_rows(sub))
+        lines += _command_section(name, summary, sub, 2)
     return "\n".join(lines).rstrip() + "\n"
+
+
+def _command_section(name: str, summary: str, parser: argparse.ArgumentParser,
+                     level: int) -> list[str]:
+    """One command's section (heading ``level``): summary, usage, description, arguments,
+    then its own subcommands (``fleet validate`` ...), each a section one level down."""
+    lines = [f"{'#' * level} {name}", "", _cell(summary) + ("." if summary else ""), "",
+             "```text", _usage(parser), "```", ""]
+    if parser.description:
+        lines += [parser.description.strip(), ""]
+    lines += _table(_arg_rows(parser))
+    subs = _subcommands(parser)
+    if subs:
+        lines += ["| subcommand | what it does |", "| --- | --- |"]
+        lines += [f"| `{sub}` | {_cell(text)} |" for sub, text, _ in subs]
+        lines.append("")
+        for sub, text, subparser in subs:
+            lines += _command_section(f"{name} {sub}", text, subparser, level + 1)
+    return lines
 
 
 def _table(rows: Sequence[tuple[str, str, str, str]]) -> list[str]:

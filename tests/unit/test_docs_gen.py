@@ -56,8 +56,10 @@ def test_command_reference_lists_every_command_and_flag():
     page = docs_gen.commands_page(parser)
     commands = _subparsers(parser)
     assert {"validate", "render", "catalog", "plan", "apply", "lint", "sandbox"} <= set(commands)
-    for name, sub in commands.items():
-        section = page.split(f"\n## {name}\n", 1)[1].split("\n## ", 1)[0]
+
+    def check(name: str, sub: argparse.ArgumentParser, level: int) -> None:
+        heading = f"\n{'#' * level} {name}\n"
+        section = page.split(heading, 1)[1].split("\n## ", 1)[0]
         assert f"usage: mldiag-provision {name}" in section
         for action in sub._actions:
             if action.help == argparse.SUPPRESS or isinstance(action, argparse._HelpAction):
@@ -66,6 +68,11 @@ def test_command_reference_lists_every_command_and_flag():
                 assert flag in section, (name, flag)
             for choice in action.choices or ():
                 assert f"`{choice}`" in section, (name, choice)
+        for child, parser_of_child in _subparsers(sub).items():  # fleet validate, ...
+            check(f"{name} {child}", parser_of_child, level + 1)
+
+    for name, sub in commands.items():
+        check(name, sub, 2)
 
 
 def test_recipe_reference_lists_every_field():
