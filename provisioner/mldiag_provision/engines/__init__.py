@@ -9,7 +9,7 @@ resource types by what they hold (:class:`ResourceKinds`: danger warnings), tran
 tool's and Google's errors, and makes the :class:`Engine` that works in one rendered
 directory, running its tool through :class:`~mldiag_provision.runner.CommandRunner` only.
 Commands talk to the :class:`Engine` protocol and branch on capabilities, never on an
-engine's name. Adding an engine is adding one module (README.md, "How to add an engine").
+engine's name. Adding an engine is adding one module (docs/development/add-engine.md).
 
 NOTE: if you add an :class:`EngineCapability`, update every engine's ``capabilities``.
 """

@@ -5,7 +5,7 @@ Code that needs to know what an orchestrator does asks the unit (``unit.has(Capa
 ``unit.gke``, ``unit.build_plan(...)``), never compares its name. A unit is a module in this
 package that defines ``UNIT = Orchestrator(...)``; the registry imports every such module once,
 on first use (:func:`units`). Adding an orchestrator is adding one module plus its blueprint
-(``blueprints/<blueprint>/``): see README.md, "How to add an orchestrator".
+(``blueprints/<blueprint>/``): see docs/development/add-orchestrator.md.
 """
 
 from __future__ import annotations

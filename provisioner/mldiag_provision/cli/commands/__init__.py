@@ -7,7 +7,7 @@ module in :data:`MODULES` and its one-line help in :data:`SUMMARIES` (the top-le
 """
 
 MODULES: tuple[str, ...] = ("plan", "apply", "destroy", "output", "lint", "verify", "smoke",
-                           "preflight", "policy", "sandbox", "fleet")
+                           "preflight", "policy", "sandbox", "fleet", "completion")
 
 SUMMARIES: dict[str, str] = {
     "plan": "render, then show what apply would change, stage by stage",
@@ -27,4 +27,5 @@ SUMMARIES: dict[str, str] = {
                "on plan/apply/verify/output/destroy)",
     "fleet": "many recipes: validate them together (names, state, _Default log bucket "
              "shared), list the ones a change affects as a CI matrix, write atlantis.yaml",
+    "completion": "print a shell completion script (bash, zsh or fish)",
 }
