@@ -57,3 +57,21 @@ def test_the_live_view_on_a_terminal_shows_styles_not_markup() -> None:
     assert "== project: applying" in text
     assert f"{ADDRESS}: created (3s)" in text  # the brackets of the address kept
     assert "\x1b[1m" in text  # bold, as a terminal style
+
+
+def test_an_error_of_the_whole_run_is_said_once_with_what_it_caught_in_flight() -> None:
+    """A signal during apply makes Terraform report "execution halted" once per operation
+    cut short, with no resource address: one FAIL line, naming the resources in flight,
+    not one ": execution halted" line per operation (issue 31)."""
+    import io
+
+    buf = io.StringIO()
+    progress = Progress(Console(buf, color=False), live=False)
+    progress(ProgressEvent("start", "module.cluster.google_container_cluster.this", "create"))
+    for _ in range(6):
+        progress(ProgressEvent("error", "", message="execution halted"))
+    progress(ProgressEvent("error", "google_project_service.x", message="boom"))
+    lines = buf.getvalue().splitlines()
+    assert lines == [
+        "  FAIL execution halted (in flight: module.cluster.google_container_cluster.this)",
+        "  FAIL google_project_service.x: boom"]

@@ -60,6 +60,7 @@ class Progress:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._rich: Any = None
+        self._said: set[str] = set()  # messages of errors with no address, printed once
 
     # lifecycle: re-entrant, so a run can pause the live view to ask a question
     def __enter__(self) -> Progress:
@@ -164,6 +165,15 @@ class Progress:
             self.in_flight.pop(ev.address, None)
             self._line(f"  {self.out.style('ok', 'green')}  {ev.address}: "
                        f"{PAST.get(ev.action, 'done')} ({ev.elapsed_s:.0f}s)")
+        elif ev.kind == "error" and not ev.address:
+            # a diagnostic of the whole run ("execution halted" once per operation cut
+            # short by a signal): said once, with the resources it caught in flight
+            if ev.message in self._said:
+                return
+            self._said.add(ev.message)
+            flying = list(self.in_flight)
+            self._line(f"  {self.out.style('FAIL', 'red', 'bold')} {ev.message or 'error'}"
+                       + (f" (in flight: {', '.join(flying)})" if flying else ""))
         elif ev.kind == "error":
             self.in_flight.pop(ev.address, None)
             self._line(f"  {self.out.style('FAIL', 'red', 'bold')} {ev.address}"
