@@ -358,16 +358,34 @@ def check_gpu_networks(cluster: Cluster, plan: StackPlan) -> list[CheckResult]:
                 results.append(_api_error(check, ds_evidence, exc))
             continue
         status = ds.status
-        want = int(getattr(status, "desired_number_scheduled", 0) or 0)
+        desired = int(getattr(status, "desired_number_scheduled", 0) or 0)
         ready = int(getattr(status, "number_ready", 0) or 0)
+        from mldiag_provision.catalog.gpu import GPU_ACCELERATOR_LABEL
+
+        gpu_nodes = _count_nodes(cluster, f"{GPU_ACCELERATOR_LABEL}={g.accelerator}")
+        want = max(desired, gpu_nodes or 0)
         if ready < want:
-            results.append(CheckResult(check, FAIL, f"installer ready on {ready} of {want} "
-                                       "nodes", ds_evidence,
-                                       f"kubectl -n kube-system describe daemonset {name}"))
+            unscheduled = (gpu_nodes or 0) > desired
+            results.append(CheckResult(
+                check, FAIL, f"installer ready on {ready} of {want} "
+                + (f"nodes with {g.accelerator} GPUs (the DaemonSet is scheduled on only "
+                   f"{desired})" if unscheduled else "nodes"), ds_evidence,
+                f"kubectl get nodes -l {GPU_ACCELERATOR_LABEL}={g.accelerator}; compare with "
+                f"the node affinity of daemonset/{name}" if unscheduled else
+                f"kubectl -n kube-system describe daemonset {name}"))
         else:
             results.append(CheckResult(check, PASS, f"{len(g.interfaces)} Networks; {name} "
                                        f"ready on {ready} node(s)", ds_evidence))
     return results
+
+
+def _count_nodes(cluster: Cluster, label_selector: str) -> int | None:
+    """How many nodes carry the labels, or None when the nodes cannot be listed (the check
+    then goes by what the DaemonSet says alone)."""
+    try:
+        return len(cluster.core.list_node(label_selector=label_selector).items)
+    except Exception:
+        return None
 
 
 def check_reachable(cluster: Cluster) -> CheckResult:
