@@ -391,7 +391,7 @@ def cmd_catalog(args: argparse.Namespace, out: Console) -> int:
         return 0
     v = catalog.version(args.version)
     if v is None:
-        from mldiag_provision.recipe.parse import suggest
+        from mldiag_provision.suggest import suggest
 
         raise UsageError(f"unknown TPU version '{args.version}'",
                          hint=suggest(args.version, catalog.version_names())
