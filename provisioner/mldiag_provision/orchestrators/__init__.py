@@ -18,6 +18,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from mldiag_provision.catalog.requirements import GkeMode
+from mldiag_provision.orchestrator_names import NAMES
 
 if TYPE_CHECKING:
     from mldiag_provision.catalog.tpu import Catalog
@@ -135,9 +136,9 @@ def units() -> tuple[Orchestrator, ...]:
     return tuple(sorted(found.values(), key=lambda u: (rank.get(u.name, len(ORDER)), u.name)))
 
 
-# The order people read them in (error messages list them so); units not named here follow,
-# by name.
-ORDER = ("gke-autopilot", "gke-standard", "slurm", "existing-kubernetes")
+# The order people read them in (error messages list them so): the name table the recipe model
+# reads too; units not named there follow, by name (and the recipe does not accept them).
+ORDER = NAMES
 
 
 def names() -> tuple[str, ...]:
