@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from mldiag_provision.errors import UsageError
 
 if TYPE_CHECKING:
-    from mldiag_provision.plan.stack import StackPlan
+    from mldiag_provision.plan.types import StackPlan
     from mldiag_provision.runner import CommandRunner
 
 

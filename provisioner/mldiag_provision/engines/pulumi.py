@@ -48,7 +48,7 @@ from mldiag_provision.errors import EngineError
 from mldiag_provision.runner import CommandRunner
 
 if TYPE_CHECKING:
-    from mldiag_provision.plan.stack import StackPlan
+    from mldiag_provision.plan.types import StackPlan
 
 INSTALL_HINT = ("install the Pulumi CLI (https://www.pulumi.com/docs/iac/download-install/, "
                 "e.g. `curl -fsSL https://get.pulumi.com | sh`) and put it on PATH, or point "

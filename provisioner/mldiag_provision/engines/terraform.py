@@ -58,7 +58,7 @@ from mldiag_provision.runner import CommandRunner, RunResult
 
 if TYPE_CHECKING:
     from mldiag_provision.engines.provider_pool import ProviderPool
-    from mldiag_provision.plan.stack import StackPlan
+    from mldiag_provision.plan.types import StackPlan
 
 PLAN_FILE = ".mldiag/tfplan"
 PLAN_SUMMARY = ".mldiag/plan-summary.json"

@@ -22,8 +22,7 @@ from mldiag_provision.orchestrator_names import NAMES
 
 if TYPE_CHECKING:
     from mldiag_provision.catalog.tpu import Catalog
-    from mldiag_provision.plan.project import ProjectPlan
-    from mldiag_provision.plan.stack import StackPlan
+    from mldiag_provision.plan.types import ProjectPlan, StackPlan
     from mldiag_provision.recipe.model import Recipe
 
 

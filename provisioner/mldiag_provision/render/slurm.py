@@ -12,10 +12,10 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING
 
-from mldiag_provision.plan.stack import SlicePlan, StackPlan
+from mldiag_provision.plan.types import SlicePlan, StackPlan
 
 if TYPE_CHECKING:  # a GKE render does not import the Slurm plan (issue 16)
-    from mldiag_provision.plan.slurm import SlurmJobPlan, SlurmPlan
+    from mldiag_provision.plan.slurm_types import SlurmJobPlan, SlurmPlan
 
 
 def _q(value: object) -> str:

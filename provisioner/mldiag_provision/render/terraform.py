@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from mldiag_provision.plan.stack import StackPlan
+from mldiag_provision.plan.types import StackPlan
 from mldiag_provision.render.stack import banner, module_files, template_env
 
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mldiag_provision.plan.stack import SlicePlan, StackPlan
+    from mldiag_provision.plan.types import SlicePlan, StackPlan
 
 AXES = ("x", "y", "z")
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mldiag_provision.plan.stack import SlicePlan, StackPlan
+    from mldiag_provision.plan.types import SlicePlan, StackPlan
 
 PROGRAM = Path(__file__).resolve().parent / "program.py"
 

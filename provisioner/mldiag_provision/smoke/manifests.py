@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from mldiag_provision.smoke import PROGRAM, program_args, spec_for, units_per_vm
 
 if TYPE_CHECKING:
-    from mldiag_provision.plan.stack import SlicePlan, StackPlan
+    from mldiag_provision.plan.types import SlicePlan, StackPlan
 
 CONFIGMAP = "mldiag-smoke-program"
 MOUNT = "/mldiag-smoke"
@@ -53,7 +53,7 @@ def configmap(plan: StackPlan) -> dict[str, Any]:
 
 def jobset(plan: StackPlan, sp: SlicePlan, *, image: str = DEFAULT_IMAGE) -> dict[str, Any]:
     """The smoke JobSet of one recipe slice (``replicas`` = its ``count``)."""
-    from mldiag_provision.plan.stack import WorkloadPlan
+    from mldiag_provision.plan.types import WorkloadPlan
     from mldiag_provision.render.k8s import _diagnostics, workload
 
     diag = _diagnostics(plan)

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from mldiag_provision.catalog.gpu import GPU_ACCELERATOR_LABEL
 from mldiag_provision.catalog.tpu import Catalog
-from mldiag_provision.plan.stack import TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL
+from mldiag_provision.plan.project import TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL
 
 if TYPE_CHECKING:
-    from mldiag_provision.plan.stack import SlicePlan, StackPlan
+    from mldiag_provision.plan.types import SlicePlan, StackPlan
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 
