@@ -29,8 +29,7 @@ import yaml
 from mldiag_provision import __version__, orchestrators
 from mldiag_provision.orchestrators import Capability
 from mldiag_provision.plan.types import StackPlan
-from mldiag_provision.policy import POLICY_JSON
-from mldiag_provision.render import fastyaml, gitignore, k8s, slurm
+from mldiag_provision.render import POLICY_JSON, fastyaml, gitignore, k8s, slurm
 from mldiag_provision.render import topology as pictures
 from mldiag_provision.render.hcl import hcl_value
 from mldiag_provision.render.template_cache import TemplateCache
