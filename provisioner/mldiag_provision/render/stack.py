@@ -344,7 +344,8 @@ def render_stack(plan: StackPlan, *, root: Path | None = None,
     root = root or data_root()
     bp = load_blueprint(plan.blueprint, root)
     check(bp, orchestrator=plan.cluster.type, engine=plan.engine)
-    files = engines.get(plan.engine).render(plan, bp.manifest, root)
+    kit = engines.RenderKit(banner=banner, template_env=template_env, module_files=module_files)
+    files = engines.get(plan.engine).render(plan, bp.manifest, root, kit)
     head = banner("yaml", plan.name)
     workloads: dict[str, list[dict[str, Any]]] = {}
     if plan.queued is not None:
