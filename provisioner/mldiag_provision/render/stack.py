@@ -269,7 +269,7 @@ def _readme(plan: StackPlan) -> str:
 def _smoke_objects(plan: StackPlan) -> dict[str, list[dict[str, Any]]]:
     """``k8s/smoke/``: the smoke program's ConfigMap and one JobSet per slice (opt-in:
     ``apply`` applies ``k8s/workloads/`` only)."""
-    from mldiag_provision.smoke import manifests
+    from mldiag_provision.render import smoke as manifests
 
     out = {"k8s/smoke/00-program.yaml": [manifests.configmap(plan)]}
     for sp in plan.slices:
@@ -302,7 +302,7 @@ def _topology_section(plan: StackPlan, drawings: list[pictures.Drawing]) -> str:
                   "# or by hand: kubectl apply -f k8s/smoke/ ... kubectl delete -f k8s/smoke/",
                   "```", ""]
     elif plan.slurm is not None:
-        from mldiag_provision.smoke.manifests import jobset_name
+        from mldiag_provision.plan.smoke import jobset_name
 
         lines += ["On the cluster, the same JAX + XProf program on every node of a slice "
                   "(device counts, a collective over every mesh axis, a profile in the "

@@ -501,8 +501,7 @@ def judge_smoke_slice(plan: StackPlan, sp: SlicePlan, pods: list[Any],
     multislice hold that slice's devices together (``local_devices`` summed by JobSet job
     index); FAIL names the slice (``name`` or ``name[i]`` of a multislice) and the pod.
     """
-    from mldiag_provision.smoke import spec_for
-    from mldiag_provision.smoke.manifests import jobset_name, profile_path
+    from mldiag_provision.plan.smoke import jobset_name, profile_path, spec_for
 
     spec = spec_for(sp, plan)
     ns = plan.agents.namespace if plan.agents else "default"
@@ -560,7 +559,8 @@ def run_smoke(cluster: Cluster, plan: StackPlan, *, image: str = "python:3.12",
     every pod finished (``progress`` gets a line whenever the count of finished pods
     changes), judges each slice with :func:`judge_smoke_slice` and deletes what it created.
     """
-    from mldiag_provision.smoke.manifests import configmap, jobset, jobset_name
+    from mldiag_provision.plan.smoke import jobset_name
+    from mldiag_provision.render.smoke import configmap, jobset
 
     if not plan.slices:
         return [CheckResult("smoke", SKIP, "the recipe has no slice", "-")]
