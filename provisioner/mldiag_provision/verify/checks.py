@@ -58,7 +58,7 @@ def _not_found(exc: Exception) -> bool:
 
 
 def _api_error(check: str, evidence: str, exc: Exception) -> CheckResult:
-    from mldiag_provision.stack.kube import is_timeout
+    from mldiag_provision.kubeclient import is_timeout
 
     if is_timeout(exc):
         return CheckResult(check, FAIL, f"the API server did not answer in time (reading "
@@ -376,7 +376,7 @@ def check_reachable(cluster: Cluster) -> CheckResult:
     The body is read raw (not through the client's models), so a proxy or login page that
     answers 200 with HTML is named as such instead of passing or crashing the model code.
     """
-    from mldiag_provision.stack.kube import is_timeout, request_timeout_s
+    from mldiag_provision.kubeclient import is_timeout, request_timeout_s
 
     evidence = f"API server {cluster.host}"
     try:
