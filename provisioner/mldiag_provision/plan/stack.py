@@ -5,6 +5,7 @@ Every decision the templates need, as plain data (the types: :mod:`mldiag_provis
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -46,9 +47,14 @@ def build_plan(recipe: Recipe, shapes: dict[int, SliceShape | GpuShape | None],
     Raises:
       ValueError: a slice was left unresolved (preflight was skipped).
       UnknownOrchestratorError: no unit has the recipe's orchestrator type.
+      ImportError, AttributeError: the unit's ``plan`` names no function (a bug in the unit).
     """
     from mldiag_provision import orchestrators
 
     unit = orchestrators.get(recipe.spec.orchestrator.type)
     project = plan_project(recipe, shapes, catalog, unit, previous)
-    return unit.build_plan(project, recipe, catalog)
+    # the unit names its planner ("module:function"), imported on first use
+    module, _, function = unit.plan.partition(":")
+    builder = getattr(importlib.import_module(module), function)
+    plan: StackPlan = builder(unit, project, recipe, catalog)
+    return plan
