@@ -203,16 +203,17 @@ def test_a_real_engine_runs_in_a_child_process() -> None:
 def test_hcl_parse_cache_is_content_addressed_and_self_healing(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch
                                                                 ) -> None:
+    from mldiag_provision import hclparse
     from mldiag_provision.policy import inputs
 
     monkeypatch.setenv("MLDIAG_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(inputs, "_PARSED", {})
+    monkeypatch.setattr(hclparse, "_PARSED", {})
     text = 'resource "google_storage_bucket" "b" {\n  name = "x"\n}\n'
     first = inputs.parse_hcl("a.tf", text)
     files = list((tmp_path / "hcl").glob("*.json"))
     assert len(files) == 1 and json.loads(files[0].read_text()) == first
     # a later process reads the file; a corrupt file is parsed again and rewritten
-    monkeypatch.setattr(inputs, "_PARSED", {})
+    monkeypatch.setattr(hclparse, "_PARSED", {})
     files[0].write_text("{not json")
     assert inputs.parse_hcl("a.tf", text) == first
     assert json.loads(files[0].read_text()) == first

@@ -406,7 +406,7 @@ def cmd_catalog(args: argparse.Namespace, out: Console) -> int:
     v = catalog.version(args.version)
     if v is None:
         from mldiag_provision.catalog.gpu import load_gpu_catalog
-        from mldiag_provision.recipe.parse import suggest
+        from mldiag_provision.suggest import suggest
 
         gpu = load_gpu_catalog().gpu(args.version)
         if gpu is not None:

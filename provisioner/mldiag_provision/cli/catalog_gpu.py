@@ -115,7 +115,7 @@ def _unknown(name: str, catalog: GpuCatalog) -> UsageError:
     """The usage error for a GPU name the catalog does not know: did you mean, or the TPU
     catalog when it names a TPU."""
     from mldiag_provision.catalog.tpu import load_catalog
-    from mldiag_provision.recipe.parse import suggest
+    from mldiag_provision.suggest import suggest
 
     tpu = load_catalog().version(name)
     if tpu is not None:

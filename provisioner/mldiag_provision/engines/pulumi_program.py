@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the engine registry imports this module; rendering imports these
     import jinja2
 
-    from mldiag_provision.plan.stack import StackPlan
+    from mldiag_provision.plan.types import StackPlan
 
 # Orchestrators whose resources pulumi-gcp offers. Slurm needs
 # gcp.hypercomputecluster.Cluster (Cluster Director), present in pulumi-gcp 10.x

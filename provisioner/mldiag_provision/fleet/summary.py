@@ -89,9 +89,8 @@ def summarize(member: Member, reasons: Sequence[str]) -> RecipeSummary:
 
 
 def _render_and_gate(member: Member, stack: Any, recipe: Any) -> tuple[int, dict[str, Any]]:
-    from mldiag_provision.cli.commands.policy import settings_for
     from mldiag_provision.policy import policy_data
-    from mldiag_provision.policy.gate import run_gate
+    from mldiag_provision.policy.gate import run_gate, settings_for
     from mldiag_provision.policy.inputs import stack_document
     from mldiag_provision.render.stack import render_stack
 

@@ -32,7 +32,16 @@ from mldiag_provision.plan.parts import (
     StandardClusterPlan,
 )
 from mldiag_provision.plan.previous import keep_name, previous_value
-from mldiag_provision.plan.project import SLICE_LABEL, ProjectPlan
+from mldiag_provision.plan.project import SLICE_LABEL
+from mldiag_provision.plan.types import (
+    BucketGrantPlan,
+    ProjectPlan,
+    QueuedPlan,
+    SlicePlan,
+    StackPlan,
+    VolumePlan,
+    WorkloadPlan,
+)
 from mldiag_provision.recipe.slurm import duration_seconds
 
 QUEUED = "queued"
@@ -40,14 +49,6 @@ QUEUED = "queued"
 if TYPE_CHECKING:
     from mldiag_provision.orchestrators import Orchestrator
     from mldiag_provision.plan.gpunet import GpuNetworkPlan
-    from mldiag_provision.plan.stack import (
-        BucketGrantPlan,
-        QueuedPlan,
-        SlicePlan,
-        StackPlan,
-        VolumePlan,
-        WorkloadPlan,
-    )
     from mldiag_provision.recipe.model import Recipe
 
 
@@ -164,7 +165,6 @@ def decide_max_restarts(w: Any, sp: SlicePlan, kind: str) -> int:
 
 
 def _volume_plans(w: Any) -> tuple[VolumePlan, ...]:
-    from mldiag_provision.plan.stack import VolumePlan
 
     out = []
     for v in getattr(w, "volumes", None) or ():
@@ -204,7 +204,6 @@ def bucket_grants(recipe: Recipe) -> tuple[BucketGrantPlan, ...]:
     """One grant per Cloud Storage FUSE bucket the workloads mount with ``grantAccess``:
     roles/storage.objectViewer when every such mount of it is read-only, else
     roles/storage.objectUser; sorted by bucket."""
-    from mldiag_provision.plan.stack import BucketGrantPlan
 
     writable: dict[str, bool] = {}
     for w in recipe.spec.workloads:
@@ -219,7 +218,6 @@ def bucket_grants(recipe: Recipe) -> tuple[BucketGrantPlan, ...]:
 
 def workload_plan(recipe: Recipe, w: Any, sp: SlicePlan) -> WorkloadPlan:
     """One recipe workload on its planned slice (shared with preflight)."""
-    from mldiag_provision.plan.stack import WorkloadPlan
 
     diag = recipe.spec.diagnostics
     kind = workload_kind(w.kind, sp)
@@ -273,7 +271,6 @@ _UNBOUNDED_EPHEMERAL = "10000Ti"
 def queued_plan(recipe: Recipe, catalog: Catalog, slices: list[SlicePlan]) -> QueuedPlan | None:
     """The Kueue objects of the queued slices (:class:`~.stack.QueuedPlan`); ``None`` when
     no slice is queued. Facts: catalog/data/gke.yaml ``queuedProvisioning``."""
-    from mldiag_provision.plan.stack import QueuedPlan
 
     queued = [sp for sp in slices if sp.capacity == QUEUED]
     if not queued:
@@ -407,7 +404,6 @@ def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
     Call only after preflight reported no errors.
     """
     from mldiag_provision.orchestrators import Capability
-    from mldiag_provision.plan.stack import StackPlan
 
     spec = recipe.spec
     orch = spec.orchestrator

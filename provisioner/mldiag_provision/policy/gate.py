@@ -10,6 +10,7 @@ turn a rule's findings into waived ones, still printed with the reason, never fa
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable
@@ -368,3 +369,40 @@ def _answers(run: GateRun, plan: dict[str, Any] | None, stack: dict[str, Any], *
                       unused_waivers=sorted(set(settings.waivers) - fired),
                       external_waivers=list(stack.get("external_waivers", [])),
                       cached=run.cached)
+
+
+def settings_for(recipe: Any, recipe_path: str | None, stack_files: dict[str, bytes],
+                 extra_dirs: list[str], waive: dict[str, str]) -> Settings:
+    """The gate's :class:`Settings`: the recipe's ``spec.policy`` (or, without a recipe,
+    the stack's ``.mldiag/policy.json``), plus ``--policy`` directories and ``--waive``
+    (the ``policy`` command, the gate of ``plan``/``apply`` and ``fleet`` share it).
+
+    Raises:
+      PolicyError: a rendered ``policy.json`` names directories that only the recipe can
+        locate, and no ``--policy`` was given.
+    """
+    from mldiag_provision.policy import POLICY_JSON, policy_data
+
+    base = Path(recipe_path).resolve().parent if recipe_path else Path.cwd()
+    data = policy_data(recipe) if recipe is not None else None
+    if recipe is None and POLICY_JSON in stack_files:
+        try:
+            data = json.loads(stack_files[POLICY_JSON])
+        except ValueError as exc:
+            raise PolicyError(f"{POLICY_JSON} of the stack is not JSON ({exc})",
+                              hint="re-render the stack") from None
+        if not recipe_path:  # directories are relative to a recipe we do not have
+            if data.get("directories") and not extra_dirs:
+                raise PolicyError(
+                    "the stack's recipe names policy directories ("
+                    + ", ".join(data["directories"]) + ") relative to the recipe file",
+                    hint="run `mldiag-provision policy RECIPE`, or pass them with --policy")
+            data = {**data, "directories": []}
+    return _settings(data, base, extra_dirs, waive)
+
+
+def _settings(data: dict[str, Any] | None, base: Path, extra_dirs: list[str],
+              waive: dict[str, str]) -> Settings:
+    s = Settings.from_data(data, base)
+    return Settings(directories=(*s.directories, *(Path(d) for d in extra_dirs)),
+                    params=s.params, waivers={**s.waivers, **waive})

@@ -14,15 +14,16 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
-from mldiag_provision import engine_names, orchestrators
+from mldiag_provision import engine_names, orchestrator_names
 from mldiag_provision.recipe import patterns
 from mldiag_provision.recipe.patterns import DNS_LABEL, ENV_NAME, GCE_NAME, IMAGE_REF
 
-# The names the recipe accepts come from the registries (a new unit is a new name; then run
+# The names the recipe accepts come from the registries' name tables (orchestrator_names,
+# engine_names: a new unit is a new name there; then run
 # `python -m mldiag_provision.recipe.generate` for the schema files). Orchestrators in the
 # registry's order; engines: the registered ones and "pulumi", which the recipe format has
 # room for before its unit exists (preflight then refuses it with a clear message).
-_ORCHESTRATORS = orchestrators.names()
+_ORCHESTRATORS = orchestrator_names.names()
 _ENGINES = tuple(dict.fromkeys(("terraform", "pulumi", *engine_names.names())))
 
 API_VERSION = "mldiag-provision/v1alpha1"

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 from mldiag_provision.catalog.gpu import GPU_ACCELERATOR_LABEL
 from mldiag_provision.catalog.tpu import Catalog
-from mldiag_provision.plan.stack import TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL
+from mldiag_provision.plan.project import TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL
 
 if TYPE_CHECKING:
-    from mldiag_provision.plan.stack import SlicePlan, StackPlan
+    from mldiag_provision.plan.types import SlicePlan, StackPlan
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 
@@ -58,7 +58,7 @@ def _not_found(exc: Exception) -> bool:
 
 
 def _api_error(check: str, evidence: str, exc: Exception) -> CheckResult:
-    from mldiag_provision.stack.kube import is_timeout
+    from mldiag_provision.kubeclient import is_timeout
 
     if is_timeout(exc):
         return CheckResult(check, FAIL, f"the API server did not answer in time (reading "
@@ -394,7 +394,7 @@ def check_reachable(cluster: Cluster) -> CheckResult:
     The body is read raw (not through the client's models), so a proxy or login page that
     answers 200 with HTML is named as such instead of passing or crashing the model code.
     """
-    from mldiag_provision.stack.kube import is_timeout, request_timeout_s
+    from mldiag_provision.kubeclient import is_timeout, request_timeout_s
 
     evidence = f"API server {cluster.host}"
     try:
@@ -519,8 +519,7 @@ def judge_smoke_slice(plan: StackPlan, sp: SlicePlan, pods: list[Any],
     multislice hold that slice's devices together (``local_devices`` summed by JobSet job
     index); FAIL names the slice (``name`` or ``name[i]`` of a multislice) and the pod.
     """
-    from mldiag_provision.smoke import spec_for
-    from mldiag_provision.smoke.manifests import jobset_name, profile_path
+    from mldiag_provision.plan.smoke import jobset_name, profile_path, spec_for
 
     spec = spec_for(sp, plan)
     ns = plan.agents.namespace if plan.agents else "default"
@@ -578,7 +577,8 @@ def run_smoke(cluster: Cluster, plan: StackPlan, *, image: str = "python:3.12",
     every pod finished (``progress`` gets a line whenever the count of finished pods
     changes), judges each slice with :func:`judge_smoke_slice` and deletes what it created.
     """
-    from mldiag_provision.smoke.manifests import configmap, jobset, jobset_name
+    from mldiag_provision.plan.smoke import jobset_name
+    from mldiag_provision.render.smoke import configmap, jobset
 
     if not plan.slices:
         return [CheckResult("smoke", SKIP, "the recipe has no slice", "-")]
