@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from mldiag_provision.cost.prices import Price, PriceTable
+from mldiag_provision.errors import CatalogError
 
 COUNTED = ("priced", "lower-bound")
 
@@ -274,6 +275,9 @@ def _slurm(table: PriceTable, plan: Mapping[str, Any], slices: Mapping[str, Any]
             continue
         gb = (st.get(kind) or {}).get("capacity_gb")
         price = table.storage(str(kind))
+        if price.usd is not None:  # per GiB-month: a per-hour figure needs a sourced rule
+            raise CatalogError(f"{price.fact.id}: a storage price per GiB-month cannot be "
+                               "added per hour yet (no sourced hours-per-month rule)")
         out.append(_line(f"Slurm storage {st['id']} ({kind}, {gb} GB)", "storage", price,
                          region=region, zone=None, capacity=None, machine_type=None, vms=None,
                          chips=None, units=(float(gb or 0), float(gb or 0))))

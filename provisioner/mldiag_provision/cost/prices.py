@@ -87,7 +87,7 @@ class PriceTable:
 
     def age_days(self, today: dt.date | None = None) -> int:
         """Days since :attr:`date` (today: the UTC date now)."""
-        now = today or dt.datetime.now(dt.timezone.utc).date()
+        now = today or dt.datetime.now(dt.UTC).date()
         return (now - dt.date.fromisoformat(self.date)).days
 
     def _price(self, fact: Fact, key: str, unit: str, region: str) -> Price:

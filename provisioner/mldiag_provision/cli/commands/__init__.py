@@ -7,7 +7,7 @@ module in :data:`MODULES` and its one-line help in :data:`SUMMARIES` (the top-le
 """
 
 MODULES: tuple[str, ...] = ("plan", "apply", "destroy", "output", "lint", "verify", "smoke",
-                           "preflight", "policy", "sandbox")
+                           "preflight", "policy", "sandbox", "cost")
 
 SUMMARIES: dict[str, str] = {
     "plan": "render, then show what apply would change, stage by stage",
@@ -25,4 +25,6 @@ SUMMARIES: dict[str, str] = {
               "its saved plan",
     "sandbox": "list (ls) or empty (reset) the sandbox cloud of a work directory (--sandbox "
                "on plan/apply/verify/output/destroy)",
+    "cost": "price the recipe's stack per hour (offline, sourced price table; unknown "
+            "prices are shown as unknown, never zero)",
 }
