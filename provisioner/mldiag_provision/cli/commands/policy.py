@@ -112,7 +112,8 @@ def _settings(data: dict[str, Any] | None, base: Path, extra_dirs: list[str],
 
     s = Settings.from_data(data, base)
     return Settings(directories=(*s.directories, *(Path(d) for d in extra_dirs)),
-                    params=s.params, waivers={**s.waivers, **waive})
+                    params=s.params, waivers={**s.waivers, **waive},
+                    max_hourly_cost=s.max_hourly_cost)
 
 
 def _cache(workdir: Path, modules: Any, packages: list[str], files: dict[str, bytes],
