@@ -104,3 +104,47 @@ def to_markdown(bill: Bill, *, recipe: str, heading: str = "###") -> str:
         lines += ["", "</details>"]
     lines += ["", f"_{_table_age(bill)}; recipe `{_cell(recipe)}`_"]
     return "\n".join(lines) + "\n"
+
+
+def _signed(value: float) -> str:
+    return ("+" if value >= 0 else "-") + money(abs(value))
+
+
+def change_markdown(before: Bill | None, after: Bill | None) -> str:
+    """The ``plan -O markdown`` section: the stack's hourly cost after the change and what
+    the change adds or removes (``before``: the stack as last rendered, None for a new stack;
+    ``after``: None for ``--destroy``). Totals are the priced lines only: where either side
+    is a lower bound, the delta says so."""
+    lines = ["#### Cost per hour"]
+    now = after.total_max if after is not None else 0.0
+    was = before.total_max if before is not None else 0.0
+    if after is not None:
+        lines.append(f"**After this change:** {_cell(total_text(after))}")
+    else:
+        lines.append("**After this change:** $0.00/h (the stack is destroyed)")
+    if before is None:
+        lines.append(f"**Change:** {_signed(now)}/h (a new stack)")
+    else:
+        lines.append(f"**Before:** {_cell(total_text(before))}")
+        lines.append(f"**Change:** {_signed(round(now - was, 6))}/h")
+    bounds = [b for b in (before, after) if b is not None and b.lower_bound]
+    if bounds:
+        lines.append("_Unknown prices are not counted on either side, so the change is the "
+                     "change of the known part (see `mldiag-provision cost`)._")
+    if after is not None:
+        before_items = {ln.item: ln for ln in before.lines} if before is not None else {}
+        rows = []
+        for ln in after.lines:
+            old = before_items.pop(ln.item, None)
+            if old is None or (old.hourly_max, old.status, old.vms_max) != (
+                    ln.hourly_max, ln.status, ln.vms_max):
+                rows.append(f"| {'+' if old is None else '~'} | {_cell(ln.item)} "
+                            f"| {_cell(_size(ln))} | {_cell(_hourly(ln))} |")
+        rows += [f"| - | {_cell(ln.item)} | {_cell(_size(ln))} | {_cell(_hourly(ln))} |"
+                 for ln in before_items.values()]
+        if rows:
+            lines += ["", "| | item | size | per hour |", "| --- | --- | --- | ---: |", *rows]
+    either = after or before
+    if either is not None:
+        lines += ["", f"_prices: catalog/data/prices.yaml, read {either.prices_date}_"]
+    return "\n".join(lines)

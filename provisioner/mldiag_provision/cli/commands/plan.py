@@ -52,6 +52,24 @@ def _require_detailed_exitcode(unit: EngineUnit) -> None:
                          hint="run `plan` without --detailed-exitcode and read the summary")
 
 
+def _cost_section(before: dict | None, after: dict | None) -> str | None:  # type: ignore[type-arg]
+    """The cost section of ``plan -O markdown``: the stack as rendered now (``after``; None
+    for ``--destroy``) against its previous render (``before``; empty: a new stack). None when
+    the plan cannot be priced (the section is left out rather than a guess)."""
+    from mldiag_provision.cost.bom import bill_of_materials
+    from mldiag_provision.cost.report import change_markdown
+    from mldiag_provision.errors import CatalogError
+
+    try:
+        was = bill_of_materials(before) if before else None
+        now = bill_of_materials(after) if after else None
+    except (CatalogError, KeyError, TypeError, ValueError):
+        return None
+    if was is None and now is None:
+        return None
+    return change_markdown(was, now)
+
+
 def run(args: argparse.Namespace, out: Console) -> int:
     from mldiag_provision.cli.commands._stack import (
         Progress,
@@ -70,6 +88,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
     progress = Progress(out) if text else None
     stack = open_stack(args, NAME, reporter=progress.stack_event if progress else None)
     with stack:
+        before = stack.saved if args.output == "markdown" else None  # the last render
         if not args.destroy:
             from mldiag_provision.preflight.live.target import known_names
 
@@ -99,7 +118,9 @@ def run(args: argparse.Namespace, out: Console) -> int:
     if args.output == "markdown":
         from mldiag_provision.cli.commands._markdown import plan_markdown
 
-        out.print(plan_markdown(stack_name, plans, gate, decisions, destroy=args.destroy))
+        after = None if args.destroy else stack.saved
+        out.print(plan_markdown(stack_name, plans, gate, decisions, destroy=args.destroy,
+                                cost=_cost_section(before, after)))
     elif not text:
         flat = all_dangers(plans)
         out.print(json.dumps({"ok": not blocked, "hasChanges": changed, "live": live,
