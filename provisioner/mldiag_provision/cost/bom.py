@@ -115,7 +115,9 @@ def _line(item: str, kind: str, price: Price, *, region: str, zone: str | None,
     if price.status == "reserved" and price.on_demand_usd is not None:
         why = f"{why} (on-demand rate for reference: ${price.on_demand_usd:.2f} per {price.unit})"
     if price.status == "unknown" and price.on_demand_usd is not None:
-        why = f"{why} (on-demand: ${price.on_demand_usd:.2f} per {price.unit}, an upper bound)"
+        bound = ("on-demand starts at" if price.floor
+                 else "on-demand, an upper bound:")
+        why = f"{why} ({bound} ${price.on_demand_usd:.2f} per {price.unit})"
     basis = price.region_basis
     notes = [n for n in (note, f"region: {basis}" if basis and usd is not None else None) if n]
     return Line(item=item, kind=kind, region=region, zone=zone, capacity=capacity,

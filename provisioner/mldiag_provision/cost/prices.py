@@ -33,7 +33,7 @@ class Price:
     ``usd``: US dollars per ``unit`` (None when unknown or reserved). ``floor``: the source
     gives a "starting at" price, so what it prices is a lower bound. ``on_demand_usd``: for a
     spot/flex-start/queued/reservation answer, the on-demand figure where known (shown for
-    reference, never added).
+    reference, never added; with ``floor`` it is a "starting at" figure).
     """
 
     usd: float | None
@@ -114,7 +114,7 @@ class PriceTable:
             raise CatalogError(f"prices.yaml has no rule for capacity type {capacity!r}") from None
         answer = self._price(rule, "usdPerHour", base.unit, "*")
         return Price(None, base.unit, rule, unknown=answer.unknown, reserved=answer.reserved,
-                     on_demand_usd=base.usd)
+                     on_demand_usd=base.usd, floor=base.floor)
 
     def cluster_fee(self, orchestrator: str, region: str) -> Price | None:
         """The GKE cluster management fee per cluster-hour; None when the orchestrator pays
