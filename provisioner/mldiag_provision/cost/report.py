@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 from mldiag_provision.cost.bom import Bill, Line
 
@@ -148,3 +149,41 @@ def change_markdown(before: Bill | None, after: Bill | None) -> str:
     if either is not None:
         lines += ["", f"_prices: catalog/data/prices.yaml, read {either.prices_date}_"]
     return "\n".join(lines)
+
+
+def bills_of(before: dict[str, Any] | None, after: dict[str, Any] | None
+             ) -> tuple[Bill | None, Bill | None] | None:
+    """The bills of two plans (``plan.json`` data; None or empty: no stack on that side), or
+    None when either cannot be priced (then no cost is shown rather than a guess)."""
+    from mldiag_provision.cost.bom import bill_of_materials
+    from mldiag_provision.errors import CatalogError
+
+    try:
+        was = bill_of_materials(before) if before else None
+        now = bill_of_materials(after) if after else None
+    except (CatalogError, KeyError, TypeError, ValueError):
+        return None
+    return None if was is None and now is None else (was, now)
+
+
+def change_text(before: Bill | None, after: Bill | None) -> str:
+    """One line for ``plan``/``apply`` text output: the total after the change and the
+    change (``before`` None: a new stack; ``after`` None: destroyed)."""
+    now = after.total_max if after is not None else 0.0
+    was = before.total_max if before is not None else 0.0
+    text = f"cost per hour: {total_text(after) if after is not None else '$0.00/h'}"
+    text += f"; this change: {_signed(round(now - was, 6))}/h"
+    if (before is not None and before.lower_bound) or (after is not None
+                                                       and after.lower_bound):
+        text += " of the known part"
+    return text + " (details: mldiag-provision cost RECIPE)"
+
+
+def change_dict(before: Bill | None, after: Bill | None) -> dict[str, Any]:
+    """The same for ``plan``/``apply`` ``--output json`` (numbers in US dollars per hour)."""
+    now = after.total_max if after is not None else 0.0
+    was = before.total_max if before is not None else 0.0
+    return {"total_usd_per_hour": now, "before_usd_per_hour": was,
+            "delta_usd_per_hour": round(now - was, 6),
+            "lower_bound": any(b is not None and b.lower_bound for b in (before, after)),
+            "prices_date": (after or before).prices_date if (after or before) else None}

@@ -52,24 +52,6 @@ def _require_detailed_exitcode(unit: EngineUnit) -> None:
                          hint="run `plan` without --detailed-exitcode and read the summary")
 
 
-def _cost_section(before: dict | None, after: dict | None) -> str | None:  # type: ignore[type-arg]
-    """The cost section of ``plan -O markdown``: the stack as rendered now (``after``; None
-    for ``--destroy``) against its previous render (``before``; empty: a new stack). None when
-    the plan cannot be priced (the section is left out rather than a guess)."""
-    from mldiag_provision.cost.bom import bill_of_materials
-    from mldiag_provision.cost.report import change_markdown
-    from mldiag_provision.errors import CatalogError
-
-    try:
-        was = bill_of_materials(before) if before else None
-        now = bill_of_materials(after) if after else None
-    except (CatalogError, KeyError, TypeError, ValueError):
-        return None
-    if was is None and now is None:
-        return None
-    return change_markdown(was, now)
-
-
 def run(args: argparse.Namespace, out: Console) -> int:
     from mldiag_provision.cli.commands._stack import (
         Progress,
@@ -88,7 +70,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
     progress = Progress(out) if text else None
     stack = open_stack(args, NAME, reporter=progress.stack_event if progress else None)
     with stack:
-        before = stack.saved if args.output == "markdown" else None  # the last render
+        before = stack.saved  # the last render (for the cost of this change)
         if not args.destroy:
             from mldiag_provision.preflight.live.target import known_names
 
@@ -112,15 +94,18 @@ def run(args: argparse.Namespace, out: Console) -> int:
             gate = pending.finish(plans) if pending is not None else None
         decisions = list(stack.saved.get("decisions", []))
         stack_name = str(stack.saved.get("name") or stack.workdir.name)
+        from mldiag_provision.cost import report as cost_report
+
+        # the stack's cost per hour, and what this change adds (None: it cannot be priced)
+        bills = cost_report.bills_of(before, None if args.destroy else stack.saved)
         log = stack.log_path
     changed = any(p.has_changes for p in plans)
     blocked = gate is not None and gate.failed()
     if args.output == "markdown":
         from mldiag_provision.cli.commands._markdown import plan_markdown
 
-        after = None if args.destroy else stack.saved
         out.print(plan_markdown(stack_name, plans, gate, decisions, destroy=args.destroy,
-                                cost=_cost_section(before, after)))
+                                cost=cost_report.change_markdown(*bills) if bills else None))
     elif not text:
         flat = all_dangers(plans)
         out.print(json.dumps({"ok": not blocked, "hasChanges": changed, "live": live,
@@ -128,10 +113,14 @@ def run(args: argparse.Namespace, out: Console) -> int:
                                   "dangers": flat.dangers} if flat else {}),
                               "stages": [p.to_dict() for p in plans],
                               "decisions": decisions, "log": str(log) if log else None,
-                              "policy": gate.to_dict() if gate else None},
+                              "policy": gate.to_dict() if gate else None,
+                              **({"cost": cost_report.change_dict(*bills)} if bills
+                                 else {})},
                              indent=2))
     else:
         show_stage_plans(out, plans)
+        if bills:
+            out.print(cost_report.change_text(*bills))
         merged = all_dangers(plans)
         if merged is not None:
             warn_dangers(err_console(args), merged, destroy=args.destroy)
