@@ -183,7 +183,8 @@ def change_dict(before: Bill | None, after: Bill | None) -> dict[str, Any]:
     """The same for ``plan``/``apply`` ``--output json`` (numbers in US dollars per hour)."""
     now = after.total_max if after is not None else 0.0
     was = before.total_max if before is not None else 0.0
+    either = after or before
     return {"total_usd_per_hour": now, "before_usd_per_hour": was,
             "delta_usd_per_hour": round(now - was, 6),
             "lower_bound": any(b is not None and b.lower_bound for b in (before, after)),
-            "prices_date": (after or before).prices_date if (after or before) else None}
+            "prices_date": either.prices_date if either is not None else None}
