@@ -51,7 +51,7 @@ def test_examples_pass_text_output(cli) -> None:
     code, out, err = cli("--no-color", "policy", str(STANDARD))
     assert code == 0, out + err
     assert "policy gate passed: 0 error(s)" in out
-    assert "10 rule(s)" in out
+    assert "11 rule(s)" in out
 
 
 def test_failing_stack_exits_1_with_rule_rationale_and_source(cli, tmp_path: Path) -> None:

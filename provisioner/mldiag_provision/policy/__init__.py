@@ -17,9 +17,14 @@ def policy_data(recipe: Any) -> dict[str, Any] | None:
     policy = getattr(recipe.spec, "policy", None)
     if policy is None:
         return None
-    return {"directories": list(policy.directories),
-            "requiredLabels": list(policy.required_labels),
-            "allowedRegions": list(policy.allowed_regions),
-            "allowedZones": list(policy.allowed_zones),
-            "allowDeletes": list(policy.allow_deletes),
-            "waivers": [{"rule": w.rule, "reason": w.reason} for w in policy.waivers]}
+    data: dict[str, Any] = {
+        "directories": list(policy.directories),
+        "requiredLabels": list(policy.required_labels),
+        "allowedRegions": list(policy.allowed_regions),
+        "allowedZones": list(policy.allowed_zones),
+        "allowDeletes": list(policy.allow_deletes),
+        "waivers": [{"rule": w.rule, "reason": w.reason} for w in policy.waivers]}
+    budget = getattr(policy, "max_hourly_cost", None)
+    if budget is not None:  # only when set: stacks rendered without it keep their bytes
+        data["maxHourlyCost"] = float(budget)
+    return data

@@ -7,7 +7,8 @@ module in :data:`MODULES` and its one-line help in :data:`SUMMARIES` (the top-le
 """
 
 MODULES: tuple[str, ...] = ("plan", "apply", "destroy", "output", "lint", "verify", "smoke",
-                           "preflight", "policy", "sandbox", "fleet", "completion")
+                           "preflight", "policy", "sandbox", "fleet", "completion",
+                           "cost")
 
 SUMMARIES: dict[str, str] = {
     "plan": "render, then show what apply would change, stage by stage",
@@ -28,4 +29,6 @@ SUMMARIES: dict[str, str] = {
     "fleet": "many recipes: validate them together (names, state, _Default log bucket "
              "shared), list the ones a change affects as a CI matrix, write atlantis.yaml",
     "completion": "print a shell completion script (bash, zsh or fish)",
+    "cost": "price the recipe's stack per hour (offline, sourced price table; unknown "
+            "prices are shown as unknown, never zero)",
 }
