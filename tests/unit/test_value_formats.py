@@ -294,3 +294,17 @@ def test_a_pip_index_that_is_not_an_http_url_is_an_error(url: str) -> None:
                                  "https://user:p%40ss@mirror.example.com/pypi/simple"])
 def test_pip_index_urls_pass(url: str) -> None:
     assert _problems(_with_index(url), "spec") == []
+
+
+@pytest.mark.parametrize("value", HOSTILE, ids=[repr(v)[:24] for v in HOSTILE])
+def test_the_pulumi_program_builds_the_same_values(value: str) -> None:
+    """The Pulumi engine has no ``set``: it builds the values tree helm would build from the
+    same escaped pairs (engines/pulumi_program.helm_values), so both engines give the chart
+    the recipe's string (typed as helm types ``true``/``null``, as --set does)."""
+    from mldiag_provision.engines.pulumi_program import _helm_scalar, helm_values
+    from mldiag_provision.plan.agents import HelmValue
+
+    got = helm_values([HelmValue("image.args", helm_set_literal(value)),
+                       HelmValue("tolerations[0].key", helm_set_literal(value))])
+    assert got == {"image": {"args": _helm_scalar(value)},
+                   "tolerations": [{"key": _helm_scalar(value)}]}
