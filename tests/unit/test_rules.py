@@ -82,6 +82,8 @@ def test_every_rule_has_a_test() -> None:
               "manifests:" + ",".join(r.id for r in lint_tpu.RULES),
               # tests/unit/test_format_rules.py
               "gcp-format",
+              # tests/unit/test_value_formats.py (issue 28)
+              "value-format",
               # tests/unit/test_prod_workloads.py
               "workload-volumes", "workload-tolerations", "workload-annotations",
               "workload-priority-class", "workload-ephemeral-storage",

@@ -155,6 +155,7 @@ STACK_OMIT_WHEN_DEFAULT: dict[str, object] = {"bucket_grants": [], "queued": Non
                                               "gpu_networks": []}
 CLUSTER_OMIT_WHEN_DEFAULT: dict[str, object] = {"gcs_fuse_csi_driver": False}
 NODE_POOL_OMIT_WHEN_DEFAULT: dict[str, object] = {"workload_policy_name": None}
+NODE_SERVICE_ACCOUNT_OMIT_WHEN_DEFAULT: dict[str, object] = {"custom_role": None}
 
 
 def _omit_defaults(data: dict[str, Any], defaults: Mapping[str, object]) -> None:
@@ -264,6 +265,9 @@ class StackPlan:
         _omit_defaults(data, STACK_OMIT_WHEN_DEFAULT)
         if isinstance(data.get("cluster"), dict):
             _omit_defaults(data["cluster"], CLUSTER_OMIT_WHEN_DEFAULT)
+            if isinstance(data["cluster"].get("node_service_account"), dict):
+                _omit_defaults(data["cluster"]["node_service_account"],
+                               NODE_SERVICE_ACCOUNT_OMIT_WHEN_DEFAULT)
         for w in data.get("workloads", ()):
             _omit_defaults(w, WORKLOAD_OMIT_WHEN_DEFAULT)
         for pool in data.get("node_pools", ()):

@@ -309,7 +309,11 @@ class DiagonChart(_Model):
     chart: Annotated[str, Field(min_length=1)]
     repository: str | None = None
     version: str | None = None
-    values: dict[str, str] = Field(default_factory=dict)
+    values: dict[str, str] = Field(
+        default_factory=dict,
+        description="Helm values: a value path (image.tag, tolerations[0].key; a backslash "
+                    "before a literal '.') -> a string, set as written (commas, braces and "
+                    "backslashes are escaped for Helm's --set parser).")
 
 
 class Diagnostics(_Model):
