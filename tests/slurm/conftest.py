@@ -2,11 +2,12 @@
 sshd on localhost, all from Debian's packages, configured in a temporary directory.
 
 The one Slurm node (``localhost``, CPUs from ``nproc``) sits in two partitions, ``gpu`` and
-``cpu``, and carries the node set ids of tests/slurm/data/slurm-cpu-local.yaml (``a3u``,
-``cpu``) as features, the way the node sets of a Cluster Director cluster are told apart
-(docs/slurm-verify.md). sshd lets root in with a fresh key and sets ``SLURM_CONF`` for every
-session, so ``verify --ssh-target root@127.0.0.1`` reaches this Slurm as it reaches a login
-node. Everything is torn down at the end of the session (process groups killed).
+``cpu``. It carries the node set ids of tests/slurm/data/slurm-cpu-local.yaml (``a3u``,
+``cpu``) as features, the way node sets are told apart (docs/slurm-verify.md), and eight
+stand-in GPUs (``Gres=gpu:8``, device nodes that are /dev/null) so that rendered
+``--gpus-per-node=8`` jobs run. sshd lets root in with a fresh key and sets ``SLURM_CONF``
+for every session, so ``verify --ssh-target root@127.0.0.1`` reaches this Slurm as it
+reaches a login node. Everything is torn down at the end of the session (process groups killed).
 
 Missing binaries FAIL the tests, never skip them: ``.ci/run`` installs the packages.
 """
@@ -17,6 +18,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import time
 from collections.abc import Callable, Iterator
@@ -106,7 +108,13 @@ def local_slurm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalSlurm
     conf = root / "slurm.conf"
     host = socket.gethostname().split(".")[0]
     node = (f"NodeName=localhost NodeHostname=localhost NodeAddr=127.0.0.1 CPUs={cpus} "
-            "Features=a3u,cpu State=UNKNOWN")
+            "Features=a3u,cpu Gres=gpu:8 State=UNKNOWN")
+    # eight stand-in GPU devices (character devices with /dev/null's numbers: slurmd drops a
+    # GPU without a device file): sbatch --gpus-per-node=8 is accepted and scheduled
+    (root / "dev").mkdir()
+    for i in range(8):
+        os.mknod(root / "dev" / f"gpu{i}", 0o644 | stat.S_IFCHR, os.makedev(1, 3))
+    (root / "gres.conf").write_text(f"NodeName=localhost Name=gpu File={root}/dev/gpu[0-7]\n")
     conf.write_text(f"""\
 ClusterName=mldiagtest
 SlurmctldHost={host}(127.0.0.1)
@@ -132,6 +140,7 @@ AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 JobCompType=jobcomp/none
 MpiDefault=none
+GresTypes=gpu
 ReturnToService=2
 SlurmdTimeout=300
 {node}

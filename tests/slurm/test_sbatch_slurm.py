@@ -1,0 +1,83 @@
+"""The rendered sbatch scripts of the CPU test recipe run to completion on the real Slurm of
+conftest.py, with the job environment the node startup script writes (job-env.sh)."""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import Any
+
+from mldiag_provision.catalog.tpu import load_catalog
+from mldiag_provision.pipeline import check_file
+from mldiag_provision.plan.stack import build_plan
+from mldiag_provision.render import slurm as render_slurm
+
+ROOT = Path(__file__).resolve().parents[2]
+RECIPE = Path(__file__).parent / "data" / "slurm-cpu-local.yaml"
+TEMPLATE = ROOT / "modules" / "slurm" / "cluster-director" / "templates" / \
+    "nodeset-startup.sh.tftpl"
+JOB_TIMEOUT_S = 180.0
+
+
+def _job_env(template: str) -> str:
+    """job-env.sh as the startup script writes it: the quoted heredoc of the template, with
+    Terraform's ``$${`` escapes undone."""
+    m = re.search(r"<<'JOBENV'\n(.*?)\nJOBENV\n", template, re.S)
+    assert m, "the startup template no longer writes job-env.sh from a JOBENV heredoc"
+    body = m.group(1)
+    assert "%{" not in body and re.search(r"(?<!\$)\$\{", body) is None, \
+        "job-env.sh now holds Terraform template expressions: render them here"
+    return body.replace("$${", "${")
+
+
+def _wait_done(slurm: Any, job: str) -> str:
+    deadline = time.monotonic() + JOB_TIMEOUT_S
+    while time.monotonic() < deadline:
+        q = slurm.run("squeue", "-h", "-j", job, "-o", "%T")
+        if q.returncode == 0 and not q.stdout.strip():
+            break
+        time.sleep(1)
+    else:
+        slurm.run("scancel", job)
+        raise AssertionError(f"job {job} still in squeue after {JOB_TIMEOUT_S:.0f} s")
+    info = slurm.run("scontrol", "-o", "show", "job", job).stdout
+    m = re.search(r"JobState=(\S+).*?ExitCode=(\S+)", info)
+    return f"{m.group(1)} {m.group(2)}" if m else "COMPLETED 0:0"  # gone from memory: done
+
+
+def test_rendered_sbatch_runs_with_the_job_environment(local_slurm: Any, tmp_path: Path) -> None:
+    catalog = load_catalog()
+    res = check_file(str(RECIPE), catalog)
+    assert res.parsed.recipe is not None and not res.report.errors
+    plan = build_plan(res.parsed.recipe, res.shapes, catalog)
+    scripts = {k: v.decode() for k, v in render_slurm.files(plan, "# test").items()
+               if not Path(k).name.startswith("mldiag-smoke")}
+    assert list(scripts) == ["slurm/probe.sbatch"]
+    # /opt/mldiag of a node, moved under tmp_path: job-env.sh from the startup template
+    opt = tmp_path / "opt-mldiag"
+    opt.mkdir()
+    (opt / "job-env.sh").write_text(_job_env(TEMPLATE.read_text()).replace("/opt/mldiag",
+                                                                            str(opt)))
+    (opt / "mlrun_region").write_text("us-east5\n")
+    (opt / "profiles_gcs_path").write_text("gs://bucket\n")
+    script = scripts["slurm/probe.sbatch"]
+    assert "source /opt/mldiag/job-env.sh" in script
+    path = tmp_path / "probe.sbatch"
+    path.write_text(script.replace("/opt/mldiag", str(opt)))
+    work = tmp_path / "work"
+    work.mkdir()
+    sub = local_slurm.run("sbatch", "--parsable", f"--chdir={work}", str(path))
+    assert sub.returncode == 0, sub.stderr
+    job = sub.stdout.strip().split(";")[0]
+    state = _wait_done(local_slurm, job)
+    out = work / f"probe-{job}.out"
+    log = out.read_text() if out.exists() else "(no output file)"
+    assert state == "COMPLETED 0:0", f"{state}\n{log}"
+    tasks = sorted(work.glob("task-*.txt"))
+    assert [t.name for t in tasks] == ["task-0.txt"], log  # one node, one task per node
+    for t in tasks:
+        fields = dict(w.split("=", 1) for w in t.read_text().split())
+        assert fields["run"] == f"mldiagtest-{job}-" + fields["run"].rsplit("-", 1)[1]
+        assert fields["run"].rsplit("-", 1)[1].isdigit() and fields["run"][-2:] != "-0"
+        assert fields["region"] == "us-east5"
