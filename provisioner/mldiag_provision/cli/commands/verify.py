@@ -1,5 +1,7 @@
 """``mldiag-provision verify RECIPE``: check a live cluster against the recipe's stack.
 
+Slurm stacks are checked on their login node over ssh (:mod:`mldiag_provision.verify.slurm`).
+
 Read-only checks (namespace label, KSA annotation, agents, CRD, webhook CA bundle,
 accelerator nodes); ``--smoke`` also runs the JAX + XProf smoke program on every slice.
 Exit code 1 when any check FAILs, so a pipeline can gate on it.
