@@ -38,6 +38,10 @@ def test_matching_recipe_passes(cli: Cli, local_slurm: LocalSlurm) -> None:
     assert by["storage:lustre"]["status"] == "SKIP"
     assert "no Lustre client" in by["storage:lustre"]["message"]
     assert by["storage:home"]["status"] == "SKIP"
+    for name in ("storage:a3u:home", "storage:a3u:lustre", "storage:cpu:home",
+                 "storage:cpu:lustre"):  # the same, through srun on a node of each node set
+        assert by[name]["status"] == "SKIP", by[name]
+        assert by[name]["evidence"].startswith("node set ")
     assert by["sdk:cpu"]["status"] == "SKIP" and "job-env.sh" in by["sdk:cpu"]["message"]
     assert by["gpus:a3u"]["status"] == "SKIP"
     assert "no GPUs here" in by["gpus:a3u"]["message"]

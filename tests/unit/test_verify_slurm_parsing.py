@@ -3,6 +3,7 @@ the GPU / storage / SDK checks on recorded command output (a fake login node).""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -48,17 +49,20 @@ def _plan():  # type: ignore[no-untyped-def]
 
 
 def _cluster(smi: str | None = SMI_8, sinfo: str = SINFO_A3,
-             mounts: dict[str, str] | None = None) -> Callable[[str], Remote]:
+             mounts: dict[str, str] | None = None,
+             node_mounts: dict[str, str] | None = None) -> Callable[[str], Remote]:
     mounts = {"/home": "nfs", "/lustre": "lustre"} if mounts is None else mounts
+    node_mounts = mounts if node_mounts is None else node_mounts
 
     def answer(cmd: str) -> Remote:
         if cmd == "hostname":
             return Remote(cmd, 0, "slurma3u-login-001\n", "")
         if cmd == SINFO:
             return Remote(cmd, 0, sinfo, "")
-        if cmd.startswith("findmnt"):
-            where = cmd.split()[5].rstrip(";")
-            fs = mounts.get(where)
+        if "findmnt" in cmd:  # on the login node, or through srun on a node
+            m = re.search(r"-M (\S+?);", cmd)
+            assert m, cmd
+            fs = (node_mounts if cmd.startswith("srun") else mounts).get(m.group(1))
             return Remote(cmd, 0, (f"{fs}\nfindmnt=0\n" if fs else "findmnt=1\n")
                           + "client=yes\n", "")
         if cmd.startswith("srun") and "nvidia-smi" in cmd:
@@ -124,6 +128,16 @@ def test_down_node_and_missing_mount_fail() -> None:
     assert r["storage:lustre"].status == "FAIL"
     assert r["storage:lustre"].message == "Lustre is not mounted at /lustre"
     assert r["storage:home"].status == "PASS"
+
+
+def test_a_mount_missing_on_a_node_set_fails_naming_it() -> None:
+    r = {x.check: x for x in run_slurm_checks(FakeLogin(_cluster(
+        node_mounts={"/home": "nfs", "/lustre": "ext4"})), _plan())}
+    assert r["storage:lustre"].status == "PASS"  # the login node has it
+    assert r["storage:a3u:lustre"].status == "FAIL"
+    assert r["storage:a3u:lustre"].message == "/lustre is mounted as ext4, not Lustre (lustre)"
+    assert r["storage:a3u:lustre"].evidence == "node set a3u:/lustre"
+    assert r["storage:cpu:home"].status == "PASS" and "storage:cpu:lustre" not in r
 
 
 @pytest.mark.parametrize("answer", [

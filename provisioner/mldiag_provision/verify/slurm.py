@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 from mldiag_provision.verify.checks import FAIL, PASS, SKIP, CheckResult
 
 if TYPE_CHECKING:
-    from mldiag_provision.plan.slurm import NodeSetPlan, SlurmPlan
+    from mldiag_provision.plan.slurm import MountPlan, NodeSetPlan, SlurmPlan
 
 DEFAULT_TIMEOUT_S = 60.0
 """Deadline of one remote command, seconds (``verify --remote-timeout``)."""
@@ -268,29 +268,38 @@ class SlurmChecks:
         for m in self.plan.login_nodes.storage:
             st = by_id.get(m.id)
             kind = st.kind if st is not None and st.kind else "filestore"
-            out.append(self._mount(f"storage:{m.id}", m.local_mount, kind))
+            out.append(self._mount(f"storage:{m.id}", m.local_mount, kind, self._sh,
+                                   self.t.where))
         return out
 
-    def _mount(self, check: str, mount: str, kind: str) -> CheckResult:
+    def node_mount(self, ns: NodeSetPlan, rows: list[NodeRow], m: MountPlan) -> CheckResult:
+        """One mount of the node set, on one of its nodes (through ``srun``)."""
+        st = {s.id: s for s in self.plan.storage}.get(m.id)
+        kind = st.kind if st is not None and st.kind else "filestore"
+        return self._mount(f"storage:{ns.id}:{m.id}", m.local_mount, kind,
+                           lambda cmd: self._srun(ns, rows, cmd), f"node set {ns.id}")
+
+    def _mount(self, check: str, mount: str, kind: str, sh: Callable[[str], Remote],
+               where: str) -> CheckResult:
         client = CLIENTS[kind]
         q = shlex.quote(mount)
         cmd = (f"findmnt -n -o FSTYPE -M {q}; echo \"findmnt=$?\"; "
                f"if command -v {client} >/dev/null 2>&1 || [ -x /sbin/{client} ] || "
                f"[ -x /usr/sbin/{client} ]; then echo client=yes; else echo client=no; fi")
-        r = self._sh(cmd)
-        evidence = f"{self.t.where}:{mount}"
+        r = sh(cmd)
+        evidence = f"{where}:{mount}"
         lines = [x.strip() for x in r.stdout.splitlines() if x.strip()]
         marks = {x.split("=", 1)[0]: x.split("=", 1)[1] for x in lines if "=" in x}
         if r.returncode != 0 or "findmnt" not in marks or "client" not in marks:
             return CheckResult(check, FAIL, f"unexpected output: {r.why()}", evidence,
-                               "is findmnt (util-linux) on the login node?")
+                               "is findmnt (util-linux) on the host?")
         fstypes = [x for x in lines if "=" not in x]
         what = KIND_NAMES[kind]
         if marks["findmnt"] == "0" and fstypes:
             if fstypes[0] in FSTYPES[kind]:
                 return CheckResult(check, PASS, f"{what} mounted at {mount} ({fstypes[0]})",
                                    evidence)
-            return CheckResult(check, FAIL, f"{mount} is a {fstypes[0]} mount, not {what} "
+            return CheckResult(check, FAIL, f"{mount} is mounted as {fstypes[0]}, not {what} "
                                             f"({'/'.join(FSTYPES[kind])})", evidence,
                                "something else is mounted there")
         if marks["client"] != "yes":
@@ -394,6 +403,10 @@ def run_slurm_checks(transport: Transport, plan: SlurmPlan,
     on_node: list[tuple[str, NodeSetPlan, Callable[[], CheckResult]]] = []
     for ns in plan.node_sets:
         on_node.append((f"sdk:{ns.id}", ns, functools.partial(c.sdk, ns, rows)))
+    for ns in plan.node_sets:
+        for m in ns.storage:
+            on_node.append((f"storage:{ns.id}:{m.id}", ns,
+                            functools.partial(c.node_mount, ns, rows, m)))
     for ns in plan.node_sets:
         if ns.gpus_per_node:
             on_node.append((f"gpus:{ns.id}", ns, functools.partial(c.gpus, ns, rows)))
