@@ -221,3 +221,100 @@ SetEnv SLURM_CONF={conf}
             except subprocess.TimeoutExpired:
                 os.killpg(p.pid, signal.SIGKILL)
                 p.wait(timeout=10)
+
+
+@dataclass(frozen=True)
+class Controller:
+    """munged + slurmctld alone, for ``sbatch --test-only`` against a given node layout."""
+
+    env: dict[str, str]
+
+    def run(self, *argv: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(list(argv), env=self.env, capture_output=True, text=True,
+                              timeout=timeout, check=False)
+
+
+@pytest.fixture
+def slurm_controller(tmp_path: Path) -> Iterator[Callable[[str], Controller]]:
+    """``start(nodes_and_partitions)``: a controller whose slurm.conf ends with the given
+    NodeName/PartitionName lines. Cloud nodes (``State=CLOUD``, powered down, made visible by
+    ``PrivateData=cloud``) need no slurmd: ``sbatch --test-only`` places jobs on them."""
+    missing = _missing()
+    if missing:
+        pytest.fail(f"Slurm tests need {', '.join(missing)}: install the Debian packages "
+                    f"({PACKAGES}) as .ci/run does", pytrace=False)
+    procs: list[subprocess.Popen[bytes]] = []
+
+    def start(layout: str) -> Controller:
+        assert not procs, "one controller per test"
+        root = tmp_path / "ctl"
+        for d in ("state", "run", "log"):
+            (root / d).mkdir(parents=True)
+        root.chmod(0o755)
+        (root / "run").chmod(0o755)
+        log, sock, key = root / "log", root / "run" / "munge.sock", root / "munge.key"
+        key.write_bytes(os.urandom(1024))
+        key.chmod(0o600)
+        conf = root / "slurm.conf"
+        host = socket.gethostname().split(".")[0]
+        conf.write_text(f"""\
+ClusterName=mldiagexample
+SlurmctldHost={host}(127.0.0.1)
+SlurmUser=root
+SlurmctldPort={_free_port()}
+SlurmdPort={_free_port()}
+AuthType=auth/munge
+AuthInfo=socket={sock}
+CredType=cred/munge
+StateSaveLocation={root}/state
+SlurmdSpoolDir={root}/spool
+SlurmctldPidFile={root}/run/slurmctld.pid
+SlurmctldLogFile={log}/slurmctld.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_CPU
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+MpiDefault=none
+GresTypes=gpu
+PrivateData=cloud
+SuspendProgram=/bin/true
+ResumeProgram=/bin/true
+SuspendTime=600
+{layout}
+""")
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith(("SLURM_", "SBATCH_", "SRUN_", "SALLOC_"))}
+        env["SLURM_CONF"] = str(conf)
+        procs.append(_start(["munged", "-F", "--force", f"--key-file={key}", "-S", str(sock),
+                             f"--log-file={log}/munged.log",
+                             f"--pid-file={root}/run/munged.pid",
+                             f"--seed-file={root}/run/munged.seed"], log / "munged.out", env))
+        _wait("the munge socket", sock.exists, procs, [log / "munged.out"])
+        procs.append(_start(["slurmctld", "-D", "-i"], log / "slurmctld.out", env))
+
+        def answers() -> bool:
+            try:
+                r = subprocess.run(["scontrol", "ping"], env=env, timeout=20,
+                                   capture_output=True, text=True, check=False)
+            except subprocess.TimeoutExpired:
+                return False
+            return r.returncode == 0 and "UP" in r.stdout
+
+        _wait("scontrol ping UP", answers, procs, [log / "slurmctld.out"])
+        return Controller(env)
+
+    try:
+        yield start
+    finally:
+        for p in reversed(procs):
+            try:
+                os.killpg(p.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                continue
+            try:
+                p.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.wait(timeout=10)

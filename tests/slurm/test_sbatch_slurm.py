@@ -81,3 +81,52 @@ def test_rendered_sbatch_runs_with_the_job_environment(local_slurm: Any, tmp_pat
         assert fields["run"] == f"mldiagtest-{job}-" + fields["run"].rsplit("-", 1)[1]
         assert fields["run"].rsplit("-", 1)[1].isdigit() and fields["run"][-2:] != "-0"
         assert fields["region"] == "us-east5"
+
+
+def _layout(plan: Any) -> str:
+    """slurm.conf lines for a plan's node sets and partitions, as cloud nodes named
+    ``<cluster>-<node set>-<n>`` (static + dynamic), GPUs as GRES."""
+    slurm = plan.slurm
+    lines, members = [], {}
+    for ns in slurm.node_sets:
+        count = ns.static_node_count + (ns.max_dynamic_node_count or 0)
+        name = f"{slurm.cluster_id}-{ns.id}-[0-{count - 1}]"
+        gres = f" Gres=gpu:{ns.gpus_per_node}" if ns.gpus_per_node else ""
+        lines.append(f"NodeName={name} CPUs=8 Feature={ns.id}{gres} State=CLOUD")
+        members[ns.id] = name
+    for p in slurm.partitions:
+        default = "YES" if p.id == slurm.default_partition else "NO"
+        lines.append(f"PartitionName={p.id} Nodes={','.join(members[n] for n in p.node_set_ids)}"
+                     f" Default={default} MaxTime=INFINITE State=UP")
+    return "\n".join(lines)
+
+
+def test_gpu_example_scripts_pass_sbatch_test_only(slurm_controller: Any,
+                                                   tmp_path: Path) -> None:
+    catalog = load_catalog()
+    res = check_file(str(ROOT / "recipes" / "slurm-a3-ultra-lustre.yaml"), catalog)
+    assert res.parsed.recipe is not None and not res.report.errors
+    plan = build_plan(res.parsed.recipe, res.shapes, catalog)
+    ctl = slurm_controller(_layout(plan))
+    scripts = render_slurm.files(plan, "# test")
+    assert sorted(scripts) == ["slurm/mldiag-smoke-a3u.sbatch", "slurm/pretrain.sbatch"]
+    for name, body in scripts.items():
+        path = tmp_path / Path(name).name
+        path.write_bytes(body)
+        r = ctl.run("sbatch", "--test-only", str(path))
+        assert r.returncode == 0, f"{name}: {r.stderr}"
+        # "Job N to start at T using P processors on nodes slurm-a3-ultra-a3u-[0-1] in
+        # partition gpu": the whole GPU node set, in the recipe's partition
+        assert re.search(r"on nodes \S+-a3u-\[0-1\] in partition gpu", r.stderr), r.stderr
+
+
+def test_sbatch_test_only_refuses_a_script_the_layout_cannot_hold(slurm_controller: Any,
+                                                                 tmp_path: Path) -> None:
+    catalog = load_catalog()
+    res = check_file(str(ROOT / "recipes" / "slurm-a3-ultra-lustre.yaml"), catalog)
+    plan = build_plan(res.parsed.recipe, res.shapes, catalog)
+    ctl = slurm_controller(_layout(plan).replace("Gres=gpu:8", "Gres=gpu:4"))
+    path = tmp_path / "pretrain.sbatch"
+    path.write_bytes(render_slurm.files(plan, "# test")["slurm/pretrain.sbatch"])
+    r = ctl.run("sbatch", "--test-only", str(path))
+    assert r.returncode != 0 and "configuration is not available" in r.stderr, r.stderr

@@ -248,7 +248,9 @@ class SlurmChecks:
                 f"node set {ns.id} has {len(states)} node(s) in Slurm, the recipe wants {want} "
                 f"({spell})", evidence,
                 f"apply the recipe again, or set spec.slurm.nodeSets[{ns.id}] "
-                "staticNodeCount/maxDynamicNodeCount to what the cluster should have")
+                "staticNodeCount/maxDynamicNodeCount to what the cluster should have; "
+                "powered-down cloud nodes are listed only with PrivateData=cloud in "
+                "slurm.conf (scontrol show config | grep PrivateData)")
         bad = sorted(n for n, s in states.items() if bad_state(s))
         if bad:
             return CheckResult(
