@@ -108,6 +108,11 @@ def test_gpu_example_scripts_pass_sbatch_test_only(slurm_controller: Any,
     assert res.parsed.recipe is not None and not res.report.errors
     plan = build_plan(res.parsed.recipe, res.shapes, catalog)
     ctl = slurm_controller(_layout(plan))
+    # PrivateData=cloud: sinfo lists the powered-down cloud nodes (what verify counts)
+    nodes = ctl.run("sinfo", "-h", "-N", "-o", "%N %T").stdout.split("\n")
+    assert sorted(set(n for n in nodes if n)) == sorted(
+        [f"slurm-a3-ultra-a3u-{i} idle~" for i in range(2)]
+        + [f"slurm-a3-ultra-cpu-{i} idle~" for i in range(4)]), nodes
     scripts = render_slurm.files(plan, "# test")
     assert sorted(scripts) == ["slurm/mldiag-smoke-a3u.sbatch", "slurm/pretrain.sbatch"]
     for name, body in scripts.items():
