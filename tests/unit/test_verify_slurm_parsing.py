@@ -171,3 +171,27 @@ def test_smoke_on_a_slurm_stack_is_a_usage_error(cli) -> None:  # type: ignore[n
     code, _out, err = cli("verify", str(ROOT / "recipes" / "slurm-a3-ultra-lustre.yaml"),
                           "--ssh-target", "me@host", "--smoke")
     assert code == 2 and "--smoke is not there yet for Slurm stacks" in err
+
+
+def test_gcloud_transport_runs_gcloud_with_a_deadline(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from mldiag_provision.verify.slurm import GcloudTransport
+
+    log = tmp_path / "argv"
+    fake = tmp_path / "gcloud"  # a stand-in gcloud: records its argv, answers or hangs
+    fake.write_text('#!/bin/sh\nprintf "%s\\n" "$@" > "$FAKE_LOG"\n'
+                    'case "$*" in *--command=sleep*) sleep 30;; esac\necho login-1\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    monkeypatch.setenv("FAKE_LOG", str(log))
+    t = GcloudTransport("projects/p1/zones/us-east5-a/instances/login-1")
+    assert t.where == "instance login-1"
+    r = t.run("hostname", 20)
+    assert (r.returncode, r.stdout) == (0, "login-1\n")
+    assert log.read_text().split("\n")[:7] == [
+        "compute", "ssh", "login-1", "--zone=us-east5-a", "--project=p1",
+        "--tunnel-through-iap", "--command=hostname"]
+    late = t.run("sleep 30", 1)
+    assert late.timed_out and "did not finish before its deadline" in late.why()
+    with pytest.raises(ValueError):
+        GcloudTransport("login-1")
