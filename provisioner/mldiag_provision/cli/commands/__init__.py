@@ -17,7 +17,7 @@ SUMMARIES: dict[str, str] = {
     "output": "show the applied stack's outputs (cluster, bucket, ...)",
     "lint": "check TPU workload manifests (Job, JobSet, Pod, LeaderWorkerSet, ...) "
             "before kubectl apply",
-    "verify": "check a live cluster against the recipe (Kubernetes API)",
+    "verify": "check a live cluster against the recipe (Kubernetes API; Slurm: over ssh)",
     "smoke": "run the JAX + XProf smoke test of the recipe's slices locally (--local); in "
              "the cluster: verify --smoke",
     "preflight": "preflight one recipe; --live also asks its Google Cloud project whether it "

@@ -1,5 +1,7 @@
 """``mldiag-provision verify RECIPE``: check a live cluster against the recipe's stack.
 
+Slurm stacks are checked on their login node over ssh (:mod:`mldiag_provision.verify.slurm`).
+
 Read-only checks (namespace label, KSA annotation, agents, CRD, webhook CA bundle,
 accelerator nodes); ``--smoke`` also runs the JAX + XProf smoke program on every slice.
 Exit code 1 when any check FAILs, so a pipeline can gate on it.
@@ -31,6 +33,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--smoke-image", default="python:3.12", metavar="IMAGE")
     p.add_argument("--smoke-timeout", type=float, default=900, metavar="SECONDS")
     p.add_argument("--output", "-O", choices=("text", "json"), default="text")
+    p.add_argument("--ssh-target", metavar="USER@HOST",
+                   help="Slurm stacks: ssh to this login node (default: gcloud compute ssh "
+                        "--tunnel-through-iap to the stack's login node, from -o DIR)")
+    p.add_argument("--ssh-option", action="append", default=[], metavar="KEY=VALUE",
+                   help="Slurm stacks: an ssh -o option for --ssh-target (repeatable), "
+                        "e.g. Port=2222 or IdentityFile=~/.ssh/id_ed25519")
+    p.add_argument("--remote-timeout", type=float, default=60, metavar="SECONDS",
+                   help="Slurm stacks: the deadline of each command on the login node")
     from mldiag_provision.cli.commands._args import add_sandbox
 
     add_sandbox(p)
@@ -52,10 +62,10 @@ def run(args: argparse.Namespace, out: Console) -> int:
     # the names of the stack in -o (an older stack keeps its names; issue 25)
     plan = build_plan(res.parsed.recipe, res.shapes, catalog,
                       previous_plan_of(args.out, res.parsed.recipe.metadata.name))
+    if plan.slurm is not None:
+        return _run_slurm(args, out, plan)
     if plan.agents is None:
-        raise UsageError(f"{plan.blueprint} stacks have no Kubernetes cluster to verify",
-                         hint="check a Slurm stack with `mldiag-provision output RECIPE -o DIR` "
-                              "(login node, cluster name) and its sbatch jobs' MLRuns")
+        raise UsageError(f"{plan.blueprint} stacks have no Kubernetes cluster to verify")
 
     from mldiag_provision.stack import kube
     from mldiag_provision.verify.checks import FAIL, Cluster, run_checks, run_smoke
@@ -119,3 +129,76 @@ def _client_from_workdir(out: str) -> object:
                          hint="run `mldiag-provision apply RECIPE -o DIR` first, or pass "
                               "--kubeconfig")
     return kube.api_client(target, Path(out).resolve() / ".mldiag")
+
+
+def _run_slurm(args: argparse.Namespace, out: Console, plan: object) -> int:
+    """``verify`` of a managed Slurm stack: checks run on its login node over ssh."""
+    from mldiag_provision.verify.checks import FAIL
+    from mldiag_provision.verify.slurm import GcloudTransport, SshTransport, run_slurm_checks
+
+    slurm = plan.slurm  # type: ignore[attr-defined]
+    if args.smoke:
+        raise UsageError("--smoke is not there yet for Slurm stacks",
+                         hint="run verify without --smoke; submit slurm/*.sbatch with sbatch")
+    if args.ssh_target:
+        transport: SshTransport | GcloudTransport = SshTransport(args.ssh_target,
+                                                                 args.ssh_option)
+    else:
+        transport = GcloudTransport(_login_instance(args.out))
+    results = run_slurm_checks(transport, slurm, timeout_s=args.remote_timeout)
+    failed = any(r.status == FAIL for r in results)
+    if args.output == "json":
+        out.print(json.dumps({"ok": not failed, "stack": plan.name,  # type: ignore[attr-defined]
+                              "orchestrator": "slurm", "login": transport.where,
+                              "checks": [r.to_dict() for r in results]}, indent=2))
+    else:
+        _print_results(out, results)
+        out.print(f"slurm cluster {slurm.cluster_id} via {transport.where}; "
+                  f"{sum(r.status == FAIL for r in results)} failed of {len(results)} checks")
+    return int(ExitCode.INVALID if failed else ExitCode.OK)
+
+
+def _print_results(out: Console, results: list) -> None:  # type: ignore[type-arg]
+    from mldiag_provision.verify.checks import FAIL
+
+    colour = {"PASS": "green", "FAIL": "red", "SKIP": "yellow"}
+    for r in results:
+        out.print(f"{out.style(r.status, colour[r.status], 'bold'):<4} {r.check:<20} "
+                  f"{r.message}  [{r.evidence}]")
+        if r.hint and r.status == FAIL:
+            out.print(f"     hint: {r.hint}")
+
+
+def _login_instance(out: str | None) -> str:
+    """The first login node (projects/P/zones/Z/instances/NAME) from the ``login_instances``
+    output of the stack in ``out``. Raises UsageError without one."""
+    from pathlib import Path
+
+    from mldiag_provision.stack.service import Stack
+    from mldiag_provision.stack.workdir import recipe_name_in
+
+    how = ("pass --ssh-target USER@HOST, or -o DIR of `mldiag-provision apply RECIPE -o DIR` "
+           "(then gcloud compute ssh --tunnel-through-iap reaches the login node)")
+    if not out or recipe_name_in(Path(out).resolve()) is None:
+        raise UsageError("no login node to reach" + (f": {out} holds no rendered stack"
+                                                     if out else ""), hint=how)
+    stack = Stack(Path(out), NAME)  # read-only: no lock
+    try:
+        instances: list[str] = []
+        for stage in stack.stages():
+            if not stage.engine_driven:
+                continue
+            eng = stack.engine(stage)
+            if eng.never_applied():
+                continue
+            eng.init()
+            value = (eng.outputs().get("login_instances") or {}).get("value") or []
+            instances = [str(v) for v in value]
+            if instances:
+                break
+    finally:
+        stack.__exit__()
+    if not instances:
+        raise UsageError(f"{out} has no applied login node (output login_instances is empty)",
+                         hint=how)
+    return instances[0]
