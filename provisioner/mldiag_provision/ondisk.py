@@ -1,0 +1,268 @@
+"""One rule for what the tool reads back from disk, and for the shape of what it reads at all
+(issue 28).
+
+**What the tool wrote earlier** (the start-up cache, :mod:`mldiag_provision.startcache`; the
+compiled-template cache, :mod:`mldiag_provision.render.template_cache`; the work directory's
+``.mldiag/`` state and its spools) is used only when:
+
+- it belongs to the current user (``st_uid == os.getuid()``);
+- neither it nor its directory may be written by group or others (mode ``& 0o022 == 0``);
+- for a cache file, its first 16 bytes, a BLAKE2b digest of the rest, match the rest.
+
+A cache entry that fails any of these is ignored (the work is done again and the entry
+rewritten): :func:`read_sealed` / :func:`write_sealed`. Nothing in a cache is ever read with
+:mod:`pickle`; the caches hold :mod:`marshal` data (Python's own format for bytecode, which
+builds data and code objects but runs nothing while loading). The state directory is refused
+with a precise message instead (:func:`state_dir`): it holds what a person would lose.
+
+This is the rule Python itself applies to ``__pycache__`` in spirit (a file others may write
+is someone else's code); the digest adds what Python's timestamp check does not: a damaged
+file (one flipped bit made ``marshal`` raise ``SystemError``, or load other code) is never
+used.
+
+**Inputs named by the user** are opened with :func:`open_regular`: never blocking (a FIFO
+with no writer blocked ``validate``/``render``/``lint`` forever) and refused up front unless
+they are regular files.
+
+Only :mod:`os` and :mod:`sys` are imported at module level: the start-up cache imports this
+module before anything else runs (``validate``'s start-up time).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import sys
+from typing import TYPE_CHECKING, BinaryIO
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+CHECK = 16
+"""Bytes of BLAKE2b digest in front of every cache file."""
+
+
+def trusted(st: os.stat_result) -> bool:
+    """Owned by this user and not writable by group or others."""
+    return st.st_uid == os.getuid() and not st.st_mode & 0o022
+
+
+def digest(data: bytes, size: int = 20) -> bytes:
+    """BLAKE2b of ``data`` (``size`` bytes; ``_blake2`` is CPython's C module behind
+    ``hashlib.blake2b``: importing ``hashlib`` itself loads OpenSSL, ~3 ms)."""
+    try:
+        from _blake2 import blake2b
+    except ImportError:  # pragma: no cover - another Python
+        from hashlib import blake2b
+    return blake2b(data, digest_size=size).digest()
+
+
+def seal(data: bytes) -> bytes:
+    """``data`` with its digest in front, as :func:`write_sealed` stores it."""
+    return digest(data, CHECK) + data
+
+
+def unseal(stored: bytes) -> bytes | None:
+    """The payload of sealed bytes, or None when the digest does not match (damaged,
+    truncated, or not written by :func:`seal`)."""
+    check, payload = stored[:CHECK], stored[CHECK:]
+    if len(check) != CHECK or digest(payload, CHECK) != check:
+        return None
+    return payload
+
+
+def read_sealed(where: str, name: str) -> bytes | None:
+    """The payload of cache file ``where/name``, or None: missing, unreadable, not a
+    regular file, not trusted (it or ``where``, see the module), or damaged. Never raises."""
+    try:
+        if not trusted(os.stat(where)):
+            return None
+        fd = os.open(os.path.join(where, name),
+                     os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or not trusted(st):
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            stored = f.read(st.st_size + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return unseal(stored)
+
+
+def write_sealed(where: str, name: str, data: bytes) -> None:
+    """Store ``data`` as cache file ``where/name``, sealed, whole or not at all (written under
+    a temporary name, then renamed; the directory made 0700, the file 0600). Not while
+    ``sys.dont_write_bytecode`` holds; nothing is written into a directory
+    :func:`read_sealed` would not trust. Errors are ignored: a cache never fails a run."""
+    if sys.dont_write_bytecode:
+        return
+    tmp = os.path.join(where, f".{name}.{os.getpid()}.tmp")
+    try:
+        os.makedirs(where, mode=0o700, exist_ok=True)
+        if not trusted(os.stat(where)):
+            return  # read_sealed would not trust it: writing there is wasted
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(seal(data))
+        os.replace(tmp, os.path.join(where, name))
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+# --- inputs named by the user --------------------------------------------------------------
+
+_KINDS = ((stat.S_ISFIFO, "a named pipe (FIFO)"), (stat.S_ISCHR, "a character device"),
+          (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket"))
+
+
+class NotRegularFile(OSError):
+    """A path names a FIFO, a device or a socket where a file's contents are wanted.
+    ``strerror`` says which, so callers that report ``OSError.strerror`` say it too."""
+
+
+def kind_of(mode: int) -> str:
+    """What a non-regular ``st_mode`` is, in words (``"a named pipe (FIFO)"``)."""
+    for test, words in _KINDS:
+        if test(mode):
+            return words
+    return "not a regular file"
+
+
+def open_regular(path: str | Path) -> BinaryIO:
+    """Open ``path`` for reading in binary, without ever blocking.
+
+    The open is non-blocking (a FIFO with no writer would otherwise block in ``open``
+    itself), and what was opened is checked before a byte is read.
+
+    Raises:
+      FileNotFoundError: no such file, or a dangling symbolic link.
+      IsADirectoryError: a directory.
+      NotRegularFile: a FIFO, a device (``/dev/zero``) or a socket: its ``strerror`` names
+        the kind and says that a regular file is wanted.
+      OSError: anything else ``open`` raises (permission denied ...).
+    """
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise IsADirectoryError(21, "Is a directory", str(path))
+        if not stat.S_ISREG(mode):
+            raise NotRegularFile(0, f"{kind_of(mode)}, not a regular file", str(path))
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+# --- the work directory's state ------------------------------------------------------------
+
+def state_dir(workdir: str | Path, *, create: bool = True) -> str:
+    """``workdir/.mldiag``, checked (and made, when ``create`` and absent): the directory
+    where the tool keeps a stack's state, locks, logs and spools.
+
+    Raises:
+      ConflictError (exit 3): ``.mldiag`` is a file (or anything but a directory), a
+        symbolic link, owned by another user, or writable by group or others; the message
+        names the path, what it is and what to do.
+      UsageError (exit 2): it cannot be made or read: a read-only file system, a work
+        directory that is a file, permission denied (``strerror`` named).
+    """
+    from mldiag_provision.errors import ConflictError, UsageError
+
+    where = os.path.join(os.fspath(workdir), ".mldiag")
+    try:
+        st = os.lstat(where)
+    except FileNotFoundError:
+        if not create:
+            return where
+        try:
+            os.makedirs(where, exist_ok=True)
+            st = os.lstat(where)
+        except OSError as exc:
+            raise UsageError(f"cannot create {where}: {exc.strerror}",
+                             hint=_unwritable_hint(exc, workdir)) from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {where}: {exc.strerror}",
+                         hint="check the work directory (-o DIR)") from None
+    check_state_entry(where, st, want_dir=True)
+    if st.st_uid != os.getuid():
+        raise ConflictError(
+            f"{where} belongs to user id {st.st_uid}, not to you (user id {os.getuid()}): "
+            "its state, logs and saved plans are someone else's",
+            hint="run as the owner of the work directory, or render into a directory of "
+                 "your own (-o DIR)")
+    if st.st_mode & 0o022:
+        raise ConflictError(
+            f"{where} may be written by {'group and others' if st.st_mode & 0o002 else 'its group'}"
+            f" (mode {stat.S_IMODE(st.st_mode):04o}): anything read from it could have been "
+            "put there by someone else",
+            hint=f"chmod go-w {where} if its contents are yours, then re-run")
+    return where
+
+
+def check_state_entry(path: str, st: os.stat_result, *, want_dir: bool) -> None:
+    """Raise :class:`~mldiag_provision.errors.ConflictError` (exit 3) unless ``st`` (an
+    ``lstat`` of ``path``) is what the tool keeps there: a directory (``want_dir``) or a
+    regular file, not a symbolic link."""
+    from mldiag_provision.errors import ConflictError
+
+    mode = st.st_mode
+    want = "a directory" if want_dir else "a regular file"
+    if stat.S_ISLNK(mode):
+        found = "a symbolic link"
+    elif stat.S_ISDIR(mode):
+        found = "" if want_dir else "a directory"
+    elif stat.S_ISREG(mode):
+        found = "" if not want_dir else "a file"
+    else:
+        found = kind_of(mode).removesuffix(", not a regular file")
+    if found:
+        raise ConflictError(
+            f"{path} is {found}, where mldiag-provision keeps {want} of its own",
+            hint=f"move {path} out of the way (nothing of the tool's is in it), then re-run")
+
+
+def state_entry(path: str | Path, *, want_dir: bool) -> bool:
+    """Whether ``path`` (inside a checked :func:`state_dir`) exists; raises as
+    :func:`check_state_entry` when it is not the wanted kind or is not the user's own."""
+    from mldiag_provision.errors import ConflictError
+
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    check_state_entry(os.fspath(path), st, want_dir=want_dir)
+    if not trusted(st):
+        raise ConflictError(
+            f"{os.fspath(path)} belongs to user id {st.st_uid} or may be written by others "
+            f"(mode {stat.S_IMODE(st.st_mode):04o}): it is not the tool's own",
+            hint=f"move {os.fspath(path)} out of the way, then re-run")
+    return True
+
+
+def _unwritable_hint(exc: OSError, workdir: str | Path) -> str:
+    import errno
+
+    if exc.errno == errno.EROFS:
+        return (f"{os.fspath(workdir)} is on a read-only file system: render into a "
+                "directory on a writable one (-o DIR)")
+    if exc.errno == errno.ENOSPC:
+        return "the file system is full: free some space, then re-run"
+    return "choose a directory you can write to (-o DIR)"
+
+
+def write_error(exc: OSError, path: str | Path, workdir: str | Path) -> Exception:
+    """A :class:`~mldiag_provision.errors.UsageError` (exit 2) for a failure to write the
+    tool's state: the path, the system's reason and what to do (read-only, full, ...)."""
+    from mldiag_provision.errors import UsageError
+
+    return UsageError(f"cannot write {os.fspath(path)}: {exc.strerror}",
+                      hint=_unwritable_hint(exc, workdir))
