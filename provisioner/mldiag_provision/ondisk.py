@@ -227,7 +227,7 @@ def check_state_entry(path: str, st: os.stat_result, *, want_dir: bool) -> None:
     if found:
         raise ConflictError(
             f"{path} is {found}, where mldiag-provision keeps {want} of its own",
-            hint=f"move {path} out of the way (nothing of the tool's is in it), then re-run")
+            hint=f"move {path} aside (mv {path} {path}.aside), then re-run")
 
 
 def state_entry(path: str | Path, *, want_dir: bool) -> bool:
@@ -266,3 +266,74 @@ def write_error(exc: OSError, path: str | Path, workdir: str | Path) -> Exceptio
 
     return UsageError(f"cannot write {os.fspath(path)}: {exc.strerror}",
                       hint=_unwritable_hint(exc, workdir))
+
+
+def private_dir(path: str | Path, *, workdir: str | Path | None = None) -> None:
+    """Make ``path`` (a directory of the tool's state: ``.mldiag/logs``, the sandbox's)
+    owner-only, or check the one there: a directory of this user's own; tightened to 0700
+    when others may read it.
+
+    Raises:
+      ConflictError (exit 3): something else is there (a file, a link ...), or it is not
+        the user's own (:func:`state_entry`).
+      UsageError (exit 2): it cannot be made (read-only or full file system, permission).
+    """
+    if state_entry(path, want_dir=True) is False:
+        try:
+            os.makedirs(path, mode=0o700, exist_ok=True)
+        except OSError as exc:
+            raise write_error(exc, path, workdir or os.path.dirname(os.fspath(path))) from None
+    with contextlib.suppress(OSError):
+        if os.stat(path).st_mode & 0o077:
+            os.chmod(path, 0o700)
+
+
+def check_local_states(workdir: str | Path) -> None:
+    """Each Terraform local state of a stack (``DIR/*.tfstate``, ``DIR/*/*.tfstate`` and
+    their ``.backup``) is a regular file when present. Terraform reports a directory there
+    as "Error acquiring the state lock", which read as another run holding the lock, with
+    ``terraform force-unlock`` as the advice (issue 28).
+
+    Raises:
+      ConflictError (exit 3): one is a directory, a FIFO, a device or a link to nothing;
+        the message names it and says that no lock is involved.
+    """
+    import glob
+
+    from mldiag_provision.errors import ConflictError
+
+    base = os.fspath(workdir)
+    for pattern in ("*.tfstate", "*.tfstate.backup", "*/*.tfstate", "*/*.tfstate.backup"):
+        for path in sorted(glob.glob(os.path.join(glob.escape(base), pattern))):
+            if ".mldiag" in path.split(os.sep):
+                continue
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                raise ConflictError(
+                    f"{path} is a symbolic link to {os.readlink(path)}, which does not exist: "
+                    "Terraform cannot read the stack's state (no other run holds a lock)",
+                    hint="point the link at the state file, or restore the state (e.g. from "
+                         "terraform.tfstate.backup), then re-run; do not force-unlock") from None
+            except OSError as exc:
+                raise ConflictError(f"{path} cannot be read: {exc.strerror}",
+                                    hint="restore the state file, then re-run") from None
+            if not stat.S_ISREG(st.st_mode):
+                found = ("a directory" if stat.S_ISDIR(st.st_mode)
+                         else kind_of(st.st_mode).removesuffix(", not a regular file"))
+                raise ConflictError(
+                    f"{path} is {found}, where Terraform keeps the stack's state file (no "
+                    "other run holds a lock: Terraform reports this as a lock error)",
+                    hint=f"move {path} aside and put the state file there (e.g. from "
+                         "terraform.tfstate.backup), then re-run; do not force-unlock")
+
+
+def dangling(path: str | Path) -> str | None:
+    """``"a symbolic link to TARGET, which does not exist"`` when ``path`` is a link to
+    nothing (what ``FileNotFoundError`` alone does not say), else None."""
+    try:
+        if os.path.islink(path) and not os.path.exists(path):
+            return f"a symbolic link to {os.readlink(path)}, which does not exist"
+    except OSError:
+        pass
+    return None

@@ -202,7 +202,7 @@ def _verdict(path: str) -> _Verdict:
     try:
         res = check_file(path, load_catalog())
     except MldiagError as exc:  # only reading raises: every such file is a usage error (2),
-        # as in lint, whether missing or not UTF-8 (render of one file keeps 1 for the latter)
+        # as in lint and render, whether missing, special, too large or not UTF-8
         shown = "<stdin>" if path == "-" else path
         return _Verdict(file=shown, read=False, usage_error=True,
                         problems=[Problem(rule="file-unreadable", message=exc.message,

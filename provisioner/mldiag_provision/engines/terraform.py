@@ -153,6 +153,18 @@ _TERRAFORM_RULES: list[tuple[re.Pattern[str], str, str]] = [
      "do not force-unlock: restore the state, e.g. copy terraform.tfstate.backup over "
      "terraform.tfstate in the stage's directory (or an earlier object version of a GCS "
      "backend's state), then re-run the command"),
+    # A local state path Terraform cannot open: it too is reported inside "Error acquiring
+    # the state lock", with the system's reason as "Error message: open terraform.tfstate:
+    # is a directory" (captured from terraform 1.x with a directory at terraform.tfstate,
+    # issue 28). No run holds a lock then, and force-unlock would be wrong advice.
+    (re.compile(r"Error message: (?:open|read|write) [^\n:]*tfstate[^\n:]*: (?:is a directory|"
+                r"not a directory|permission denied|read-only file system|no space left|"
+                r"too many levels of symbolic links|no such device)", re.I),
+     "the Terraform state file cannot be opened (no other run holds a lock): it is a "
+     "directory, a broken link, unreadable, or on a read-only or full file system",
+     "do not force-unlock: look at terraform.tfstate in the stage's directory (named in the "
+     "log) and make it the state file again, e.g. move a directory of that name aside, "
+     "then re-run the command"),
     (re.compile(r"Error acquiring the state lock|state lock", re.I),
      "another Terraform run holds the state lock",
      "wait for it to finish; if none is running, see `terraform force-unlock` in the log"),

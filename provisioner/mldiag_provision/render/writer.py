@@ -110,7 +110,8 @@ def write_tree(out: Path, files: dict[str, bytes], *, generator: str, stack: str
 
     Raises:
       ConflictError: ``out`` is a file, is a non-empty directory this tool did not render,
-        holds another stack, or holds files a person edited (unless ``force``).
+        holds another stack, or holds files a person edited (unless ``force``); its
+        ``.mldiag`` is not a directory of the user's own (:func:`.ondisk.state_dir`).
       UsageError: the directory cannot be written (permissions, read-only disk, ...).
     """
     out = out.resolve()
@@ -150,6 +151,10 @@ def _write(out: Path, files: dict[str, bytes], *, generator: str, stack: str | N
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out} is a file, not a work directory",
                          hint="choose another output directory with -o")
+    if out.is_dir():  # .mldiag a file, a link or someone else's: refused by name (exit 3)
+        from mldiag_provision import ondisk
+
+        ondisk.state_dir(out, create=False)
     parent = next((p for p in out.parents if p.exists()), None)
     if parent is not None and not parent.is_dir():
         raise UsageError(f"cannot write the stack under {out}: {parent} is a file",

@@ -87,12 +87,9 @@ def read_recipe(path: str) -> str:
     Raises:
       UsageError: the file cannot be read (with the usual hint).
     """
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        from mldiag_provision.pipeline import read_text
+    from mldiag_provision.pipeline import read_text
 
-        return read_text(path)[1]
+    return read_text(path)[1]
 
 
 @dataclass(frozen=True)
