@@ -96,6 +96,47 @@ def request_timeout_s() -> float:
     return value
 
 
+class DeadlineExceeded(TimeoutError):
+    """A request was not sent: the command's overall deadline (``--timeout``) had passed."""
+
+
+class Deadline:
+    """An overall deadline for a command that talks to a server (``--timeout SECONDS``), on
+    top of the per-request timeout (:func:`request_timeout_s`): a server that answers each
+    request just in time, or trickles its answer byte by byte (each read within the
+    per-request timeout), still ends the command at the deadline.
+
+    ``seconds``: the budget, from now (monotonic clock)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = float(seconds)
+        self.end = time.monotonic() + self.seconds
+
+    def remaining(self) -> float:
+        """Seconds left (0 when passed)."""
+        return max(0.0, self.end - time.monotonic())
+
+    @property
+    def expired(self) -> bool:
+        return self.remaining() <= 0.0
+
+
+def set_deadline(api: Any, deadline: Deadline | None) -> Any:
+    """Bound every later request of ``api`` (wrapped by :func:`with_timeouts`) by
+    ``deadline``: its timeout is at most the time left, and once none is left a request is
+    not sent (:class:`DeadlineExceeded`), except a DELETE (the clean-up of what the command
+    created, each bounded by the per-request timeout). Returns ``api``."""
+    api.rest_client._mldiag_deadline = deadline
+    return api
+
+
+def _capped(timeout: Any, left: float) -> Any:
+    """``timeout`` (seconds, or a (connect, read) pair) lowered to ``left`` seconds."""
+    if isinstance(timeout, (tuple, list)):
+        return tuple(min(float(t), left) if t else left for t in timeout)
+    return min(float(timeout), left) if timeout else left
+
+
 def with_timeouts(api: Any, timeout_s: float | None = None) -> Any:
     """Give every request of ``api`` (a ``kubernetes.client.ApiClient``) a timeout unless the
     call sets its own, and no retry after a read timeout (a hung server stays hung).
@@ -115,8 +156,15 @@ def with_timeouts(api: Any, timeout_s: float | None = None) -> Any:
 
     def request(method: str, url: str, *args: Any, _request_timeout: Any = None,
                 **kwargs: Any) -> Any:
-        return original(method, url, *args, _request_timeout=_request_timeout or timeout,
-                        **kwargs)
+        wanted = _request_timeout or timeout
+        deadline: Deadline | None = getattr(rest, "_mldiag_deadline", None)
+        if deadline is not None and str(method).upper() != "DELETE":
+            left = deadline.remaining()
+            if left <= 0:
+                raise DeadlineExceeded(f"the overall deadline of {deadline.seconds:g} s "
+                                       f"(--timeout) passed before {method} {url}")
+            wanted = _capped(wanted, max(left, 0.01))
+        return original(method, url, *args, _request_timeout=wanted, **kwargs)
 
     rest.request = request
     rest._mldiag_timeout = timeout
@@ -138,7 +186,8 @@ def is_timeout(exc: BaseException) -> bool:
         exc = exc.reason or exc
     if isinstance(exc, NewConnectionError):  # urllib3 2 subclasses it from ConnectTimeoutError
         return False
-    return isinstance(exc, (ReadTimeoutError, ConnectTimeoutError, TimeoutError))
+    return isinstance(exc, (ReadTimeoutError, ConnectTimeoutError, TimeoutError)) and not (
+        isinstance(exc, DeadlineExceeded))
 
 
 def _kubeconfig_paths(path: str | None) -> list[str]:
