@@ -95,12 +95,13 @@ def read_sealed(where: str, name: str) -> bytes | None:
     return unseal(stored)
 
 
-def write_sealed(where: str, name: str, data: bytes) -> None:
+def write_sealed(where: str, name: str, data: bytes, *, always: bool = False) -> None:
     """Store ``data`` as cache file ``where/name``, sealed, whole or not at all (written under
     a temporary name, then renamed; the directory made 0700, the file 0600). Not while
-    ``sys.dont_write_bytecode`` holds; nothing is written into a directory
-    :func:`read_sealed` would not trust. Errors are ignored: a cache never fails a run."""
-    if sys.dont_write_bytecode:
+    ``sys.dont_write_bytecode`` holds, unless ``always`` (a cache of a work directory, not
+    of compiled code); nothing is written into a directory :func:`read_sealed` would not
+    trust. Errors are ignored: a cache never fails a run."""
+    if sys.dont_write_bytecode and not always:
         return
     tmp = os.path.join(where, f".{name}.{os.getpid()}.tmp")
     try:
