@@ -137,6 +137,58 @@ def _capped(timeout: Any, left: float) -> Any:
     return min(float(timeout), left) if timeout else left
 
 
+def _path(url: str) -> str:
+    """The path of a request's URL (no host, no query): what a message names."""
+    from urllib.parse import urlsplit
+
+    return urlsplit(str(url)).path or str(url)
+
+
+def in_flight(api: Any) -> list[str]:
+    """The requests of ``api`` (wrapped by :func:`with_timeouts`) sent and not yet answered,
+    as ``"GET /api/v1/nodes"``."""
+    return sorted(getattr(api.rest_client, "_mldiag_inflight", {}).values())
+
+
+def bounded(api: Any, seconds: float, work: Callable[[], Any], what: str) -> Any:
+    """``work()`` (which talks to the server through ``api``), ended at an overall deadline
+    of ``seconds`` (:class:`Deadline`, :func:`set_deadline`): it runs in a daemon thread that
+    is waited on only until the deadline, so a server that trickles its answers cannot hold
+    the command. Returns what ``work`` returns; raises what it raises.
+
+    Raises:
+      DeadlineExceeded: the deadline passed first; the message names ``what`` was being
+        done and the requests still unanswered.
+    """
+    import threading
+
+    deadline = Deadline(seconds)
+    set_deadline(api, deadline)
+    box: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        try:
+            box.append((True, work()))
+        except BaseException as exc:  # handed to the caller's thread
+            box.append((False, exc))
+
+    worker = threading.Thread(target=run, daemon=True, name=f"bounded {what}")
+    worker.start()
+    worker.join(deadline.remaining())
+    if not box:
+        last = getattr(api.rest_client, "_mldiag_last", None)
+        # a request whose answer is read after it returns (``_preload_content=False``) is
+        # still pending while its body arrives
+        pending = in_flight(api) or ([f"{last} (its answer still arriving)"] if last else [])
+        raise DeadlineExceeded(
+            f"the overall deadline of {seconds:g} s (--timeout) passed while {what}"
+            + (f"; still pending: {', '.join(pending)}" if pending else ""))
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value
+
+
 def with_timeouts(api: Any, timeout_s: float | None = None) -> Any:
     """Give every request of ``api`` (a ``kubernetes.client.ApiClient``) a timeout unless the
     call sets its own, and no retry after a read timeout (a hung server stays hung).
@@ -153,6 +205,8 @@ def with_timeouts(api: Any, timeout_s: float | None = None) -> Any:
     if getattr(rest, "_mldiag_timeout", None) is not None:
         return api
     original = rest.request
+    inflight: dict[object, str] = {}  # the requests sent and not yet answered
+    rest._mldiag_inflight = inflight
 
     def request(method: str, url: str, *args: Any, _request_timeout: Any = None,
                 **kwargs: Any) -> Any:
@@ -162,9 +216,14 @@ def with_timeouts(api: Any, timeout_s: float | None = None) -> Any:
             left = deadline.remaining()
             if left <= 0:
                 raise DeadlineExceeded(f"the overall deadline of {deadline.seconds:g} s "
-                                       f"(--timeout) passed before {method} {url}")
+                                       f"(--timeout) passed before {method} {_path(url)}")
             wanted = _capped(wanted, max(left, 0.01))
-        return original(method, url, *args, _request_timeout=wanted, **kwargs)
+        token = object()
+        inflight[token] = rest._mldiag_last = f"{method} {_path(url)}"
+        try:
+            return original(method, url, *args, _request_timeout=wanted, **kwargs)
+        finally:
+            inflight.pop(token, None)
 
     rest.request = request
     rest._mldiag_timeout = timeout
