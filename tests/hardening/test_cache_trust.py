@@ -174,14 +174,19 @@ def test_planted_dataclass_code_runs_only_from_a_trusted_startup_cache(
 
 
 def test_one_implementation_for_every_cache() -> None:
-    """Both caches read and write through ondisk.read_sealed / write_sealed (no copy of the
-    checks), and the template cache is not Jinja's pickle-based one."""
+    """Every cache the tool reads back (the start-up cache, the template cache, the policy
+    gate's answers, its HCL parses) reads and writes through ondisk.read_sealed /
+    write_sealed (no copy of the checks), and the template cache is not Jinja's pickle-based
+    one."""
     import inspect
 
+    from mldiag_provision.policy import cache as gate_cache
+    from mldiag_provision.policy import inputs as policy_inputs
     from mldiag_provision.render import template_cache
 
     assert not issubclass(template_cache.TemplateCache, jinja2.FileSystemBytecodeCache)
-    for source in (inspect.getsource(startcache), inspect.getsource(template_cache)):
-        assert "ondisk.read_sealed(" in source and "ondisk.write_sealed(" in source
-        assert "import pickle" not in source
-        assert "st_uid" not in source and "0o022" not in source
+    for module in (startcache, template_cache, gate_cache, policy_inputs):
+        source = inspect.getsource(module)
+        assert "ondisk.read_sealed(" in source and "ondisk.write_sealed(" in source, module
+        assert "import pickle" not in source and "pickle.load" not in source, module
+        assert "st_uid" not in source and "0o022" not in source, module
