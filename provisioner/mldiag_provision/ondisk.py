@@ -185,7 +185,7 @@ def state_dir(workdir: str | Path, *, create: bool = True) -> str:
         if not create:
             return where
         try:
-            os.makedirs(where, exist_ok=True)
+            os.makedirs(where, mode=0o755, exist_ok=True)  # never group/other-writable
             st = os.lstat(where)
         except OSError as exc:
             raise UsageError(f"cannot create {where}: {exc.strerror}",

@@ -286,3 +286,28 @@ def test_stale_spools_of_killed_runs_are_swept(tmp_path: Path) -> None:
         sleeper.kill()
         sleeper.wait()
     assert runner.sweep_spools(logs) == [busy]  # its terraform has exited now
+
+
+def test_a_group_writable_umask_still_makes_a_trusted_state_directory(tmp_path: Path) -> None:
+    """With umask 002 (user-private groups), rendered directories are 0775 but .mldiag is
+    never group-writable: the tool would refuse its own state directory otherwise."""
+    import stat
+
+    from mldiag_provision.render.writer import write_tree
+
+    old = os.umask(0o002)
+    try:
+        out = tmp_path / "stack"
+        write_tree(out, {"main.tf": b"# x\n", ".mldiag/plan.json": b"{}\n"},
+                   generator="test", stack="s")
+        write_tree(out, {"main.tf": b"# y\n", ".mldiag/plan.json": b"{}\n"},
+                   generator="test", stack="s")
+        fresh = tmp_path / "fresh"
+        fresh.mkdir()
+        made = ondisk.state_dir(fresh)
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(out.stat().st_mode) == 0o775
+    assert stat.S_IMODE((out / ".mldiag").stat().st_mode) == 0o755
+    assert ondisk.state_dir(out) == str(out / ".mldiag")  # trusted: no ConflictError
+    assert stat.S_IMODE(os.stat(made).st_mode) == 0o755

@@ -137,8 +137,9 @@ def _fill(root: str, files: dict[str, bytes], file_mode: int, dir_mode: int) -> 
         with open(target, "wb") as f:
             f.write(data)
             os.fchmod(f.fileno(), file_mode)
-    for d in made:
-        os.chmod(d, dir_mode)
+    for d in made:  # .mldiag never writable by group or others, whatever the umask:
+        # the tool refuses a state directory others may write (mldiag_provision.ondisk)
+        os.chmod(d, dir_mode & ~0o022 if os.path.basename(d) == ".mldiag" else dir_mode)
 
 
 def _write(out: Path, files: dict[str, bytes], *, generator: str, stack: str | None,
@@ -198,7 +199,8 @@ def _write(out: Path, files: dict[str, bytes], *, generator: str, stack: str | N
             if target.is_file() and target.read_bytes() == data:
                 result.unchanged.append(rel)
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True)
+            target.parent.mkdir(parents=True, exist_ok=True,
+                                mode=0o755 if target.parent.name == ".mldiag" else 0o777)
             fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
                                             dir=target.parent)
             with os.fdopen(fd, "wb") as f:
@@ -254,7 +256,7 @@ def _write(out: Path, files: dict[str, bytes], *, generator: str, stack: str | N
             with contextlib.suppress(OSError):  # drop directories left empty
                 p.parent.rmdir()
     mpath = out / MANIFEST
-    mpath.parent.mkdir(parents=True, exist_ok=True)
+    mpath.parent.mkdir(parents=True, exist_ok=True, mode=0o755)  # .mldiag: see _fill
     fd, tmp_name = tempfile.mkstemp(prefix=".manifest.", suffix=".tmp", dir=mpath.parent)
     with os.fdopen(fd, "wb") as f:
         f.write(manifest)
