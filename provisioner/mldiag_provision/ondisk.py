@@ -189,7 +189,7 @@ def state_dir(workdir: str | Path, *, create: bool = True) -> str:
             st = os.lstat(where)
         except OSError as exc:
             raise UsageError(f"cannot create {where}: {exc.strerror}",
-                             hint=_unwritable_hint(exc, workdir)) from None
+                             hint=unwritable_hint(exc, workdir)) from None
     except OSError as exc:
         raise UsageError(f"cannot read {where}: {exc.strerror}",
                          hint="check the work directory (-o DIR)") from None
@@ -249,14 +249,14 @@ def state_entry(path: str | Path, *, want_dir: bool) -> bool:
     return True
 
 
-def _unwritable_hint(exc: OSError, workdir: str | Path) -> str:
+def unwritable_hint(exc: OSError, workdir: str | Path) -> str:
     import errno
 
     if exc.errno == errno.EROFS:
         return (f"{os.fspath(workdir)} is on a read-only file system: render into a "
                 "directory on a writable one (-o DIR)")
-    if exc.errno == errno.ENOSPC:
-        return "the file system is full: free some space, then re-run"
+    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+        return "the file system is full (or your quota is): free some space, then re-run"
     return "choose a directory you can write to (-o DIR)"
 
 
@@ -266,7 +266,7 @@ def write_error(exc: OSError, path: str | Path, workdir: str | Path) -> Exceptio
     from mldiag_provision.errors import UsageError
 
     return UsageError(f"cannot write {os.fspath(path)}: {exc.strerror}",
-                      hint=_unwritable_hint(exc, workdir))
+                      hint=unwritable_hint(exc, workdir))
 
 
 def private_dir(path: str | Path, *, workdir: str | Path | None = None) -> None:
@@ -338,3 +338,33 @@ def dangling(path: str | Path) -> str | None:
     except OSError:
         pass
     return None
+
+
+# the file system's refusals that are the environment's doing, never a bug of the tool
+_ENVIRONMENT = frozenset({"ENOSPC", "EDQUOT", "EROFS", "EACCES", "EPERM", "ENOTDIR", "EISDIR",
+                          "ELOOP", "ENAMETOOLONG", "EMFILE", "ENFILE", "EIO", "EXDEV"})
+
+
+def environment_error(exc: OSError) -> Exception | None:
+    """A :class:`~mldiag_provision.errors.UsageError` (exit 2) for an ``OSError`` the file
+    system raised where no check of the tool caught it first (a full disk while the sandbox
+    starts, a read-only directory deep in a command): the path when known, the system's
+    reason, and what to do. None for any other error (a bug stays exit 70)."""
+    import errno
+
+    from mldiag_provision.errors import UsageError
+
+    names = {getattr(errno, n) for n in _ENVIRONMENT if hasattr(errno, n)}
+    if exc.errno not in names:
+        return None
+    where = f" {exc.filename}" if exc.filename else ""
+    reason = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", -1)):
+        hint = "the file system is full (or your quota is): free some space, then re-run"
+    elif exc.errno == errno.EROFS:
+        hint = "the file system is read-only: use a work directory on a writable one (-o DIR)"
+    elif exc.errno in (errno.EACCES, errno.EPERM):
+        hint = "check the permissions of the path (and that it is yours), or use another -o DIR"
+    else:
+        hint = "check the path: a file where a directory belongs, or the reverse?"
+    return UsageError(f"the file system refused{where}: {reason}", hint=hint)

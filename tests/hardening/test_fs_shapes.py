@@ -311,3 +311,39 @@ def test_a_group_writable_umask_still_makes_a_trusted_state_directory(tmp_path: 
     assert stat.S_IMODE((out / ".mldiag").stat().st_mode) == 0o755
     assert ondisk.state_dir(out) == str(out / ".mldiag")  # trusted: no ConflictError
     assert stat.S_IMODE(os.stat(made).st_mode) == 0o755
+
+
+@contextlib.contextmanager
+def _full_file_system(where: Path) -> Iterator[Path]:
+    """A 64 KiB tmpfs at ``where``: too small for a stack (root only)."""
+    where.mkdir()
+    try:
+        subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(where)],
+                       check=True, capture_output=True, timeout=10)
+    except (OSError, subprocess.CalledProcessError, subprocess.TimeoutExpired):
+        pytest.skip("cannot mount a tmpfs here (needs root and mount privileges)")
+    try:
+        yield where
+    finally:
+        subprocess.run(["umount", str(where)], check=False, capture_output=True, timeout=10)
+
+
+def test_a_full_file_system_is_a_usage_error_for_every_command(tmp_path: Path) -> None:
+    """A disk that fills while the sandbox starts raised OSError (ENOSPC) past every check:
+    exit 70. Any such refusal of the file system is the environment's, exit 2."""
+    with _full_file_system(tmp_path / "full") as full:
+        for argv in _commands(full / "st"):
+            code, text = _cli(*argv)
+            _clean_error(code, text, "No space left on device", "free some space")
+            assert code == 2, (argv, text)
+
+
+def test_only_the_file_systems_refusals_become_usage_errors() -> None:
+    import errno
+
+    full = ondisk.environment_error(OSError(errno.ENOSPC, "No space left on device"))
+    assert full is not None and "free some space" in (getattr(full, "hint", "") or "")
+    ro = ondisk.environment_error(OSError(errno.EROFS, "Read-only file system", "/x/y"))
+    assert ro is not None and "/x/y" in str(ro)
+    assert ondisk.environment_error(OSError(errno.EPIPE, "Broken pipe")) is None
+    assert ondisk.environment_error(OSError(errno.EINVAL, "Invalid argument")) is None

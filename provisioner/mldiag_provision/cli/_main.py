@@ -536,7 +536,15 @@ def _run(args: argparse.Namespace, run: Callable[[argparse.Namespace, Console], 
     out = Console(sys.stdout, color=False if args.no_color else None)
     err = Console(sys.stderr, color=False if args.no_color else None)
     try:
-        return run(args, out)
+        try:
+            return run(args, out)
+        except OSError as exc:  # the file system refused (full, read-only ...): not a bug
+            from mldiag_provision.ondisk import environment_error
+
+            converted = environment_error(exc)
+            if converted is None or args.debug:
+                raise
+            raise converted from exc
     except MldiagError as exc:
         if getattr(args, "output", "text") == "sarif":
             # a SARIF consumer still gets a log: one run that says it did not complete

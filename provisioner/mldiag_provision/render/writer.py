@@ -100,8 +100,10 @@ def edited_files(out: Path) -> list[str]:
 
 
 def _io_error(out: Path, exc: OSError) -> UsageError:
+    from mldiag_provision.ondisk import unwritable_hint
+
     return UsageError(f"cannot write the stack to {out}: {exc.strerror or exc}",
-                      hint="choose a directory you can write to (-o DIR)")
+                      hint=unwritable_hint(exc, out))
 
 
 def write_tree(out: Path, files: dict[str, bytes], *, generator: str, stack: str | None = None,
