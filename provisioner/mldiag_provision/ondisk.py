@@ -194,6 +194,8 @@ def state_dir(workdir: str | Path, *, create: bool = True) -> str:
         raise UsageError(f"cannot read {where}: {exc.strerror}",
                          hint="check the work directory (-o DIR)") from None
     check_state_entry(where, st, want_dir=True)
+    if st.st_uid == os.getuid() and not st.st_mode & 0o022:
+        _check_state_files(where)
     if st.st_uid != os.getuid():
         raise ConflictError(
             f"{where} belongs to user id {st.st_uid}, not to you (user id {os.getuid()}): "
@@ -207,6 +209,63 @@ def state_dir(workdir: str | Path, *, create: bool = True) -> str:
             "put there by someone else",
             hint=f"chmod go-w {where} if its contents are yours, then re-run")
     return where
+
+
+def _check_state_files(where: str) -> None:
+    """Each entry of the state directory ``where`` belongs to the user, and (unless a link)
+    may not be written by group or others: the tool writes them so (:func:`write_state`).
+
+    Raises:
+      ConflictError (exit 3): naming the first entry that is not, and how to fix it.
+    """
+    from mldiag_provision.errors import ConflictError
+
+    try:
+        entries = list(os.scandir(where))
+    except OSError:
+        return  # unreadable: what reads it says so
+    for entry in sorted(entries, key=lambda e: e.name):
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            continue
+        if st.st_uid != os.getuid():
+            raise ConflictError(
+                f"{entry.path} belongs to user id {st.st_uid}, not to you (user id "
+                f"{os.getuid()}): the tool's state holds only files of its user",
+                hint=f"move {entry.path} aside if you do not know where it came from, then "
+                     "re-run")
+        if not stat.S_ISLNK(st.st_mode) and st.st_mode & 0o022:
+            raise ConflictError(
+                f"{entry.path} may be written by group or others (mode "
+                f"{stat.S_IMODE(st.st_mode):04o}): anything read from it could have been put "
+                "there by someone else",
+                hint=f"chmod go-w {entry.path} if its contents are yours (files written by "
+                     "an older version follow the umask), then re-run")
+
+
+def write_state(path: str | Path, data: bytes) -> None:
+    """Write a state file of the work directory (``.mldiag/*``) whole: under a temporary
+    name, then renamed; mode 0644 less the umask, so never writable by group or others
+    whatever the umask (:func:`state_dir` refuses such a file); its directory made 0755
+    (less the umask) when missing.
+
+    Raises:
+      OSError: it cannot be written.
+    """
+    target = os.fspath(path)
+    os.makedirs(os.path.dirname(target) or ".", mode=0o755, exist_ok=True)
+    tmp = f"{target}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0),
+                 0o644)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
 
 
 def check_state_entry(path: str, st: os.stat_result, *, want_dir: bool) -> None:

@@ -155,6 +155,16 @@ def _mldiag_open_to_others(w: Path) -> None:
     (w / ".mldiag").chmod(0o777)
 
 
+def _state_file_open_to_group(w: Path) -> None:
+    (w / ".mldiag" / "plan.json").chmod(0o664)
+
+
+def _state_file_of_another_user(w: Path) -> None:
+    if os.getuid() != 0:
+        pytest.skip("only root can give a file to another user")
+    os.chown(w / ".mldiag" / "plan.json", 12345, 12345)
+
+
 SHAPES = {  # name -> (make it, words every command's message holds)
     ".mldiag is a file": (_mldiag_file, ".mldiag is a file, where mldiag-provision keeps a "
                                         "directory"),
@@ -163,6 +173,10 @@ SHAPES = {  # name -> (make it, words every command's message holds)
     "terraform.tfstate is a directory": (_state_dir, "terraform.tfstate is a directory"),
     ".mldiag is a dangling link": (_mldiag_link, ".mldiag is a symbolic link"),
     ".mldiag is writable by others": (_mldiag_open_to_others, "may be written by"),
+    ".mldiag/plan.json is writable by its group": (_state_file_open_to_group,
+                                                   "plan.json may be written by group"),
+    ".mldiag/plan.json belongs to another user": (_state_file_of_another_user,
+                                                  "plan.json belongs to user id 12345"),
 }
 
 
@@ -308,7 +322,9 @@ def test_a_group_writable_umask_still_makes_a_trusted_state_directory(tmp_path: 
     finally:
         os.umask(old)
     assert stat.S_IMODE(out.stat().st_mode) == 0o775
+    assert stat.S_IMODE((out / "main.tf").stat().st_mode) == 0o664  # the umask's
     assert stat.S_IMODE((out / ".mldiag").stat().st_mode) == 0o755
+    assert {stat.S_IMODE(p.stat().st_mode) for p in (out / ".mldiag").iterdir()} == {0o644}
     assert ondisk.state_dir(out) == str(out / ".mldiag")  # trusted: no ConflictError
     assert stat.S_IMODE(os.stat(made).st_mode) == 0o755
 

@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mldiag_provision import ondisk
 from mldiag_provision.engines import (
     TERRAFORM_KINDS,
     ApplyResult,
@@ -407,8 +408,7 @@ class TerraformEngine:
         result = self._run(args, "terraform init")
         if result.returncode != 0:
             raise self._fail("terraform init", result, [])
-        stamp.parent.mkdir(parents=True, exist_ok=True)
-        stamp.write_text(json.dumps({"fingerprint": fingerprint}) + "\n")
+        ondisk.write_state(stamp, (json.dumps({"fingerprint": fingerprint}) + "\n").encode())
 
     # -- validate ------------------------------------------------------------------------------
     def validate(self) -> None:
@@ -493,7 +493,8 @@ class TerraformEngine:
         plan = plan_from_events(events, plan_file=plan_file, destroy=destroy,
                                 saved=SavedPlan(lambda: self.show(plan_file, destroy=destroy)))
         plan.has_changes = result.returncode == 2
-        (self.workdir / PLAN_SUMMARY).write_text(json.dumps(plan.to_dict(), indent=2) + "\n")
+        ondisk.write_state(self.workdir / PLAN_SUMMARY,
+                           (json.dumps(plan.to_dict(), indent=2) + "\n").encode())
         return plan
 
     def show(self, plan_file: Path, *, destroy: bool = False) -> PlanResult:

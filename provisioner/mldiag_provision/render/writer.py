@@ -123,6 +123,12 @@ def write_tree(out: Path, files: dict[str, bytes], *, generator: str, stack: str
         raise _io_error(out, exc) from exc
 
 
+def _mode_of(rel: str, file_mode: int) -> int:
+    """``file_mode``, less group and other write for the tool's state files (``.mldiag/*``):
+    the tool refuses a state file others may write (:func:`.ondisk.state_dir`)."""
+    return file_mode & ~0o022 if rel.startswith(".mldiag/") or "/.mldiag/" in rel else file_mode
+
+
 def _fill(root: str, files: dict[str, bytes], file_mode: int, dir_mode: int) -> None:
     """Write ``files`` under the new, empty directory ``root``: each file with ``file_mode``,
     ``root`` and every directory made for them with ``dir_mode``. Each directory is made
@@ -138,7 +144,7 @@ def _fill(root: str, files: dict[str, bytes], file_mode: int, dir_mode: int) -> 
                 parent = os.path.dirname(parent)
         with open(target, "wb") as f:
             f.write(data)
-            os.fchmod(f.fileno(), file_mode)
+            os.fchmod(f.fileno(), _mode_of(rel, file_mode))
     for d in made:  # .mldiag never writable by group or others, whatever the umask:
         # the tool refuses a state directory others may write (mldiag_provision.ondisk)
         os.chmod(d, dir_mode & ~0o022 if os.path.basename(d) == ".mldiag" else dir_mode)
@@ -207,7 +213,7 @@ def _write(out: Path, files: dict[str, bytes], *, generator: str, stack: str | N
                                             dir=target.parent)
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
-            os.chmod(tmp_name, file_mode)
+            os.chmod(tmp_name, _mode_of(rel, file_mode))
             staged.append((Path(tmp_name), target, rel))
     except BaseException:
         for tmp_path, _, _ in staged:
@@ -262,6 +268,6 @@ def _write(out: Path, files: dict[str, bytes], *, generator: str, stack: str | N
     fd, tmp_name = tempfile.mkstemp(prefix=".manifest.", suffix=".tmp", dir=mpath.parent)
     with os.fdopen(fd, "wb") as f:
         f.write(manifest)
-    os.chmod(tmp_name, file_mode)
+    os.chmod(tmp_name, _mode_of(MANIFEST, file_mode))
     os.replace(tmp_name, mpath)
     return result

@@ -165,7 +165,9 @@ def render_into(workdir: Path, recipe_path: str, *, force: bool = False) -> Rend
                 *render_time_problems(workdir, recipe, res.parsed.sourcemap))
     written = write_tree(workdir, render_stack(plan, policy=policy_data(recipe)),
                          generator=GENERATOR, stack=plan.name, force=force)
-    (workdir / RENDER_STAMP).write_text(json.dumps({"digest": digest}) + "\n")
+    from mldiag_provision import ondisk
+
+    ondisk.write_state(workdir / RENDER_STAMP, (json.dumps({"digest": digest}) + "\n").encode())
     return RenderOutcome(workdir, recipe.metadata.name, tuple(plan.decisions), cached=False,
                          changed=len(written.written) + len(written.removed),
                          problems=problems, sourcemap=res.parsed.sourcemap)
