@@ -11,7 +11,7 @@ stands on is verified. A rule names the facts it reads when it is declared (``fa
 ids of the fact store) and, per problem, the facts of that case (a machine type's size); an
 unverified one (confidence M or L) turns an error into a warning, whatever the rule asked for.
 
-Adding a rule (see README, Development): one ``define(...)`` (or ``@rule(...)``) next to its
+Adding a rule (docs/development/add-rule.md): one ``define(...)`` (or ``@rule(...)``) next to its
 check, with a title, the facts it reads and, for lint, the check in its module's ``CHECKS``.
 """
 

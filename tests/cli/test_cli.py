@@ -51,7 +51,7 @@ def test_validate_several_files_fails_if_any_fails(cli) -> None:
 @pytest.mark.parametrize("argv", [
     ["validate", "--bogus", "x.yaml"],
     ["render", "x.yaml"],  # -o is required
-    ["catalog", "gpu"],
+    ["catalog", "fpga"],  # not an accelerator family (tpu, gpu)
     ["frobnicate"],
     [],
 ])
@@ -174,3 +174,23 @@ def test_version_flag(cli) -> None:
     code, out, _ = cli("--version")
     assert code == 0
     assert out.startswith("mldiag-provision ")
+
+
+def test_validate_strict_json_agrees_per_file(cli, tmp_path: Path) -> None:
+    """Under --strict a file with a warning fails, so its own "ok" is false like the run's
+    (it read true while the top-level "ok" was false, issue 31)."""
+    data = yaml.safe_load(V5E.read_text())
+    data["spec"]["zone"] = data["spec"]["region"] + "-ai9z"  # an AI zone no page lists: warning
+    warned = tmp_path / "warned.yaml"
+    warned.write_text(yaml.safe_dump(data))
+    code, out, _ = cli("validate", str(warned), "--output", "json")
+    doc = json.loads(out)
+    assert code == 0 and doc["warnings"] >= 1
+    assert doc["ok"] is True and doc["files"][0]["ok"] is True
+    code, out, _ = cli("validate", str(warned), "--strict", "--output", "json")
+    doc = json.loads(out)
+    assert code == 1
+    assert doc["ok"] is False and doc["files"][0]["ok"] is False
+    code, out, _ = cli("validate", str(V5E), "--strict", "--output", "json")
+    doc = json.loads(out)
+    assert doc["ok"] is doc["files"][0]["ok"], doc

@@ -308,3 +308,25 @@ def test_a_failed_sandbox_command_leaves_no_files_and_kubeconfig_needs_a_cluster
         r = _cli("sandbox", action, "-o", str(work), env=env)
         assert r.returncode == 2, (action, r.stdout + r.stderr)
         assert "has no sandbox cluster" in r.stderr
+
+
+def test_hints_given_in_the_sandbox_name_the_sandbox_command(tmp_path: Path) -> None:
+    """A refusal inside the sandbox suggests the command that works there: each
+    plan/apply/verify/output/destroy it names carries --sandbox (without it, the suggested
+    command would run against Google Cloud)."""
+    from mldiag_provision.cli.sandboxed import sandbox_hint
+
+    assert sandbox_hint("run `mldiag-provision apply RECIPE -o DIR` first") == (
+        "run `mldiag-provision apply RECIPE -o DIR --sandbox` first")
+    assert sandbox_hint("`mldiag-provision destroy R -o D --sandbox` then "
+                        "`mldiag-provision plan R -o D`") == (
+        "`mldiag-provision destroy R -o D --sandbox` then "
+        "`mldiag-provision plan R -o D --sandbox`")
+    # other verbs (validate, render) need no sandbox and stay as they are
+    assert sandbox_hint("run `mldiag-provision validate R`") == "run `mldiag-provision validate R`"
+    assert sandbox_hint(None) is None
+    r = _cli("output", RECIPE, "-o", str(tmp_path / "none"), "--sandbox",
+             env=_user_env(tmp_path))
+    assert r.returncode != 0
+    assert "hint: run `mldiag-provision apply" in r.stderr, r.stderr
+    assert "--sandbox` first" in r.stderr, r.stderr

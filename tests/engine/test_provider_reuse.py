@@ -12,7 +12,7 @@ import pytest
 
 from engine.conftest import offline_recipe
 from mldiag_provision.engines.provider_pool import REUSE_ENV, package_hash
-from mldiag_provision.policy.inputs import parse_hcl
+from mldiag_provision.hclparse import parse_hcl
 from stack_support import RECIPES
 
 pytestmark = pytest.mark.terraform

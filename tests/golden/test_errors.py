@@ -20,7 +20,7 @@ EXPECTED: dict[str, tuple[str, str, str]] = {
     "v5e-topology-3x3": ("16:17", "tpu-slice-shape", "topology '3x3' does not exist"),
     "v4-multihost-chips-per-pod-8": ("21:20", "workload-chips", "8 chips per pod"),
     "unknown-key-toplogy": ("16:7", "recipe-unknown-key", "did you mean 'topology'?"),
-    "yaml-syntax-error": ("16:15", "yaml-syntax", "YAML syntax error"),
+    "yaml-syntax-error": ("15:12", "yaml-syntax", "YAML syntax error"),
     "v5e-2x4-ambiguous": ("14:7", "tpu-slice-shape", "v5e 2x4 is ambiguous"),
     "tpu7x-min-version-too-low": ("10:17", "gke-version",
                                   "below 1.34.1-gke.3084001, the minimum for TPU tpu7x"),

@@ -180,12 +180,12 @@ def test_one_implementation_for_every_cache() -> None:
     one."""
     import inspect
 
+    from mldiag_provision import hclparse
     from mldiag_provision.policy import cache as gate_cache
-    from mldiag_provision.policy import inputs as policy_inputs
     from mldiag_provision.render import template_cache
 
     assert not issubclass(template_cache.TemplateCache, jinja2.FileSystemBytecodeCache)
-    for module in (startcache, template_cache, gate_cache, policy_inputs):
+    for module in (startcache, template_cache, gate_cache, hclparse):
         source = inspect.getsource(module)
         assert "ondisk.read_sealed(" in source and "ondisk.write_sealed(" in source, module
         assert "import pickle" not in source and "pickle.load" not in source, module

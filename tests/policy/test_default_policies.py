@@ -25,6 +25,7 @@ from stack_support import REPO_ROOT, render_files
 STANDARD = REPO_ROOT / "recipes" / "tpu-v6e-4x4-multislice-standard-spot.yaml"
 SLURM = REPO_ROOT / "recipes" / "slurm-a3-ultra-lustre.yaml"
 AUTOPILOT = REPO_ROOT / "recipes" / "tpu-v4-2x2x4-autopilot.yaml"
+V5E = REPO_ROOT / "recipes" / "tpu-v5e-private-standard.yaml"  # priced: 16 v5e chips + GKE fee
 
 
 @functools.cache
@@ -58,6 +59,7 @@ class Case:
     mutate: Callable[[dict[str, bytes]], dict[str, bytes]] | None = None
     plan: dict[str, Any] | None = None
     params: dict[str, list[str]] = field(default_factory=dict)
+    budget: float | None = None  # spec.policy.maxHourlyCost
 
 
 CLUSTER = "module.cluster.google_container_cluster.this"
@@ -177,6 +179,13 @@ CASES: dict[str, tuple[Case, list[Case]]] = {
                                  None))),
          Case("plan-destructive-delete", STANDARD, params={"allow_deletes": ["cluster"]},
               plan=_plan(_change("google_storage_bucket", BUCKET, ["delete"], None)))]),
+    "max-hourly-cost": (
+        Case("max-hourly-cost", V5E, budget=20.0),  # $19.30 known (16 x $1.20 + $0.10)
+        [Case("max-hourly-cost", V5E, budget=10.0),
+         Case("max-hourly-cost", STANDARD, budget=0.05),  # the $0.10 GKE fee alone is over
+         Case("max-hourly-cost", STANDARD, budget=100.0,  # a plan.json the table cannot price
+              mutate=_edit(".mldiag/plan.json", '"accelerator_type": "v6e"',
+                           '"accelerator_type": "v9z"'))]),
 }
 
 
@@ -184,7 +193,8 @@ def _gate(case: Case) -> GateResult:
     files = _files(case.recipe)
     if case.mutate is not None:
         files = case.mutate(files)
-    return run_gate(stack_document(files), case.plan, Settings(params=case.params))
+    return run_gate(stack_document(files), case.plan,
+                    Settings(params=case.params, max_hourly_cost=case.budget))
 
 
 def test_every_bundled_rule_has_fixtures() -> None:

@@ -52,7 +52,7 @@ def test_examples_pass_text_output(cli) -> None:
     code, out, err = cli("--no-color", "policy", str(STANDARD))
     assert code == 0, out + err
     assert "policy gate passed: 0 error(s)" in out
-    assert "10 rule(s)" in out
+    assert "11 rule(s)" in out
 
 
 def test_failing_stack_exits_1_with_rule_rationale_and_source(cli, tmp_path: Path) -> None:
@@ -204,23 +204,24 @@ def test_a_real_engine_runs_in_a_child_process() -> None:
 def test_hcl_parse_cache_is_content_addressed_and_self_healing(tmp_path: Path,
                                                                 monkeypatch: pytest.MonkeyPatch
                                                                 ) -> None:
+    from mldiag_provision import hclparse
     from mldiag_provision.policy import inputs
 
     monkeypatch.setenv("MLDIAG_CACHE_DIR", str(tmp_path))
-    monkeypatch.setattr(inputs, "_PARSED", {})
+    monkeypatch.setattr(hclparse, "_PARSED", {})
     text = 'resource "google_storage_bucket" "b" {\n  name = "x"\n}\n'
     first = inputs.parse_hcl("a.tf", text)
     files = list((tmp_path / "hcl").glob("*.json"))
     assert len(files) == 1 and json.loads(ondisk.unseal(files[0].read_bytes()) or b"") == first
     # a later process reads the file; a corrupt file is parsed again and rewritten
-    monkeypatch.setattr(inputs, "_PARSED", {})
+    monkeypatch.setattr(hclparse, "_PARSED", {})
     files[0].write_text("{not json")
     assert inputs.parse_hcl("a.tf", text) == first
     assert json.loads(ondisk.unseal(files[0].read_bytes()) or b"") == first
     # issue 28: a planted parse (another bucket name) is used only when trusted and sealed
     planted = json.dumps({**first, "planted": True}).encode()
     for how in ("unsealed", "flipped", "others may write"):
-        monkeypatch.setattr(inputs, "_PARSED", {})
+        monkeypatch.setattr(hclparse, "_PARSED", {})
         files[0].parent.chmod(0o700)
         if how == "unsealed":
             files[0].write_bytes(planted)
@@ -234,7 +235,7 @@ def test_hcl_parse_cache_is_content_addressed_and_self_healing(tmp_path: Path,
         assert inputs.parse_hcl("a.tf", text) == first, how
     files[0].parent.chmod(0o700)
     files[0].write_bytes(ondisk.seal(planted))
-    monkeypatch.setattr(inputs, "_PARSED", {})
+    monkeypatch.setattr(hclparse, "_PARSED", {})
     assert inputs.parse_hcl("a.tf", text)["planted"] is True  # control: the plant reaches it
     assert inputs.parse_hcl("b.tf", text.replace('"x"', '"y"')) != first
     with pytest.raises(engine.PolicyError, match=r"c\.tf: not valid HCL"):

@@ -40,10 +40,21 @@ def test_helm_set_pairs_to_values() -> None:
     got = helm_values([S("installCRDs", "true"), S("global.leaderElection.namespace", "cm"),
                        S("a.args", "{--x=1,--y}"), S("replicas", "2"), S("empty", "{}"),
                        {"name": "tag", "value": "v1.0"}])
+    # "{}" is a list of one empty string in helm's strvals parser (valList appends the runes
+    # before '}' even when there are none)
     assert got == {"installCRDs": True, "global": {"leaderElection": {"namespace": "cm"}},
-                   "a": {"args": ["--x=1", "--y"]}, "replicas": 2, "empty": [], "tag": "v1.0"}
+                   "a": {"args": ["--x=1", "--y"]}, "replicas": 2, "empty": [""],
+                   "tag": "v1.0"}
+    # indexes and escapes as helm reads them (issue 28: the recipe's Diagon values)
+    assert helm_values([S("list[1]", "x"), S("tol[0].key", "k"),
+                        S("nodeSelector.kubernetes\\.io/os", "linux"),
+                        S("args", "a\\,b=c"), S("braces", "\\{p\\,q\\}")]) == {
+        "list": [None, "x"], "tol": [{"key": "k"}],
+        "nodeSelector": {"kubernetes.io/os": "linux"}, "args": "a,b=c", "braces": "{p,q}"}
     with pytest.raises(ValueError):
-        helm_values([S("list[0]", "x")])
+        helm_values([S("list", "{a,b")])  # "list must terminate with '}'"
+    with pytest.raises(ValueError):
+        helm_values([S("a[x]", "v")])
 
 
 def test_template_strip_markers_take_one_line_break() -> None:

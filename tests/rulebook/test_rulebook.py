@@ -273,3 +273,15 @@ def test_autopilot_refuses_adding_net_raw() -> None:
     assert len(found) == 1 and "NET_RAW" in found[0].message, res.problems
     assert found[0].path.endswith("capabilities.add[0]")
     assert "NET_RAW" not in store().fact("kubernetes", "autopilot", "capabilities")["allowed"]
+
+
+def test_every_cited_source_tag_is_defined() -> None:
+    """A rule that cites a source by tag (``source_url("TAG")``) names a tag of
+    sources.yaml: an undefined one is printed as the bare tag instead of its URL (issue 31:
+    ``workload-host-network`` cited ``GKE-AP-SECURITY``)."""
+    defined = set(store().sources)
+    cited = {(path.relative_to(PKG).as_posix(), tag)
+             for path in PKG.rglob("*.py")
+             for tag in re.findall(r"source_url\(\s*\"([A-Za-z0-9-]+)\"", path.read_text())}
+    assert len(cited) > 10  # the scan finds the rules' citations
+    assert sorted(c for c in cited if c[1] not in defined) == []

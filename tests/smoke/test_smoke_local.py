@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from mldiag_provision.smoke import PROGRAM, SmokeSpec, program_args, spec_for
+from mldiag_provision.plan.smoke import PROGRAM, SmokeSpec, program_args, spec_for
 from mldiag_provision.smoke.local import local_env
 
 ROOT = Path(__file__).resolve().parents[2]

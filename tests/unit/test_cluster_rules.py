@@ -16,7 +16,8 @@ from mldiag_provision import pipeline
 from mldiag_provision.catalog.tpu import load_catalog
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.plan.parts import GkeClusterPlan, StandardClusterPlan
-from mldiag_provision.plan.stack import StackPlan, build_plan
+from mldiag_provision.plan.stack import build_plan
+from mldiag_provision.plan.types import StackPlan
 
 ERROR, WARNING = Severity.ERROR, Severity.WARNING
 

@@ -72,10 +72,11 @@ def test_duplicate_key_is_an_error_in_a_recipe() -> None:
     assert parsed.recipe is None
 
 
+# an unclosed "[" or quote is reported where it opens, not where the parser noticed it
 @pytest.mark.parametrize(("text", "line"), [
-    ("a: 1\nb: [1, 2\nc: 3\n", 3),
+    ("a: 1\nb: [1, 2\nc: 3\n", 2),
     ("a: 1\n  b: 2\n", 2),
-    ("a: 'unterminated\nb: 2\n", 3),
+    ("a: 'unterminated\nb: 2\n", 1),
     ("a:\n\t- 1\n", 2),
     ("- a\nb: 1\n", 2),
 ])

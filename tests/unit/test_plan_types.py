@@ -11,11 +11,11 @@ import pytest
 
 from mldiag_provision.catalog.tpu import load_catalog
 from mldiag_provision.pipeline import check_file
-from mldiag_provision.plan.stack import (
+from mldiag_provision.plan.stack import build_plan
+from mldiag_provision.plan.types import (
     CLUSTER_OMIT_WHEN_DEFAULT,
     WORKLOAD_OMIT_WHEN_DEFAULT,
     StackPlan,
-    build_plan,
 )
 from mldiag_provision.render.stack import render_stack
 from stack_support import RECIPES
@@ -79,7 +79,7 @@ def test_plan_json_is_the_dataclass_fields(recipe: object) -> None:
 def test_plan_asdict_is_dataclasses_asdict(recipe: object) -> None:
     """plan.stack's own asdict (issue 16) gives exactly dataclasses.asdict's data: the same
     values, types, key order and no shared mutable parts."""
-    from mldiag_provision.plan.stack import _asdict
+    from mldiag_provision.plan.types import _asdict
 
     plan = _plan(recipe)
     ours, theirs = _asdict(plan), dataclasses.asdict(plan)

@@ -18,7 +18,8 @@ import yaml
 from mldiag_provision.catalog.store import store
 from mldiag_provision.catalog.tpu import load_catalog
 from mldiag_provision.pipeline import check_file
-from mldiag_provision.plan.stack import StackPlan, build_plan
+from mldiag_provision.plan.stack import build_plan
+from mldiag_provision.plan.types import StackPlan
 from mldiag_provision.quantity import parse_quantity
 from mldiag_provision.render.stack import render_stack
 

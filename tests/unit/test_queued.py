@@ -21,7 +21,8 @@ from mldiag_provision.lint.context import LintOptions
 from mldiag_provision.lint.linter import lint_sources
 from mldiag_provision.lint.loading import Source
 from mldiag_provision.lint.schema import default_version
-from mldiag_provision.plan.stack import StackPlan, build_plan
+from mldiag_provision.plan.stack import build_plan
+from mldiag_provision.plan.types import StackPlan
 from mldiag_provision.render import k8s
 from mldiag_provision.render.stack import render_stack
 

@@ -62,6 +62,25 @@ def test_the_four_orchestrators_are_registered_in_reading_order() -> None:
     assert list(later) == sorted(later)
 
 
+def test_the_orchestrator_name_table_is_exactly_the_registered_units() -> None:
+    """orchestrator_names.NAMES is what the recipe model knows without importing the registry:
+    every module of the package that defines ``UNIT`` is in it, in the registry's order."""
+    import importlib
+    import pkgutil
+
+    from mldiag_provision import orchestrator_names
+    from mldiag_provision.recipe.model import _ORCHESTRATORS
+
+    defined = set()
+    for info in pkgutil.iter_modules(orchestrators.__path__):
+        module = importlib.import_module(f"{orchestrators.__name__}.{info.name}")
+        unit = getattr(module, "UNIT", None)
+        if unit is not None:
+            defined.add(unit.name)
+    assert defined == set(orchestrator_names.NAMES)
+    assert orchestrators.names() == orchestrator_names.names() == _ORCHESTRATORS
+
+
 def test_unknown_orchestrator_names_the_known_ones() -> None:
     with pytest.raises(UnknownOrchestratorError) as err:
         orchestrators.get("nomad")

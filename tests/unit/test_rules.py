@@ -82,6 +82,8 @@ def test_every_rule_has_a_test() -> None:
               "manifests:" + ",".join(r.id for r in lint_tpu.RULES),
               # tests/unit/test_format_rules.py
               "gcp-format",
+              # tests/unit/test_value_formats.py (issue 28)
+              "value-format",
               # tests/unit/test_prod_workloads.py
               "workload-volumes", "workload-tolerations", "workload-annotations",
               "workload-priority-class", "workload-ephemeral-storage",
@@ -799,7 +801,9 @@ def test_multislice_cannot_be_a_job(recipe: dict) -> None:
 
 def test_host_network_refused_on_autopilot(recipe: dict) -> None:
     recipe["spec"]["workloads"][0]["hostNetwork"] = True
-    only(check(recipe), "workload-host-network", "spec.workloads[0].hostNetwork", ERROR)
+    p = only(check(recipe), "workload-host-network", "spec.workloads[0].hostNetwork", ERROR)
+    # cited by URL like every other rule (it cited the undefined tag GKE-AP-SECURITY)
+    assert p.source == "https://cloud.google.com/kubernetes-engine/docs/concepts/autopilot-security"
 
 
 def test_host_network_gpu_pods_sharing_a_node(recipe: dict) -> None:

@@ -37,7 +37,8 @@ from mldiag_provision.catalog.tpu import load_catalog
 from mldiag_provision.pipeline import check_text
 from mldiag_provision.plan import names
 from mldiag_provision.plan.owned import owned_names
-from mldiag_provision.plan.stack import StackPlan, build_plan
+from mldiag_provision.plan.stack import build_plan
+from mldiag_provision.plan.types import StackPlan
 from stack_support import RECIPES, REPO_ROOT
 
 LEGACY = REPO_ROOT / "tests" / "data" / "legacy_plans"

@@ -32,7 +32,7 @@ def _cluster(api: FakeApiServer) -> Cluster:
     return Cluster(client.ApiClient(cfg))
 
 
-def _objects(networks: list[str], ready: int) -> dict[str, object]:
+def _objects(networks: list[str], ready: int, desired: int = 2) -> dict[str, object]:
     return {
         NETWORKS: {"apiVersion": "networking.gke.io/v1", "kind": "NetworkList", "metadata": {},
                    "items": [{"apiVersion": "networking.gke.io/v1", "kind": "Network",
@@ -43,8 +43,8 @@ def _objects(networks: list[str], ready: int) -> dict[str, object]:
                     "spec": {"selector": {"matchLabels": {"k8s-app": "nccl-rdma-installer"}},
                              "template": {"spec": {"containers": [{"name": "p",
                                                                    "image": "x"}]}}},
-                    "status": {"desiredNumberScheduled": 2, "numberReady": ready,
-                               "currentNumberScheduled": 2, "numberMisscheduled": 0}},
+                    "status": {"desiredNumberScheduled": desired, "numberReady": ready,
+                               "currentNumberScheduled": desired, "numberMisscheduled": 0}},
     }
 
 
@@ -83,3 +83,30 @@ def test_stacks_without_gpu_networking_have_no_such_check() -> None:
     with FakeApiServer() as api:
         checks = {r.check for r in run_checks(_cluster(api), plan, load_catalog())}
     assert not any(c.startswith("gpu-network") for c in checks)
+
+
+def _gpu_nodes(n: int) -> dict[str, object]:
+    return {"/api/v1/nodes": {"apiVersion": "v1", "kind": "NodeList", "metadata": {}, "items": [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": f"gke-a3u-{i}", "labels": {
+            "cloud.google.com/gke-accelerator": "nvidia-h200-141gb"}}} for i in range(n)]}}
+
+
+def test_an_installer_scheduled_on_fewer_nodes_than_the_stack_has_fails() -> None:
+    """The DaemonSet ready on all the nodes it is scheduled on is not enough: the stack's two
+    A3 Ultra nodes both need the NCCL plugin, so 1 ready of 1 desired with 2 GPU nodes fails
+    (issue 31: the check passed with the installer on 1 of the stack's 2 GPU nodes)."""
+    plan = _plan(A3_ULTRA)
+    [net] = plan.gpu_networks
+    assert net.accelerator == "nvidia-h200-141gb"
+    with FakeApiServer() as api:
+        api.objects.update(_objects(ALL, ready=1, desired=1))
+        api.objects.update(_gpu_nodes(2))
+        short = check_gpu_networks(_cluster(api), plan)
+        api.objects.update(_objects(ALL, ready=2, desired=2))
+        full = check_gpu_networks(_cluster(api), plan)
+    assert short[0].status == "FAIL", short
+    assert "installer ready on 1 of 2 nodes with nvidia-h200-141gb GPUs" in short[0].message
+    assert "scheduled on only 1" in short[0].message
+    assert "kubectl get nodes -l cloud.google.com/gke-accelerator=nvidia-h200-141gb" in str(
+        short[0].hint)
+    assert full[0].status == "PASS"

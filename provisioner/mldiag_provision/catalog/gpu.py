@@ -121,7 +121,7 @@ class GpuCatalog:
           ShapeError: field ``gpu`` (unknown GPU) or ``machineType`` (unknown machine type, or
             one that carries another GPU), with what is allowed and a hint.
         """
-        from mldiag_provision.recipe.parse import suggest
+        from mldiag_provision.suggest import suggest
 
         g = self.gpu(gpu)
         if g is None:

@@ -6,7 +6,8 @@ Diagnostics agents, ports, limits), ``names.yaml`` (Google Cloud name limits), `
 (Cluster Director managed Slurm), ``kubernetes.yaml`` (Kubernetes, GKE Autopilot admission,
 ML Diagnostics readiness: what ``lint`` and the recipe's workload rules check) and
 ``places.yaml`` (Google Cloud regions and zones, GPU machine series per zone, GKE's
-per-cluster limits).
+per-cluster limits) and ``prices.yaml`` (the offline price table, dated and sourced; read
+only by ``cost``, ``policy``, ``plan`` and ``apply``).
 
 A *fact* is any mapping in those files with a ``source:`` key. It is loaded into a
 :class:`Fact`: the source tag must be defined in ``sources.yaml`` and ``confidence`` must be
@@ -37,7 +38,7 @@ import yaml
 from mldiag_provision.errors import CatalogError, Severity
 
 DATA_DIR = Path(__file__).parent / "data"
-FILES = ("tpu", "gpu", "gke", "names", "slurm", "kubernetes", "places")
+FILES = ("tpu", "gpu", "gke", "names", "slurm", "kubernetes", "places", "prices")
 CONFIDENCES = ("H", "M", "L")
 
 try:

@@ -314,7 +314,7 @@ class Catalog:
     def _resolve(self, tpu: str, topology: str, chips_per_vm: int | None) -> SliceShape:
         version = self.version(tpu)
         if version is None:
-            from mldiag_provision.recipe.parse import suggest
+            from mldiag_provision.suggest import suggest
 
             raise ShapeError("tpu", f"unknown TPU version '{tpu}'",
                              expected=", ".join(sorted(self.versions)) + " (or their GKE "
@@ -336,7 +336,7 @@ class Catalog:
             self._check_large3d(version, topology, dims)
             names = (version.large3d.machine_type,)
         if names is None:
-            from mldiag_provision.recipe.parse import suggest
+            from mldiag_provision.suggest import suggest
 
             ordered = "x".join(map(str, sorted(dims)))
             if ordered != topology and ordered in version.topologies:

@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 
 EPILOG = """exit codes: 0 ok, 1 invalid input, 2 usage error, 3 refused (e.g. edited files),
 4 engine (terraform, cluster) failed, 70 internal error; plan --detailed-exitcode: 0 no
-changes, 2 changes, 1 any error. Docs: README.md; recipe schema: mldiag-provision schema."""
+changes, 2 changes, 1 any error. Docs: docs/ (README.md links them); recipe schema:
+mldiag-provision schema."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -84,16 +85,21 @@ def build_parser(command: str | None = None, *, full: bool = True) -> argparse.A
     r = sub.add_parser("render", help="preflight a recipe and write its Terraform stack")
     r.add_argument("recipe", metavar="RECIPE")
     r.add_argument("-o", "--out", required=True, metavar="DIR", help="stack directory")
-    r.add_argument("--force", action="store_true",
-                   help="overwrite rendered files that were edited by hand")
-    r.add_argument("--check", action="store_true",
-                   help="write nothing: exit 0 when DIR is exactly what a render writes now, "
-                        "1 (listing changed/added/removed files) when it is stale")
+    # --check writes nothing, so --force (overwrite edited files) cannot apply to it
+    writes = r.add_mutually_exclusive_group()
+    writes.add_argument("--force", action="store_true",
+                        help="overwrite rendered files that were edited by hand")
+    writes.add_argument("--check", action="store_true",
+                        help="write nothing: exit 0 when DIR is exactly what a render writes "
+                             "now, 1 (listing changed/added/removed files) when it is stale")
     r.add_argument("--output", "-O", choices=("text", "json"), default="text")
 
     c = sub.add_parser("catalog", help="list accelerators and explain their topologies")
-    c.add_argument("family", nargs="?", choices=("tpu",), default="tpu")
-    c.add_argument("version", nargs="?", metavar="VERSION", help="e.g. v5e or tpu-v6e-slice")
+    c.add_argument("family", nargs="?", choices=("tpu", "gpu"), default="tpu",
+                   help="the accelerators to list or explain (default tpu)")
+    c.add_argument("version", nargs="?", metavar="VERSION",
+                   help="a TPU version (e.g. v5e or tpu-v6e-slice) or, after gpu, a GPU "
+                        "(e.g. h200-141gb or nvidia-l4)")
     c.add_argument("--output", "-O", choices=("text", "json"), default="text")
     c.add_argument("--topology", metavar="T", help="with --diagram: the slice to draw, e.g. 2x2x4")
     c.add_argument("--chips-per-vm", type=int, metavar="N",
@@ -240,7 +246,10 @@ def cmd_validate(args: argparse.Namespace, out: Console) -> int:
         total_e, total_w = total_e + e, total_w + w
     failed = total_e > 0 or (args.strict and total_w > 0)
     if args.output == "json":
-        files = [{"file": r.file, "ok": r.ok, "slices": r.slices,
+        # a file is ok as the run is: no error, and under --strict no warning either
+        files = [{"file": r.file,
+                  "ok": r.ok and not (args.strict and severity_counts(r.problems)[1]),
+                  "slices": r.slices,
                   "problems": [p.to_dict() for p in r.problems]} for r in results]
         files += [{"file": v.file, "ok": False, "slices": [],
                    "problems": [p.to_dict() for p in v.problems]} for v in unreadable]
@@ -371,6 +380,10 @@ def _render_check(args: argparse.Namespace, out: Console, files: dict[str, bytes
 
 
 def cmd_catalog(args: argparse.Namespace, out: Console) -> int:
+    if args.family == "gpu":
+        from mldiag_provision.cli import catalog_gpu
+
+        return catalog_gpu.run(args, out)
     from mldiag_provision.catalog.tpu import load_catalog
 
     catalog = load_catalog()
@@ -387,12 +400,18 @@ def cmd_catalog(args: argparse.Namespace, out: Console) -> int:
         for r in rows:
             out.print(f"{r['version']:<8} {r['accelerator']:<22} {str(r['dimensions']) + 'D':<4} "
                       f"{r['autopilotMinGke'] or '-':<20} {', '.join(r['machineTypes'])}")
-        out.print("\nmldiag-provision catalog tpu VERSION  explains one version's topologies")
+        out.print("\nmldiag-provision catalog tpu VERSION  explains one version's topologies"
+                  "\nmldiag-provision catalog gpu          lists the GPUs")
         return 0
     v = catalog.version(args.version)
     if v is None:
-        from mldiag_provision.recipe.parse import suggest
+        from mldiag_provision.catalog.gpu import load_gpu_catalog
+        from mldiag_provision.suggest import suggest
 
+        gpu = load_gpu_catalog().gpu(args.version)
+        if gpu is not None:
+            raise UsageError(f"'{args.version}' is a GPU, not a TPU version",
+                             hint=f"mldiag-provision catalog gpu {gpu.key}")
         raise UsageError(f"unknown TPU version '{args.version}'",
                          hint=suggest(args.version, catalog.version_names())
                          or "known: " + ", ".join(sorted(catalog.versions)))
@@ -418,7 +437,10 @@ def cmd_catalog(args: argparse.Namespace, out: Console) -> int:
                               "zones": list(v.zones), "source": catalog.source_url(v.source)},
                              indent=2))
         return 0
-    out.print(out.style(f"{v.display_name} ({v.key})", "bold") +
+    # the display name may carry the key already: "TPU Trillium (v6e)", "Ironwood (TPU7x)"
+    title = (v.display_name if v.key.lower() in v.display_name.lower()
+             else f"{v.display_name} ({v.key})")
+    out.print(out.style(title, "bold") +
               f"  nodeSelector cloud.google.com/gke-tpu-accelerator: {v.accelerator}")
     out.print(f"source: {catalog.source_url(v.source)}")
     if v.autopilot_min or v.standard_min:

@@ -12,6 +12,7 @@ view redraws over the marks. The run log marks its lines too
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -115,6 +116,27 @@ def _refuse_unsupported(recipe: str) -> None:
                                               "without spec.engine.backend")
 
 
+_SUGGESTED = r"`(mldiag-provision (?:{})\b[^`]*)`".format("|".join(sorted(COMMANDS)))
+
+
+def sandbox_hint(hint: str | None) -> str | None:
+    """``hint`` with ``--sandbox`` added to every command it suggests (in backticks) that
+    this switch applies to: a hint given inside the sandbox names the command that works
+    there, never one that would run against Google Cloud.
+
+    ``"run `mldiag-provision apply RECIPE -o DIR` first"`` becomes
+    ``"run `mldiag-provision apply RECIPE -o DIR --sandbox` first"``.
+    """
+    if not hint:
+        return hint
+
+    def add(match: re.Match[str]) -> str:
+        command = match.group(1).rstrip()
+        return match.group(0) if "--sandbox" in command else f"`{command} --sandbox`"
+
+    return re.sub(_SUGGESTED, add, hint)
+
+
 def wrap(run: Callable[[argparse.Namespace, Console], int]
          ) -> Callable[[argparse.Namespace, Console], int]:
     """``run`` inside the sandbox of ``args.out``, after the banner.
@@ -123,7 +145,7 @@ def wrap(run: Callable[[argparse.Namespace, Console], int]
       UsageError: no ``-o DIR`` (the sandbox lives in the work directory).
     """
     def inner(args: argparse.Namespace, out: Console) -> int:
-        from mldiag_provision.errors import UsageError
+        from mldiag_provision.errors import MldiagError, UsageError
         from mldiag_provision.sandbox.session import sandbox_dir, session
 
         if not getattr(args, "out", None):
@@ -145,6 +167,9 @@ def wrap(run: Callable[[argparse.Namespace, Console], int]
                 sys.stderr.flush()
                 code = run(args, out)
                 return code
+        except MldiagError as err:
+            err.hint = sandbox_hint(err.hint)
+            raise
         finally:
             if code != 0 and not had_sandbox:
                 _forget(workdir, fresh)

@@ -46,7 +46,7 @@ if TYPE_CHECKING:
     from mldiag_provision.catalog.tpu import SliceShape
     from mldiag_provision.cluster.check import Request, Verdict
     from mldiag_provision.lint.workloads import PodTemplate
-    from mldiag_provision.plan.stack import SlicePlan
+    from mldiag_provision.plan.types import SlicePlan
 
 CHECK = "autopilot-range"
 """The :class:`~.check.Verdict` ``check`` of this module's verdicts."""

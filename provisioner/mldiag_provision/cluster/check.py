@@ -329,7 +329,7 @@ def _flavors(model: ClusterModel, t: PodTemplate, cq: ClusterQueue,
         reasons: list[str] = []
         for f in known:
             bad = next((x for x in f.node_taints if x.effect in _BLOCKING and not any(
-                _tolerates(tol, x) for tol in tolerations)), None)
+                tolerates(tol, x) for tol in tolerations)), None)
             if bad is not None:
                 reasons.append(str(fact["taintWords"]).format(taint=_taint_words(bad),
                                                               flavor=f.name))
@@ -395,7 +395,7 @@ def _flavor_labels(model: ClusterModel, t: PodTemplate, requests: Mapping[str, R
             continue
         view = restricted(place, {k for f in known for k in f.node_labels})
         fits = [f for f in known if matches(f.node_labels, view) and all(
-            any(_tolerates(tol, x) for tol in tolerations)
+            any(tolerates(tol, x) for tol in tolerations)
             for x in f.node_taints if x.effect in _BLOCKING)]
         if len(fits) == 1:
             out.update(fits[0].node_labels)
@@ -427,7 +427,7 @@ def _candidates(model: ClusterModel, t: PodTemplate, requests: Mapping[str, Requ
 _BLOCKING = ("NoSchedule", "NoExecute")
 
 
-def _tolerates(tol: Mapping[str, object], taint: Taint) -> bool:
+def tolerates(tol: Mapping[str, object], taint: Taint) -> bool:
     """Whether one toleration matches ``taint`` (Kubernetes' matching rule, fact
     ``kubernetes.scheduling.taints``): key equal (or empty with Exists: every key), Exists or
     an equal value, effect equal or empty."""
@@ -460,7 +460,7 @@ def tolerated(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
     blocked: list[tuple[NodeGroup, Taint]] = []
     for g in groups:
         bad = next((x for x in g.taints if x.effect in _BLOCKING and not any(
-            _tolerates(tol, x) for tol in (*tolerations, *implicit))), None)
+            tolerates(tol, x) for tol in (*tolerations, *implicit))), None)
         if bad is None:
             return  # the pod may land here
         blocked.append((g, bad))

@@ -2,7 +2,7 @@
 (``lint --cluster [KUBECONFIG]``).
 
 What is read (two or three LIST requests, each with the timeout of
-:func:`~mldiag_provision.stack.kube.with_timeouts`):
+:func:`~mldiag_provision.kubeclient.with_timeouts`):
 
 * ``GET /api/v1/nodes``: the Nodes, grouped into :class:`~.model.NodeGroup` by GKE node pool
   (label ``cloud.google.com/gke-nodepool``), else by identical label sets (per-node labels
@@ -258,7 +258,7 @@ def model_of(nodes: Iterable[Mapping[str, Any]],
 
 def _failure(what: str, where: str, exc: BaseException) -> EngineError:
     """One clear error for a request that failed (no traceback)."""
-    from mldiag_provision.stack.kube import is_timeout, request_timeout_s
+    from mldiag_provision.kubeclient import is_timeout, request_timeout_s
 
     status = getattr(exc, "status", None)
     if status in (401, 403):
@@ -407,7 +407,7 @@ def from_kubeconfig(path: str | None, context: str | None = None,
       EngineError: the cluster cannot be read (see :func:`read_cluster`), or not within the
         deadline (naming the requests still pending).
     """
-    from mldiag_provision.stack.kube import DeadlineExceeded, bounded, kubeconfig_client
+    from mldiag_provision.kubeclient import DeadlineExceeded, bounded, kubeconfig_client
 
     try:
         api = kubeconfig_client(path, context)
@@ -434,6 +434,6 @@ def from_kubeconfig(path: str | None, context: str | None = None,
 def _abandoned(api: Any) -> bool:
     """Whether a request of ``api`` is still waiting (left behind at the deadline): closing
     the client's pool under it would block on its thread."""
-    from mldiag_provision.stack.kube import in_flight
+    from mldiag_provision.kubeclient import in_flight
 
     return bool(in_flight(api))

@@ -43,8 +43,7 @@ if TYPE_CHECKING:
     from mldiag_provision.orchestrators import Orchestrator
     from mldiag_provision.plan.agents import AgentsPlan
     from mldiag_provision.plan.parts import PrivateClusterPlan
-    from mldiag_provision.plan.project import ProjectPlan
-    from mldiag_provision.plan.stack import QueuedPlan, SlicePlan
+    from mldiag_provision.plan.types import ProjectPlan, QueuedPlan, SlicePlan
     from mldiag_provision.recipe.model import Recipe
 
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"

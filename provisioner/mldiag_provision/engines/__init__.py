@@ -9,7 +9,7 @@ resource types by what they hold (:class:`ResourceKinds`: danger warnings), tran
 tool's and Google's errors, and makes the :class:`Engine` that works in one rendered
 directory, running its tool through :class:`~mldiag_provision.runner.CommandRunner` only.
 Commands talk to the :class:`Engine` protocol and branch on capabilities, never on an
-engine's name. Adding an engine is adding one module (README.md, "How to add an engine").
+engine's name. Adding an engine is adding one module (docs/development/add-engine.md).
 
 NOTE: if you add an :class:`EngineCapability`, update every engine's ``capabilities``.
 """
@@ -27,7 +27,9 @@ from typing import TYPE_CHECKING, Any, Protocol
 from mldiag_provision.errors import UsageError
 
 if TYPE_CHECKING:
-    from mldiag_provision.plan.stack import StackPlan
+    import jinja2
+
+    from mldiag_provision.plan.types import StackPlan
     from mldiag_provision.runner import CommandRunner
 
 
@@ -364,9 +366,31 @@ class Engine(Protocol):
 EngineFactory = Callable[[Path, "CommandRunner", Iterable[int]], Engine]
 """(stage directory, the run's recorded runner, file descriptors the tool's processes keep)
 -> the engine working there."""
-StackRenderer = Callable[["StackPlan", Mapping[str, Any], Path], dict[str, bytes]]
+
+
+@dataclass(frozen=True)
+class RenderKit:
+    """What the renderer (:func:`mldiag_provision.render.stack.render_stack`) lends an engine
+    unit's :data:`StackRenderer`, so that the unit never imports ``render/``: render owns
+    the stack's files and calls the unit, never the other way.
+
+    Attributes:
+      banner: ``(kind, recipe name)`` -> the "generated, do not edit" line of a file type
+        (``hcl``, ``yaml``, ``md``).
+      template_env: a blueprints folder -> its Jinja environment (kept per process).
+      module_files: ``(modules folder, module, recipe name)`` -> relative path
+        (``modules/<module>/...``) -> bytes of a module's files, each with the banner.
+    """
+
+    banner: Callable[[str, str], str]
+    template_env: Callable[[Path], jinja2.Environment]
+    module_files: Callable[[Path, str, str], dict[str, bytes]]
+
+
+StackRenderer = Callable[["StackPlan", Mapping[str, Any], Path, RenderKit], dict[str, bytes]]
 """(plan, the blueprint's ``blueprint.yaml`` as data, the data root holding blueprints/ and
-modules/) -> the engine's files of the stack, relative path -> bytes."""
+modules/, the renderer's :class:`RenderKit`) -> the engine's files of the stack, relative
+path -> bytes. A pure function: it reads the data root and writes nothing."""
 
 
 @dataclass(frozen=True)

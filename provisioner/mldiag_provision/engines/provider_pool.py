@@ -123,7 +123,7 @@ def reusable(workdir: Path, *, log: Callable[[str], None] = lambda _: None,
         return no(f"provider {several[0]} has {configurations[several[0]]} configurations "
                   "(provider blocks in more than one module)")
     try:
-        from mldiag_provision.policy.inputs import parse_hcl
+        from mldiag_provision.hclparse import parse_hcl
 
         lock = parse_hcl(".terraform.lock.hcl",
                          (workdir / ".terraform.lock.hcl").read_text(encoding="utf-8"))

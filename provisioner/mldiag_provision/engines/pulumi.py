@@ -42,13 +42,14 @@ from mldiag_provision.engines import (
     PlanSummary,
     ProgressEvent,
     ProgressHandler,
+    RenderKit,
     ResourceChange,
 )
 from mldiag_provision.errors import EngineError
 from mldiag_provision.runner import CommandRunner
 
 if TYPE_CHECKING:
-    from mldiag_provision.plan.stack import StackPlan
+    from mldiag_provision.plan.types import StackPlan
 
 INSTALL_HINT = ("install the Pulumi CLI (https://www.pulumi.com/docs/iac/download-install/, "
                 "e.g. `curl -fsSL https://get.pulumi.com | sh`) and put it on PATH, or point "
@@ -413,11 +414,11 @@ def _make(workdir: Path, runner: CommandRunner, keep_fds: Iterable[int]) -> Pulu
     return PulumiEngine(workdir, runner, keep_fds=keep_fds)
 
 
-def _render(plan: StackPlan, manifest: Mapping[str, Any], root: Path) -> dict[str, bytes]:
+def _render(plan: StackPlan, manifest: Mapping[str, Any], root: Path,
+            kit: RenderKit) -> dict[str, bytes]:
     from mldiag_provision.engines.pulumi_program import render_program
-    from mldiag_provision.render.stack import banner
 
-    return render_program(plan, root, banner("hcl", plan.name))
+    return render_program(plan, root, kit.banner("hcl", plan.name))
 
 
 def _sources(manifest: Mapping[str, Any]) -> list[str]:

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:  # the engine registry imports this module; rendering imports these
     import jinja2
 
-    from mldiag_provision.plan.stack import StackPlan
+    from mldiag_provision.plan.types import StackPlan
 
 # Orchestrators whose resources pulumi-gcp offers. Slurm needs
 # gcp.hypercomputecluster.Cluster (Cluster Director), present in pulumi-gcp 10.x
@@ -189,25 +189,129 @@ def slurm_startup_scripts(plan: StackPlan, modules_root: Path, banner: str) -> d
     return out
 
 
+_INT64 = (-(2 ** 63), 2 ** 63 - 1)
+
+
 def _helm_scalar(text: str) -> Any:
-    if text in ("true", "false"):
-        return text == "true"
-    if text == "null":
+    """A ``--set`` value as helm types it (strvals ``typedVal``): ``true``/``false``/``null``
+    in any case, ``0``, and integers that do not start with ``0`` and fit 64 bits; else the
+    string."""
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low == "null":
         return None
-    if re.fullmatch(r"-?[1-9][0-9]*|0", text):
-        return int(text)
+    if text == "0":
+        return 0
+    if text and text[0] != "0" and re.fullmatch(r"[+-]?[0-9]+", text):
+        n = int(text)
+        if _INT64[0] <= n <= _INT64[1]:
+            return n
     return text
+
+
+class _SetLine:
+    """One ``NAME=VALUE`` of ``--set`` read as helm's strvals parser reads it
+    (https://github.com/helm/helm/blob/main/pkg/strvals/parser.go, ``ParseInto``): names
+    split at ``.`` and ``[N]``, a value that starts with ``{`` is a list, ``,`` ends a value,
+    and a backslash takes the next character literally (catalog/data/names.yaml
+    ``valueFormats``; plan.agents.helm_set_literal escapes for it)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.i = 0
+
+    def until(self, stops: str) -> tuple[str, str | None]:
+        out: list[str] = []
+        text = self.text
+        while self.i < len(text):
+            ch = text[self.i]
+            self.i += 1
+            if ch in stops:
+                return "".join(out), ch
+            if ch == "\\":
+                if self.i == len(text):
+                    return "".join(out), None
+                ch = text[self.i]
+                self.i += 1
+            out.append(ch)
+        return "".join(out), None
+
+    def value(self) -> Any:
+        """After ``=``: a list ``{a,b}`` or one scalar up to ``,``."""
+        if self.i < len(self.text) and self.text[self.i] == "{":
+            self.i += 1
+            items: list[Any] = []
+            while True:
+                item, stop = self.until(",}")
+                if stop is None:
+                    raise ValueError("list must terminate with '}'")
+                items.append(_helm_scalar(item))
+                if stop == "}":
+                    if self.i < len(self.text) and self.text[self.i] == ",":
+                        self.i += 1
+                    return items
+        rs, _ = self.until(",")
+        return _helm_scalar(rs)
+
+    def index(self) -> int:
+        digits, stop = self.until("]")
+        if stop is None or not re.fullmatch(r"[0-9]+", digits):
+            raise ValueError(f"bad list index {digits!r}")
+        return int(digits)
+
+    def key(self, data: dict[str, Any]) -> bool:
+        """Read one pair into ``data``; False at the end of the line."""
+        k, stop = self.until("=[,.")
+        if stop is None:
+            if k:
+                raise ValueError(f"key {k!r} has no value")
+            return False
+        if stop == "=":
+            if k:
+                data[k] = self.value()
+            else:
+                self.value()
+            return True
+        if stop == ",":
+            raise ValueError(f"key {k!r} has no value (cannot end with ,)")
+        if stop == "[":
+            existing = data.get(k)
+            data[k] = self.item(existing if isinstance(existing, list) else [], self.index())
+            return True
+        inner = data.get(k)
+        inner = inner if isinstance(inner, dict) else {}
+        more = self.key(inner)
+        if inner:
+            data[k] = inner
+        return more
+
+    def item(self, items: list[Any], i: int) -> list[Any]:
+        rest, stop = self.until("[.=")
+        if rest or stop is None:
+            raise ValueError(f"unexpected data at end of array index: {rest!r}")
+        items = items + [None] * (i + 1 - len(items))
+        if stop == "=":
+            items[i] = self.value()
+        elif stop == "[":
+            current = items[i] if isinstance(items[i], list) else []
+            items[i] = self.item(current, self.index())
+        else:
+            inner = items[i] if isinstance(items[i], dict) else {}
+            self.key(inner)
+            items[i] = inner
+        return items
 
 
 def helm_values(sets: Any) -> dict[str, Any]:
     """Helm ``--set NAME=VALUE`` pairs (Terraform ``helm_release.set``) -> the values tree helm
-    builds from them, for ``helm.v3.Release(values=...)``, which has no ``set``: dotted names
-    nest, ``{a,b}`` is a list, ``true``/``false``/integers/``null`` are typed (helm's strvals
-    parser, https://github.com/helm/helm/blob/main/pkg/strvals/parser.go; the subset the
-    plan's charts use: no ``name[0]`` indexes, no escaped dots).
+    builds from them, for ``helm.v3.Release(values=...)``, which has no ``set``: each pair is
+    read as helm's strvals parser reads ``NAME=VALUE`` (:class:`_SetLine`: dotted names nest,
+    ``[N]`` indexes a list, ``{a,b}`` is a list, a backslash escapes, ``true``/``false``/
+    integers/``null`` are typed).
 
     Raises:
-      ValueError: a name with an index or escape (outside that subset).
+      ValueError: a pair helm's parser refuses (a name without a value, an open list).
     """
     out: dict[str, Any] = {}
     for item in sets or ():
@@ -215,17 +319,9 @@ def helm_values(sets: Any) -> dict[str, Any]:
             name, value = str(item["name"]), str(item["value"])
         else:
             name, value = str(item.name), str(item.value)
-        if "[" in name or "\\" in name:
-            raise ValueError(f"helm --set name {name!r} is outside the supported subset")
-        *parents, leaf = name.split(".")
-        node = out
-        for key in parents:
-            node = node.setdefault(key, {})
-        if value.startswith("{") and value.endswith("}"):
-            inner = value[1:-1]
-            node[leaf] = [_helm_scalar(v) for v in inner.split(",")] if inner else []
-        else:
-            node[leaf] = _helm_scalar(value)
+        line = _SetLine(f"{name}={value}")
+        while line.key(out):
+            pass
     return out
 
 

@@ -52,6 +52,7 @@ from mldiag_provision.engines import (
     PlanSummary,
     ProgressEvent,
     ProgressHandler,
+    RenderKit,
     ResourceChange,
 )
 from mldiag_provision.errors import EngineError
@@ -59,7 +60,7 @@ from mldiag_provision.runner import CommandRunner, RunResult
 
 if TYPE_CHECKING:
     from mldiag_provision.engines.provider_pool import ProviderPool
-    from mldiag_provision.plan.stack import StackPlan
+    from mldiag_provision.plan.types import StackPlan
 
 PLAN_FILE = ".mldiag/tfplan"
 PLAN_SUMMARY = ".mldiag/plan-summary.json"
@@ -753,10 +754,11 @@ def _make(workdir: Path, runner: CommandRunner, keep_fds: Iterable[int]) -> Terr
     return TerraformEngine(workdir, runner, keep_fds=keep_fds)
 
 
-def _render(plan: StackPlan, manifest: Mapping[str, Any], root: Path) -> dict[str, bytes]:
-    from mldiag_provision.render.terraform import terraform_files
+def _render(plan: StackPlan, manifest: Mapping[str, Any], root: Path,
+            kit: RenderKit) -> dict[str, bytes]:
+    from mldiag_provision.engines.terraform_files import terraform_files
 
-    return terraform_files(plan, manifest, root)
+    return terraform_files(plan, manifest, root, kit)
 
 
 def _sources(manifest: Mapping[str, Any]) -> list[str]:

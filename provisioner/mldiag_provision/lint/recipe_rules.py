@@ -124,7 +124,7 @@ def _check_pool_labels(ctx: LintContext, tp: TpuPod, slices: list[RecipeSlice]
                        ) -> Iterator[Problem]:
     """On gke-standard the tool creates the node pools: a pod that selects a pool by name or by
     the tool's slice label must name one of R's, of the pod's own slice shape."""
-    from mldiag_provision.plan.stack import SLICE_LABEL
+    from mldiag_provision.plan.project import SLICE_LABEL
 
     if ctx.options.recipe.spec.orchestrator.type != "gke-standard":  # type: ignore[attr-defined]
         return

@@ -22,6 +22,10 @@ from mldiag_provision.errors import CatalogError, Severity
 from mldiag_provision.rulebook import RULES, RuleInfo
 from mldiag_provision.rulebook import define as _define
 
+# "did you mean ...?": a leaf module (no pydantic, no recipe validator), re-exported for the
+# rule modules that take it from here
+from mldiag_provision.suggest import suggest
+
 DATA_DIR = Path(__file__).parent / "data"
 
 __all__ = ["DATA_DIR", "RULES", "RuleInfo", "define", "fact", "fact_source", "severity_of",
@@ -49,15 +53,6 @@ def fact(*keys: str | int) -> Any:
       CatalogError: no such path.
     """
     return store().get("kubernetes", *keys)
-
-
-def suggest(value: object, options: Iterable[str]) -> str | None:
-    """:func:`mldiag_provision.recipe.parse.suggest` ("did you mean ...?"), imported when a
-    problem asks for it: ``recipe.parse`` imports the recipe validator and with it pydantic
-    (~30 ms of every lint's start, issue 16)."""
-    from mldiag_provision.recipe.parse import suggest as suggest_
-
-    return suggest_(value, options)
 
 
 def source_url(tag: str | None) -> str | None:

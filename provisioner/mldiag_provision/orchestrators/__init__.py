@@ -2,10 +2,10 @@
 what it can do as :class:`Capability` values (the way SkyPilot's clouds declare features).
 
 Code that needs to know what an orchestrator does asks the unit (``unit.has(Capability.X)``,
-``unit.gke``, ``unit.build_plan(...)``), never compares its name. A unit is a module in this
+``unit.gke``, ``unit.plan``), never compares its name. A unit is a module in this
 package that defines ``UNIT = Orchestrator(...)``; the registry imports every such module once,
 on first use (:func:`units`). Adding an orchestrator is adding one module plus its blueprint
-(``blueprints/<blueprint>/``): see README.md, "How to add an orchestrator".
+(``blueprints/<blueprint>/``): see docs/development/add-orchestrator.md.
 """
 
 from __future__ import annotations
@@ -15,15 +15,9 @@ import importlib
 import pkgutil
 from dataclasses import dataclass
 from functools import cache
-from typing import TYPE_CHECKING
 
 from mldiag_provision.catalog.requirements import GkeMode
-
-if TYPE_CHECKING:
-    from mldiag_provision.catalog.tpu import Catalog
-    from mldiag_provision.plan.project import ProjectPlan
-    from mldiag_provision.plan.stack import StackPlan
-    from mldiag_provision.recipe.model import Recipe
+from mldiag_provision.orchestrator_names import NAMES
 
 
 class Capability(enum.Enum):
@@ -67,11 +61,12 @@ class Orchestrator:
       blueprint: directory under ``blueprints/`` whose ``blueprint.yaml`` must list ``name``
         under ``orchestrators:`` (the engines it supports are that file's ``engines:``).
       plan: ``"module:function"`` that builds the
-        :class:`~mldiag_provision.plan.stack.StackPlan` from the shared project plan,
+        :class:`~mldiag_provision.plan.types.StackPlan` from the shared project plan
+        (:func:`mldiag_provision.plan.stack.build_plan` imports and calls it),
         called as ``function(unit, project, recipe, catalog)``
         (``mldiag_provision.plan.kubernetes:build``, ``mldiag_provision.plan.slurm:build``);
-        imported on first use, so that reading the registry (the recipe model does) never
-        imports the planners.
+        imported on first use, so that reading the registry (preflight does) never
+        imports the planners; the registry imports nothing of plan/.
       gke: the GKE mode whose version gates apply (``None``: no GKE cluster is created).
     """
 
@@ -85,17 +80,6 @@ class Orchestrator:
     def has(self, capability: Capability) -> bool:
         """Whether this orchestrator has ``capability``."""
         return capability in self.capabilities
-
-    def build_plan(self, project: ProjectPlan, recipe: Recipe, catalog: Catalog) -> StackPlan:
-        """The whole stack plan: the shared project plan plus this orchestrator's part.
-
-        Raises:
-          ImportError, AttributeError: ``plan`` names no function (a bug in the unit).
-        """
-        module, _, function = self.plan.partition(":")
-        builder = getattr(importlib.import_module(module), function)
-        plan: StackPlan = builder(self, project, recipe, catalog)
-        return plan
 
 
 class UnknownOrchestratorError(KeyError):
@@ -135,9 +119,9 @@ def units() -> tuple[Orchestrator, ...]:
     return tuple(sorted(found.values(), key=lambda u: (rank.get(u.name, len(ORDER)), u.name)))
 
 
-# The order people read them in (error messages list them so); units not named here follow,
-# by name.
-ORDER = ("gke-autopilot", "gke-standard", "slurm", "existing-kubernetes")
+# The order people read them in (error messages list them so): the name table the recipe model
+# reads too; units not named there follow, by name (and the recipe does not accept them).
+ORDER = NAMES
 
 
 def names() -> tuple[str, ...]:

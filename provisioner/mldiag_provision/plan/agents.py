@@ -28,10 +28,29 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class HelmValue:
-    """One ``set`` entry of a Helm release: a value path and its string value."""
+    """One ``set`` entry of a Helm release: a value path and its value, in Helm's ``--set``
+    syntax (the helm provider parses ``name=value`` with Helm's strvals parser, TF-HELM-SET):
+    a value the recipe means as one string is escaped by :func:`helm_set_literal`."""
 
     name: str
     value: str
+
+
+def helm_set_literal(value: str) -> str:
+    """``value`` escaped so that Helm's ``--set`` parser reads it back as this one string:
+    a backslash before each ``,`` (ends the pair), ``{`` / ``}`` (a list) and ``\\`` (the
+    escape itself). E.g. ``a,b=c`` -> ``a\\,b=c``, ``{p,q}`` -> ``\\{p\\,q\\}``.
+
+    Facts: catalog/data/names.yaml ``valueFormats.helmSetValue`` (HELM-STRVALS, HELM-SET).
+    Helm still types a whole value of ``true``, ``false``, ``null`` or an integer, as
+    ``--set`` does (the provider's ``type: auto``).
+    """
+    from mldiag_provision.catalog.store import store
+
+    fact = store().doc("names")["valueFormats"]["helmSetValue"]
+    escape = str(fact["escape"])
+    special = {str(c) for c in fact["special"]}
+    return "".join(escape + ch if ch in special else ch for ch in value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -264,7 +283,7 @@ def plan_agents(recipe: Recipe, catalog: Catalog, *, creates_cluster: bool, mana
         d = diag.diagon
         diagon = HelmChartPlan(chart=d.chart, repository=d.repository, version=d.version,
                                namespace=agents_ns,
-                               set=tuple(HelmValue(name=k, value=v)
+                               set=tuple(HelmValue(name=k, value=helm_set_literal(v))
                                          for k, v in d.values.items()))
         reasons.append(f"Diagon DaemonSet from your chart {d.chart}")
     ns_labels = {"app.kubernetes.io/managed-by": "mldiag-provision"}

@@ -125,7 +125,8 @@ def decide(recipe: Any, creates_pools: bool,
 
     Args:
       creates_pools: the orchestrator creates GKE node pools (only gke-standard renders
-        GPU networking; Autopilot and existing clusters are refused when explicit).
+        GPU networking; on Autopilot and existing clusters an explicit mode is reported by
+        preflight's gpunet-mode and resolves to None here, so nothing of it is rendered).
       machine_types: slice index -> GPU machine type (None when unknown).
     Returns one :class:`Resolved` per GPU slice (TPU slices are left out). ``auto`` turns on
     the machine type's mode when the slice has 2 or more VMs: the extra NICs carry only
@@ -142,6 +143,12 @@ def decide(recipe: Any, creates_pools: bool,
         explicit = net.mode != "auto"
         if net.mode == "none":
             mode, reason = None, "networking.mode none (from the recipe)"
+        elif explicit and not creates_pools:
+            # preflight's gpunet-mode reports this; what it says is not rendered is not
+            # rendered (issue 28: render and lint --recipe agree)
+            mode, reason = None, (f"networking.mode {net.mode} (from the recipe) is not "
+                                  "rendered: GPU networking is rendered for gke-standard "
+                                  "node pools only")
         elif explicit:
             mode, reason = net.mode, f"networking.mode {net.mode} (from the recipe)"
         elif not creates_pools:

@@ -32,7 +32,16 @@ from mldiag_provision.plan.parts import (
     StandardClusterPlan,
 )
 from mldiag_provision.plan.previous import keep_name, previous_value
-from mldiag_provision.plan.project import SLICE_LABEL, ProjectPlan
+from mldiag_provision.plan.project import SLICE_LABEL
+from mldiag_provision.plan.types import (
+    BucketGrantPlan,
+    ProjectPlan,
+    QueuedPlan,
+    SlicePlan,
+    StackPlan,
+    VolumePlan,
+    WorkloadPlan,
+)
 from mldiag_provision.recipe.slurm import duration_seconds
 
 QUEUED = "queued"
@@ -40,14 +49,6 @@ QUEUED = "queued"
 if TYPE_CHECKING:
     from mldiag_provision.orchestrators import Orchestrator
     from mldiag_provision.plan.gpunet import GpuNetworkPlan
-    from mldiag_provision.plan.stack import (
-        BucketGrantPlan,
-        QueuedPlan,
-        SlicePlan,
-        StackPlan,
-        VolumePlan,
-        WorkloadPlan,
-    )
     from mldiag_provision.recipe.model import Recipe
 
 
@@ -164,7 +165,6 @@ def decide_max_restarts(w: Any, sp: SlicePlan, kind: str) -> int:
 
 
 def _volume_plans(w: Any) -> tuple[VolumePlan, ...]:
-    from mldiag_provision.plan.stack import VolumePlan
 
     out = []
     for v in getattr(w, "volumes", None) or ():
@@ -204,7 +204,6 @@ def bucket_grants(recipe: Recipe) -> tuple[BucketGrantPlan, ...]:
     """One grant per Cloud Storage FUSE bucket the workloads mount with ``grantAccess``:
     roles/storage.objectViewer when every such mount of it is read-only, else
     roles/storage.objectUser; sorted by bucket."""
-    from mldiag_provision.plan.stack import BucketGrantPlan
 
     writable: dict[str, bool] = {}
     for w in recipe.spec.workloads:
@@ -219,7 +218,6 @@ def bucket_grants(recipe: Recipe) -> tuple[BucketGrantPlan, ...]:
 
 def workload_plan(recipe: Recipe, w: Any, sp: SlicePlan) -> WorkloadPlan:
     """One recipe workload on its planned slice (shared with preflight)."""
-    from mldiag_provision.plan.stack import WorkloadPlan
 
     diag = recipe.spec.diagnostics
     kind = workload_kind(w.kind, sp)
@@ -273,7 +271,6 @@ _UNBOUNDED_EPHEMERAL = "10000Ti"
 def queued_plan(recipe: Recipe, catalog: Catalog, slices: list[SlicePlan]) -> QueuedPlan | None:
     """The Kueue objects of the queued slices (:class:`~.stack.QueuedPlan`); ``None`` when
     no slice is queued. Facts: catalog/data/gke.yaml ``queuedProvisioning``."""
-    from mldiag_provision.plan.stack import QueuedPlan
 
     queued = [sp for sp in slices if sp.capacity == QUEUED]
     if not queued:
@@ -307,29 +304,40 @@ def queued_plan(recipe: Recipe, catalog: Catalog, slices: list[SlicePlan]) -> Qu
 
 def node_identity(recipe: Recipe, catalog: Catalog, cluster_name: str,
                   decisions: list[str],
-                  previous: Mapping[str, Any] | None = None) -> NodeServiceAccountPlan:
+                  previous: Mapping[str, Any] | None = None,
+                  custom_role: str | None = None) -> NodeServiceAccountPlan:
     """The nodes' service account of a cluster the stack creates: the recipe's
     ``orchestrator.nodeServiceAccount`` (an existing account, granted the roles too) or a
     dedicated ``<cluster>-nodes`` account (:func:`~.names.node_service_account_id`; the one
     the stack in the work directory has, ``previous``, when an older version named it);
     roles from catalog ``gke.cluster.nodeServiceAccountRoles`` (GKE-NODE-SA), plus the ML
-    Diagnostics roles when hostNetwork workloads run as the node. Appends the decision
-    lines."""
+    Diagnostics access when hostNetwork workloads run as the node: the predefined roles
+    (catalog ``mlDiagnostics.predefinedRoles``) with ``iam.mode: predefined``, or the
+    stack's custom role with ``iam.mode: custom-role`` (``custom_role``: its full name,
+    ``projects/PROJECT/roles/ID``; the same least-privilege role the workloads' account
+    gets, never the broad predefined roles, issue 28). Appends the decision lines."""
     spec = recipe.spec
     diag = spec.diagnostics
     roles = [str(r) for r in catalog.fact("standard", "nodeServiceAccountRoles")["roles"]]
+    node_custom_role: str | None = None
     if diag.enabled and any(w.host_network for w in spec.workloads):
         # hostNetwork pods skip Workload Identity and act as the node's service account
-        ml_roles = [str(r["role"]) for r in catalog.fact("mlDiagnostics", "predefinedRoles")]
-        roles += [r for r in ml_roles if r not in roles]
-        decisions.append("hostNetwork workloads run as the node service account: it gets "
-                         "the ML Diagnostics roles too")
+        if diag.iam.mode == "custom-role" and custom_role is not None:
+            node_custom_role = custom_role
+            decisions.append("hostNetwork workloads run as the node service account: it "
+                             f"gets the ML Diagnostics custom role {custom_role} too")
+        else:
+            ml_roles = [str(r["role"])
+                        for r in catalog.fact("mlDiagnostics", "predefinedRoles")]
+            roles += [r for r in ml_roles if r not in roles]
+            decisions.append("hostNetwork workloads run as the node service account: it "
+                             "gets the ML Diagnostics roles too")
     email = spec.orchestrator.node_service_account
     if email:
         decisions.append(f"nodes run as {email} (from the recipe), granted "
                          + ", ".join(roles))
         return NodeServiceAccountPlan(create=False, account_id=None, email=email,
-                                      roles=tuple(roles))
+                                      roles=tuple(roles), custom_role=node_custom_role)
     account = keep_name(
         "node service account",
         previous_value(previous, "cluster", "node_service_account", "account_id"),
@@ -339,7 +347,8 @@ def node_identity(recipe: Recipe, catalog: Catalog, cluster_name: str,
                      + ", ".join(roles) + " (never the Compute Engine default one)")
     return NodeServiceAccountPlan(
         create=True, account_id=account,
-        email=f"{account}@{spec.project}.iam.gserviceaccount.com", roles=tuple(roles))
+        email=f"{account}@{spec.project}.iam.gserviceaccount.com", roles=tuple(roles),
+        custom_role=node_custom_role)
 
 
 def private_cluster(recipe: Recipe, catalog: Catalog, cluster_name: str, agents: str,
@@ -407,7 +416,6 @@ def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
     Call only after preflight reported no errors.
     """
     from mldiag_provision.orchestrators import Capability
-    from mldiag_provision.plan.stack import StackPlan
 
     spec = recipe.spec
     orch = spec.orchestrator
@@ -449,7 +457,10 @@ def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
             min_master_version=min_version, managed_ml_diagnostics=managed,
             network=orch.network, subnetwork=orch.subnetwork, workload_pool=workload_pool)
     else:
-        nodes_sa = node_identity(recipe, catalog, cluster_name, decisions, project.previous)
+        custom_role = (f"projects/{project.project}/roles/{project.iam.custom_role_id}"
+                       if project.iam.mode == "custom-role" else None)
+        nodes_sa = node_identity(recipe, catalog, cluster_name, decisions, project.previous,
+                                 custom_role)
         gke = dict(
             name=cluster_name, type=unit.name, location=spec.region,
             deletion_protection=orch.deletion_protection, release_channel=orch.release_channel,

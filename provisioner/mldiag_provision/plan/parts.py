@@ -79,7 +79,12 @@ class NodeServiceAccountPlan:
     """``<account_id>@<project>.iam.gserviceaccount.com``, or the recipe's email."""
     roles: tuple[str, ...]
     """Project roles the stack grants it (catalog ``gke.cluster.nodeServiceAccountRoles``,
-    plus the ML Diagnostics roles when hostNetwork workloads run as the node)."""
+    plus the ML Diagnostics predefined roles when hostNetwork workloads run as the node and
+    ``iam.mode`` is ``predefined``)."""
+    custom_role: str | None = None
+    """``projects/PROJECT/roles/ID``: the stack's ML Diagnostics custom role, granted to it
+    on the project when hostNetwork workloads run as the node and ``iam.mode`` is
+    ``custom-role``; ``None`` (then left out of ``plan.json``): no such grant."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from mldiag_provision import __version__
@@ -26,10 +25,10 @@ from mldiag_provision.plan.parts import (
     ProfilesBucketPlan,
 )
 from mldiag_provision.plan.previous import keep_name, previous_value
+from mldiag_provision.plan.types import ProjectPlan, SlicePlan
 
 if TYPE_CHECKING:
     from mldiag_provision.orchestrators import Orchestrator
-    from mldiag_provision.plan.stack import SlicePlan
     from mldiag_provision.recipe.model import Recipe
 
 _K8S = store().doc("kubernetes")  # the scheduling vocabulary, from the fact store
@@ -40,54 +39,6 @@ _SPOT = _K8S["capacity"]["spot"]
 _RESERVATION_NAME = str(_K8S["capacity"]["reservationName"]["key"])
 _RESERVATION_AFFINITY = _K8S["capacity"]["reservationAffinity"]
 SLICE_LABEL = "mldiag-provision/slice"
-
-
-@dataclass(frozen=True)
-class ProjectPlan:
-    """The orchestrator-independent part of a stack (see the module docstring).
-
-    ``shapes`` are the resolved catalog shapes by slice index (for facts the slices' plain
-    data does not carry, e.g. a TPU version's multi-host placement); ``decisions`` are the
-    slice lines, first in every stack's decision list.
-    """
-
-    tool_version: str
-    blueprint: str
-    name: str
-    project: str
-    region: str
-    zone: str | None
-    labels: Mapping[str, str]
-    backend: BackendPlan
-    services: tuple[str, ...]
-    """The ML Diagnostics APIs, sorted (catalog ``mlDiagnostics.requiredServices``); an
-    orchestrator adds or removes its own."""
-    slices: tuple[SlicePlan, ...]
-    shapes: Mapping[int, SliceShape | GpuShape]
-    diagnostics_enabled: bool
-    mlrun_region: str
-    profiles_bucket: ProfilesBucketPlan
-    log_analytics: LogAnalyticsPlan
-    iam: IamPlan
-    decisions: tuple[str, ...]
-    engine: str
-    """The recipe's ``spec.engine.name``."""
-    workload_service_account: str
-    """Account id of the workloads' Google service account: the recipe's, the one the stack
-    in the work directory already has (:func:`~.previous.keep_name`), or
-    :func:`~.names.workload_service_account_id` (Kubernetes stacks use it)."""
-    previous: Mapping[str, Any] | None = None
-    """The work directory's previous ``plan.json`` (:func:`~.previous.previous_plan`), for
-    the names an existing stack keeps; ``None``: a new stack (or no work directory)."""
-
-    def stack_fields(self) -> dict[str, Any]:
-        """The :class:`~mldiag_provision.plan.stack.StackPlan` fields this plan decides
-        (keyword arguments; services, decisions, cluster and diagnostics are the
-        orchestrator's to complete)."""
-        return {"tool_version": self.tool_version, "blueprint": self.blueprint,
-                "name": self.name, "project": self.project, "region": self.region,
-                "zone": self.zone, "labels": self.labels, "backend": self.backend,
-                "slices": self.slices, "engine": self.engine}
 
 
 def capacity_selector(node_pools: bool, slice_name: str, cap_type: str,
@@ -148,7 +99,6 @@ def plan_project(recipe: Recipe, shapes: Mapping[int, SliceShape | GpuShape | No
       ValueError: a slice was left unresolved (preflight was skipped).
     """
     from mldiag_provision.orchestrators import Capability
-    from mldiag_provision.plan.stack import SlicePlan
 
     spec = recipe.spec
     pools = unit.has(Capability.NODE_POOLS)

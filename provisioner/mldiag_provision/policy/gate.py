@@ -6,10 +6,19 @@ objects, or of strings) and ``metadata`` (an object with ``id``, ``severity`` ``
 ``warning``, ``title``, ``rationale`` and ``source``, a URL). Packages without ``deny`` are
 helper libraries. Parameters reach the rules as ``input.params``; waivers (rule id + reason)
 turn a rule's findings into waived ones, still printed with the reason, never failing.
+
+``input.cost`` is the stack's priced bill of materials (:func:`cost_input`, issue 29):
+``total_usd_per_hour`` (a number: the priced lines at their maximum size), ``lower_bound``
+(true when a line's price is unknown or a "starting at" figure), ``lines`` (each with
+``item``, ``kind``, ``capacity``, ``machine_type``, ``vms_min``/``vms_max``, ``chips``,
+``hourly_max``, ``status`` and ``source``) and ``prices.date``; ``input.params.max_hourly_cost``
+is the recipe's ``spec.policy.maxHourlyCost`` (US dollars per hour) or null. The bundled
+``max-hourly-cost`` rule reads both; your own rules can too.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable
@@ -73,6 +82,8 @@ class Settings:
     directories: tuple[Path, ...] = ()
     params: dict[str, list[str]] = field(default_factory=dict)
     waivers: dict[str, str] = field(default_factory=dict)  # rule id -> reason
+    max_hourly_cost: float | None = None
+    """``spec.policy.maxHourlyCost``: budget in US dollars per hour (None: no budget)."""
 
     @classmethod
     def from_data(cls, policy: dict[str, Any] | None, base: Path) -> Settings:
@@ -86,7 +97,40 @@ class Settings:
                            "allowed_regions": list(policy.get("allowedRegions", [])),
                            "allowed_zones": list(policy.get("allowedZones", [])),
                            "allow_deletes": list(policy.get("allowDeletes", []))},
-                   waivers={w["rule"]: w["reason"] for w in policy.get("waivers", [])})
+                   waivers={w["rule"]: w["reason"] for w in policy.get("waivers", [])},
+                   max_hourly_cost=_budget(policy.get("maxHourlyCost")))
+
+
+def _budget(value: Any) -> float | None:
+    """``maxHourlyCost`` as a float; None when unset.
+
+    Raises:
+      PolicyError: not a positive number (a hand-edited ``.mldiag/policy.json``).
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise PolicyError(f"maxHourlyCost {value!r} is not a positive number of US dollars "
+                          "per hour", hint="set spec.policy.maxHourlyCost in the recipe and "
+                                           "render again")
+    return float(value)
+
+
+def cost_input(stack: dict[str, Any]) -> dict[str, Any]:
+    """``input.cost``: the priced bill of materials of the stack's ``decisions``
+    (``.mldiag/plan.json``), without the table's age (so the gate's cache keeps its key from
+    one day to the next). A plan that cannot be priced gives ``{"error": message,
+    "total_usd_per_hour": null, ...}``: the budget rule then reports it."""
+    from mldiag_provision.cost.bom import bill_of_materials
+    from mldiag_provision.errors import CatalogError
+
+    try:
+        doc = bill_of_materials(stack.get("decisions") or {}).to_dict()
+    except (CatalogError, KeyError, TypeError, ValueError) as exc:
+        return {"error": f"the stack could not be priced: {exc}", "total_usd_per_hour": None,
+                "lower_bound": True, "lines": [], "prices": {}}
+    doc["prices"] = {k: v for k, v in doc["prices"].items() if k != "age_days"}
+    return doc
 
 
 @dataclass
@@ -332,8 +376,9 @@ def _answers(run: GateRun, plan: dict[str, Any] | None, stack: dict[str, Any], *
     start = started
     settings = run.settings
     packages = run.packages
-    params = {k: list(settings.params.get(k, [])) for k in PARAM_KEYS}
-    document = {"stack": stack, "plan": plan, "params": params}
+    params: dict[str, Any] = {k: list(settings.params.get(k, [])) for k in PARAM_KEYS}
+    params["max_hourly_cost"] = settings.max_hourly_cost
+    document = {"stack": stack, "plan": plan, "params": params, "cost": cost_input(stack)}
     engine, answers = run.evaluate(document, clock_from)
     bundled_root = str(bundled_dir())
     rules: dict[str, Rule] = {}
@@ -368,3 +413,41 @@ def _answers(run: GateRun, plan: dict[str, Any] | None, stack: dict[str, Any], *
                       unused_waivers=sorted(set(settings.waivers) - fired),
                       external_waivers=list(stack.get("external_waivers", [])),
                       cached=run.cached)
+
+
+def settings_for(recipe: Any, recipe_path: str | None, stack_files: dict[str, bytes],
+                 extra_dirs: list[str], waive: dict[str, str]) -> Settings:
+    """The gate's :class:`Settings`: the recipe's ``spec.policy`` (or, without a recipe,
+    the stack's ``.mldiag/policy.json``), plus ``--policy`` directories and ``--waive``
+    (the ``policy`` command, the gate of ``plan``/``apply`` and ``fleet`` share it).
+
+    Raises:
+      PolicyError: a rendered ``policy.json`` names directories that only the recipe can
+        locate, and no ``--policy`` was given.
+    """
+    from mldiag_provision.policy import POLICY_JSON, policy_data
+
+    base = Path(recipe_path).resolve().parent if recipe_path else Path.cwd()
+    data = policy_data(recipe) if recipe is not None else None
+    if recipe is None and POLICY_JSON in stack_files:
+        try:
+            data = json.loads(stack_files[POLICY_JSON])
+        except ValueError as exc:
+            raise PolicyError(f"{POLICY_JSON} of the stack is not JSON ({exc})",
+                              hint="re-render the stack") from None
+        if not recipe_path:  # directories are relative to a recipe we do not have
+            if data.get("directories") and not extra_dirs:
+                raise PolicyError(
+                    "the stack's recipe names policy directories ("
+                    + ", ".join(data["directories"]) + ") relative to the recipe file",
+                    hint="run `mldiag-provision policy RECIPE`, or pass them with --policy")
+            data = {**data, "directories": []}
+    return _settings(data, base, extra_dirs, waive)
+
+
+def _settings(data: dict[str, Any] | None, base: Path, extra_dirs: list[str],
+              waive: dict[str, str]) -> Settings:
+    s = Settings.from_data(data, base)
+    return Settings(directories=(*s.directories, *(Path(d) for d in extra_dirs)),
+                    params=s.params, waivers={**s.waivers, **waive},
+                    max_hourly_cost=s.max_hourly_cost)

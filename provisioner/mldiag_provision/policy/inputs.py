@@ -29,17 +29,15 @@ https://developer.hashicorp.com/terraform/internals/json-format.
 
 from __future__ import annotations
 
-import functools
-import hashlib
 import json
-import os
 import re
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 import yaml
 
-from mldiag_provision import ondisk
+from mldiag_provision import hclparse
+from mldiag_provision.hclparse import installed_id as installed_id
 from mldiag_provision.policy.engine import PolicyError
 from mldiag_provision.render import gitignore
 
@@ -48,77 +46,16 @@ _CHECKOV_SKIP = re.compile(r"#\s*checkov:skip=([A-Z0-9_]+):(.*)$", re.M)
 _EACH = re.compile(r"^\$\{each\.(key|value\.([A-Za-z0-9_-]+))\}$")
 
 
-def _cache_dir() -> Path:
-    """``$MLDIAG_CACHE_DIR``, else ``$XDG_CACHE_HOME/mldiag-provision``, else
-    ``~/.cache/mldiag-provision``."""
-    explicit = os.environ.get("MLDIAG_CACHE_DIR")
-    if explicit:
-        return Path(explicit)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "mldiag-provision"
-
-
-_PARSED: dict[str, dict[str, Any]] = {}
-
-
-@functools.cache
-def installed_id(package: str) -> str:
-    """Which copy of ``package`` is installed (its files' location and time), without
-    importing it or importlib.metadata (0.1 s): a reinstall changes it, so caches keyed on
-    it (the HCL parses, the policy gate's answers) are invalidated."""
-    import importlib.util
-
-    spec = importlib.util.find_spec(package)
-    origin = spec.origin if spec is not None and spec.origin else package
-    try:
-        return f"{origin}:{os.stat(origin).st_mtime_ns}"
-    except OSError:
-        return origin
-
-
-def _parser_id() -> str:
-    """Which python-hcl2 is installed (importing it takes 0.4 s)."""
-    return installed_id("hcl2")
-
-
 def parse_hcl(rel: str, text: str) -> dict[str, Any]:
-    """One HCL file as data. Results are cached by content (sha256 of the parser's version
-    and the text; in memory and under :func:`_cache_dir` ``/hcl``): the modules are the same
-    files in every stack, and a pipeline runs the gate several times. A kept parse is read
-    back only by the rule of every cache of the tool (:mod:`mldiag_provision.ondisk`: the
-    user's own file and directory, nobody else may write them, its digest matches): the
-    policies judge what it says, so a planted parse would decide the gate.
+    """One HCL file as data (:func:`mldiag_provision.hclparse.parse_hcl`, cached by content).
 
     Raises:
       PolicyError: the file is not valid HCL (naming it and the parser's message).
     """
-    key = hashlib.sha256(f"{_parser_id()}\n{text}".encode()).hexdigest()
-    if key in _PARSED:
-        return _PARSED[key]
-    where, name = str(_cache_dir() / "hcl"), f"{key}.json"
-    kept = ondisk.read_sealed(where, name)
     try:
-        doc = json.loads(kept.decode("utf-8")) if kept is not None else None
-    except ValueError:
-        doc = None
-    if isinstance(doc, dict):
-        _PARSED[key] = doc
-        return doc
-    import hcl2
-    from hcl2 import SerializationOptions
-
-    opts = SerializationOptions(with_comments=False, explicit_blocks=False,
-                                strip_string_quotes=True)
-    try:
-        doc = dict(hcl2.loads(text, serialization_options=opts))
-    except Exception as exc:  # lark errors of many kinds
-        raise PolicyError(f"{rel}: not valid HCL, so the policies cannot read it: "
-                          f"{' '.join(str(exc).split())[:300]}",
-                          hint="run `terraform fmt` on it, or re-render the stack") from None
-    _PARSED[key] = doc
-    # best effort: a read-only home only makes the next run slower
-    ondisk.write_sealed(where, name, json.dumps(doc).encode("utf-8"), always=True)
-    return doc
+        return hclparse.parse_hcl(rel, text)
+    except hclparse.HclError as exc:
+        raise PolicyError(exc.message, hint=exc.hint) from None
 
 
 def _literal(value: Any) -> bool:

@@ -25,6 +25,7 @@ from mldiag_provision.preflight import (  # noqa: F401  (importing registers the
     slurm_rules,
     stack_rules,
     tpu_rules,
+    value_rules,
     workload_rules,
 )
 from mldiag_provision.preflight.context import RULES, Context, RuleFn

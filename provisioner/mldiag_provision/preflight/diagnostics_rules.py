@@ -11,6 +11,7 @@ import re
 from collections.abc import Iterator
 
 from mldiag_provision.catalog.requirements import jax_row
+from mldiag_provision.catalog.store import store
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.orchestrators import Capability
 from mldiag_provision.preflight.context import Context, rule
@@ -138,7 +139,8 @@ def host_network(ctx: Context) -> Iterator[Problem]:
             yield ctx.problem(
                 "workload-host-network", path, "GKE Autopilot does not allow hostNetwork pods",
                 value=True, expected="false", hint="use gke-standard, or drop hostNetwork",
-                source=ctx.catalog.source_url("GKE-AP-SECURITY"))
+                # Autopilot's host-namespace refusal (kubernetes.yaml, AP-SECURITY, H)
+                source=store().fact("kubernetes", "autopilot", "hostNamespaces"))
             continue
         idx = ctx.slice_index(w.slice)
         gpu = ctx.gpu_shapes.get(idx) if idx is not None else None

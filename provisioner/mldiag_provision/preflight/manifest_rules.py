@@ -39,7 +39,7 @@ from mldiag_provision.plan.project import (
     ProjectPlan,
     plan_project,
 )
-from mldiag_provision.plan.stack import SlicePlan
+from mldiag_provision.plan.types import SlicePlan
 from mldiag_provision.preflight.context import Context, runs
 from mldiag_provision.recipe.sourcemap import Path, SourceMap
 from mldiag_provision.render import k8s

@@ -36,7 +36,7 @@ from mldiag_provision.recipe.sourcemap import Path
 
 
 def _suggest(value: str, options: list[str]) -> str | None:
-    from mldiag_provision.recipe.parse import suggest
+    from mldiag_provision.suggest import suggest
 
     return suggest(value, options)
 

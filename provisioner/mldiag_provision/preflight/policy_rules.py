@@ -23,7 +23,7 @@ _EXPECTED = "a directory, relative to the recipe file, holding *.rego policy fil
 def recipe_base(file: str) -> Path:
     """The directory ``spec.policy.directories`` are relative to: the recipe file's folder
     (resolved), or the current directory for ``<stdin>``, as the gate resolves them
-    (``cli/commands/policy.py`` ``settings_for``)."""
+    (:func:`mldiag_provision.policy.gate.settings_for`)."""
     if file in ("<stdin>", "-", ""):
         return Path.cwd()
     return Path(file).resolve().parent

@@ -18,7 +18,7 @@ from mldiag_provision.orchestrators import Capability
 from mldiag_provision.preflight.context import Context, rule
 from mldiag_provision.preflight.stack_rules import bucket_name_problem, bucket_rule
 from mldiag_provision.recipe import slurm as view
-from mldiag_provision.recipe.parse import suggest
+from mldiag_provision.suggest import suggest
 
 if TYPE_CHECKING:
     from mldiag_provision.catalog.slurm import SlurmFacts

@@ -15,7 +15,7 @@ from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.orchestrators import Capability
 from mldiag_provision.preflight.context import Context, rule
 from mldiag_provision.quantity import bad_amount, parse_quantity
-from mldiag_provision.recipe.parse import suggest
+from mldiag_provision.suggest import suggest
 
 _FIELD = {"tpu": "tpu", "topology": "topology", "chipsPerVm": "chipsPerVm"}
 

@@ -78,6 +78,12 @@ def _yaml_error_problem(exc: yaml.YAMLError, file: str, text: str = "") -> Probl
     line, col = (mark.line + 1, mark.column + 1) if mark is not None else (0, 0)
     what = getattr(exc, "problem", None) or str(exc)
     context = getattr(exc, "context", None)
+    unclosed = _unclosed(exc, context, text)
+    if unclosed is not None:
+        return Problem(rule="yaml-syntax", file=file, line=unclosed[0], column=unclosed[1],
+                       message=f"YAML syntax error: the {unclosed[2]!r} here is never closed "
+                               f"({what}, noticed at line {line}, column {col})",
+                       hint=unclosed[3])
     message = f"YAML syntax error: {what}" + (f" ({context})" if context else "")
     hint = "fix the YAML syntax at this position (check indentation, quotes and colons)"
     if "tab character" in what:
@@ -85,6 +91,33 @@ def _yaml_error_problem(exc: yaml.YAMLError, file: str, text: str = "") -> Probl
                 "(as many as the lines above it use)")
     return Problem(rule="yaml-syntax", message=message, file=file, line=line, column=col,
                    hint=hint)
+
+
+# what opened a construct the parser was still inside when it failed, and how to close it
+_OPENERS = {"while parsing a flow sequence": ("[", "close it with ']' where the list ends, "
+                                              "or write one '- item' per line instead"),
+            "while parsing a flow mapping": ("{", "close it with '}' where the mapping ends, "
+                                             "or write one 'key: value' per line instead"),
+            "while scanning a quoted scalar": ("quote", "close the string with the same quote "
+                                                        "it opens with")}
+
+
+def _unclosed(exc: yaml.YAMLError, context: str | None, text: str,
+              ) -> tuple[int, int, str, str] | None:
+    """(line, column, opener, hint) of a ``[``, ``{`` or quote that is never closed, when the
+    parser noticed it only on a later line: the error is then reported where the construct
+    opens, where the fix is, not on the innocent line after it. None otherwise."""
+    opened = getattr(exc, "context_mark", None)
+    found = getattr(exc, "problem_mark", None)
+    if context not in _OPENERS or opened is None or found is None or \
+            found.line <= opened.line:
+        return None
+    opener, hint = _OPENERS[context]
+    if opener == "quote":
+        lines = text.splitlines()
+        row = lines[opened.line] if opened.line < len(lines) else ""
+        opener = row[opened.column] if opened.column < len(row) else "quote"
+    return opened.line + 1, opened.column + 1, opener, hint
 
 
 def _reader_problem(code: int, file: str, text: str) -> Problem:

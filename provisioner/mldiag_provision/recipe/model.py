@@ -14,15 +14,16 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
-from mldiag_provision import engine_names, orchestrators
+from mldiag_provision import engine_names, orchestrator_names
 from mldiag_provision.recipe import patterns
 from mldiag_provision.recipe.patterns import DNS_LABEL, ENV_NAME, GCE_NAME, IMAGE_REF
 
-# The names the recipe accepts come from the registries (a new unit is a new name; then run
+# The names the recipe accepts come from the registries' name tables (orchestrator_names,
+# engine_names: a new unit is a new name there; then run
 # `python -m mldiag_provision.recipe.generate` for the schema files). Orchestrators in the
 # registry's order; engines: the registered ones and "pulumi", which the recipe format has
 # room for before its unit exists (preflight then refuses it with a clear message).
-_ORCHESTRATORS = orchestrators.names()
+_ORCHESTRATORS = orchestrator_names.names()
 _ENGINES = tuple(dict.fromkeys(("terraform", "pulumi", *engine_names.names())))
 
 API_VERSION = "mldiag-provision/v1alpha1"
@@ -308,7 +309,11 @@ class DiagonChart(_Model):
     chart: Annotated[str, Field(min_length=1)]
     repository: str | None = None
     version: str | None = None
-    values: dict[str, str] = Field(default_factory=dict)
+    values: dict[str, str] = Field(
+        default_factory=dict,
+        description="Helm values: a value path (image.tag, tolerations[0].key; a backslash "
+                    "before a literal '.') -> a string, set as written (commas, braces and "
+                    "backslashes are escaped for Helm's --set parser).")
 
 
 class Diagnostics(_Model):
@@ -645,6 +650,12 @@ class Policy(_Model):
     allow_deletes: list[Literal["cluster", "node-pool", "profiles-bucket"]] = Field(
         default_factory=list,
         description="What a plan may delete (rule plan-destructive-delete); default: none.")
+    max_hourly_cost: Annotated[float, Field(gt=0)] | None = Field(
+        None,
+        description="Budget in US dollars per hour (rule max-hourly-cost): the gate refuses a "
+                    "stack whose priced total (offline price table, `mldiag-provision cost`) "
+                    "is above it; unknown prices are not counted, so the check uses the known "
+                    "lower bound. Also a Rego input (input.params.max_hourly_cost).")
     waivers: list[PolicyWaiver] = Field(default_factory=list)
 
 

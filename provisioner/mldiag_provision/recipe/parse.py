@@ -17,6 +17,7 @@ from mldiag_provision.recipe.loader import load_single
 from mldiag_provision.recipe.sourcemap import Path, SourceMap, format_path
 from mldiag_provision.recipe.validator import ValidationError, validate
 from mldiag_provision.recipe.validator import allowed_keys as allowed_keys
+from mldiag_provision.suggest import suggest
 
 if typing.TYPE_CHECKING:
     from mldiag_provision.recipe.model import Recipe
@@ -72,20 +73,6 @@ class ParsedRecipe:
     recipe: Recipe | None
     sourcemap: SourceMap
     problems: list[Problem] = field(default_factory=list)
-
-
-def suggest(value: object, options: typing.Iterable[str]) -> str | None:
-    """``"did you mean 'x'?"`` for the closest option, or ``None``."""
-    if not isinstance(value, str):
-        return None
-    import difflib  # only when there is something to suggest: keeps validate's start fast
-
-    options = list(options)
-    lowered = {o.lower(): o for o in options}
-    if value.lower() in lowered and lowered[value.lower()] != value:
-        return f"did you mean '{lowered[value.lower()]}'? (values are case-sensitive)"
-    close = difflib.get_close_matches(value, options, n=1, cutoff=0.6)
-    return f"did you mean '{close[0]}'?" if close else None
 
 
 def _describe(value: object) -> str:

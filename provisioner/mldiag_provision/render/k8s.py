@@ -16,7 +16,8 @@ from typing import Any, Protocol
 from mldiag_provision.catalog.store import store
 from mldiag_provision.plan import gpunet
 from mldiag_provision.plan.parts import DiagnosticsPlan, KubernetesDiagnosticsPlan
-from mldiag_provision.plan.stack import TPU_RESOURCE, SlicePlan, VolumePlan, WorkloadPlan
+from mldiag_provision.plan.project import TPU_RESOURCE
+from mldiag_provision.plan.types import SlicePlan, VolumePlan, WorkloadPlan
 
 # Ports: the fact store's gke.yaml `ports` (TPU worker communication and runtime metrics from
 # the GKE Autopilot TPU page; the megascale coordinator from xpk, confidence M).

@@ -12,10 +12,10 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING
 
-from mldiag_provision.plan.stack import SlicePlan, StackPlan
+from mldiag_provision.plan.types import SlicePlan, StackPlan
 
 if TYPE_CHECKING:  # a GKE render does not import the Slurm plan (issue 16)
-    from mldiag_provision.plan.slurm import SlurmJobPlan, SlurmPlan
+    from mldiag_provision.plan.slurm_types import SlurmJobPlan, SlurmPlan
 
 
 def _q(value: object) -> str:
@@ -97,8 +97,13 @@ def smoke_sbatch(plan: StackPlan, sp: SlicePlan, banner: str) -> str | None:
     variables (https://docs.jax.dev/en/latest/multi_process.html). ``None`` when no
     partition holds the slice's nodes.
     """
-    from mldiag_provision.smoke import PROGRAM, program_args, spec_for
-    from mldiag_provision.smoke.manifests import jobset_name, profile_path
+    from mldiag_provision.plan.smoke import (
+        PROGRAM,
+        jobset_name,
+        profile_path,
+        program_args,
+        spec_for,
+    )
 
     slurm = _slurm(plan)
     sets = {n.id for n in slurm.node_sets if n.slice == sp.name}
@@ -151,7 +156,7 @@ def files(plan: StackPlan, banner: str) -> dict[str, bytes]:
     for sp in plan.slices:
         script = smoke_sbatch(plan, sp, banner)
         if script is not None:
-            from mldiag_provision.smoke.manifests import jobset_name
+            from mldiag_provision.plan.smoke import jobset_name
 
             out[f"slurm/{jobset_name(sp)}.sbatch"] = script.encode("utf-8")
     return out

@@ -28,9 +28,8 @@ import yaml
 
 from mldiag_provision import __version__, orchestrators
 from mldiag_provision.orchestrators import Capability
-from mldiag_provision.plan.stack import StackPlan
-from mldiag_provision.policy import POLICY_JSON
-from mldiag_provision.render import fastyaml, gitignore, k8s, slurm
+from mldiag_provision.plan.types import StackPlan
+from mldiag_provision.render import POLICY_JSON, fastyaml, gitignore, k8s, slurm
 from mldiag_provision.render import topology as pictures
 from mldiag_provision.render.hcl import hcl_value
 from mldiag_provision.render.template_cache import TemplateCache
@@ -270,7 +269,7 @@ def _readme(plan: StackPlan) -> str:
 def _smoke_objects(plan: StackPlan) -> dict[str, list[dict[str, Any]]]:
     """``k8s/smoke/``: the smoke program's ConfigMap and one JobSet per slice (opt-in:
     ``apply`` applies ``k8s/workloads/`` only)."""
-    from mldiag_provision.smoke import manifests
+    from mldiag_provision.render import smoke as manifests
 
     out = {"k8s/smoke/00-program.yaml": [manifests.configmap(plan)]}
     for sp in plan.slices:
@@ -303,7 +302,7 @@ def _topology_section(plan: StackPlan, drawings: list[pictures.Drawing]) -> str:
                   "# or by hand: kubectl apply -f k8s/smoke/ ... kubectl delete -f k8s/smoke/",
                   "```", ""]
     elif plan.slurm is not None:
-        from mldiag_provision.smoke.manifests import jobset_name
+        from mldiag_provision.plan.smoke import jobset_name
 
         lines += ["On the cluster, the same JAX + XProf program on every node of a slice "
                   "(device counts, a collective over every mesh axis, a profile in the "
@@ -345,7 +344,8 @@ def render_stack(plan: StackPlan, *, root: Path | None = None,
     root = root or data_root()
     bp = load_blueprint(plan.blueprint, root)
     check(bp, orchestrator=plan.cluster.type, engine=plan.engine)
-    files = engines.get(plan.engine).render(plan, bp.manifest, root)
+    kit = engines.RenderKit(banner=banner, template_env=template_env, module_files=module_files)
+    files = engines.get(plan.engine).render(plan, bp.manifest, root, kit)
     head = banner("yaml", plan.name)
     workloads: dict[str, list[dict[str, Any]]] = {}
     if plan.queued is not None:

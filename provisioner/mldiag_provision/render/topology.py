@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mldiag_provision.plan.stack import SlicePlan, StackPlan
+    from mldiag_provision.plan.types import SlicePlan, StackPlan
 
 AXES = ("x", "y", "z")
 
@@ -135,8 +135,8 @@ def gpu_drawing(name: str, gpu: str, gpus_per_vm: int, vms: int,
 
 def drawing_for(sp: SlicePlan, plan: StackPlan | None = None) -> Drawing:
     """The drawing of a planned slice (a topology of three numbers is a 3-D version); GPUs
-    per VM as :func:`mldiag_provision.smoke.units_per_vm` counts them."""
-    from mldiag_provision.smoke import units_per_vm
+    per VM as :func:`mldiag_provision.plan.smoke.units_per_vm` counts them."""
+    from mldiag_provision.plan.smoke import units_per_vm
 
     if sp.kind == "tpu" and sp.topology:
         dims = len(sp.topology.split("x"))

@@ -109,6 +109,7 @@ BUILTIN: tuple[Resource, ...] = (
     _r("", "v1", "services", "Service", True, ("svc",)),
     _r("", "v1", "pods", "Pod", True, ("po",), ("status", "log")),
     _r("", "v1", "nodes", "Node", False, ("no",)),
+    _r("", "v1", "events", "Event", True, ("ev",), ()),
     _r("", "v1", "secrets", "Secret", True, (), ()),
     _r("", "v1", "configmaps", "ConfigMap", True, ("cm",), ()),
     _r("apps", "v1", "deployments", "Deployment", True, ("deploy",)),
@@ -230,6 +231,29 @@ def selector_matches(selector: str, labels: dict[str, str]) -> bool:
 
 
 # --- patches -------------------------------------------------------------------------------
+
+def field_terms(selector: str) -> list[tuple[str, bool, str]]:
+    """A field selector (``involvedObject.name=p,status.phase!=Failed``) as (dotted path,
+    equal?, value) terms; ``=`` and ``==`` are equality, ``!=`` inequality
+    (https://kubernetes.io/docs/concepts/overview/working-with-objects/field-selectors/)."""
+    terms = []
+    for term in selector.split(","):
+        if "!=" in term:
+            key, _, value = term.partition("!=")
+            terms.append((key.strip(), False, value.strip()))
+        elif "=" in term:
+            key, _, value = term.replace("==", "=").partition("=")
+            terms.append((key.strip(), True, value.strip()))
+    return terms
+
+
+def _field(obj: dict, dotted: str) -> str:
+    """The value at ``dotted`` in ``obj`` as a field selector compares it ("" if absent)."""
+    node: Any = obj
+    for part in dotted.split("."):
+        node = node.get(part) if isinstance(node, dict) else None
+    return "" if node is None else str(node)
+
 
 def merge_patch(target: Any, patch: Any) -> Any:
     """RFC 7386 JSON merge patch."""
@@ -401,6 +425,12 @@ class ClusterView:
         """Raise :class:`ApiError` to refuse; may mutate ``obj``; returns warnings."""
         return []
 
+    def schedules(self) -> bool:
+        """Whether the store binds new Pods to the cluster's Nodes
+        (:mod:`mldiag_provision.sandbox.scheduler`); a bare store does not (its Pods stay as
+        written)."""
+        return False
+
 
 @dataclass
 class Request:
@@ -528,15 +558,13 @@ class Store:
             items = [o for (ns, _), o in sorted(self.objects.get((res.group, res.plural),
                                                                   {}).items())
                      if not res.namespaced or not namespace or ns == namespace]
-        fields = dict(t.split("=", 1) for t in field_selector.replace("==", "=").split(",")
-                      if "=" in t)
+        fields = field_terms(field_selector)
         out = []
         for o in items:
             meta = o.get("metadata", {})
             if not selector_matches(label_selector, meta.get("labels") or {}):
                 continue
-            if any(meta.get(k.split(".", 1)[1]) != v for k, v in fields.items()
-                   if k in ("metadata.name", "metadata.namespace")):
+            if not all((_field(o, key) == value) == equal for key, equal, value in fields):
                 continue
             out.append(self._shape(res, o))
         return {"apiVersion": res.group_version, "kind": f"{res.kind}List",
@@ -593,6 +621,57 @@ class Store:
             meta["namespace"] = namespace
         else:
             meta.pop("namespace", None)
+
+    def _field_validation(self, req: Request, res: Resource, obj: dict) -> None:
+        """Server-side field validation, as a request's ``fieldValidation`` asks (kubectl
+        sends ``Strict`` by default once the server's OpenAPI says it is supported):
+        ``Strict`` refuses an unknown field with 400 BadRequest ("strict decoding error:
+        unknown field ...") and any other schema error with 422 Invalid; ``Warn`` turns
+        unknown fields into warnings; ``Ignore`` (or none) checks nothing
+        (https://kubernetes.io/docs/reference/using-api/api-concepts/#field-validation).
+        The schemas are the ones ``lint`` uses, for this cluster's Kubernetes version; the
+        wording of a schema error is lint's, not kube-apiserver's."""
+        mode = req.query.get("fieldValidation")
+        if mode not in ("Strict", "Warn"):
+            return
+        from mldiag_provision.errors import MldiagError, Severity
+        from mldiag_provision.lint.loading import Resource as Manifest
+        from mldiag_provision.lint.schema import (
+            API_VERSION,
+            UNKNOWN_FIELD,
+            available_versions,
+            resolve_version,
+            schema_set,
+            validate_resource,
+        )
+        from mldiag_provision.recipe.sourcemap import SourceMap
+
+        version = self.view.version()
+        try:
+            minor = resolve_version(f"{version['major']}.{version['minor']}")
+        except MldiagError:  # a version kubernetes-validate ships no schemas for: the newest
+            minor = available_versions()[-1]
+        schemas = schema_set(minor)
+        shaped = {**obj, "apiVersion": res.group_version, "kind": res.kind}
+        problems = [p for p in validate_resource(Manifest("<request>", SourceMap("<request>"),
+                                                          shaped), schemas)
+                    if p.severity is Severity.ERROR and p.rule != API_VERSION.id]
+        unknown = [f'unknown field "{p.path}"' for p in problems if p.rule == UNKNOWN_FIELD.id]
+        invalid = [p for p in problems if p.rule != UNKNOWN_FIELD.id]
+        if mode == "Warn":
+            req.warnings += unknown
+            return
+        name = (obj.get("metadata") or {}).get("name") or ""
+        if unknown:
+            raise ApiError(400, "BadRequest", f'{res.kind} in version "{res.version}" cannot be '
+                           f"handled as a {res.kind}: strict decoding error: "
+                           + ", ".join(unknown))
+        if invalid:
+            raise ApiError(422, "Invalid", f'{res.kind} "{name}" is invalid: ' + ", ".join(
+                f"{p.path}: {p.message}" for p in invalid),
+                {"name": name, "group": res.group, "kind": res.kind,
+                 "causes": [{"reason": "FieldValueInvalid", "message": p.message,
+                             "field": p.path} for p in invalid]})
 
     @staticmethod
     def _invalid(res: Resource, name: str, fld: str, value: Any, why: str) -> ApiError:
@@ -660,6 +739,7 @@ class Store:
             raise ApiError(400, "BadRequest", "the request body is not a JSON object")
         self._check_kind(res, obj)
         self._validate(res, obj, req.namespace)
+        self._field_validation(req, res, obj)
         name = obj["metadata"]["name"]
         # authorization and admission (GKE Warden) come before existence checks
         req.warnings += self.view.admit("create", res, req.namespace, name, obj)
@@ -721,6 +801,7 @@ class Store:
                         *, paths: set[tuple] | None = None, operation: str = "Update",
                         manager: str | None = None) -> dict:
         self._validate(res, obj, req.namespace)
+        self._field_validation(req, res, obj)
         if obj["metadata"]["name"] != req.name:
             raise ApiError(400, "BadRequest", "the name of the object does not match the name "
                            "on the URL")
@@ -781,6 +862,7 @@ class Store:
             obj = copy.deepcopy(cfg)
             obj.setdefault("metadata", {})["name"] = req.name
             self._validate(res, obj, req.namespace)
+            self._field_validation(req, res, obj)
             req.warnings += self.view.admit("patch", res, req.namespace, req.name, obj)
             if res.namespaced:
                 self._namespace_exists(req.namespace)
@@ -904,6 +986,62 @@ class Store:
                            "metadata": {"name": "default", "namespace": ns[1]}},
                           "kube-controller-manager")
         self._inject_ca()
+        if self.view.schedules():
+            self._schedule()
+
+    def _nodes(self) -> list[dict]:
+        derived = self.view.derived(self._resource("", "nodes"))
+        if derived is not None:
+            return derived
+        return list(self.objects.get(("", "nodes"), {}).values())
+
+    def _schedule(self) -> None:
+        """kube-scheduler: each Pod with no node and no scheduling verdict yet is bound to
+        a node it fits, or stays Pending with PodScheduled=False (reason Unschedulable) and
+        a FailedScheduling event in the scheduler's words
+        (:mod:`mldiag_provision.sandbox.scheduler`)."""
+        from mldiag_provision.sandbox.scheduler import place
+
+        pods = self.objects.get(("", "pods"), {})
+        waiting = [p for p in pods.values()
+                   if not (p.get("spec") or {}).get("nodeName")
+                   and (p.get("status") or {}).get("phase") in (None, "Pending")
+                   and not any(c.get("type") == "PodScheduled" for c in
+                               (p.get("status") or {}).get("conditions") or [])]
+        if not waiting:
+            return
+        nodes = self._nodes()
+        for pod in sorted(waiting, key=lambda p: p["metadata"].get("creationTimestamp", "")):
+            outcome = place(pod, nodes, pods.values())
+            now = _now()
+            status = pod.setdefault("status", {})
+            status.setdefault("phase", "Pending")
+            if outcome.node is not None:
+                pod.setdefault("spec", {})["nodeName"] = outcome.node
+                status["conditions"] = [{"type": "PodScheduled", "status": "True",
+                                         "lastTransitionTime": now}]
+                continue
+            status["conditions"] = [{"type": "PodScheduled", "status": "False",
+                                     "reason": "Unschedulable", "message": outcome.message,
+                                     "lastTransitionTime": now}]
+            self._event(pod, "Warning", "FailedScheduling", str(outcome.message),
+                        "default-scheduler")
+
+    def _event(self, obj: dict, kind: str, reason: str, message: str, source: str) -> None:
+        """A core/v1 Event about ``obj`` (what ``kubectl describe`` lists under Events)."""
+        meta = obj["metadata"]
+        namespace = meta.get("namespace") or "default"
+        name = f"{meta['name']}.{uuid.uuid4().hex[:16]}"
+        now = _now()
+        self._put(self._resource("", "events"), {
+            "apiVersion": "v1", "kind": "Event",
+            "metadata": {"name": name, "namespace": namespace},
+            "involvedObject": {"apiVersion": obj.get("apiVersion", "v1"), "kind": obj.get(
+                "kind", "Pod"), "name": meta["name"], "namespace": namespace,
+                "uid": meta.get("uid"), "resourceVersion": meta.get("resourceVersion")},
+            "type": kind, "reason": reason, "message": message,
+            "source": {"component": source}, "reportingComponent": source,
+            "firstTimestamp": now, "lastTimestamp": now, "count": 1}, source)
 
     def _inject_ca(self) -> None:
         """cert-manager's cainjector: ``cert-manager.io/inject-ca-from: <ns>/<certificate>``
@@ -1076,6 +1214,16 @@ class ApiServer:
 
     def _discovery(self, path: str) -> dict | None:
         res = self.store.resources()
+        if path == "/openapi/v3" or path.startswith("/openapi/v3/"):
+            from mldiag_provision.sandbox.openapi import group_version_document, root_document
+
+            if path == "/openapi/v3":
+                return root_document(res)
+            doc = group_version_document(res, path.removeprefix("/openapi/v3/"))
+            if doc is None:
+                raise ApiError(404, "NotFound", "the server could not find the requested "
+                               "resource")
+            return doc
         if path == "/api":
             return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
                 {"clientCIDR": "0.0.0.0/0", "serverAddress": self.endpoint}]}
@@ -1181,7 +1329,9 @@ class ApiServer:
                                  else "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 for w in warnings:
-                    self.send_header("Warning", f'299 - "{w}"')
+                    # RFC 7234 warn-text is a quoted-string: quotes and backslashes escaped
+                    text = w.replace("\\", "\\\\").replace('"', '\\"')
+                    self.send_header("Warning", f'299 - "{text}"')
                 self.end_headers()
                 self.wfile.write(data)
 

@@ -254,6 +254,12 @@ class GkeCloudView(ClusterView):
             nodes += pool_nodes(c, pool)
         return nodes
 
+    def schedules(self) -> bool:
+        """A Standard cluster's Pods are bound to its node pools' Nodes; Autopilot creates
+        nodes for the Pods it admits, which the sandbox does not model yet, so its Pods stay
+        as written."""
+        return self.cluster() is not None and not self.autopilot()
+
     # -- GKE Warden and the webhook controller ---------------------------------------------------
     def admit(self, verb: str, res: Resource, namespace: str, name: str,
               obj: dict | None) -> list[str]:

@@ -313,7 +313,7 @@ def inventory(workdir: Path) -> list[Entry]:
         for _, _, namespace, name, obj in doc.get("objects") or []:
             kind = str(obj.get("kind"))
             labels = (obj.get("metadata") or {}).get("labels") or {}
-            if any(k.startswith("standin.mldiag/") for k in labels) or _system(
+            if kind == "Event" or any(k.startswith("standin.mldiag/") for k in labels) or _system(
                     namespace or (name if kind == "Namespace" else "")) or (
                     kind == "ServiceAccount" and name == "default"):
                 continue  # what GKE and Kubernetes put there themselves

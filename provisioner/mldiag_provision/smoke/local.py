@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from mldiag_provision.errors import UsageError
-from mldiag_provision.smoke import PROGRAM, SmokeSpec, program_args
+from mldiag_provision.plan.smoke import PROGRAM, SmokeSpec, program_args
 
 # More simulated devices only make the CPU run slow; no example slice comes near it.
 MAX_LOCAL_DEVICES = 512

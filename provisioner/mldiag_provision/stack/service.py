@@ -198,7 +198,7 @@ class Stack:
     def engine_name(self) -> str:
         """The engine of the rendered stack: ``plan.json`` ``engine`` (absent: Terraform,
         :data:`~mldiag_provision.plan.stack.DEFAULT_ENGINE`)."""
-        from mldiag_provision.plan.stack import DEFAULT_ENGINE
+        from mldiag_provision.plan.types import DEFAULT_ENGINE
 
         return str(self.saved.get("engine") or DEFAULT_ENGINE)
 

@@ -1,6 +1,6 @@
 """A stack's work directory: what was rendered into it, and (re-)rendering a recipe there.
 
-Layout (README "The rendered stack"): the project root module at the top, ``agents/`` (the
+Layout (docs/design/rendered-stack.md): the project root module at the top, ``agents/`` (the
 in-cluster stage), ``k8s/workloads/`` (the workloads stage), ``.mldiag/`` (plan.json,
 manifest.json, the render stamp, logs, saved plans, the workloads inventory).
 """

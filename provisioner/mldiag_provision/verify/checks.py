@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 
 from mldiag_provision.catalog.gpu import GPU_ACCELERATOR_LABEL
 from mldiag_provision.catalog.tpu import Catalog
-from mldiag_provision.plan.stack import TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL
+from mldiag_provision.plan.project import TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL
 
 if TYPE_CHECKING:
-    from mldiag_provision.plan.stack import SlicePlan, StackPlan
-    from mldiag_provision.stack.kube import Deadline
+    from mldiag_provision.kubeclient import Deadline
+    from mldiag_provision.plan.types import SlicePlan, StackPlan
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
 
@@ -74,7 +74,7 @@ def pending(check: str, seconds: float, *, in_flight: bool) -> CheckResult:
 
 
 def _api_error(check: str, evidence: str, exc: Exception) -> CheckResult:
-    from mldiag_provision.stack.kube import DeadlineExceeded, is_timeout
+    from mldiag_provision.kubeclient import DeadlineExceeded, is_timeout
 
     if isinstance(exc, DeadlineExceeded):
         return CheckResult(check, FAIL, f"{PENDING} passed before reading {evidence} "
@@ -379,16 +379,34 @@ def check_gpu_networks(cluster: Cluster, plan: StackPlan) -> list[CheckResult]:
                 results.append(_api_error(check, ds_evidence, exc))
             continue
         status = ds.status
-        want = int(getattr(status, "desired_number_scheduled", 0) or 0)
+        desired = int(getattr(status, "desired_number_scheduled", 0) or 0)
         ready = int(getattr(status, "number_ready", 0) or 0)
+        from mldiag_provision.catalog.gpu import GPU_ACCELERATOR_LABEL
+
+        gpu_nodes = _count_nodes(cluster, f"{GPU_ACCELERATOR_LABEL}={g.accelerator}")
+        want = max(desired, gpu_nodes or 0)
         if ready < want:
-            results.append(CheckResult(check, FAIL, f"installer ready on {ready} of {want} "
-                                       "nodes", ds_evidence,
-                                       f"kubectl -n kube-system describe daemonset {name}"))
+            unscheduled = (gpu_nodes or 0) > desired
+            results.append(CheckResult(
+                check, FAIL, f"installer ready on {ready} of {want} "
+                + (f"nodes with {g.accelerator} GPUs (the DaemonSet is scheduled on only "
+                   f"{desired})" if unscheduled else "nodes"), ds_evidence,
+                f"kubectl get nodes -l {GPU_ACCELERATOR_LABEL}={g.accelerator}; compare with "
+                f"the node affinity of daemonset/{name}" if unscheduled else
+                f"kubectl -n kube-system describe daemonset {name}"))
         else:
             results.append(CheckResult(check, PASS, f"{len(g.interfaces)} Networks; {name} "
                                        f"ready on {ready} node(s)", ds_evidence))
     return results
+
+
+def _count_nodes(cluster: Cluster, label_selector: str) -> int | None:
+    """How many nodes carry the labels, or None when the nodes cannot be listed (the check
+    then goes by what the DaemonSet says alone)."""
+    try:
+        return len(cluster.core.list_node(label_selector=label_selector).items)
+    except Exception:
+        return None
 
 
 def check_reachable(cluster: Cluster) -> CheckResult:
@@ -397,7 +415,7 @@ def check_reachable(cluster: Cluster) -> CheckResult:
     The body is read raw (not through the client's models), so a proxy or login page that
     answers 200 with HTML is named as such instead of passing or crashing the model code.
     """
-    from mldiag_provision.stack.kube import is_timeout, request_timeout_s
+    from mldiag_provision.kubeclient import is_timeout, request_timeout_s
 
     evidence = f"API server {cluster.host}"
     try:
@@ -557,8 +575,7 @@ def judge_smoke_slice(plan: StackPlan, sp: SlicePlan, pods: list[Any],
     multislice hold that slice's devices together (``local_devices`` summed by JobSet job
     index); FAIL names the slice (``name`` or ``name[i]`` of a multislice) and the pod.
     """
-    from mldiag_provision.smoke import spec_for
-    from mldiag_provision.smoke.manifests import jobset_name, profile_path
+    from mldiag_provision.plan.smoke import jobset_name, profile_path, spec_for
 
     spec = spec_for(sp, plan)
     ns = plan.agents.namespace if plan.agents else "default"
@@ -616,7 +633,8 @@ def run_smoke(cluster: Cluster, plan: StackPlan, *, image: str = "python:3.12",
     every pod finished (``progress`` gets a line whenever the count of finished pods
     changes), judges each slice with :func:`judge_smoke_slice` and deletes what it created.
     """
-    from mldiag_provision.smoke.manifests import configmap, jobset, jobset_name
+    from mldiag_provision.plan.smoke import jobset_name
+    from mldiag_provision.render.smoke import configmap, jobset
 
     if not plan.slices:
         return [CheckResult("smoke", SKIP, "the recipe has no slice", "-")]

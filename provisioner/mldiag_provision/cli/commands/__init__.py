@@ -7,7 +7,8 @@ module in :data:`MODULES` and its one-line help in :data:`SUMMARIES` (the top-le
 """
 
 MODULES: tuple[str, ...] = ("plan", "apply", "destroy", "output", "lint", "verify", "smoke",
-                           "preflight", "policy", "sandbox")
+                           "preflight", "policy", "sandbox", "fleet", "completion",
+                           "cost")
 
 SUMMARIES: dict[str, str] = {
     "plan": "render, then show what apply would change, stage by stage",
@@ -25,4 +26,9 @@ SUMMARIES: dict[str, str] = {
               "its saved plan",
     "sandbox": "list (ls) or empty (reset) the sandbox cloud of a work directory (--sandbox "
                "on plan/apply/verify/output/destroy)",
+    "fleet": "many recipes: validate them together (names, state, _Default log bucket "
+             "shared), list the ones a change affects as a CI matrix, write atlantis.yaml",
+    "completion": "print a shell completion script (bash, zsh or fish)",
+    "cost": "price the recipe's stack per hour (offline, sourced price table; unknown "
+            "prices are shown as unknown, never zero)",
 }

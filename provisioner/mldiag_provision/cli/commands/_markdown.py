@@ -14,11 +14,12 @@ def _cell(text: object) -> str:
 
 
 def plan_markdown(name: str, stage_plans: list[Any], gate: Any, decisions: list[str], *,
-                  destroy: bool = False) -> str:
+                  destroy: bool = False, cost: str | None = None) -> str:
     """The Markdown summary of one ``plan`` run.
 
     ``stage_plans``: :class:`~mldiag_provision.stack.stages.StagePlan` items; ``gate``: a
-    :class:`~mldiag_provision.policy.gate.GateResult` or None (``--destroy``).
+    :class:`~mldiag_provision.policy.gate.GateResult` or None (``--destroy``); ``cost``: the
+    cost section (:func:`mldiag_provision.cost.report.change_markdown`) or None.
     """
     changed = any(sp.has_changes for sp in stage_plans)
     lines = [f"### mldiag-provision plan{' --destroy' if destroy else ''}: `{_cell(name)}`", ""]
@@ -56,6 +57,8 @@ def plan_markdown(name: str, stage_plans: list[Any], gate: Any, decisions: list[
     if drift:
         lines += ["", f"**Drift:** {len(drift)} resource(s) changed outside Terraform: "
                   + ", ".join(f"`{_cell(c.address)}`" for c in drift[:10])]
+    if cost:
+        lines += ["", cost]
     if gate is not None:
         verdict = "failed" if gate.failed() else "passed"
         icon = ":x:" if gate.failed() else ":white_check_mark:"

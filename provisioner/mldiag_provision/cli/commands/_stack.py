@@ -60,6 +60,7 @@ class Progress:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._rich: Any = None
+        self._said: set[str] = set()  # messages of errors with no address, printed once
 
     # lifecycle: re-entrant, so a run can pause the live view to ask a question
     def __enter__(self) -> Progress:
@@ -87,20 +88,28 @@ class Progress:
 
     def _view(self) -> Any:
         from rich.table import Table
+        from rich.text import Text
 
+        # styled Text, never markup: a stage, activity or address holding "[" stays as
+        # written, and no print of a line above can switch markup off for the view
         table = Table.grid(padding=(0, 1))
         elapsed = time.monotonic() - self.started
-        table.add_row(f"[bold]{self.stage or 'stack'}[/bold]", self.activity,
-                      f"[dim]{elapsed:.0f}s[/dim]")
+        table.add_row(Text(self.stage or "stack", style="bold"), Text(self.activity),
+                      Text(f"{elapsed:.0f}s", style="dim"))
         now = time.monotonic()
         for addr, (verb, since) in list(self.in_flight.items())[:12]:
-            table.add_row("", f"[dim]{verb}[/dim] {addr}", f"[dim]{now - since:.0f}s[/dim]")
+            table.add_row(Text(""), Text.assemble((verb, "dim"), " ", addr),
+                          Text(f"{now - since:.0f}s", style="dim"))
         return table
 
     def _line(self, text: str) -> None:
         with self._lock:
             if self._rich is not None:
-                self._rich.console.print(text, markup=False, highlight=False)
+                from rich.text import Text
+
+                # the line's own colours (ANSI from Console.style) as rich styles; printed as
+                # Text, so the live view below it keeps rendering as styles too
+                self._rich.console.print(Text.from_ansi(text), highlight=False)
                 self._rich.update(self._view())
             else:
                 self.out.print(text)
@@ -156,6 +165,15 @@ class Progress:
             self.in_flight.pop(ev.address, None)
             self._line(f"  {self.out.style('ok', 'green')}  {ev.address}: "
                        f"{PAST.get(ev.action, 'done')} ({ev.elapsed_s:.0f}s)")
+        elif ev.kind == "error" and not ev.address:
+            # a diagnostic of the whole run ("execution halted" once per operation cut
+            # short by a signal): said once, with the resources it caught in flight
+            if ev.message in self._said:
+                return
+            self._said.add(ev.message)
+            flying = list(self.in_flight)
+            self._line(f"  {self.out.style('FAIL', 'red', 'bold')} {ev.message or 'error'}"
+                       + (f" (in flight: {', '.join(flying)})" if flying else ""))
         elif ev.kind == "error":
             self.in_flight.pop(ev.address, None)
             self._line(f"  {self.out.style('FAIL', 'red', 'bold')} {ev.address}"

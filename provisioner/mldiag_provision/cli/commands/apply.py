@@ -50,10 +50,20 @@ def run(args: argparse.Namespace, out: Console) -> int:
     from mldiag_provision.cli.commands.preflight import live_gate
     from mldiag_provision.stack.service import StageName, stage_names
 
+    if args.no_workloads and args.stage and set(args.stage) == {"workloads"}:
+        from mldiag_provision.errors import UsageError
+
+        raise UsageError("--stage workloads and --no-workloads contradict each other: "
+                         "nothing would be applied",
+                         hint=f"to apply the workloads: mldiag-provision apply {args.recipe} -o "
+                              f"{args.out} --stage workloads; to leave them out: drop --stage "
+                              "workloads")
     text = args.output == "text"
     only = stage_names(args.stage)
     progress = Progress(out) if text else None
     err = err_console(args)
+    bills = None  # the cost of the stack before and after this change (set after the render)
+    first: list | None = None  # the plans of the first confirmation (the cost is shown there)
 
     def ask(plans: list) -> None:
         merged = all_dangers(plans)
@@ -61,6 +71,10 @@ def run(args: argparse.Namespace, out: Console) -> int:
             return
         if text:
             show_stage_plans(out, plans)
+            if bills and plans is first:
+                from mldiag_provision.cost.report import change_text
+
+                out.print(change_text(*bills))
             warn_dangers(err, merged)
         confirm(out, merged, auto_approve=args.auto_approve, verb="apply")
 
@@ -78,7 +92,11 @@ def run(args: argparse.Namespace, out: Console) -> int:
         from mldiag_provision.preflight.live.target import known_names
 
         known = known_names(stack.workdir)  # the stack's names, before the render
+        before = stack.saved  # the last render (for the cost of this change)
         render_shown(stack, args, out, quiet=not text)
+        from mldiag_provision.cost.report import bills_of
+
+        bills = bills_of(before, stack.saved)
         live = live_gate(args, out, err, known)  # stops here, before Terraform, on a FAIL
         stages = [s.name for s in stack.stages(only)]
         if args.no_workloads:
@@ -90,6 +108,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
                 with progress or contextlib.nullcontext():
                     plans = stack.plan(stages)
                 gate = pending.finish(plans)
+            first = plans
             if gate.failed() and text:
                 show_stage_plans(out, plans)
             show_gate(gate, out, stack.workdir, text=text, verb="nothing was applied")
@@ -124,8 +143,12 @@ def run(args: argparse.Namespace, out: Console) -> int:
                   + (f" (log: {log})" if log else ""))
         print_outputs(out, outputs)
     else:
+        from mldiag_provision.cost.report import change_dict
+
         out.print(json.dumps({"ok": True, "applied": True, "live": live,
                               "stages": [p.to_dict() for p in plans],
                               "results": [r.to_dict() for r in results],
-                              "outputs": outputs, "log": str(log) if log else None}, indent=2))
+                              "outputs": outputs, "log": str(log) if log else None,
+                              **({"cost": change_dict(*bills)} if bills else {})},
+                             indent=2))
     return 0

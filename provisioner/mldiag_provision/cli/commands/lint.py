@@ -87,6 +87,29 @@ def _from_recipe(path: str) -> object:
     return recipe
 
 
+def recipe_settings(recipe: object, where: str,
+                    ) -> tuple[bool, str | None, tuple[tuple[str, str], ...]]:
+    """What ``lint --recipe`` takes from a valid recipe: (Autopilot admission rules on,
+    ``orchestrator.minVersion`` or None, the CRD releases the recipe pins as (project,
+    version) pairs). ``where`` names the recipe in errors.
+
+    Raises:
+      UsageError: a pinned CRD release is not one the tool knows
+        (:func:`~mldiag_provision.lint.schema.resolve_crd_versions`).
+    """
+    from mldiag_provision import orchestrators
+    from mldiag_provision.lint.schema import resolve_crd_versions
+    from mldiag_provision.orchestrators import Capability
+
+    orch = recipe.spec.orchestrator  # type: ignore[attr-defined]
+    autopilot = orchestrators.get(orch.type).has(Capability.AUTOPILOT_RULES)
+    stated = resolve_crd_versions(
+        {k: v for k in ("jobset", "lws", "kuberay")
+         if (v := getattr(orch.crd_versions, k, None))},
+        f"{where}: spec.orchestrator.crdVersions")
+    return autopilot, orch.min_version, tuple(sorted(dict(stated).items()))
+
+
 @contextlib.contextmanager
 def _loaded(sources: list[Source]) -> Iterator[Loaded]:
     """The sources loaded (:func:`~mldiag_provision.lint.loading.load_sources`) with the
@@ -135,16 +158,17 @@ def run(args: argparse.Namespace, out: Console) -> int:
     crd_versions = dict(resolve_crd_versions(args.crd_version))
     if args.recipe:
         recipe = _from_recipe(args.recipe)
-        orch = recipe.spec.orchestrator  # type: ignore[attr-defined]
-        from mldiag_provision import orchestrators
-        from mldiag_provision.orchestrators import Capability
+        on_autopilot, min_version, stated = recipe_settings(recipe, args.recipe)
+        if args.autopilot and not on_autopilot:
+            from mldiag_provision.errors import UsageError
 
-        autopilot = autopilot or orchestrators.get(orch.type).has(Capability.AUTOPILOT_RULES)
-        version = version or orch.min_version
-        stated = resolve_crd_versions(
-            {k: v for k in ("jobset", "lws", "kuberay")
-             if (v := getattr(orch.crd_versions, k, None))},
-            f"{args.recipe}: spec.orchestrator.crdVersions")
+            orch_type = recipe.spec.orchestrator.type  # type: ignore[attr-defined]
+            raise UsageError(f"--autopilot contradicts --recipe {args.recipe}, whose "
+                             f"orchestrator {orch_type} is not Autopilot",
+                             hint="drop --autopilot: --recipe lints for the recipe's own "
+                                  "cluster")
+        autopilot = on_autopilot
+        version = version or min_version
         crd_versions = {**dict(stated), **crd_versions}  # the command line wins
     if args.context and args.cluster is None:
         from mldiag_provision.errors import UsageError

@@ -70,6 +70,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
     progress = Progress(out) if text else None
     stack = open_stack(args, NAME, reporter=progress.stack_event if progress else None)
     with stack:
+        before = stack.saved  # the last render (for the cost of this change)
         if not args.destroy:
             from mldiag_provision.preflight.live.target import known_names
 
@@ -93,13 +94,18 @@ def run(args: argparse.Namespace, out: Console) -> int:
             gate = pending.finish(plans) if pending is not None else None
         decisions = list(stack.saved.get("decisions", []))
         stack_name = str(stack.saved.get("name") or stack.workdir.name)
+        from mldiag_provision.cost import report as cost_report
+
+        # the stack's cost per hour, and what this change adds (None: it cannot be priced)
+        bills = cost_report.bills_of(before, None if args.destroy else stack.saved)
         log = stack.log_path
     changed = any(p.has_changes for p in plans)
     blocked = gate is not None and gate.failed()
     if args.output == "markdown":
         from mldiag_provision.cli.commands._markdown import plan_markdown
 
-        out.print(plan_markdown(stack_name, plans, gate, decisions, destroy=args.destroy))
+        out.print(plan_markdown(stack_name, plans, gate, decisions, destroy=args.destroy,
+                                cost=cost_report.change_markdown(*bills) if bills else None))
     elif not text:
         flat = all_dangers(plans)
         out.print(json.dumps({"ok": not blocked, "hasChanges": changed, "live": live,
@@ -107,10 +113,14 @@ def run(args: argparse.Namespace, out: Console) -> int:
                                   "dangers": flat.dangers} if flat else {}),
                               "stages": [p.to_dict() for p in plans],
                               "decisions": decisions, "log": str(log) if log else None,
-                              "policy": gate.to_dict() if gate else None},
+                              "policy": gate.to_dict() if gate else None,
+                              **({"cost": cost_report.change_dict(*bills)} if bills
+                                 else {})},
                              indent=2))
     else:
         show_stage_plans(out, plans)
+        if bills:
+            out.print(cost_report.change_text(*bills))
         merged = all_dangers(plans)
         if merged is not None:
             warn_dangers(err_console(args), merged, destroy=args.destroy)

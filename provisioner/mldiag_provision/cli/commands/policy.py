@@ -11,7 +11,6 @@ DIR: evaluate the stack rendered in DIR (settings from its ``.mldiag/policy.json
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 from typing import Any
 
@@ -76,45 +75,6 @@ def _from_recipe(path: str, out: Console) -> tuple[dict[str, bytes], Any]:
     return render_stack(plan, policy=policy_data(recipe)), recipe
 
 
-def settings_for(recipe: Any, recipe_path: str | None, stack_files: dict[str, bytes],
-                 extra_dirs: list[str], waive: dict[str, str]) -> Any:
-    """The gate's :class:`Settings`: the recipe's ``spec.policy`` (or, without a recipe,
-    the stack's ``.mldiag/policy.json``), plus ``--policy`` directories and ``--waive``.
-
-    Raises:
-      PolicyError: a rendered ``policy.json`` names directories that only the recipe can
-        locate, and no ``--policy`` was given.
-    """
-    from mldiag_provision.policy import POLICY_JSON, policy_data
-    from mldiag_provision.policy.engine import PolicyError
-
-    base = Path(recipe_path).resolve().parent if recipe_path else Path.cwd()
-    data = policy_data(recipe) if recipe is not None else None
-    if recipe is None and POLICY_JSON in stack_files:
-        try:
-            data = json.loads(stack_files[POLICY_JSON])
-        except ValueError as exc:
-            raise PolicyError(f"{POLICY_JSON} of the stack is not JSON ({exc})",
-                              hint="re-render the stack") from None
-        if not recipe_path:  # directories are relative to a recipe we do not have
-            if data.get("directories") and not extra_dirs:
-                raise PolicyError(
-                    "the stack's recipe names policy directories ("
-                    + ", ".join(data["directories"]) + ") relative to the recipe file",
-                    hint="run `mldiag-provision policy RECIPE`, or pass them with --policy")
-            data = {**data, "directories": []}
-    return _settings(data, base, extra_dirs, waive)
-
-
-def _settings(data: dict[str, Any] | None, base: Path, extra_dirs: list[str],
-              waive: dict[str, str]) -> Any:
-    from mldiag_provision.policy.gate import Settings
-
-    s = Settings.from_data(data, base)
-    return Settings(directories=(*s.directories, *(Path(d) for d in extra_dirs)),
-                    params=s.params, waivers={**s.waivers, **waive})
-
-
 def _cache(workdir: Path, modules: Any, packages: list[str], files: dict[str, bytes],
            settings: Any) -> Any:
     from mldiag_provision.policy.cache import for_stack
@@ -135,7 +95,7 @@ class StagePlansGate:
     """
 
     def __init__(self, workdir: Path, recipe_path: str) -> None:
-        from mldiag_provision.policy.gate import GateRun
+        from mldiag_provision.policy.gate import GateRun, settings_for
         from mldiag_provision.policy.inputs import read_stack_dir, stack_document
 
         self.run: GateRun | None = None
@@ -211,7 +171,7 @@ def show_gate(result: Any, out: Console, workdir: Path, *, text: bool, verb: str
 def run(args: argparse.Namespace, out: Console) -> int:
     from mldiag_provision.errors import ExitCode, UsageError
     from mldiag_provision.policy import report
-    from mldiag_provision.policy.gate import run_gate
+    from mldiag_provision.policy.gate import run_gate, settings_for
     from mldiag_provision.policy.inputs import read_plans, read_stack_dir, stack_document
 
     target = Path(args.target)

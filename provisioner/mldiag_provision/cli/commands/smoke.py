@@ -38,8 +38,8 @@ def run(args: argparse.Namespace, out: Console) -> int:
 
     from mldiag_provision.catalog.tpu import load_catalog
     from mldiag_provision.pipeline import check_file
+    from mldiag_provision.plan.smoke import spec_for
     from mldiag_provision.plan.stack import build_plan
-    from mldiag_provision.smoke import spec_for
     from mldiag_provision.smoke.local import require_packages, run_local
 
     if not args.local:

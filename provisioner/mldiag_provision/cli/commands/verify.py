@@ -22,7 +22,7 @@ from mldiag_provision.errors import ExitCode, InputError, UsageError
 NAME = "verify"
 DEFAULT_TIMEOUT_S = 300.0
 """The read-only checks' overall deadline when ``--timeout`` is not given (seconds): ten
-times the default per-request timeout (``stack.kube.REQUEST_TIMEOUT_S``, 30 s), about one
+times the default per-request timeout (``kubeclient.REQUEST_TIMEOUT_S``, 30 s), about one
 per check; a healthy cluster answers them all in a few seconds."""
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import yaml
 
 if TYPE_CHECKING:
-    from mldiag_provision.plan.stack import StackPlan
+    from mldiag_provision.plan.types import StackPlan
 
 DATA = Path(__file__).parent / "data" / "gcp.yaml"
 

@@ -1,4 +1,5 @@
-"""The in-cluster smoke workload: a ConfigMap holding ``program.py`` and, per recipe slice,
+"""The in-cluster smoke workload (render's part of the smoke test planned in
+:mod:`mldiag_provision.plan.smoke`): a ConfigMap holding ``program.py`` and, per recipe slice,
 a JobSet that runs it on every VM of the slice (all ``count`` slices of a multislice: one
 replicated job per slice, so the DCN axis is real).
 
@@ -15,10 +16,18 @@ from __future__ import annotations
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from mldiag_provision.smoke import PROGRAM, program_args, spec_for, units_per_vm
+from mldiag_provision.plan.smoke import (
+    PROGRAM,
+    jobset_name,
+    profile_path,
+    program_args,
+    spec_for,
+    units_per_vm,
+)
+from mldiag_provision.render.k8s import _diagnostics, workload
 
 if TYPE_CHECKING:
-    from mldiag_provision.plan.stack import SlicePlan, StackPlan
+    from mldiag_provision.plan.types import SlicePlan, StackPlan
 
 CONFIGMAP = "mldiag-smoke-program"
 MOUNT = "/mldiag-smoke"
@@ -29,20 +38,8 @@ DEFAULT_IMAGE = "python:3.12"
 COORDINATOR_PORT = 1234
 
 
-def jobset_name(sp: SlicePlan) -> str:
-    """``mldiag-smoke-<slice>``, short enough for JobSet's generated pod names."""
-    return ("mldiag-smoke-" + sp.name)[:40].rstrip("-")
-
-
-def profile_path(plan: StackPlan, sp: SlicePlan) -> str:
-    """Where the slice's profile goes: the stack's profiles bucket, ``mldiag-smoke/<slice>``."""
-    return f"gs://{plan.diagnostics.profiles_bucket.name}/mldiag-smoke/{sp.name}"
-
-
 def configmap(plan: StackPlan) -> dict[str, Any]:
     """The ConfigMap with ``program.py`` (the file shipped with this tool, byte for byte)."""
-    from mldiag_provision.render.k8s import _diagnostics
-
     ns = _diagnostics(plan).kubernetes.namespace
     return {"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": CONFIGMAP, "namespace": ns,
@@ -53,8 +50,7 @@ def configmap(plan: StackPlan) -> dict[str, Any]:
 
 def jobset(plan: StackPlan, sp: SlicePlan, *, image: str = DEFAULT_IMAGE) -> dict[str, Any]:
     """The smoke JobSet of one recipe slice (``replicas`` = its ``count``)."""
-    from mldiag_provision.plan.stack import WorkloadPlan
-    from mldiag_provision.render.k8s import _diagnostics, workload
+    from mldiag_provision.plan.types import WorkloadPlan
 
     diag = _diagnostics(plan)
     spec = spec_for(sp, plan)

@@ -7,25 +7,29 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from mldiag_provision.plan.stack import StackPlan
-from mldiag_provision.render.stack import banner, module_files, template_env
+if TYPE_CHECKING:
+    from mldiag_provision.engines import RenderKit
+    from mldiag_provision.plan.types import StackPlan
 
 
-def terraform_files(plan: StackPlan, manifest: Mapping[str, Any],
-                    root: Path) -> dict[str, bytes]:
-    """Relative path -> bytes of the Terraform part of the stack.
+def terraform_files(plan: StackPlan, manifest: Mapping[str, Any], root: Path,
+                    kit: RenderKit) -> dict[str, bytes]:
+    """Relative path -> bytes of the Terraform part of the stack (the Terraform unit's
+    :data:`~mldiag_provision.engines.StackRenderer`, called by ``render/``).
 
     Args:
       manifest: the blueprint's ``blueprint.yaml`` as data (``modules_when``: plan attribute
         -> modules copied only when that attribute of the plan is truthy).
       root: the data root holding ``blueprints/`` and ``modules/``.
+      kit: the renderer's banner, template environment and module copier.
     Raises:
       jinja2.TemplateError: a template is broken (a bug here).
       FileNotFoundError: a module is missing from the installation.
     """
-    env = template_env(root / "blueprints")
+    banner, module_files = kit.banner, kit.module_files
+    env = kit.template_env(root / "blueprints")
     files: dict[str, bytes] = {}
     for output, template in manifest["templates"].items():
         text = env.get_template(template).render(plan=plan, banner=banner("hcl", plan.name))

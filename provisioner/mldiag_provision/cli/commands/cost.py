@@ -1,0 +1,63 @@
+"""``mldiag-provision cost RECIPE [-O text|json|markdown]``: what the recipe's stack costs per
+hour, before anything is created.
+
+Preflights the recipe and builds its plan in memory (nothing is written), then prices the
+plan with the offline table (``catalog/data/prices.yaml``, dated and sourced): one line per
+cluster fee, slice / node pool, system pool, Slurm node set, login nodes and storage, with
+the capacity type, VMs (min..max where a pool autoscales), chips or GPUs, the unit price and
+its source. A price the table does not know is shown as unknown with the reason and is never
+counted as zero; the total then says it is a lower bound. Exit 0, or 1 for an invalid recipe.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from mldiag_provision.cli.commands import SUMMARIES
+from mldiag_provision.console import Console
+
+NAME = "cost"
+
+
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
+    p = sub.add_parser(NAME, help=SUMMARIES[NAME],
+                       description=__doc__.split("\n\n", 1)[1] if __doc__ else None)
+    p.add_argument("recipe", metavar="RECIPE")
+    p.add_argument("--output", "-O", choices=("text", "json", "markdown"), default="text")
+
+
+def plan_of(path: str, out: Console) -> dict[str, Any]:
+    """The plan (as ``plan.json`` data) of a valid recipe; its problems printed.
+
+    Raises:
+      InputError: the recipe has errors (exit 1).
+    """
+    from mldiag_provision.catalog.tpu import load_catalog
+    from mldiag_provision.errors import InputError
+    from mldiag_provision.pipeline import check_file
+    from mldiag_provision.plan.stack import build_plan
+
+    catalog = load_catalog()
+    res = check_file(path, catalog)
+    errors = [p for p in res.report.problems if p.severity.value == "error"]
+    if errors or res.parsed.recipe is None:
+        for p in res.report.problems:
+            out.problem(p, res.parsed.sourcemap)
+        raise InputError(f"cost needs a valid recipe: {len(errors)} error(s) in "
+                         f"{res.report.file}", problems=list(res.report.problems))
+    return build_plan(res.parsed.recipe, res.shapes, catalog).to_dict()
+
+
+def run(args: argparse.Namespace, out: Console) -> int:
+    from mldiag_provision.cost import report
+    from mldiag_provision.cost.bom import bill_of_materials
+
+    bill = bill_of_materials(plan_of(args.recipe, out))
+    if args.output == "json":
+        out.print(report.to_json(bill, recipe=args.recipe))
+    elif args.output == "markdown":
+        out.print(report.to_markdown(bill, recipe=args.recipe).rstrip("\n"))
+    else:
+        out.print(report.to_text(bill, recipe=args.recipe))
+    return 0

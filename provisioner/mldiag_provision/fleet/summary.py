@@ -1,0 +1,139 @@
+"""``fleet plan``: one combined summary of the recipes a change affects, made offline.
+
+Per affected recipe: preflight (errors, warnings), the stack rendered in memory (files),
+what the plan objects say it creates (resources with a name of their own, from
+:func:`~mldiag_provision.plan.owned.owned_names`; APIs it turns on; accelerator chips), and
+the policy gate over the rendered stack (bundled rules plus the recipe's directories), as
+``mldiag-provision policy RECIPE`` runs it. Plus the cross-recipe findings
+(:mod:`.collisions`, over the whole fleet) that involve an affected recipe.
+
+NOTE: Terraform's own plan (what changes, drift, cost) is not made here: it needs the
+Google provider and credentials. CI runs ``mldiag-provision plan`` per recipe for that
+(examples/github-actions/mldiag-fleet.yml); this summary is what can be known before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from mldiag_provision.errors import Severity
+from mldiag_provision.fleet.collisions import Finding
+from mldiag_provision.fleet.members import Member
+
+
+@dataclass
+class RecipeSummary:
+    """What ``fleet plan`` knows about one affected recipe (see the module docstring)."""
+
+    file: str
+    reasons: tuple[str, ...]
+    name: str | None = None
+    project: str | None = None
+    errors: int = 0
+    warnings: int = 0
+    files: int = 0
+    creates: dict[str, int] = field(default_factory=dict)
+    """Resources with a name of their own the stack creates, by kind (names.yaml
+    ``uniqueness`` keys)."""
+    services: int = 0
+    chips: int = 0
+    gate: dict[str, Any] | None = None
+    """``{"errors": n, "warnings": n, "waived": n, "rules": [ids of unwaived findings]}``;
+    ``None`` when preflight failed (nothing to gate)."""
+    problem: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return (self.errors == 0 and self.problem is None
+                and (self.gate is None or self.gate["errors"] == 0))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"recipe": self.file, "reasons": list(self.reasons), "name": self.name,
+                "project": self.project, "ok": self.ok,
+                "preflight": {"errors": self.errors, "warnings": self.warnings},
+                "rendered_files": self.files, "creates": self.creates,
+                "services": self.services, "chips": self.chips, "gate": self.gate,
+                "problem": self.problem, "terraform_plan": None}
+
+
+def summarize(member: Member, reasons: Sequence[str]) -> RecipeSummary:
+    """Preflight, render and gate one member (already loaded) into a summary; a broken
+    policy is reported in ``problem``, never raised."""
+    from mldiag_provision.errors import MldiagError
+    from mldiag_provision.plan.owned import owned_names
+
+    s = RecipeSummary(member.file, tuple(reasons))
+    if member.check is None:
+        s.errors, s.problem = 1, member.read_error
+        return s
+    s.errors = member.errors
+    s.warnings = sum(p.severity is Severity.WARNING for p in member.check.report.problems)
+    recipe = member.recipe
+    if recipe is not None:
+        s.name, s.project = recipe.metadata.name, recipe.spec.project
+    stack = member.extra.get("stack")
+    if stack is None or recipe is None or member.plan is None:
+        return s
+    for o in owned_names(member.plan):
+        s.creates[o.kind] = s.creates.get(o.kind, 0) + 1
+    s.services = len(member.plan.get("services") or ())
+    s.chips = sum((sl.get("chips") or 0) * (sl.get("count") or 1)
+                  for sl in member.plan.get("slices") or ())
+    try:
+        s.files, s.gate = _render_and_gate(member, stack, recipe)
+    except MldiagError as exc:
+        s.problem = f"policy gate: {exc.message}"
+    return s
+
+
+def _render_and_gate(member: Member, stack: Any, recipe: Any) -> tuple[int, dict[str, Any]]:
+    from mldiag_provision.policy import policy_data
+    from mldiag_provision.policy.gate import run_gate, settings_for
+    from mldiag_provision.policy.inputs import stack_document
+    from mldiag_provision.render.stack import render_stack
+
+    files = render_stack(stack, policy=policy_data(recipe))
+    settings = settings_for(recipe, member.file, files, [], {})
+    result = run_gate(lambda: stack_document(files), None, settings)
+    return len(files), {"errors": len(result.errors), "warnings": len(result.warnings),
+                        "waived": len(result.waived),
+                        "rules": sorted({f.rule.id for f in [*result.errors,
+                                                             *result.warnings]})}
+
+
+def markdown(rows: Sequence[RecipeSummary], findings: Sequence[Finding], total: int,
+             since: str | None, tool: Sequence[str]) -> str:
+    """The combined summary as Markdown (a pull-request comment)."""
+    bad = sum(not r.ok for r in rows) + sum(f.severity is Severity.ERROR for f in findings)
+    head = "✅" if not bad else "❌"
+    since_text = f" since `{since}`" if since else ""
+    lines = [f"## {head} mldiag-provision fleet plan: {len(rows)} of {total} recipe(s) "
+             f"affected{since_text}", ""]
+    if tool:
+        lines += [f"The tool changed ({', '.join(f'`{t}`' for t in tool[:3])}): every recipe "
+                  "is affected.", ""]
+    lines += ["| recipe | stack (project) | why | preflight | creates | gate | ok |",
+              "| --- | --- | --- | --- | --- | --- | --- |"]
+    for r in rows:
+        creates = ", ".join(f"{n} {k}" for k, n in sorted(r.creates.items())) or "-"
+        gate = ("-" if r.gate is None else
+                f"{r.gate['errors']} error(s), {r.gate['warnings']} warning(s)"
+                + (f", {r.gate['waived']} waived" if r.gate["waived"] else "")
+                + (f" ({', '.join(r.gate['rules'])})" if r.gate["rules"] else ""))
+        if r.problem:
+            gate = r.problem
+        lines.append(f"| `{r.file}` | {r.name or '-'} ({r.project or '-'}) | "
+                     f"{'; '.join(r.reasons)} | {r.errors} error(s), {r.warnings} warning(s) "
+                     f"| {creates} | {gate} | {'✅' if r.ok else '❌'} |")
+    if findings:
+        lines += ["", "### Across recipes", ""]
+        for f in findings:
+            sides = ", ".join(f"`{s.at()}` (`{s.path}`)" for s in f.sides)
+            lines.append(f"- **{f.severity.value}** `{f.rule}`: {f.message}. {sides}. "
+                         f"Fix: {f.hint}")
+    lines += ["", "_Made offline from preflight, the rendered stack, the plan objects and "
+              "the policy gate; Terraform's plan (changes, drift, cost) is "
+              "`mldiag-provision plan` per recipe._"]
+    return "\n".join(lines)
