@@ -19,6 +19,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from mldiag_provision import ondisk
 from mldiag_provision.errors import UsageError
 
 
@@ -63,7 +64,10 @@ def _parser_id() -> str:
 def parse_hcl(rel: str, text: str) -> dict[str, Any]:
     """One HCL file as data. Results are cached by content (sha256 of the parser's version
     and the text; in memory and under :func:`_cache_dir` ``/hcl``): the modules are the same
-    files in every stack, and a pipeline runs the gate several times.
+    files in every stack, and a pipeline runs the gate several times. A kept parse is read
+    back only by the rule of every cache of the tool (:mod:`mldiag_provision.ondisk`: the
+    user's own file and directory, nobody else may write them, its digest matches): the
+    policies judge what it says, so a planted parse would decide the gate (issue 28).
 
     Raises:
       HclError: the file is not valid HCL (naming it and the parser's message).
@@ -71,14 +75,15 @@ def parse_hcl(rel: str, text: str) -> dict[str, Any]:
     key = hashlib.sha256(f"{_parser_id()}\n{text}".encode()).hexdigest()
     if key in _PARSED:
         return _PARSED[key]
-    cached = _cache_dir() / "hcl" / f"{key}.json"
+    where, name = str(_cache_dir() / "hcl"), f"{key}.json"
+    kept = ondisk.read_sealed(where, name)
     try:
-        doc = json.loads(cached.read_text(encoding="utf-8"))
-        if isinstance(doc, dict):
-            _PARSED[key] = doc
-            return doc
-    except (OSError, ValueError):
-        pass
+        got = json.loads(kept.decode("utf-8")) if kept is not None else None
+    except ValueError:
+        got = None
+    if isinstance(got, dict):
+        _PARSED[key] = got
+        return got
     import hcl2
     from hcl2 import SerializationOptions
 
@@ -91,11 +96,6 @@ def parse_hcl(rel: str, text: str) -> dict[str, Any]:
                           f"{' '.join(str(exc).split())[:300]}",
                           hint="run `terraform fmt` on it, or re-render the stack") from None
     _PARSED[key] = doc
-    try:  # best effort: a read-only home only makes the next run slower
-        cached.parent.mkdir(parents=True, exist_ok=True)
-        tmp = cached.with_name(f".{key}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(doc), encoding="utf-8")
-        os.replace(tmp, cached)
-    except OSError:
-        pass
+    # best effort: a read-only home only makes the next run slower
+    ondisk.write_sealed(where, name, json.dumps(doc).encode("utf-8"), always=True)
     return doc

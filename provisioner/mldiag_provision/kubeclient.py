@@ -9,6 +9,8 @@ reader of ``lint --kubeconfig`` (:mod:`mldiag_provision.cluster.from_live`) shar
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable
 from typing import Any
 
 from mldiag_provision.errors import UsageError
@@ -32,6 +34,99 @@ def request_timeout_s() -> float:
     return value
 
 
+class DeadlineExceeded(TimeoutError):
+    """A request was not sent: the command's overall deadline (``--timeout``) had passed."""
+
+
+class Deadline:
+    """An overall deadline for a command that talks to a server (``--timeout SECONDS``), on
+    top of the per-request timeout (:func:`request_timeout_s`): a server that answers each
+    request just in time, or trickles its answer byte by byte (each read within the
+    per-request timeout), still ends the command at the deadline.
+
+    ``seconds``: the budget, from now (monotonic clock)."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = float(seconds)
+        self.end = time.monotonic() + self.seconds
+
+    def remaining(self) -> float:
+        """Seconds left (0 when passed)."""
+        return max(0.0, self.end - time.monotonic())
+
+    @property
+    def expired(self) -> bool:
+        return self.remaining() <= 0.0
+
+
+def set_deadline(api: Any, deadline: Deadline | None) -> Any:
+    """Bound every later request of ``api`` (wrapped by :func:`with_timeouts`) by
+    ``deadline``: its timeout is at most the time left, and once none is left a request is
+    not sent (:class:`DeadlineExceeded`), except a DELETE (the clean-up of what the command
+    created, each bounded by the per-request timeout). Returns ``api``."""
+    api.rest_client._mldiag_deadline = deadline
+    return api
+
+
+def _capped(timeout: Any, left: float) -> Any:
+    """``timeout`` (seconds, or a (connect, read) pair) lowered to ``left`` seconds."""
+    if isinstance(timeout, (tuple, list)):
+        return tuple(min(float(t), left) if t else left for t in timeout)
+    return min(float(timeout), left) if timeout else left
+
+
+def _path(url: str) -> str:
+    """The path of a request's URL (no host, no query): what a message names."""
+    from urllib.parse import urlsplit
+
+    return urlsplit(str(url)).path or str(url)
+
+
+def in_flight(api: Any) -> list[str]:
+    """The requests of ``api`` (wrapped by :func:`with_timeouts`) sent and not yet answered,
+    as ``"GET /api/v1/nodes"``."""
+    return sorted(getattr(api.rest_client, "_mldiag_inflight", {}).values())
+
+
+def bounded(api: Any, seconds: float, work: Callable[[], Any], what: str) -> Any:
+    """``work()`` (which talks to the server through ``api``), ended at an overall deadline
+    of ``seconds`` (:class:`Deadline`, :func:`set_deadline`): it runs in a daemon thread that
+    is waited on only until the deadline, so a server that trickles its answers cannot hold
+    the command. Returns what ``work`` returns; raises what it raises.
+
+    Raises:
+      DeadlineExceeded: the deadline passed first; the message names ``what`` was being
+        done and the requests still unanswered.
+    """
+    import threading
+
+    deadline = Deadline(seconds)
+    set_deadline(api, deadline)
+    box: list[tuple[bool, Any]] = []
+
+    def run() -> None:
+        try:
+            box.append((True, work()))
+        except BaseException as exc:  # handed to the caller's thread
+            box.append((False, exc))
+
+    worker = threading.Thread(target=run, daemon=True, name=f"bounded {what}")
+    worker.start()
+    worker.join(deadline.remaining())
+    if not box:
+        last = getattr(api.rest_client, "_mldiag_last", None)
+        # a request whose answer is read after it returns (``_preload_content=False``) is
+        # still pending while its body arrives
+        pending = in_flight(api) or ([f"{last} (its answer still arriving)"] if last else [])
+        raise DeadlineExceeded(
+            f"the overall deadline of {seconds:g} s (--timeout) passed while {what}"
+            + (f"; still pending: {', '.join(pending)}" if pending else ""))
+    ok, value = box[0]
+    if not ok:
+        raise value
+    return value
+
+
 def with_timeouts(api: Any, timeout_s: float | None = None) -> Any:
     """Give every request of ``api`` (a ``kubernetes.client.ApiClient``) a timeout unless the
     call sets its own, and no retry after a read timeout (a hung server stays hung).
@@ -48,11 +143,25 @@ def with_timeouts(api: Any, timeout_s: float | None = None) -> Any:
     if getattr(rest, "_mldiag_timeout", None) is not None:
         return api
     original = rest.request
+    inflight: dict[object, str] = {}  # the requests sent and not yet answered
+    rest._mldiag_inflight = inflight
 
     def request(method: str, url: str, *args: Any, _request_timeout: Any = None,
                 **kwargs: Any) -> Any:
-        return original(method, url, *args, _request_timeout=_request_timeout or timeout,
-                        **kwargs)
+        wanted = _request_timeout or timeout
+        deadline: Deadline | None = getattr(rest, "_mldiag_deadline", None)
+        if deadline is not None and str(method).upper() != "DELETE":
+            left = deadline.remaining()
+            if left <= 0:
+                raise DeadlineExceeded(f"the overall deadline of {deadline.seconds:g} s "
+                                       f"(--timeout) passed before {method} {_path(url)}")
+            wanted = _capped(wanted, max(left, 0.01))
+        token = object()
+        inflight[token] = rest._mldiag_last = f"{method} {_path(url)}"
+        try:
+            return original(method, url, *args, _request_timeout=wanted, **kwargs)
+        finally:
+            inflight.pop(token, None)
 
     rest.request = request
     rest._mldiag_timeout = timeout
@@ -74,7 +183,8 @@ def is_timeout(exc: BaseException) -> bool:
         exc = exc.reason or exc
     if isinstance(exc, NewConnectionError):  # urllib3 2 subclasses it from ConnectTimeoutError
         return False
-    return isinstance(exc, (ReadTimeoutError, ConnectTimeoutError, TimeoutError))
+    return isinstance(exc, (ReadTimeoutError, ConnectTimeoutError, TimeoutError)) and not (
+        isinstance(exc, DeadlineExceeded))
 
 
 def _kubeconfig_paths(path: str | None) -> list[str]:

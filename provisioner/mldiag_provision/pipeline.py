@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 from mldiag_provision.catalog.gpu import GpuShape
 from mldiag_provision.catalog.tpu import Catalog, SliceShape, load_catalog
-from mldiag_provision.errors import InputError, Problem, Report, Severity, UsageError
+from mldiag_provision.errors import Problem, Report, Severity, UsageError
 from mldiag_provision.lint.loading import read_capped
 from mldiag_provision.preflight import run_preflight
 from mldiag_provision.recipe.parse import ParsedRecipe, parse_recipe_text
@@ -31,11 +31,18 @@ MAX_RECIPE_BYTES = 1 << 20
 def read_text(path: str) -> tuple[str, str]:
     """Read a file (or stdin for ``-``). Returns (display name, text).
 
+    A named path is opened without blocking and must be a regular file (a FIFO with no
+    writer blocked every command forever; ``/dev/zero`` never ends): standard input is ``-``.
+
     Raises:
-      UsageError: the file is missing, a directory or unreadable.
-      InputError: the file is not UTF-8 text, or larger than 1 MiB.
+      UsageError: the file is missing (a dangling link too), a directory, a FIFO, a device
+        or a socket, unreadable, not UTF-8 text, or larger than 1 MiB: every input a command
+        cannot read is a usage error (exit 2), for ``render`` as for ``validate`` and
+        ``lint`` (README, exit codes).
     """
     import sys
+
+    from mldiag_provision.ondisk import open_regular
 
     name = "<stdin>" if path == "-" else path
     try:
@@ -45,22 +52,29 @@ def read_text(path: str) -> tuple[str, str]:
                                  hint="pipe the recipe in, or name the file")
             raw = sys.stdin.buffer.read(MAX_RECIPE_BYTES + 1)
         else:
-            with open(path, "rb") as f:
+            with open_regular(path) as f:
                 raw = read_capped(f, MAX_RECIPE_BYTES)
     except FileNotFoundError:
+        from mldiag_provision.ondisk import dangling
+
+        link = dangling(path)
+        if link:
+            raise UsageError(f"{path}: {link}", hint="point the link at the recipe, or name "
+                             "the recipe file itself") from None
         raise UsageError(f"{path}: no such file", hint="check the path") from None
     except IsADirectoryError:
         raise UsageError(f"{path}: is a directory, not a recipe file",
                          hint="name the recipe files (e.g. DIR/*.yaml)") from None
     except OSError as exc:
-        raise UsageError(f"{path}: cannot be read ({exc.strerror})") from None
+        raise UsageError(f"{path}: cannot be read ({exc.strerror})",
+                         hint=_unreadable_hint(exc)) from None
     if len(raw) > MAX_RECIPE_BYTES:
-        raise InputError(f"{name}: larger than {MAX_RECIPE_BYTES // 1024} KiB; a recipe is a "
+        raise UsageError(f"{name}: larger than {MAX_RECIPE_BYTES // 1024} KiB; a recipe is a "
                          "few kilobytes of YAML", hint="is this the right file?")
     try:
         return name, raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})",
+        raise UsageError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})",
                          hint="a recipe is a YAML text file") from None
 
 
@@ -111,3 +125,12 @@ def warm_up() -> None:
 def check_file(path: str, catalog: Catalog | None = None) -> CheckResult:
     name, text = read_text(path)
     return check_text(text, name, catalog)
+
+
+def _unreadable_hint(exc: OSError) -> str | None:
+    """What to do about a recipe path that is not a readable regular file."""
+    from mldiag_provision.ondisk import NotRegularFile
+
+    if isinstance(exc, NotRegularFile):
+        return "name the recipe file itself; to read a recipe from a pipe, give - and pipe it in"
+    return None

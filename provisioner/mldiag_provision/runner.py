@@ -76,6 +76,7 @@ class CommandRunner:
         self._log_lock = threading.Lock()
         self.secrets: set[str] = set()  # sensitive values seen so far: never logged
         self.stopped_at_once = False  # a second Ctrl-C stopped a child without its clean-up
+        self._swept = False  # stale spools of killed runs removed (once per runner)
 
     # -- logging ------------------------------------------------------------------------------
     def log(self, text: str) -> None:
@@ -108,6 +109,9 @@ class CommandRunner:
         if self.log_path is None:
             return None
         _private_dir(self.log_path.parent)
+        if not self._swept:
+            self._swept = True
+            sweep_spools(self.log_path.parent)
         return str(self.log_path.parent)
 
     # -- running ------------------------------------------------------------------------------
@@ -139,7 +143,10 @@ class CommandRunner:
         self.log(f"\n=== {utc_stamp()} {task}\n$ {_quote(argv)}\n  (in {cwd})")
         # The child writes to files, never to pipes: if we die, its writes cannot fail
         # (a Go program exits on SIGPIPE), so it finishes its work and its state stays whole.
-        spool = Path(tempfile.mkdtemp(prefix=".run-", dir=self._spool_dir()))
+        # named by our process id, and the child's id written in it once started: a spool
+        # left by a run killed outright is removed by a later run once both have exited
+        spool = Path(tempfile.mkdtemp(prefix=f"{SPOOL_PREFIX}{os.getpid()}-",
+                                      dir=self._spool_dir()))
         out_path, err_path = spool / "stdout", spool / "stderr"
         out_tail: deque[str] = deque(maxlen=self.tail_lines)
         err_tail: deque[str] = deque(maxlen=self.tail_lines)
@@ -167,6 +174,8 @@ class CommandRunner:
                 proc = subprocess.Popen(argv, cwd=cwd, env=full_env, stdin=subprocess.DEVNULL,
                                         stdout=fout, stderr=ferr, start_new_session=True,
                                         pass_fds=tuple(keep_fds), umask=0o077)
+            with contextlib.suppress(OSError):
+                (spool / SPOOL_CHILD).write_text(str(proc.pid), encoding="ascii")
             exited = _exit_event(proc)
             with open(out_path, encoding="utf-8", errors="replace", newline="\n") as reader:
                 try:
@@ -199,12 +208,72 @@ class CommandRunner:
         return result
 
 
+SPOOL_PREFIX = ".run-"
+SPOOL_CHILD = "child"
+
+
+def _alive(pid: int) -> bool:
+    """Whether process ``pid`` exists (someone else's counts: it may not be ours to judge)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # PermissionError: it exists
+        return True
+    return True
+
+
+def sweep_spools(where: Path) -> list[Path]:
+    """Remove the output spools (``.run-<pid>-XXXX``) that runs killed outright left in
+    ``where`` (a log directory), and return them. A spool is removed only when it is a
+    directory of this user's own that others may not write (the rule of
+    :mod:`mldiag_provision.ondisk`), and when the run that made it (the pid in its name) and
+    the program that run started (the pid in its ``child`` file) have both exited: a
+    Terraform that outlived a killed run still writes to its spool. Spools of older versions
+    (no pid in the name) are kept. Errors are ignored."""
+    from mldiag_provision import ondisk
+
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(where))
+    except OSError:
+        return removed
+    for entry in entries:
+        if not entry.name.startswith(SPOOL_PREFIX):
+            continue
+        owner, sep, _ = entry.name[len(SPOOL_PREFIX):].partition("-")
+        if not sep or not owner.isdigit() or int(owner) == os.getpid():
+            continue
+        try:
+            st = entry.stat(follow_symlinks=False)
+            if not entry.is_dir(follow_symlinks=False) or not ondisk.trusted(st):
+                continue
+            child_file = os.path.join(entry.path, SPOOL_CHILD)
+            child = 0
+            if os.path.lexists(child_file):
+                with ondisk.open_regular(child_file) as f:
+                    text = f.read(32).decode("ascii", "replace").strip()
+                if not text.isdigit():
+                    continue  # not what we write: left alone
+                child = int(text)
+        except OSError:
+            continue
+        if _alive(int(owner)) or _alive(child):
+            continue
+        shutil.rmtree(entry.path, ignore_errors=True)
+        removed.append(Path(entry.path))
+    return removed
+
+
 def _private_dir(path: Path) -> None:
-    """Create ``path`` (and parents) owner-only; tighten it if it exists looser."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
-    with contextlib.suppress(OSError):
-        if path.stat().st_mode & 0o077:
-            path.chmod(0o700)
+    """Create ``path`` (and parents) owner-only; tighten it if it exists looser. Raises
+    ConflictError / UsageError (exit 3 / 2) for a file or someone else's directory there, or
+    a file system that refuses (:func:`mldiag_provision.ondisk.private_dir`)."""
+    from mldiag_provision import ondisk
+
+    ondisk.private_dir(path)
 
 
 FOLLOW_INTERVAL_S = 0.05

@@ -25,7 +25,8 @@ Where, following Python's own bytecode settings as the template cache does
 while ``sys.dont_write_bytecode`` holds (``PYTHONDONTWRITEBYTECODE``, ``-B``), what is there
 is still read. ``MLDIAG_CACHE=0`` turns it off (nothing read, nothing written).
 
-Trust, as Python gives ``__pycache__``: the directory is created 0700 and each file 0600,
+Trust, as Python gives ``__pycache__``, by the rule every cache of the tool shares
+(:mod:`mldiag_provision.ondisk`): the directory is created 0700 and each file 0600,
 written whole under a temporary name then renamed; a file is read only when it and its
 directory belong to this user and nobody else may write them, and when its first 16 bytes,
 a BLAKE2b digest of the rest, match (a damaged file, e.g. one flipped bit, is never used: it
@@ -40,6 +41,8 @@ import contextlib
 import os
 import sys
 from typing import TYPE_CHECKING, Any
+
+from mldiag_provision import ondisk
 
 if TYPE_CHECKING:  # pathlib is not imported at run time: --help imports this module too
     from collections.abc import Callable
@@ -61,62 +64,20 @@ def directory() -> str | None:
     return os.path.join(base, "mldiag-provision", "startup")
 
 
-def _safe(st: os.stat_result) -> bool:
-    """Owned by this user and not writable by group or others."""
-    return st.st_uid == os.getuid() and not st.st_mode & 0o022
-
-
-# Each cache file starts with a BLAKE2b digest of the rest: a damaged or truncated file (a
-# flipped bit made marshal raise SystemError, or load other data) is never used.
-_CHECK = 16
-
-
 def read(name: str) -> bytes | None:
     """The bytes stored as the cache file ``name``, or None: no cache, no file, not trusted,
-    or its digest does not match (damaged)."""
+    or its digest does not match (damaged): :func:`mldiag_provision.ondisk.read_sealed`,
+    the one rule every cache of the tool follows."""
     where = directory()
-    if where is None:
-        return None
-    try:
-        if not _safe(os.stat(where)):
-            return None
-        fd = os.open(os.path.join(where, name), os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-    except OSError:
-        return None
-    try:
-        st = os.fstat(fd)
-        if not _safe(st):
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as f:
-            stored = f.read(st.st_size + 1)
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
-    check, payload = stored[:_CHECK], stored[_CHECK:]
-    if len(check) != _CHECK or _digest(payload, _CHECK) != check:
-        return None  # truncated, damaged or not ours: the work is done again
-    return payload
+    return None if where is None else ondisk.read_sealed(where, name)
 
 
 def write(name: str, data: bytes) -> None:
     """Store ``data`` as the cache file ``name`` (whole, or not at all; errors ignored); not
-    while ``sys.dont_write_bytecode`` holds."""
+    while ``sys.dont_write_bytecode`` holds (:func:`mldiag_provision.ondisk.write_sealed`)."""
     where = directory()
-    if where is None or sys.dont_write_bytecode:
-        return
-    tmp = os.path.join(where, f".{name}.{os.getpid()}.tmp")
-    try:
-        os.makedirs(where, mode=0o700, exist_ok=True)
-        if not _safe(os.stat(where)):
-            return  # read() would not trust it: writing there is wasted
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(_digest(data, _CHECK) + data)
-        os.replace(tmp, os.path.join(where, name))
-    except OSError:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+    if where is not None:
+        ondisk.write_sealed(where, name, data)
 
 
 # --- compiled dataclass methods ----------------------------------------------------------
@@ -201,14 +162,7 @@ def install() -> None:
 
 # --- parsed fact files -------------------------------------------------------------------
 
-def _digest(data: bytes, size: int = 20) -> bytes:
-    """BLAKE2b of ``data`` (``size`` bytes; ``_blake2`` is CPython's C module behind
-    ``hashlib.blake2b``: importing ``hashlib`` itself loads OpenSSL, ~3 ms)."""
-    try:
-        from _blake2 import blake2b
-    except ImportError:  # pragma: no cover - another Python
-        from hashlib import blake2b
-    return blake2b(data, digest_size=size).digest()
+_digest = ondisk.digest
 
 
 def load_yaml(path: Path, parse: Callable[[bytes], Any], kind: str) -> Any:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from mldiag_provision import ondisk
 from mldiag_provision.policy import engine
 from mldiag_provision.policy.cache import CACHE_FILE, GateCache, predict_key
 from mldiag_provision.policy.engine import PolicyEngineError
@@ -86,9 +87,9 @@ def test_the_cache_file_keeps_no_input_data(setup) -> None:
     policies, work = setup
     _gate(policies, work, _plan(False, secret="sentinel-value-123"))
     path = work / CACHE_FILE
-    assert "sentinel-value-123" not in path.read_text()
+    assert b"sentinel-value-123" not in path.read_bytes()
     assert oct(path.stat().st_mode & 0o777) == "0o600"
-    answers = json.loads(path.read_text())["answers"]
+    answers = json.loads(ondisk.unseal(path.read_bytes()) or b"")["answers"]
     assert answers["test.lib"] == {"value": None, "error": None}
 
 
@@ -191,3 +192,48 @@ def test_the_environment_policy_of_the_review_is_evaluated_every_time(setup,
         seen.append(sorted(f.message for f in result.findings if f.rule.id == "env-flag"))
     # (rego-cpp returns the variable quoted: 'flag "one"')
     assert len(seen[0]) == len(seen[1]) == 1 and "one" in seen[0][0] and "two" in seen[1][0]
+
+
+def _planted_pass(work: Path) -> bytes:
+    """The cache entry of a passing evaluation of this very input (the flagged plan answered
+    as if nothing were flagged): what a planted file would say to let a bad plan through."""
+    entry = json.loads(ondisk.unseal((work / CACHE_FILE).read_bytes()) or b"")
+    for answer in entry["answers"].values():
+        if isinstance(answer.get("value"), dict) and "deny" in answer["value"]:
+            answer["value"]["deny"] = []
+    return json.dumps(entry).encode()
+
+
+@pytest.mark.parametrize("how", ["unsealed (the old format)", "one flipped bit",
+                                 "others may write .mldiag", "group may write the file"])
+def test_a_planted_or_damaged_answer_never_passes_the_gate(setup, how: str) -> None:
+    """Issue 28: every cache the tool reads back follows one rule. A planted entry saying
+    "nothing flagged" for a flagged plan, or a damaged one, is evaluated again."""
+    policies, work = setup
+    _gate(policies, work, _plan(True))
+    path = work / CACHE_FILE
+    planted = _planted_pass(work)
+    if how == "unsealed (the old format)":
+        path.write_bytes(planted)
+    elif how == "one flipped bit":
+        sealed = bytearray(ondisk.seal(planted))
+        sealed[40] ^= 0x01
+        path.write_bytes(bytes(sealed))
+    else:
+        path.write_bytes(ondisk.seal(planted))
+        if how == "others may write .mldiag":
+            path.parent.chmod(0o777)
+        else:
+            path.chmod(0o660)
+    _, result = _gate(policies, work, _plan(True))
+    assert not result.cached and [f.message for f in result.findings] == ["x.y is bad"]
+
+
+def test_control_a_sealed_trusted_planted_answer_is_what_the_cache_would_use(setup) -> None:
+    """The plant above reaches the cache: sealed in the user's own directory it is used (the
+    user's own files are trusted, as Python trusts the user's ``__pycache__``)."""
+    policies, work = setup
+    _gate(policies, work, _plan(True))
+    (work / CACHE_FILE).write_bytes(ondisk.seal(_planted_pass(work)))
+    _, result = _gate(policies, work, _plan(True))
+    assert result.cached and result.findings == []

@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 import yaml
 
+from mldiag_provision import ondisk
 from mldiag_provision.policy import engine
 from stack_support import REPO_ROOT
 
@@ -211,12 +212,31 @@ def test_hcl_parse_cache_is_content_addressed_and_self_healing(tmp_path: Path,
     text = 'resource "google_storage_bucket" "b" {\n  name = "x"\n}\n'
     first = inputs.parse_hcl("a.tf", text)
     files = list((tmp_path / "hcl").glob("*.json"))
-    assert len(files) == 1 and json.loads(files[0].read_text()) == first
+    assert len(files) == 1 and json.loads(ondisk.unseal(files[0].read_bytes()) or b"") == first
     # a later process reads the file; a corrupt file is parsed again and rewritten
     monkeypatch.setattr(hclparse, "_PARSED", {})
     files[0].write_text("{not json")
     assert inputs.parse_hcl("a.tf", text) == first
-    assert json.loads(files[0].read_text()) == first
+    assert json.loads(ondisk.unseal(files[0].read_bytes()) or b"") == first
+    # issue 28: a planted parse (another bucket name) is used only when trusted and sealed
+    planted = json.dumps({**first, "planted": True}).encode()
+    for how in ("unsealed", "flipped", "others may write"):
+        monkeypatch.setattr(hclparse, "_PARSED", {})
+        files[0].parent.chmod(0o700)
+        if how == "unsealed":
+            files[0].write_bytes(planted)
+        elif how == "flipped":
+            sealed = bytearray(ondisk.seal(planted))
+            sealed[30] ^= 0x10
+            files[0].write_bytes(bytes(sealed))
+        else:
+            files[0].write_bytes(ondisk.seal(planted))
+            files[0].parent.chmod(0o777)
+        assert inputs.parse_hcl("a.tf", text) == first, how
+    files[0].parent.chmod(0o700)
+    files[0].write_bytes(ondisk.seal(planted))
+    monkeypatch.setattr(hclparse, "_PARSED", {})
+    assert inputs.parse_hcl("a.tf", text)["planted"] is True  # control: the plant reaches it
     assert inputs.parse_hcl("b.tf", text.replace('"x"', '"y"')) != first
     with pytest.raises(engine.PolicyError, match=r"c\.tf: not valid HCL"):
         inputs.parse_hcl("c.tf", "resource {{{")

@@ -41,7 +41,7 @@ def prefix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-
 def test_same_stack_compiled_or_cached(prefix: Path) -> None:
     assert cache_dir() == prefix
     compiled = _render()
-    cached = sorted(prefix.glob("*.jinja"))
+    cached = sorted(prefix.glob("*.jinja-code"))
     assert cached  # written on the first render
     stamps = [p.stat().st_mtime_ns for p in cached]
     assert _render() == compiled  # read back

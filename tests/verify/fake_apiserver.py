@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -30,9 +31,14 @@ class FakeApiServer:
         # and never answered (until the server stops); a path in ``raw`` is answered with
         # exactly (status, content type, body bytes), e.g. 200 with an HTML login page
         self.hang: set[str] = set()
+        # a path in ``trickle`` (or "*") is answered 200 with its headers, then one byte of a
+        # body that never ends every 0.2 s: each read is within any per-request timeout, so
+        # only an overall deadline ends the wait (issue 28); "/version" is exempt from "*"
+        self.trickle: set[str] = set()
         self.raw: dict[str, tuple[int, str, bytes]] = {}
         self.stopping = threading.Event()
         self.requests: list[tuple[str, str, object]] = []
+        self.arrived: dict[str, float] = {}  # path -> time.monotonic() of its first GET
         # called with (path, body) after a POST is accepted: a test plays a controller here
         # (e.g. the pods a JobSet controller would create)
         self.on_post: Callable[[str, dict], None] | None = None
@@ -54,8 +60,23 @@ class FakeApiServer:
                 url = urlparse(self.path)
                 url = url._replace(path=url.path.rstrip("/") or "/")  # "/version/" == "/version"
                 server.requests.append(("GET", url.path, None))
+                server.arrived.setdefault(url.path, time.monotonic())
                 if url.path in server.hang or "*" in server.hang:
                     server.stopping.wait(120)  # accepted, never answered
+                    return None
+                if url.path in server.trickle or ("*" in server.trickle
+                                                  and url.path != "/version"):
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(1 << 30))
+                    self.end_headers()
+                    try:
+                        self.wfile.write(b"{")
+                        while not server.stopping.wait(0.2):
+                            self.wfile.write(b" ")
+                            self.wfile.flush()
+                    except OSError:  # the client gave up
+                        pass
                     return None
                 if url.path in server.raw:
                     code, ctype, data = server.raw[url.path]

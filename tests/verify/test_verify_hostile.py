@@ -120,3 +120,130 @@ def test_missing_kubeconfig_from_env_is_a_usage_error(tmp_path: Path,
     monkeypatch.setenv("KUBECONFIG", str(tmp_path / "nope"))
     code = main(["verify", str(RECIPE)])
     assert code == 2 and "no such file" in capsys.readouterr().err
+
+
+# --- the overall deadline (--timeout, issue 28) -------------------------------------------
+
+def _verify_timed(tmp_path: Path, capsys: pytest.CaptureFixture, api: FakeApiServer,
+                  *extra: str) -> tuple[int, dict, float]:
+    """verify's exit code, JSON report, and the seconds from its first request (GET
+    /version, just after the deadline starts: the recipe's preflight before it is not
+    what the deadline bounds) to its end."""
+    code = main(["verify", str(RECIPE), "--kubeconfig", str(api.kubeconfig(tmp_path / "kc")),
+                 "-O", "json", *extra])
+    end = time.monotonic()
+    return code, json.loads(capsys.readouterr().out), end - api.arrived["/version"]
+
+
+def test_a_server_that_stalls_every_call_ends_at_the_deadline(
+        tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 28: /version answers, every other call stalls; each call cost the per-request
+    timeout, one after the other (201 s in the campaign). The deadline ends it, naming the
+    check in flight and every check not run."""
+    monkeypatch.setenv("MLDIAG_REQUEST_TIMEOUT_S", "2")
+    with FakeApiServer() as api:
+        api.objects.update(healthy())
+        api.hang.update(p for p in healthy() if p != "/version")
+        api.hang.add("/api/v1/namespaces/mldiag")
+        code, report, took = _verify_timed(tmp_path, capsys, api, "--timeout", "6")
+    assert code == 1
+    # without the deadline: 2 s for each of the 7 checks after /version, one after another
+    assert took < 6 + 2.5, f"ended {took:.1f} s after starting, past the 6 s deadline"
+    checks = {c["check"]: c for c in report["checks"]}
+    assert checks["api-server"]["status"] == "PASS"
+    cut = report["deadline"]["pending"]
+    assert report["deadline"]["passed"] and cut and cut[-1] == list(checks)[-1]
+    for name in cut:
+        assert checks[name]["status"] == "FAIL"
+        assert checks[name]["message"].startswith("not checked: the overall deadline of 6 s "
+                                                  "(--timeout) passed"), checks[name]
+        assert "--timeout SECONDS" in checks[name]["hint"]
+
+
+def test_a_server_that_trickles_its_answers_ends_at_the_deadline(
+        tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One byte every 0.2 s: no read ever waits past the per-request timeout, so without the
+    overall deadline the first check would wait forever."""
+    monkeypatch.setenv("MLDIAG_REQUEST_TIMEOUT_S", "1")
+    with FakeApiServer() as api:
+        api.objects.update(healthy())
+        api.trickle.add("*")
+        code, report, took = _verify_timed(tmp_path, capsys, api, "--timeout", "4")
+    assert code == 1
+    assert took < 4 + 2.5, f"took {took:.1f} s"
+    [first_cut] = [c for c in report["checks"] if c["check"] == "namespace-label"]
+    assert "while it waited for the API server's answer" in first_cut["message"]
+    assert report["deadline"]["pending"][0] == "namespace-label"
+
+
+def test_text_output_names_what_was_pending(
+        tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MLDIAG_REQUEST_TIMEOUT_S", "1")
+    with FakeApiServer() as api:
+        api.objects.update(healthy())
+        api.trickle.add("*")
+        code = main(["--no-color", "verify", str(RECIPE), "--kubeconfig",
+                     str(api.kubeconfig(tmp_path / "kc")), "--timeout", "4"])
+    text = capsys.readouterr().out
+    assert code == 1
+    assert "deadline: --timeout 4 s passed; still pending: namespace-label, " in text
+
+
+def test_a_healthy_cluster_is_unaffected_by_the_deadline(
+        tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    with FakeApiServer() as api:
+        api.objects.update(healthy())
+        code, report, _ = _verify_timed(tmp_path, capsys, api, "--timeout", "60")
+    assert code == 0, report
+    assert report["deadline"] == {"seconds": 60.0, "passed": False, "pending": []}
+
+
+@pytest.mark.parametrize("bad", ["0", "-5", "nan", "soon"])
+def test_timeout_must_be_a_positive_number_of_seconds(bad: str, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["verify", str(RECIPE), "--timeout", bad])
+    assert exc.value.code == 2
+    assert "--timeout" in capsys.readouterr().err
+
+
+def test_requests_after_the_deadline_are_not_sent() -> None:
+    """The client-level bound: once the deadline has passed, a request is refused before it
+    is sent (DeadlineExceeded, not a timeout of the server's), a DELETE (clean-up) is not."""
+    from kubernetes import client
+
+    from mldiag_provision.stack import kube
+
+    with FakeApiServer() as api:
+        conf = client.Configuration()
+        conf.host = api.url
+        conf.verify_ssl = False
+        c = kube.set_deadline(kube.with_timeouts(client.ApiClient(conf)), kube.Deadline(0))
+        with pytest.raises(kube.DeadlineExceeded, match="--timeout"):
+            client.VersionApi(c).get_code()
+        assert not kube.is_timeout(kube.DeadlineExceeded("x"))
+        sent = len(api.requests)
+        client.CoreV1Api(c).delete_namespaced_config_map("x", "default")
+        assert api.requests[sent:] == [("DELETE",
+                                        "/api/v1/namespaces/default/configmaps/x", None)]
+
+
+def test_lint_cluster_ends_at_its_deadline_naming_the_pending_request(
+        tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`lint --cluster` talks to a server too: the same overall deadline (exit 4, as for a
+    cluster that cannot be read), naming the request still unanswered."""
+    monkeypatch.setenv("MLDIAG_REQUEST_TIMEOUT_S", "1")
+    manifest = tmp_path / "ns.yaml"
+    manifest.write_text("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: a\n")
+    with FakeApiServer() as api:
+        api.trickle.add("*")
+        start = time.monotonic()
+        code = main(["--no-color", "lint", str(manifest), "--timeout", "5", "--cluster",
+                     str(api.kubeconfig(tmp_path / "kc"))])
+        took = time.monotonic() - start
+    out = capsys.readouterr()
+    text = out.out + out.err
+    assert code == 4, text
+    assert "the overall deadline of 5 s (--timeout) passed while reading the cluster; " \
+           "still pending: GET /api/v1/nodes" in " ".join(text.split())
+    assert "--timeout SECONDS" in text
+    assert took < 30, f"took {took:.1f} s"  # a guard: without the deadline, never

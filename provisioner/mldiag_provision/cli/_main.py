@@ -208,7 +208,7 @@ def _verdict(path: str) -> _Verdict:
     try:
         res = check_file(path, load_catalog())
     except MldiagError as exc:  # only reading raises: every such file is a usage error (2),
-        # as in lint, whether missing or not UTF-8 (render of one file keeps 1 for the latter)
+        # as in lint and render, whether missing, special, too large or not UTF-8
         shown = "<stdin>" if path == "-" else path
         return _Verdict(file=shown, read=False, usage_error=True,
                         problems=[Problem(rule="file-unreadable", message=exc.message,
@@ -558,7 +558,15 @@ def _run(args: argparse.Namespace, run: Callable[[argparse.Namespace, Console], 
     out = Console(sys.stdout, color=False if args.no_color else None)
     err = Console(sys.stderr, color=False if args.no_color else None)
     try:
-        return run(args, out)
+        try:
+            return run(args, out)
+        except OSError as exc:  # the file system refused (full, read-only ...): not a bug
+            from mldiag_provision.ondisk import environment_error
+
+            converted = environment_error(exc)
+            if converted is None or args.debug:
+                raise
+            raise converted from exc
     except MldiagError as exc:
         if getattr(args, "output", "text") == "sarif":
             # a SARIF consumer still gets a log: one run that says it did not complete

@@ -93,11 +93,12 @@ def _refuse_unsupported(recipe: str) -> None:
     import yaml
 
     from mldiag_provision.errors import UsageError
+    from mldiag_provision.ondisk import open_regular
 
     try:
-        with open(recipe, encoding="utf-8") as f:
-            doc = yaml.safe_load(f)
-    except (OSError, yaml.YAMLError):
+        with open_regular(recipe) as f:  # a FIFO or a device is refused, never waited on
+            doc = yaml.safe_load(f.read(1024 * 1024 + 1).decode("utf-8"))
+    except (OSError, ValueError, yaml.YAMLError):
         return  # the command itself reports an unreadable or invalid recipe
     engine = ((doc or {}).get("spec") or {}).get("engine") if isinstance(doc, dict) else None
     if not isinstance(engine, dict):
@@ -180,6 +181,7 @@ def _forget(workdir: Path, fresh: bool) -> None:
     """After a command that failed in a sandbox it created, remove that sandbox when its
     cloud holds nothing (and the work directory, when the command created it and left only
     the sandbox there): a refused or failed command leaves no files behind."""
+    import contextlib
     import shutil
 
     from mldiag_provision.sandbox.session import holds_objects, sandbox_dir
@@ -190,7 +192,12 @@ def _forget(workdir: Path, fresh: bool) -> None:
     except (OSError, ValueError):
         return
     shutil.rmtree(sandbox_dir(workdir), ignore_errors=True)
-    for path in (workdir / ".mldiag", workdir):
+    state = workdir / ".mldiag"
+    if fresh:  # the work-directory lock this command took, when it is all that is left
+        with contextlib.suppress(OSError):
+            if [p.name for p in state.iterdir()] == ["lock"] and (state / "lock").is_file():
+                (state / "lock").unlink()
+    for path in (state, workdir):
         if path == workdir and not fresh:
             break
         try:
@@ -214,9 +221,11 @@ def _refuse_mixed(workdir: Path, command: str, *, sandbox: bool) -> None:
         against Google Cloud with the sandbox's state); in the sandbox, ``workdir`` holds a
         Terraform state applied without it (the sandbox would plan against real objects).
     """
+    from mldiag_provision import ondisk
     from mldiag_provision.errors import UsageError
     from mldiag_provision.sandbox.session import sandbox_dir
 
+    ondisk.check_local_states(workdir)
     root = sandbox_dir(workdir)
     if not sandbox and root.is_dir():
         raise UsageError(

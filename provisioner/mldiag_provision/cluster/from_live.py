@@ -389,15 +389,25 @@ def _serves(custom: Any, group: str, version: str, plural: str) -> bool:
     return True
 
 
-def from_kubeconfig(path: str | None, context: str | None = None) -> ClusterModel:
+DEFAULT_TIMEOUT_S = 120.0
+"""``lint --cluster``'s overall deadline for reading the cluster when ``--timeout`` is not
+given (seconds): four times the default per-request timeout (30 s); a healthy cluster
+answers its half-dozen LIST requests in a second or two."""
+
+
+def from_kubeconfig(path: str | None, context: str | None = None,
+                    timeout_s: float | None = None) -> ClusterModel:
     """The model of the cluster of a kubeconfig (``path``, else ``$KUBECONFIG``, else
-    ``~/.kube/config``) and ``context`` (None: the current context).
+    ``~/.kube/config``) and ``context`` (None: the current context), read within an overall
+    deadline of ``timeout_s`` seconds (default :data:`DEFAULT_TIMEOUT_S`) on top of each
+    request's own timeout: a server that stalls or trickles its answers ends the read then.
 
     Raises:
       UsageError: the kubeconfig is missing, malformed or lacks the context.
-      EngineError: the cluster cannot be read (see :func:`read_cluster`).
+      EngineError: the cluster cannot be read (see :func:`read_cluster`), or not within the
+        deadline (naming the requests still pending).
     """
-    from mldiag_provision.kubeclient import kubeconfig_client
+    from mldiag_provision.kubeclient import DeadlineExceeded, bounded, kubeconfig_client
 
     try:
         api = kubeconfig_client(path, context)
@@ -406,7 +416,24 @@ def from_kubeconfig(path: str | None, context: str | None = None) -> ClusterMode
                          "value: $KUBECONFIG, else ~/.kube/config); `gcloud container "
                          "clusters get-credentials CLUSTER` writes one") from None
     where = f"kubeconfig {path or '$KUBECONFIG'}" + (f" (context {context})" if context else "")
+    seconds = timeout_s or DEFAULT_TIMEOUT_S
     try:
-        return read_cluster(api, where)
+        model: ClusterModel = bounded(api, seconds, lambda: read_cluster(api, where),
+                                      "reading the cluster")
+        return model
+    except DeadlineExceeded as exc:
+        raise EngineError(f"{where}: {exc}",
+                          hint="the API server answers too slowly or not at all: check its "
+                               "health, the network path and any proxy in between, or give "
+                               "more time with --timeout SECONDS") from None
     finally:
-        api.close()
+        if not _abandoned(api):
+            api.close()
+
+
+def _abandoned(api: Any) -> bool:
+    """Whether a request of ``api`` is still waiting (left behind at the deadline): closing
+    the client's pool under it would block on its thread."""
+    from mldiag_provision.kubeclient import in_flight
+
+    return bool(in_flight(api))

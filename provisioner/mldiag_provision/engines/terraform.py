@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from mldiag_provision import ondisk
 from mldiag_provision.engines import (
     TERRAFORM_KINDS,
     ApplyResult,
@@ -154,6 +155,18 @@ _TERRAFORM_RULES: list[tuple[re.Pattern[str], str, str]] = [
      "do not force-unlock: restore the state, e.g. copy terraform.tfstate.backup over "
      "terraform.tfstate in the stage's directory (or an earlier object version of a GCS "
      "backend's state), then re-run the command"),
+    # A local state path Terraform cannot open: it too is reported inside "Error acquiring
+    # the state lock", with the system's reason as "Error message: open terraform.tfstate:
+    # is a directory" (captured from terraform 1.x with a directory at terraform.tfstate,
+    # issue 28). No run holds a lock then, and force-unlock would be wrong advice.
+    (re.compile(r"Error message: (?:open|read|write) [^\n:]*tfstate[^\n:]*: (?:is a directory|"
+                r"not a directory|permission denied|read-only file system|no space left|"
+                r"too many levels of symbolic links|no such device)", re.I),
+     "the Terraform state file cannot be opened (no other run holds a lock): it is a "
+     "directory, a broken link, unreadable, or on a read-only or full file system",
+     "do not force-unlock: look at terraform.tfstate in the stage's directory (named in the "
+     "log) and make it the state file again, e.g. move a directory of that name aside, "
+     "then re-run the command"),
     (re.compile(r"Error acquiring the state lock|state lock", re.I),
      "another Terraform run holds the state lock",
      "wait for it to finish; if none is running, see `terraform force-unlock` in the log"),
@@ -396,8 +409,7 @@ class TerraformEngine:
         result = self._run(args, "terraform init")
         if result.returncode != 0:
             raise self._fail("terraform init", result, [])
-        stamp.parent.mkdir(parents=True, exist_ok=True)
-        stamp.write_text(json.dumps({"fingerprint": fingerprint}) + "\n")
+        ondisk.write_state(stamp, (json.dumps({"fingerprint": fingerprint}) + "\n").encode())
 
     # -- validate ------------------------------------------------------------------------------
     def validate(self) -> None:
@@ -482,7 +494,8 @@ class TerraformEngine:
         plan = plan_from_events(events, plan_file=plan_file, destroy=destroy,
                                 saved=SavedPlan(lambda: self.show(plan_file, destroy=destroy)))
         plan.has_changes = result.returncode == 2
-        (self.workdir / PLAN_SUMMARY).write_text(json.dumps(plan.to_dict(), indent=2) + "\n")
+        ondisk.write_state(self.workdir / PLAN_SUMMARY,
+                           (json.dumps(plan.to_dict(), indent=2) + "\n").encode())
         return plan
 
     def show(self, plan_file: Path, *, destroy: bool = False) -> PlanResult:

@@ -25,6 +25,7 @@ from typing import BinaryIO
 
 from mldiag_provision.errors import Problem, UsageError
 from mldiag_provision.lint.rules import define
+from mldiag_provision.ondisk import dangling, open_regular
 from mldiag_provision.recipe.loader import load_documents
 from mldiag_provision.recipe.sourcemap import Path, SourceMap, format_path
 from mldiag_provision.yaml11 import confusable
@@ -124,10 +125,14 @@ def read_capped(f: BinaryIO, cap: int) -> bytes:
 
 def _read(path: FsPath | str, name: str) -> Source:
     try:
-        with open(path, "rb") as f:
+        with open_regular(path) as f:  # never blocks: a FIFO or a device is refused
             raw = read_capped(f, MAX_BYTES)
         return _decode(raw, name)
     except FileNotFoundError:
+        link = dangling(path)
+        if link:
+            raise UsageError(f"{name}: {link}", hint="point the link at the manifest, or "
+                             "name the file itself") from None
         raise UsageError(f"{name}: no such file or directory", hint="check the path") from None
     except OSError as exc:
         raise UsageError(f"{name}: cannot be read ({exc.strerror})") from None

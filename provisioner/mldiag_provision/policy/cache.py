@@ -15,7 +15,9 @@ Two keys, both SHA-256:
     Terraform plans (:class:`~mldiag_provision.policy.gate.GateRun`); on a miss it starts
     then. A stage with a remote backend (its state is not here to read) never predicts.
 
-The file ``.mldiag/gate-cache.json`` (owner-only) holds one entry: the keys, the engine's name
+The file ``.mldiag/gate-cache.json`` (owner-only; read back only by the rule of every cache
+of the tool, :mod:`mldiag_provision.ondisk`: the user's own, nobody else may write it or its
+directory, its BLAKE2b digest in front matches) holds one entry: the keys, the engine's name
 and the raw answers per package (no input data). Policies that call a built-in reading the
 clock, the environment, randomness or the network (:func:`impure`) are never cached. Settings
 applied after the engine (waivers, which rules are errors) are applied to cached answers as to
@@ -28,11 +30,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 from pathlib import Path
 from typing import Any
 
+from mldiag_provision import ondisk
 from mldiag_provision.policy.engine import Module
 
 CACHE_FILE = ".mldiag/gate-cache.json"
@@ -101,12 +103,16 @@ class GateCache:
     def __init__(self, workdir: Path, predict: str | None) -> None:
         self.path = workdir / CACHE_FILE
         self.predict = predict
+        # the rule of every cache the tool reads back (mldiag_provision.ondisk): the user's
+        # own file in the user's own .mldiag, nobody else may write either, and its digest
+        # matches; a planted answer ("no findings") would otherwise pass the gate
+        raw = ondisk.read_sealed(str(self.path.parent), self.path.name)
         try:
-            entry = json.loads(self.path.read_text(encoding="utf-8"))
-            self._entry: dict[str, Any] = entry if isinstance(entry, dict) and entry.get(
-                "version") == _VERSION else {}
-        except (OSError, ValueError):
-            self._entry = {}
+            entry = json.loads(raw.decode("utf-8")) if raw is not None else None
+        except ValueError:
+            entry = None
+        self._entry: dict[str, Any] = entry if isinstance(entry, dict) and entry.get(
+            "version") == _VERSION else {}
 
     @property
     def likely_hit(self) -> bool:
@@ -123,15 +129,8 @@ class GateCache:
         run an evaluation)."""
         entry = {"version": _VERSION, "predict": self.predict, "key": key, "engine": engine,
                  "answers": answers}
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with open(fd, "w", encoding="utf-8") as f:
-                json.dump(entry, f)
-            os.replace(tmp, self.path)
-        except OSError:
-            pass
+        ondisk.write_sealed(str(self.path.parent), self.path.name,
+                            json.dumps(entry).encode("utf-8"), always=True)
 
 
 def predict_key(modules: list[Module], packages: list[str], files: dict[str, bytes],

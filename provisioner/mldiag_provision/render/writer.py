@@ -100,8 +100,10 @@ def edited_files(out: Path) -> list[str]:
 
 
 def _io_error(out: Path, exc: OSError) -> UsageError:
+    from mldiag_provision.ondisk import unwritable_hint
+
     return UsageError(f"cannot write the stack to {out}: {exc.strerror or exc}",
-                      hint="choose a directory you can write to (-o DIR)")
+                      hint=unwritable_hint(exc, out))
 
 
 def write_tree(out: Path, files: dict[str, bytes], *, generator: str, stack: str | None = None,
@@ -110,7 +112,8 @@ def write_tree(out: Path, files: dict[str, bytes], *, generator: str, stack: str
 
     Raises:
       ConflictError: ``out`` is a file, is a non-empty directory this tool did not render,
-        holds another stack, or holds files a person edited (unless ``force``).
+        holds another stack, or holds files a person edited (unless ``force``); its
+        ``.mldiag`` is not a directory of the user's own (:func:`.ondisk.state_dir`).
       UsageError: the directory cannot be written (permissions, read-only disk, ...).
     """
     out = out.resolve()
@@ -118,6 +121,12 @@ def write_tree(out: Path, files: dict[str, bytes], *, generator: str, stack: str
         return _write(out, files, generator=generator, stack=stack, force=force)
     except OSError as exc:
         raise _io_error(out, exc) from exc
+
+
+def _mode_of(rel: str, file_mode: int) -> int:
+    """``file_mode``, less group and other write for the tool's state files (``.mldiag/*``):
+    the tool refuses a state file others may write (:func:`.ondisk.state_dir`)."""
+    return file_mode & ~0o022 if rel.startswith(".mldiag/") or "/.mldiag/" in rel else file_mode
 
 
 def _fill(root: str, files: dict[str, bytes], file_mode: int, dir_mode: int) -> None:
@@ -135,9 +144,10 @@ def _fill(root: str, files: dict[str, bytes], file_mode: int, dir_mode: int) -> 
                 parent = os.path.dirname(parent)
         with open(target, "wb") as f:
             f.write(data)
-            os.fchmod(f.fileno(), file_mode)
-    for d in made:
-        os.chmod(d, dir_mode)
+            os.fchmod(f.fileno(), _mode_of(rel, file_mode))
+    for d in made:  # .mldiag never writable by group or others, whatever the umask:
+        # the tool refuses a state directory others may write (mldiag_provision.ondisk)
+        os.chmod(d, dir_mode & ~0o022 if os.path.basename(d) == ".mldiag" else dir_mode)
 
 
 def _write(out: Path, files: dict[str, bytes], *, generator: str, stack: str | None,
@@ -150,6 +160,10 @@ def _write(out: Path, files: dict[str, bytes], *, generator: str, stack: str | N
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out} is a file, not a work directory",
                          hint="choose another output directory with -o")
+    if out.is_dir():  # .mldiag a file, a link or someone else's: refused by name (exit 3)
+        from mldiag_provision import ondisk
+
+        ondisk.state_dir(out, create=False)
     parent = next((p for p in out.parents if p.exists()), None)
     if parent is not None and not parent.is_dir():
         raise UsageError(f"cannot write the stack under {out}: {parent} is a file",
@@ -193,12 +207,13 @@ def _write(out: Path, files: dict[str, bytes], *, generator: str, stack: str | N
             if target.is_file() and target.read_bytes() == data:
                 result.unchanged.append(rel)
                 continue
-            target.parent.mkdir(parents=True, exist_ok=True)
+            target.parent.mkdir(parents=True, exist_ok=True,
+                                mode=0o755 if target.parent.name == ".mldiag" else 0o777)
             fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp",
                                             dir=target.parent)
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
-            os.chmod(tmp_name, file_mode)
+            os.chmod(tmp_name, _mode_of(rel, file_mode))
             staged.append((Path(tmp_name), target, rel))
     except BaseException:
         for tmp_path, _, _ in staged:
@@ -249,10 +264,10 @@ def _write(out: Path, files: dict[str, bytes], *, generator: str, stack: str | N
             with contextlib.suppress(OSError):  # drop directories left empty
                 p.parent.rmdir()
     mpath = out / MANIFEST
-    mpath.parent.mkdir(parents=True, exist_ok=True)
+    mpath.parent.mkdir(parents=True, exist_ok=True, mode=0o755)  # .mldiag: see _fill
     fd, tmp_name = tempfile.mkstemp(prefix=".manifest.", suffix=".tmp", dir=mpath.parent)
     with os.fdopen(fd, "wb") as f:
         f.write(manifest)
-    os.chmod(tmp_name, file_mode)
+    os.chmod(tmp_name, _mode_of(MANIFEST, file_mode))
     os.replace(tmp_name, mpath)
     return result

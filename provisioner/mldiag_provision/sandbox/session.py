@@ -189,9 +189,11 @@ def session(workdir: Path) -> Iterator[Running]:
     if missing:
         raise UsageError(f"the sandbox needs the [sandbox] extra ({', '.join(missing)} "
                          "missing)", hint="pip install 'mldiag-provision[sandbox]'")
+    from mldiag_provision import ondisk
+
     root = sandbox_dir(workdir)
-    root.mkdir(parents=True, exist_ok=True)
-    root.chmod(0o700)
+    ondisk.state_dir(root.parent.parent)  # .mldiag: a directory of the user's own
+    ondisk.private_dir(root, workdir=root.parent.parent)
     with _exclusive(root):
         yield from _serve(root)
 

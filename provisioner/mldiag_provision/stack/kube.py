@@ -35,10 +35,15 @@ from mldiag_provision.errors import EngineError, UsageError
 # callers that take them from here
 from mldiag_provision.kubeclient import (  # noqa: F401
     REQUEST_TIMEOUT_S,
+    Deadline,
+    DeadlineExceeded,
+    bounded,
     check_kubeconfig,
+    in_flight,
     is_timeout,
     kubeconfig_client,
     request_timeout_s,
+    set_deadline,
     with_timeouts,
 )
 

@@ -28,11 +28,27 @@ class WorkdirLock:
     fd: int = -1
 
     def acquire(self, command: str) -> None:
-        """Take the lock or raise :class:`ConflictError` naming the holder."""
+        """Take the lock or raise :class:`ConflictError` naming the holder.
+
+        Raises:
+          ConflictError (exit 3): another run holds it; or ``.mldiag`` or the lock is not
+            what the tool keeps there (a file where its directory belongs, a directory
+            where the lock file belongs, a link, someone else's: :mod:`mldiag_provision.ondisk`).
+          UsageError (exit 2): the lock cannot be made: a read-only or full file system, no
+            permission, a file system without ``flock``; the message names the path and the
+            system's reason.
+        """
         import fcntl
 
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        from mldiag_provision import ondisk
+
+        workdir = self.path.parent.parent
+        ondisk.state_dir(workdir)
+        ondisk.state_entry(self.path, want_dir=False)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o644)
+        except OSError as exc:
+            raise ondisk.write_error(exc, self.path, workdir) from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -52,10 +68,17 @@ class WorkdirLock:
                 pass
             raise ConflictError(f"{self.path.parent.parent} is in use by another run "
                                 f"({holder})", hint=hint) from None
+        except OSError as exc:  # e.g. ENOLCK: a network file system without locks
+            os.close(fd)
+            raise ondisk.write_error(exc, self.path, workdir) from None
         info = json.dumps({"pid": os.getpid(), "command": command,
                            "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")})
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, info.encode() + b"\n", 0)
+        try:
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, info.encode() + b"\n", 0)
+        except OSError as exc:  # a full file system
+            os.close(fd)
+            raise ondisk.write_error(exc, self.path, workdir) from None
         self.fd = fd
 
     def release(self) -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mldiag_provision import ondisk
 from mldiag_provision.engines import EngineCapability, EngineUnit, PlanSummary, ProgressEvent
 from mldiag_provision.errors import ConflictError, EngineError, UsageError
 from mldiag_provision.stack import guard
@@ -97,6 +98,11 @@ class Stack:
             raise UsageError(f"{self.workdir} is a file, not a work directory",
                              hint="give the stack's directory with -o DIR")
         if self.workdir.is_dir():
+            # the state's shape before anything runs: .mldiag a file, its logs a file, the
+            # lock a directory each get a precise message (exit 3), never a crash mid-run
+            ondisk.state_dir(self.workdir, create=False)
+            ondisk.state_entry(self.workdir / LOG_DIR, want_dir=True)
+            ondisk.check_local_states(self.workdir)
             self._acquire()
         return self
 

@@ -87,12 +87,9 @@ def read_recipe(path: str) -> str:
     Raises:
       UsageError: the file cannot be read (with the usual hint).
     """
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
-        from mldiag_provision.pipeline import read_text
+    from mldiag_provision.pipeline import read_text
 
-        return read_text(path)[1]
+    return read_text(path)[1]
 
 
 @dataclass(frozen=True)
@@ -168,7 +165,9 @@ def render_into(workdir: Path, recipe_path: str, *, force: bool = False) -> Rend
                 *render_time_problems(workdir, recipe, res.parsed.sourcemap))
     written = write_tree(workdir, render_stack(plan, policy=policy_data(recipe)),
                          generator=GENERATOR, stack=plan.name, force=force)
-    (workdir / RENDER_STAMP).write_text(json.dumps({"digest": digest}) + "\n")
+    from mldiag_provision import ondisk
+
+    ondisk.write_state(workdir / RENDER_STAMP, (json.dumps({"digest": digest}) + "\n").encode())
     return RenderOutcome(workdir, recipe.metadata.name, tuple(plan.decisions), cached=False,
                          changed=len(written.written) + len(written.removed),
                          problems=problems, sourcemap=res.parsed.sourcemap)

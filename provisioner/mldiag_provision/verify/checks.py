@@ -21,6 +21,7 @@ from mldiag_provision.catalog.tpu import Catalog
 from mldiag_provision.plan.project import TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL
 
 if TYPE_CHECKING:
+    from mldiag_provision.kubeclient import Deadline
     from mldiag_provision.plan.types import SlicePlan, StackPlan
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
@@ -57,9 +58,29 @@ def _not_found(exc: Exception) -> bool:
     return getattr(exc, "status", None) == 404
 
 
-def _api_error(check: str, evidence: str, exc: Exception) -> CheckResult:
-    from mldiag_provision.kubeclient import is_timeout
+PENDING = "not checked: the overall deadline"
+"""How the message of a check the deadline cut off starts (:func:`pending`)."""
 
+
+def pending(check: str, seconds: float, *, in_flight: bool) -> CheckResult:
+    """The FAIL of a check still pending when the overall deadline (``--timeout``) passed:
+    ``in_flight`` when it was waiting for the API server's answer, else not started."""
+    what = ("while it waited for the API server's answer" if in_flight
+            else "before it started (earlier checks waited on the API server)")
+    return CheckResult(check, FAIL, f"{PENDING} of {seconds:g} s (--timeout) passed {what}",
+                       "-", "the API server answers too slowly or not at all: check its "
+                       "health and the network path (a proxy in between?), or give more "
+                       "time with --timeout SECONDS")
+
+
+def _api_error(check: str, evidence: str, exc: Exception) -> CheckResult:
+    from mldiag_provision.kubeclient import DeadlineExceeded, is_timeout
+
+    if isinstance(exc, DeadlineExceeded):
+        return CheckResult(check, FAIL, f"{PENDING} passed before reading {evidence} "
+                           f"({exc})", evidence, "the API server answers too slowly or not "
+                           "at all: check its health and the network path, or give more "
+                           "time with --timeout SECONDS")
     if is_timeout(exc):
         return CheckResult(check, FAIL, f"the API server did not answer in time (reading "
                            f"{evidence}; MLDIAG_REQUEST_TIMEOUT_S)", evidence,
@@ -447,10 +468,37 @@ def guarded(check: str, step: Callable[[], CheckResult | list[CheckResult]],
     return result if isinstance(result, list) else [result]
 
 
-def run_checks(cluster: Cluster, plan: StackPlan, catalog: Catalog) -> list[CheckResult]:
+def within(deadline: Deadline | None, check: str,
+           step: Callable[[], CheckResult | list[CheckResult]]) -> list[CheckResult] | None:
+    """:func:`guarded` ``step``, or None when ``deadline`` passed while it ran: the step
+    runs in a daemon thread that is waited on only until the deadline (a server that
+    trickles its answer defeats every per-request timeout; this does not), and is left
+    behind. Without a deadline, the step simply runs."""
+    if deadline is None:
+        return guarded(check, step)
+    import threading
+
+    box: list[list[CheckResult]] = []
+    worker = threading.Thread(target=lambda: box.append(guarded(check, step)), daemon=True,
+                              name=f"verify {check}")
+    worker.start()
+    worker.join(deadline.remaining())
+    return box[0] if box else None
+
+
+def run_checks(cluster: Cluster, plan: StackPlan, catalog: Catalog,
+               deadline: Deadline | None = None) -> list[CheckResult]:
     """All read-only checks, in a stable order; only the reachability check when the API
-    server cannot be reached (every other check would fail the same way)."""
-    reach = check_reachable(cluster)
+    server cannot be reached (every other check would fail the same way).
+
+    ``deadline``: when it passes, the check in flight and every check not yet run each get
+    a FAIL that says so (:func:`pending`), and nothing more is asked of the server; the
+    checks end at the deadline, however the server stalls."""
+    reach_got = within(deadline, "api-server", lambda: check_reachable(cluster))
+    if reach_got is None:
+        assert deadline is not None
+        return [pending("api-server", deadline.seconds, in_flight=True)]
+    [reach] = reach_got
     if reach.status == FAIL:
         return [reach]
     steps: list[tuple[str, Callable[[], CheckResult | list[CheckResult]]]] = [
@@ -465,8 +513,16 @@ def run_checks(cluster: Cluster, plan: StackPlan, catalog: Catalog) -> list[Chec
     if plan.queued is not None:
         steps.append(("kueue", lambda: check_kueue(cluster, plan)))
     out: list[CheckResult] = [reach]
-    for name, step in steps:
-        out.extend(guarded(name, step))
+    for i, (name, step) in enumerate(steps):
+        started = deadline is None or not deadline.expired
+        got = within(deadline, name, step) if started else None
+        if got is None:
+            assert deadline is not None
+            out.append(pending(name, deadline.seconds, in_flight=started))
+            out.extend(pending(later, deadline.seconds, in_flight=False)
+                       for later, _ in steps[i + 1:])
+            break
+        out.extend(got)
     return out
 
 

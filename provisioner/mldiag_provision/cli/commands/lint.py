@@ -51,6 +51,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "queues")
     p.add_argument("--context", metavar="NAME",
                    help="with --cluster: the kubeconfig context (default: its current one)")
+    from mldiag_provision.cli.commands._stack import _seconds
+
+    p.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
+                   help="with --cluster: overall deadline for reading the cluster, on top of "
+                        "each request's own timeout (default 120)")
     p.add_argument("--crd-version", action="append", default=[], metavar="PROJECT=VERSION",
                    help="the release of a CRD installed in the cluster (jobset, lws, kuberay), "
                         "e.g. jobset=v0.5.2: fields that release does not know are errors "
@@ -174,7 +179,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
     if args.cluster is not None:
         from mldiag_provision.cluster.from_live import from_kubeconfig
 
-        cluster = from_kubeconfig(args.cluster or None, args.context)
+        cluster = from_kubeconfig(args.cluster or None, args.context, args.timeout)
     options = LintOptions(
         kubernetes_version=resolve_version(version) if version else default_version(catalog),
         autopilot=autopilot, diagnostics=not args.no_diagnostics,

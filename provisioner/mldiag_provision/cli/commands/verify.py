@@ -5,6 +5,11 @@ Slurm stacks are checked on their login node over ssh (:mod:`mldiag_provision.ve
 Read-only checks (namespace label, KSA annotation, agents, CRD, webhook CA bundle,
 accelerator nodes); ``--smoke`` also runs the JAX + XProf smoke program on every slice.
 Exit code 1 when any check FAILs, so a pipeline can gate on it.
+
+``--timeout SECONDS`` is an overall deadline on top of each request's own timeout
+(``MLDIAG_REQUEST_TIMEOUT_S``): a server that stalls every call, or trickles its answers,
+ends the command at the deadline, with each check still pending named as a FAIL (issue 28).
+Default: :data:`DEFAULT_TIMEOUT_S`, plus ``--smoke-timeout`` with ``--smoke``.
 """
 
 from __future__ import annotations
@@ -17,6 +22,10 @@ from mldiag_provision.console import Console
 from mldiag_provision.errors import ExitCode, InputError, UsageError
 
 NAME = "verify"
+DEFAULT_TIMEOUT_S = 300.0
+"""The read-only checks' overall deadline when ``--timeout`` is not given (seconds): ten
+times the default per-request timeout (``kubeclient.REQUEST_TIMEOUT_S``, 30 s), about one
+per check; a healthy cluster answers them all in a few seconds."""
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -32,6 +41,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                         "slice, multislice included; created and deleted)")
     p.add_argument("--smoke-image", default="python:3.12", metavar="IMAGE")
     p.add_argument("--smoke-timeout", type=float, default=900, metavar="SECONDS")
+    from mldiag_provision.cli.commands._stack import _seconds
+
+    p.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
+                   help="overall deadline for everything verify asks the API server, on top "
+                        f"of each request's own timeout (default {DEFAULT_TIMEOUT_S:g}; with "
+                        "--smoke, plus --smoke-timeout); checks still pending then FAIL, "
+                        "named")
     p.add_argument("--output", "-O", choices=("text", "json"), default="text")
     p.add_argument("--ssh-target", metavar="USER@HOST",
                    help="Slurm stacks: ssh to this login node (default: gcloud compute ssh "
@@ -68,15 +84,30 @@ def run(args: argparse.Namespace, out: Console) -> int:
         raise UsageError(f"{plan.blueprint} stacks have no Kubernetes cluster to verify")
 
     from mldiag_provision.stack import kube
-    from mldiag_provision.verify.checks import FAIL, Cluster, run_checks, run_smoke
+    from mldiag_provision.verify.checks import (
+        FAIL,
+        PENDING,
+        Cluster,
+        pending,
+        run_checks,
+        run_smoke,
+    )
+
+    budget = args.timeout or DEFAULT_TIMEOUT_S + (args.smoke_timeout if args.smoke else 0.0)
 
     if args.out and not (args.kubeconfig or args.context):
         api = _client_from_workdir(args.out)
     else:
         api = kube.kubeconfig_client(args.kubeconfig, args.context)
     cluster = Cluster(api)
-    results = run_checks(cluster, plan, catalog)
-    if args.smoke:
+    # from the first request on (reading the kubeconfig and loading the client are not
+    # talking to the server)
+    deadline = kube.Deadline(budget)
+    kube.set_deadline(api, deadline)
+    results = run_checks(cluster, plan, catalog, deadline)
+    if args.smoke and deadline.expired:
+        results.append(pending("smoke", deadline.seconds, in_flight=False))
+    elif args.smoke:
         import os
         import sys
 
@@ -87,13 +118,19 @@ def run(args: argparse.Namespace, out: Console) -> int:
 
         # how often the pods are polled (seconds); tests against stand-ins poll faster
         poll_s = float(os.environ.get("MLDIAG_SMOKE_POLL_S", "5"))
+        # bounded by the deadline too: its wait, and each request (its clean-up of the
+        # objects it created is still sent, each under the per-request timeout)
         results.extend(guarded("smoke", lambda: run_smoke(
-            cluster, plan, image=args.smoke_image, timeout_s=args.smoke_timeout,
+            cluster, plan, image=args.smoke_image,
+            timeout_s=min(args.smoke_timeout, deadline.remaining()),
             poll_s=poll_s, progress=progress)))
     failed = any(r.status == FAIL for r in results)
+    cut = [r.check for r in results if r.message.startswith(PENDING)]
     if args.output == "json":
         out.print(json.dumps({"ok": not failed, "stack": plan.name,
                               "strategy": plan.agents.strategy,
+                              "deadline": {"seconds": deadline.seconds, "passed": bool(cut),
+                                           "pending": cut},
                               "checks": [r.to_dict() for r in results]}, indent=2))
     else:
         colour = {"PASS": "green", "FAIL": "red", "SKIP": "yellow"}
@@ -104,6 +141,9 @@ def run(args: argparse.Namespace, out: Console) -> int:
                 out.print(f"     hint: {r.hint}")
         out.print(f"strategy {plan.agents.strategy}; "
                   f"{sum(r.status == FAIL for r in results)} failed of {len(results)} checks")
+        if cut:
+            out.print(f"deadline: --timeout {deadline.seconds:g} s passed; still pending: "
+                      f"{', '.join(cut)}")
     return int(ExitCode.INVALID if failed else ExitCode.OK)
 
 
