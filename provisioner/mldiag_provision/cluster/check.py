@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from mldiag_provision.catalog.store import Fact, store
 from mldiag_provision.cluster.model import (
@@ -44,6 +44,7 @@ from mldiag_provision.cluster.model import (
     ClusterModel,
     ClusterQueue,
     NodeGroup,
+    ResourceFlavor,
     Taint,
 )
 from mldiag_provision.lint.loading import Resource, get
@@ -299,70 +300,110 @@ def _taint_words(taint: Taint) -> str:
         f"{taint.key}:{taint.effect}")
 
 
-def _flavors(model: ClusterModel, t: PodTemplate, cq: ClusterQueue,
-             requests: Mapping[str, Request], podset: str) -> Iterator[Verdict]:
-    """Kueue gives each resource group the pod set uses one of the group's flavors: the first
-    whose ``nodeTaints`` the pod tolerates and whose ``nodeLabels`` its required placement
-    allows, seen only through the label keys the group's flavors declare
-    (:func:`~.affinity.restricted`). With no such flavor the workload is never admitted (fact
-    ``gke.queuedProvisioning.flavorFit``). A group naming a flavor the model does not hold is
-    not judged."""
+class _GroupFit(NamedTuple):
+    """One resource group of a ClusterQueue that a pod set requests from, as Kueue's flavor
+    assigner sees it: the resources the pod set requests there (``used``), the group's
+    flavors in order, the label keys they declare, and the flavors that fit; ``misfits``:
+    each other flavor with the first NoSchedule/NoExecute taint the pod does not tolerate
+    (None: it tolerates them, but its node labels are not what its placement allows)."""
+
+    used: frozenset[str]
+    flavors: list[ResourceFlavor]
+    keys: frozenset[str]
+    fits: list[ResourceFlavor]
+    misfits: list[tuple[ResourceFlavor, Taint | None]]
+
+
+def _pod_tolerations(t: PodTemplate) -> list[Mapping[str, object]]:
+    """The pod's tolerations (entries of the wrong type are the schema's findings)."""
+    raw = t.spec.get("tolerations")
+    return [x for x in raw if isinstance(x, dict)] if isinstance(raw, list) else []
+
+
+def _untolerated(taints: Iterable[Taint], tolerations: list[Mapping[str, object]],
+                 ) -> Taint | None:
+    """The first NoSchedule/NoExecute taint of ``taints`` no toleration matches."""
+    return next((x for x in taints if x.effect in _BLOCKING and not any(
+        _tolerates(tol, x) for tol in tolerations)), None)
+
+
+def _group_fits(model: ClusterModel, t: PodTemplate, cq: ClusterQueue,
+                requests: Mapping[str, Request]) -> list[_GroupFit]:
+    """The flavors of each resource group of ``cq`` the pod set uses that fit it: Kueue
+    gives the pod set the first flavor whose ``nodeTaints`` the pod tolerates and whose
+    ``nodeLabels`` its required placement allows, seen only through the label keys the
+    group's flavors declare (:func:`~.affinity.restricted`). A group naming a flavor the
+    model does not hold is left out (not judged)."""
     from mldiag_provision.cluster.affinity import matches, placement, restricted
 
     wanted = {n for n, r in requests.items() if r.amount > 0}
+    out: list[_GroupFit] = []
     place = None
+    tolerations: list[Mapping[str, object]] = []
     for covered, names in cq.groups:
-        if not names or not covered & wanted:
+        used = covered & wanted
+        if not names or not used:
             continue
         flavors = [model.resource_flavor(n) for n in names]
         known = [f for f in flavors if f is not None]
         if len(known) != len(flavors):
             continue
         if place is None:
-            place = placement(t.spec)
-            raw = t.spec.get("tolerations")
-            tolerations = [x for x in raw if isinstance(x, dict)] if isinstance(
-                raw, list) else []
-        keys = {k for f in known for k in f.node_labels}
+            place, tolerations = placement(t.spec), _pod_tolerations(t)
+        keys = frozenset(k for f in known for k in f.node_labels)
         view = restricted(place, keys)
-        fact = _kueue_fact("flavorFit")
-        reasons: list[str] = []
+        fits: list[ResourceFlavor] = []
+        misfits: list[tuple[ResourceFlavor, Taint | None]] = []
         for f in known:
-            bad = next((x for x in f.node_taints if x.effect in _BLOCKING and not any(
-                _tolerates(tol, x) for tol in tolerations)), None)
-            if bad is not None:
-                reasons.append(str(fact["taintWords"]).format(taint=_taint_words(bad),
-                                                              flavor=f.name))
-            elif not matches(f.node_labels, view):
-                reasons.append(str(fact["flavorWords"]).format(flavor=f.name))
+            bad = _untolerated(f.node_taints, tolerations)
+            if bad is None and matches(f.node_labels, view):
+                fits.append(f)
             else:
-                break
+                misfits.append((f, bad))
+        out.append(_GroupFit(used, known, keys, fits, misfits))
+    return out
+
+
+def _flavors(model: ClusterModel, t: PodTemplate, cq: ClusterQueue,
+             requests: Mapping[str, Request], podset: str) -> Iterator[Verdict]:
+    """A resource group the pod set uses where no flavor fits it (:func:`_group_fits`):
+    the workload is never admitted (fact ``gke.queuedProvisioning.flavorFit``)."""
+    from mldiag_provision.cluster.affinity import placement
+
+    for g in _group_fits(model, t, cq, requests):
+        if g.fits:
+            continue
+        fact = _kueue_fact("flavorFit")
+        reasons = sorted(
+            str(fact["taintWords"]).format(taint=_taint_words(bad), flavor=f.name)
+            if bad is not None else str(fact["flavorWords"]).format(flavor=f.name)
+            for f, bad in g.misfits)
+        said = str(fact["words"]).format(podset=podset, reasons=", ".join(reasons))
+        place = placement(t.spec)
+        if any(k in g.keys for k in place.selector):
+            path: Path = (*t.spec_path, "nodeSelector")
+        elif place.terms is not None:
+            path = (*t.spec_path, "affinity", "nodeAffinity")
+        elif any("untolerated" in r for r in reasons):
+            path = (*t.spec_path, "tolerations")
         else:
-            said = str(fact["words"]).format(podset=podset, reasons=", ".join(sorted(reasons)))
-            if any(k in keys for k in place.selector):
-                path: Path = (*t.spec_path, "nodeSelector")
-            elif place.terms is not None:
-                path = (*t.spec_path, "affinity", "nodeAffinity")
-            elif any("untolerated" in r for r in reasons):
-                path = (*t.spec_path, "tolerations")
-            else:
-                path = t.spec_path
-            offered = "; ".join(
-                f"{f.name}: " + (", ".join(f"{k}={v}" for k, v in sorted(f.node_labels.items()))
-                                 or "no labels")
-                + "".join(f", taint {_taint_words(x)}" for x in f.node_taints)
-                for f in known)
-            yield Verdict(
-                t, "admitted", "kueue-flavor", path,
-                f"{t.describe()} fits no flavor of ClusterQueue {cq.name} that covers "
-                + ", ".join(sorted(covered & wanted))
-                + f": Kueue never admits it (\"{said}\")",
-                value={k: v for k, v in place.selector.items() if k in keys} or None,
-                expected=f"node labels and tolerations of one flavor ({offered})",
-                hint="make the pod's nodeSelector/affinity agree with a flavor's nodeLabels "
-                     "(and tolerate its nodeTaints), or add a matching flavor to the "
-                     "ClusterQueue",
-                facts=(fact,))
+            path = t.spec_path
+        offered = "; ".join(
+            f"{f.name}: " + (", ".join(f"{k}={v}" for k, v in sorted(f.node_labels.items()))
+                             or "no labels")
+            + "".join(f", taint {_taint_words(x)}" for x in f.node_taints)
+            for f in g.flavors)
+        yield Verdict(
+            t, "admitted", "kueue-flavor", path,
+            f"{t.describe()} fits no flavor of ClusterQueue {cq.name} that covers "
+            + ", ".join(sorted(g.used))
+            + f": Kueue never admits it (\"{said}\")",
+            value={k: v for k, v in place.selector.items() if k in g.keys} or None,
+            expected=f"node labels and tolerations of one flavor ({offered})",
+            hint="make the pod's nodeSelector/affinity agree with a flavor's nodeLabels "
+                 "(and tolerate its nodeTaints), or add a matching flavor to the "
+                 "ClusterQueue",
+            facts=(fact,))
 
 
 def _flavor_labels(model: ClusterModel, t: PodTemplate, requests: Mapping[str, Request],
@@ -381,24 +422,10 @@ def _flavor_labels(model: ClusterModel, t: PodTemplate, requests: Mapping[str, R
     cq = model.cluster_queue(lq.cluster_queue) if lq is not None else None
     if cq is None or not cq.groups:
         return {}
-    from mldiag_provision.cluster.affinity import matches, placement, restricted
-
-    place = placement(t.spec)
-    raw = t.spec.get("tolerations")
-    tolerations = [x for x in raw if isinstance(x, dict)] if isinstance(raw, list) else []
-    wanted = {n for n, r in requests.items() if r.amount > 0}
     out: dict[str, str] = {}
-    for covered, names in cq.groups:
-        flavors = [model.resource_flavor(n) for n in names]
-        known = [f for f in flavors if f is not None]
-        if not covered & wanted or len(known) != len(flavors):
-            continue
-        view = restricted(place, {k for f in known for k in f.node_labels})
-        fits = [f for f in known if matches(f.node_labels, view) and all(
-            any(_tolerates(tol, x) for tol in tolerations)
-            for x in f.node_taints if x.effect in _BLOCKING)]
-        if len(fits) == 1:
-            out.update(fits[0].node_labels)
+    for g in _group_fits(model, t, cq, requests):
+        if len(g.fits) == 1:
+            out.update(g.fits[0].node_labels)
     return out
 
 
@@ -453,14 +480,13 @@ def tolerated(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
     groups = _candidates(model, t, requests)
     if not groups:
         return
-    raw = t.spec.get("tolerations")
-    tolerations = [x for x in raw if isinstance(x, dict)] if isinstance(raw, list) else []
-    implicit = [{"key": n, "operator": "Exists", "effect": "NoSchedule"}
-                for n, r in requests.items() if "/" in n and r.amount > 0]
+    tolerations = _pod_tolerations(t)
+    implicit: list[Mapping[str, object]] = [
+        {"key": n, "operator": "Exists", "effect": "NoSchedule"}
+        for n, r in requests.items() if "/" in n and r.amount > 0]
     blocked: list[tuple[NodeGroup, Taint]] = []
     for g in groups:
-        bad = next((x for x in g.taints if x.effect in _BLOCKING and not any(
-            _tolerates(tol, x) for tol in (*tolerations, *implicit))), None)
+        bad = _untolerated(g.taints, [*tolerations, *implicit])
         if bad is None:
             return  # the pod may land here
         blocked.append((g, bad))
@@ -501,6 +527,8 @@ def scheduled(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
     if not any(g.allocatable for g in model.node_groups):
         return
     requests = pod_requests(t, _scheduling)
+    if CPU not in requests and MEMORY not in requests:
+        return  # nothing to compare with allocatable
     groups = [g for g in _candidates(model, t, requests) if g.allocatable]
     if not groups:
         return
