@@ -30,7 +30,7 @@ stops at the first.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
@@ -80,10 +80,10 @@ class Verdict:
     live Node's reported allocatable, not GKE's reservation tiers)."""
 
 
-@dataclass(frozen=True)
-class Request:
+class Request(NamedTuple):
     """A pod's request of one resource: the effective amount (Kubernetes: the larger of the
-    containers' sum and any one init container), and where the first request is written."""
+    containers' sum and any one init container), and where the first request is written.
+    (A named tuple: lint works out one per resource of every pod template.)"""
 
     amount: Decimal
     path: Path
@@ -105,22 +105,18 @@ def _scheduling(name: str) -> bool:
     return name in (CPU, MEMORY) or "/" in name
 
 
-def pod_requests(t: PodTemplate, wanted: Callable[[str], bool] | None = None,
-                 ) -> dict[str, Request]:
+def pod_requests(t: PodTemplate) -> Mapping[str, Request]:
     """The pod's effective request per resource name (requests, else limits, which default
-    them: https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/);
-    ``wanted``: only the names it accepts (all when None).
+    them: https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/).
 
     Effective request = max(sum over containers, max over init containers), as the scheduler
     and Kueue count it (https://kubernetes.io/docs/concepts/workloads/pods/init-containers/
     #resource-sharing-within-containers). Values that are not quantities are left to the
-    schema's findings."""
+    schema's findings. Worked out once per template: the mapping is shared, never change it."""
     found = _REQUESTS.get(t)
     if found is None:
         found = _REQUESTS[t] = _effective(t)
-    if wanted is None:
-        return dict(found)
-    return {name: r for name, r in found.items() if wanted(name)}
+    return found
 
 
 _REQUESTS: weakref.WeakKeyDictionary[PodTemplate, dict[str, Request]] = (
@@ -129,47 +125,45 @@ _REQUESTS: weakref.WeakKeyDictionary[PodTemplate, dict[str, Request]] = (
 template several times, and lint never changes the objects it reads."""
 
 
+def _container_requests(c: object) -> dict[str, tuple[Decimal, str, str]]:
+    """One container's request per resource name: (amount, ``requests`` or ``limits``,
+    the value as written). A request wins; a limit stands in for a resource with no
+    readable request."""
+    res = c.get("resources") if isinstance(c, dict) else None
+    if not isinstance(res, dict):
+        return {}
+    out: dict[str, tuple[Decimal, str, str]] = {}
+    for kind in ("requests", "limits"):
+        table = res.get(kind)
+        if not isinstance(table, dict):
+            continue
+        for name, raw in table.items():
+            if name in out or not isinstance(name, str) or isinstance(raw, bool) \
+                    or not isinstance(raw, (str, int, float)):
+                continue
+            q = _quantity(raw)
+            if q is not None:
+                out[name] = (q, kind, str(raw))
+    return out
+
+
 def _effective(t: PodTemplate) -> dict[str, Request]:
     """Every resource's effective request of the pod (:func:`pod_requests` without a
-    filter)."""
-    sums: dict[str, tuple[Decimal, tuple[str, int, str], str, tuple[str, ...]]] = {}
-    inits: dict[str, tuple[Decimal, tuple[str, int, str], str, tuple[str, ...]]] = {}
-    spec = t.spec
+    filter): the containers' sum, unless an init container asks for more (the first of the
+    largest)."""
+    out: dict[str, Request] = {}
     for key in ("containers", "initContainers"):
-        items = spec.get(key)
+        items = t.spec.get(key)
         if not isinstance(items, list):
             continue
         for i, c in enumerate(items):
-            res = c.get("resources") if isinstance(c, dict) else None
-            if not isinstance(res, dict):
-                continue
-            seen: set[str] = set()
-            for kind in ("requests", "limits"):  # requests win; limits default them
-                table = res.get(kind)
-                if not isinstance(table, dict):
-                    continue
-                for name, raw in table.items():
-                    if name in seen or not isinstance(name, str):
-                        continue
-                    if isinstance(raw, bool) or not isinstance(raw, str | int | float):
-                        continue
-                    q = _quantity(raw)
-                    if q is None:
-                        continue
-                    seen.add(name)
-                    if key == "containers":
-                        had = sums.get(name)
-                        sums[name] = ((had[0] + q, had[1], had[2], (*had[3], str(raw)))
-                                      if had is not None
-                                      else (q, (key, i, kind), str(raw), (str(raw),)))
-                    elif name not in inits or q > inits[name][0]:
-                        inits[name] = (q, (key, i, kind), str(raw), (str(raw),))
-    out: dict[str, Request] = {}
-    for name in {*sums, *inits}:
-        total, init = sums.get(name), inits.get(name)
-        amount, (key, i, kind), raw, parts = (init if init is not None and (
-            total is None or init[0] > total[0]) else total)  # type: ignore[misc]
-        out[name] = Request(amount, (*t.spec_path, key, i, "resources", kind, name), raw, parts)
+            for name, (q, kind, raw) in _container_requests(c).items():
+                had = out.get(name)
+                if key == "containers" and had is not None:
+                    out[name] = had._replace(amount=had.amount + q, parts=(*had.parts, raw))
+                elif had is None or (key == "initContainers" and q > had.amount):
+                    out[name] = Request(q, (*t.spec_path, key, i, "resources", kind, name),
+                                        raw, (raw,))
     return out
 
 
@@ -422,8 +416,10 @@ def _flavor_labels(model: ClusterModel, t: PodTemplate, requests: Mapping[str, R
     cq = model.cluster_queue(lq.cluster_queue) if lq is not None else None
     if cq is None or not cq.groups:
         return {}
+    # the groups of the resources the scheduler reads (cpu, memory, extended resources)
+    scheduling = {n: r for n, r in requests.items() if _scheduling(n)}
     out: dict[str, str] = {}
-    for g in _group_fits(model, t, cq, requests):
+    for g in _group_fits(model, t, cq, scheduling):
         if len(g.fits) == 1:
             out.update(g.fits[0].node_labels)
     return out
@@ -476,7 +472,7 @@ def tolerated(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
     extendedResourceToleration``), as GKE's accelerator nodes need."""
     if not any(g.taints for g in model.node_groups):
         return
-    requests = pod_requests(t, _scheduling)
+    requests = pod_requests(t)
     groups = _candidates(model, t, requests)
     if not groups:
         return
@@ -524,11 +520,11 @@ def scheduled(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
     the verdict stands on that fact alone and is an error; on a plan or manifest model it is
     GKE's reservation tiers applied to the machine's size (``gke.nodeAllocatable``, M), a
     warning until those are verified."""
-    if not any(g.allocatable for g in model.node_groups):
-        return
-    requests = pod_requests(t, _scheduling)
-    if CPU not in requests and MEMORY not in requests:
-        return  # nothing to compare with allocatable
+    least = model.least_allocatable
+    requests = pod_requests(t)
+    if all(requests[r].amount <= least[r] for r in (CPU, MEMORY)
+           if r in requests and r in least):
+        return  # it fits a node of every group (or no group says what it allocates)
     groups = [g for g in _candidates(model, t, requests) if g.allocatable]
     if not groups:
         return
