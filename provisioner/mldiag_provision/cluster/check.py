@@ -426,13 +426,27 @@ def _flavor_labels(model: ClusterModel, t: PodTemplate, requests: Mapping[str, R
 
 
 def _candidates(model: ClusterModel, t: PodTemplate, requests: Mapping[str, Request],
-                ) -> list[NodeGroup]:
+                ) -> tuple[NodeGroup, ...]:
     """Node groups the pod may land on and is bound to: its node selector agrees with every
     label the group has a value for, the group offers every extended resource it requests,
-    and it asks for one of them or selects one of the group's labels."""
+    and it asks for one of them or selects one of the group's labels (remembered per
+    selector and extended resources: :attr:`ClusterModel.bound_groups`)."""
     sel = t.spec.get("nodeSelector")
     sel = {**(sel if isinstance(sel, dict) else {}), **_flavor_labels(model, t, requests)}
-    extended = [n for n, r in requests.items() if "/" in n and r.amount > 0]
+    extended = frozenset(n for n, r in requests.items() if "/" in n and r.amount > 0)
+    key = (tuple(sel.items()), extended)
+    try:
+        found = model.bound_groups.get(key)
+    except TypeError:  # a selector value of the wrong type (the schema's finding)
+        return _bound(model, sel, extended)
+    if found is None:
+        found = model.bound_groups[key] = _bound(model, sel, extended)
+    return found
+
+
+def _bound(model: ClusterModel, sel: Mapping[str, object], extended: frozenset[str],
+           ) -> tuple[NodeGroup, ...]:
+    """:func:`_candidates` worked out."""
     out = []
     for g in model.node_groups:
         if any(k in g.labels and g.labels[k] != v for k, v in sel.items()):
@@ -444,7 +458,7 @@ def _candidates(model: ClusterModel, t: PodTemplate, requests: Mapping[str, Requ
         # as a Standard cluster's system pool)
         if extended or any(k in g.labels for k in sel):
             out.append(g)
-    return out
+    return tuple(out)
 
 
 _BLOCKING = ("NoSchedule", "NoExecute")

@@ -144,6 +144,11 @@ class ClusterModel:
     not hold is not judged)."""
     _queues: dict[tuple[str | None, str], LocalQueue] = field(
         default_factory=dict, init=False, repr=False, compare=False)
+    bound_groups: dict[object, tuple[NodeGroup, ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
+    """The checks' memo of the node groups a pod is bound to, by what decides them (its
+    node selector and extended resources; :func:`~.check.pod_requests`' callers): lint's
+    pods repeat a few selectors across every template."""
     accelerator_classes: tuple[AcceleratorClass, ...] = ()
     """Autopilot: the request ranges of the recipe's accelerator classes (empty elsewhere)."""
     controllers: tuple[Controller, ...] | None = None
