@@ -148,8 +148,10 @@ def classes_of_pods(templates: Iterable[PodTemplate]) -> tuple[AcceleratorClass,
     for t in templates:
         sel = t.spec.get("nodeSelector")
         acc = sel.get(key) if isinstance(sel, dict) else None
-        req = pod_requests(t, lambda n: n == gpu).get(gpu)
-        if not isinstance(acc, str) or req is None or req.amount != req.amount.to_integral():
+        if not isinstance(acc, str):
+            continue
+        req = pod_requests(t).get(gpu)
+        if req is None or req.amount != req.amount.to_integral():
             continue
         count = int(req.amount)
         for row in _gpu_rows(acc, count):

@@ -30,11 +30,11 @@ stops at the first.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from functools import lru_cache
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from mldiag_provision.catalog.store import Fact, store
 from mldiag_provision.cluster.model import (
@@ -44,6 +44,7 @@ from mldiag_provision.cluster.model import (
     ClusterModel,
     ClusterQueue,
     NodeGroup,
+    ResourceFlavor,
     Taint,
 )
 from mldiag_provision.lint.loading import Resource, get
@@ -79,10 +80,10 @@ class Verdict:
     live Node's reported allocatable, not GKE's reservation tiers)."""
 
 
-@dataclass(frozen=True)
-class Request:
+class Request(NamedTuple):
     """A pod's request of one resource: the effective amount (Kubernetes: the larger of the
-    containers' sum and any one init container), and where the first request is written."""
+    containers' sum and any one init container), and where the first request is written.
+    (A named tuple: lint works out one per resource of every pod template.)"""
 
     amount: Decimal
     path: Path
@@ -104,22 +105,18 @@ def _scheduling(name: str) -> bool:
     return name in (CPU, MEMORY) or "/" in name
 
 
-def pod_requests(t: PodTemplate, wanted: Callable[[str], bool] | None = None,
-                 ) -> dict[str, Request]:
+def pod_requests(t: PodTemplate) -> Mapping[str, Request]:
     """The pod's effective request per resource name (requests, else limits, which default
-    them: https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/);
-    ``wanted``: only the names it accepts (all when None).
+    them: https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/).
 
     Effective request = max(sum over containers, max over init containers), as the scheduler
     and Kueue count it (https://kubernetes.io/docs/concepts/workloads/pods/init-containers/
     #resource-sharing-within-containers). Values that are not quantities are left to the
-    schema's findings."""
+    schema's findings. Worked out once per template: the mapping is shared, never change it."""
     found = _REQUESTS.get(t)
     if found is None:
         found = _REQUESTS[t] = _effective(t)
-    if wanted is None:
-        return dict(found)
-    return {name: r for name, r in found.items() if wanted(name)}
+    return found
 
 
 _REQUESTS: weakref.WeakKeyDictionary[PodTemplate, dict[str, Request]] = (
@@ -128,47 +125,45 @@ _REQUESTS: weakref.WeakKeyDictionary[PodTemplate, dict[str, Request]] = (
 template several times, and lint never changes the objects it reads."""
 
 
+def _container_requests(c: object) -> dict[str, tuple[Decimal, str, str]]:
+    """One container's request per resource name: (amount, ``requests`` or ``limits``,
+    the value as written). A request wins; a limit stands in for a resource with no
+    readable request."""
+    res = c.get("resources") if isinstance(c, dict) else None
+    if not isinstance(res, dict):
+        return {}
+    out: dict[str, tuple[Decimal, str, str]] = {}
+    for kind in ("requests", "limits"):
+        table = res.get(kind)
+        if not isinstance(table, dict):
+            continue
+        for name, raw in table.items():
+            if name in out or not isinstance(name, str) or isinstance(raw, bool) \
+                    or not isinstance(raw, (str, int, float)):
+                continue
+            q = _quantity(raw)
+            if q is not None:
+                out[name] = (q, kind, str(raw))
+    return out
+
+
 def _effective(t: PodTemplate) -> dict[str, Request]:
     """Every resource's effective request of the pod (:func:`pod_requests` without a
-    filter)."""
-    sums: dict[str, tuple[Decimal, tuple[str, int, str], str, tuple[str, ...]]] = {}
-    inits: dict[str, tuple[Decimal, tuple[str, int, str], str, tuple[str, ...]]] = {}
-    spec = t.spec
+    filter): the containers' sum, unless an init container asks for more (the first of the
+    largest)."""
+    out: dict[str, Request] = {}
     for key in ("containers", "initContainers"):
-        items = spec.get(key)
+        items = t.spec.get(key)
         if not isinstance(items, list):
             continue
         for i, c in enumerate(items):
-            res = c.get("resources") if isinstance(c, dict) else None
-            if not isinstance(res, dict):
-                continue
-            seen: set[str] = set()
-            for kind in ("requests", "limits"):  # requests win; limits default them
-                table = res.get(kind)
-                if not isinstance(table, dict):
-                    continue
-                for name, raw in table.items():
-                    if name in seen or not isinstance(name, str):
-                        continue
-                    if isinstance(raw, bool) or not isinstance(raw, str | int | float):
-                        continue
-                    q = _quantity(raw)
-                    if q is None:
-                        continue
-                    seen.add(name)
-                    if key == "containers":
-                        had = sums.get(name)
-                        sums[name] = ((had[0] + q, had[1], had[2], (*had[3], str(raw)))
-                                      if had is not None
-                                      else (q, (key, i, kind), str(raw), (str(raw),)))
-                    elif name not in inits or q > inits[name][0]:
-                        inits[name] = (q, (key, i, kind), str(raw), (str(raw),))
-    out: dict[str, Request] = {}
-    for name in {*sums, *inits}:
-        total, init = sums.get(name), inits.get(name)
-        amount, (key, i, kind), raw, parts = (init if init is not None and (
-            total is None or init[0] > total[0]) else total)  # type: ignore[misc]
-        out[name] = Request(amount, (*t.spec_path, key, i, "resources", kind, name), raw, parts)
+            for name, (q, kind, raw) in _container_requests(c).items():
+                had = out.get(name)
+                if key == "containers" and had is not None:
+                    out[name] = had._replace(amount=had.amount + q, parts=(*had.parts, raw))
+                elif had is None or (key == "initContainers" and q > had.amount):
+                    out[name] = Request(q, (*t.spec_path, key, i, "resources", kind, name),
+                                        raw, (raw,))
     return out
 
 
@@ -299,70 +294,110 @@ def _taint_words(taint: Taint) -> str:
         f"{taint.key}:{taint.effect}")
 
 
-def _flavors(model: ClusterModel, t: PodTemplate, cq: ClusterQueue,
-             requests: Mapping[str, Request], podset: str) -> Iterator[Verdict]:
-    """Kueue gives each resource group the pod set uses one of the group's flavors: the first
-    whose ``nodeTaints`` the pod tolerates and whose ``nodeLabels`` its required placement
-    allows, seen only through the label keys the group's flavors declare
-    (:func:`~.affinity.restricted`). With no such flavor the workload is never admitted (fact
-    ``gke.queuedProvisioning.flavorFit``). A group naming a flavor the model does not hold is
-    not judged."""
+class _GroupFit(NamedTuple):
+    """One resource group of a ClusterQueue that a pod set requests from, as Kueue's flavor
+    assigner sees it: the resources the pod set requests there (``used``), the group's
+    flavors in order, the label keys they declare, and the flavors that fit; ``misfits``:
+    each other flavor with the first NoSchedule/NoExecute taint the pod does not tolerate
+    (None: it tolerates them, but its node labels are not what its placement allows)."""
+
+    used: frozenset[str]
+    flavors: list[ResourceFlavor]
+    keys: frozenset[str]
+    fits: list[ResourceFlavor]
+    misfits: list[tuple[ResourceFlavor, Taint | None]]
+
+
+def _pod_tolerations(t: PodTemplate) -> list[Mapping[str, object]]:
+    """The pod's tolerations (entries of the wrong type are the schema's findings)."""
+    raw = t.spec.get("tolerations")
+    return [x for x in raw if isinstance(x, dict)] if isinstance(raw, list) else []
+
+
+def _untolerated(taints: Iterable[Taint], tolerations: list[Mapping[str, object]],
+                 ) -> Taint | None:
+    """The first NoSchedule/NoExecute taint of ``taints`` no toleration matches."""
+    return next((x for x in taints if x.effect in _BLOCKING and not any(
+        tolerates(tol, x) for tol in tolerations)), None)
+
+
+def _group_fits(model: ClusterModel, t: PodTemplate, cq: ClusterQueue,
+                requests: Mapping[str, Request]) -> list[_GroupFit]:
+    """The flavors of each resource group of ``cq`` the pod set uses that fit it: Kueue
+    gives the pod set the first flavor whose ``nodeTaints`` the pod tolerates and whose
+    ``nodeLabels`` its required placement allows, seen only through the label keys the
+    group's flavors declare (:func:`~.affinity.restricted`). A group naming a flavor the
+    model does not hold is left out (not judged)."""
     from mldiag_provision.cluster.affinity import matches, placement, restricted
 
     wanted = {n for n, r in requests.items() if r.amount > 0}
+    out: list[_GroupFit] = []
     place = None
+    tolerations: list[Mapping[str, object]] = []
     for covered, names in cq.groups:
-        if not names or not covered & wanted:
+        used = covered & wanted
+        if not names or not used:
             continue
         flavors = [model.resource_flavor(n) for n in names]
         known = [f for f in flavors if f is not None]
         if len(known) != len(flavors):
             continue
         if place is None:
-            place = placement(t.spec)
-            raw = t.spec.get("tolerations")
-            tolerations = [x for x in raw if isinstance(x, dict)] if isinstance(
-                raw, list) else []
-        keys = {k for f in known for k in f.node_labels}
+            place, tolerations = placement(t.spec), _pod_tolerations(t)
+        keys = frozenset(k for f in known for k in f.node_labels)
         view = restricted(place, keys)
-        fact = _kueue_fact("flavorFit")
-        reasons: list[str] = []
+        fits: list[ResourceFlavor] = []
+        misfits: list[tuple[ResourceFlavor, Taint | None]] = []
         for f in known:
-            bad = next((x for x in f.node_taints if x.effect in _BLOCKING and not any(
-                tolerates(tol, x) for tol in tolerations)), None)
-            if bad is not None:
-                reasons.append(str(fact["taintWords"]).format(taint=_taint_words(bad),
-                                                              flavor=f.name))
-            elif not matches(f.node_labels, view):
-                reasons.append(str(fact["flavorWords"]).format(flavor=f.name))
+            bad = _untolerated(f.node_taints, tolerations)
+            if bad is None and matches(f.node_labels, view):
+                fits.append(f)
             else:
-                break
+                misfits.append((f, bad))
+        out.append(_GroupFit(used, known, keys, fits, misfits))
+    return out
+
+
+def _flavors(model: ClusterModel, t: PodTemplate, cq: ClusterQueue,
+             requests: Mapping[str, Request], podset: str) -> Iterator[Verdict]:
+    """A resource group the pod set uses where no flavor fits it (:func:`_group_fits`):
+    the workload is never admitted (fact ``gke.queuedProvisioning.flavorFit``)."""
+    from mldiag_provision.cluster.affinity import placement
+
+    for g in _group_fits(model, t, cq, requests):
+        if g.fits:
+            continue
+        fact = _kueue_fact("flavorFit")
+        reasons = sorted(
+            str(fact["taintWords"]).format(taint=_taint_words(bad), flavor=f.name)
+            if bad is not None else str(fact["flavorWords"]).format(flavor=f.name)
+            for f, bad in g.misfits)
+        said = str(fact["words"]).format(podset=podset, reasons=", ".join(reasons))
+        place = placement(t.spec)
+        if any(k in g.keys for k in place.selector):
+            path: Path = (*t.spec_path, "nodeSelector")
+        elif place.terms is not None:
+            path = (*t.spec_path, "affinity", "nodeAffinity")
+        elif any("untolerated" in r for r in reasons):
+            path = (*t.spec_path, "tolerations")
         else:
-            said = str(fact["words"]).format(podset=podset, reasons=", ".join(sorted(reasons)))
-            if any(k in keys for k in place.selector):
-                path: Path = (*t.spec_path, "nodeSelector")
-            elif place.terms is not None:
-                path = (*t.spec_path, "affinity", "nodeAffinity")
-            elif any("untolerated" in r for r in reasons):
-                path = (*t.spec_path, "tolerations")
-            else:
-                path = t.spec_path
-            offered = "; ".join(
-                f"{f.name}: " + (", ".join(f"{k}={v}" for k, v in sorted(f.node_labels.items()))
-                                 or "no labels")
-                + "".join(f", taint {_taint_words(x)}" for x in f.node_taints)
-                for f in known)
-            yield Verdict(
-                t, "admitted", "kueue-flavor", path,
-                f"{t.describe()} fits no flavor of ClusterQueue {cq.name} that covers "
-                + ", ".join(sorted(covered & wanted))
-                + f": Kueue never admits it (\"{said}\")",
-                value={k: v for k, v in place.selector.items() if k in keys} or None,
-                expected=f"node labels and tolerations of one flavor ({offered})",
-                hint="make the pod's nodeSelector/affinity agree with a flavor's nodeLabels "
-                     "(and tolerate its nodeTaints), or add a matching flavor to the "
-                     "ClusterQueue",
-                facts=(fact,))
+            path = t.spec_path
+        offered = "; ".join(
+            f"{f.name}: " + (", ".join(f"{k}={v}" for k, v in sorted(f.node_labels.items()))
+                             or "no labels")
+            + "".join(f", taint {_taint_words(x)}" for x in f.node_taints)
+            for f in g.flavors)
+        yield Verdict(
+            t, "admitted", "kueue-flavor", path,
+            f"{t.describe()} fits no flavor of ClusterQueue {cq.name} that covers "
+            + ", ".join(sorted(g.used))
+            + f": Kueue never admits it (\"{said}\")",
+            value={k: v for k, v in place.selector.items() if k in g.keys} or None,
+            expected=f"node labels and tolerations of one flavor ({offered})",
+            hint="make the pod's nodeSelector/affinity agree with a flavor's nodeLabels "
+                 "(and tolerate its nodeTaints), or add a matching flavor to the "
+                 "ClusterQueue",
+            facts=(fact,))
 
 
 def _flavor_labels(model: ClusterModel, t: PodTemplate, requests: Mapping[str, Request],
@@ -381,35 +416,37 @@ def _flavor_labels(model: ClusterModel, t: PodTemplate, requests: Mapping[str, R
     cq = model.cluster_queue(lq.cluster_queue) if lq is not None else None
     if cq is None or not cq.groups:
         return {}
-    from mldiag_provision.cluster.affinity import matches, placement, restricted
-
-    place = placement(t.spec)
-    raw = t.spec.get("tolerations")
-    tolerations = [x for x in raw if isinstance(x, dict)] if isinstance(raw, list) else []
-    wanted = {n for n, r in requests.items() if r.amount > 0}
+    # the groups of the resources the scheduler reads (cpu, memory, extended resources)
+    scheduling = {n: r for n, r in requests.items() if _scheduling(n)}
     out: dict[str, str] = {}
-    for covered, names in cq.groups:
-        flavors = [model.resource_flavor(n) for n in names]
-        known = [f for f in flavors if f is not None]
-        if not covered & wanted or len(known) != len(flavors):
-            continue
-        view = restricted(place, {k for f in known for k in f.node_labels})
-        fits = [f for f in known if matches(f.node_labels, view) and all(
-            any(tolerates(tol, x) for tol in tolerations)
-            for x in f.node_taints if x.effect in _BLOCKING)]
-        if len(fits) == 1:
-            out.update(fits[0].node_labels)
+    for g in _group_fits(model, t, cq, scheduling):
+        if len(g.fits) == 1:
+            out.update(g.fits[0].node_labels)
     return out
 
 
 def _candidates(model: ClusterModel, t: PodTemplate, requests: Mapping[str, Request],
-                ) -> list[NodeGroup]:
+                ) -> tuple[NodeGroup, ...]:
     """Node groups the pod may land on and is bound to: its node selector agrees with every
     label the group has a value for, the group offers every extended resource it requests,
-    and it asks for one of them or selects one of the group's labels."""
+    and it asks for one of them or selects one of the group's labels (remembered per
+    selector and extended resources: :attr:`ClusterModel.bound_groups`)."""
     sel = t.spec.get("nodeSelector")
     sel = {**(sel if isinstance(sel, dict) else {}), **_flavor_labels(model, t, requests)}
-    extended = [n for n, r in requests.items() if "/" in n and r.amount > 0]
+    extended = frozenset(n for n, r in requests.items() if "/" in n and r.amount > 0)
+    key = (tuple(sel.items()), extended)
+    try:
+        found = model.bound_groups.get(key)
+    except TypeError:  # a selector value of the wrong type (the schema's finding)
+        return _bound(model, sel, extended)
+    if found is None:
+        found = model.bound_groups[key] = _bound(model, sel, extended)
+    return found
+
+
+def _bound(model: ClusterModel, sel: Mapping[str, object], extended: frozenset[str],
+           ) -> tuple[NodeGroup, ...]:
+    """:func:`_candidates` worked out."""
     out = []
     for g in model.node_groups:
         if any(k in g.labels and g.labels[k] != v for k, v in sel.items()):
@@ -421,7 +458,7 @@ def _candidates(model: ClusterModel, t: PodTemplate, requests: Mapping[str, Requ
         # as a Standard cluster's system pool)
         if extended or any(k in g.labels for k in sel):
             out.append(g)
-    return out
+    return tuple(out)
 
 
 _BLOCKING = ("NoSchedule", "NoExecute")
@@ -449,18 +486,17 @@ def tolerated(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
     extendedResourceToleration``), as GKE's accelerator nodes need."""
     if not any(g.taints for g in model.node_groups):
         return
-    requests = pod_requests(t, _scheduling)
+    requests = pod_requests(t)
     groups = _candidates(model, t, requests)
     if not groups:
         return
-    raw = t.spec.get("tolerations")
-    tolerations = [x for x in raw if isinstance(x, dict)] if isinstance(raw, list) else []
-    implicit = [{"key": n, "operator": "Exists", "effect": "NoSchedule"}
-                for n, r in requests.items() if "/" in n and r.amount > 0]
+    tolerations = _pod_tolerations(t)
+    implicit: list[Mapping[str, object]] = [
+        {"key": n, "operator": "Exists", "effect": "NoSchedule"}
+        for n, r in requests.items() if "/" in n and r.amount > 0]
     blocked: list[tuple[NodeGroup, Taint]] = []
     for g in groups:
-        bad = next((x for x in g.taints if x.effect in _BLOCKING and not any(
-            tolerates(tol, x) for tol in (*tolerations, *implicit))), None)
+        bad = _untolerated(g.taints, [*tolerations, *implicit])
         if bad is None:
             return  # the pod may land here
         blocked.append((g, bad))
@@ -498,9 +534,11 @@ def scheduled(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
     the verdict stands on that fact alone and is an error; on a plan or manifest model it is
     GKE's reservation tiers applied to the machine's size (``gke.nodeAllocatable``, M), a
     warning until those are verified."""
-    if not any(g.allocatable for g in model.node_groups):
-        return
-    requests = pod_requests(t, _scheduling)
+    least = model.least_allocatable
+    requests = pod_requests(t)
+    if all(requests[r].amount <= least[r] for r in (CPU, MEMORY)
+           if r in requests and r in least):
+        return  # it fits a node of every group (or no group says what it allocates)
     groups = [g for g in _candidates(model, t, requests) if g.allocatable]
     if not groups:
         return

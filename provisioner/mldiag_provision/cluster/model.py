@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from functools import cache
+from functools import cache, cached_property
 from typing import Literal
 
 from mldiag_provision.catalog.store import Fact, store
@@ -144,6 +144,11 @@ class ClusterModel:
     not hold is not judged)."""
     _queues: dict[tuple[str | None, str], LocalQueue] = field(
         default_factory=dict, init=False, repr=False, compare=False)
+    bound_groups: dict[object, tuple[NodeGroup, ...]] = field(
+        default_factory=dict, init=False, repr=False, compare=False)
+    """The checks' memo of the node groups a pod is bound to, by what decides them (its
+    node selector and extended resources; :func:`~.check.pod_requests`' callers): lint's
+    pods repeat a few selectors across every template."""
     accelerator_classes: tuple[AcceleratorClass, ...] = ()
     """Autopilot: the request ranges of the recipe's accelerator classes (empty elsewhere)."""
     controllers: tuple[Controller, ...] | None = None
@@ -184,6 +189,17 @@ class ClusterModel:
 
     def resource_flavor(self, name: str) -> ResourceFlavor | None:
         return next((f for f in self.resource_flavors if f.name == name), None)
+
+    @cached_property
+    def least_allocatable(self) -> dict[str, Decimal]:
+        """Per resource, the least any node group allocates to pods (groups that do not say
+        are left out): a request no larger fits a node of every group. Worked out once."""
+        out: dict[str, Decimal] = {}
+        for g in self.node_groups:
+            for name, amount in g.allocatable.items():
+                if name not in out or amount < out[name]:
+                    out[name] = amount
+        return out
 
 
 # --- allocatable (GKE's reservations) ----------------------------------------------------------

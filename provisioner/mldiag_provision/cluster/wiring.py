@@ -198,12 +198,14 @@ def gcsfuse(ctx: LintContext) -> Iterator[Wired]:
 
 _JOBSET = ("jobset.x-k8s.io", "JobSet")
 _LWS = ("leaderworkerset.x-k8s.io", "LeaderWorkerSet")
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
-_REFERENCE = re.compile(r"\$\$|\$\(([^)]*)\)")
-_INDEX = re.compile(r"^(0|[1-9][0-9]*)$")
-_POD_INDICES = re.compile(r"^(.+)-(0|[1-9][0-9]*)-(0|[1-9][0-9]*)$")
-_FIELD_KEY = re.compile(r"^metadata\.(labels|annotations)\['([^']+)'\]$")
+# patterns, compiled on first use by re's own cache (most runs never need them: lint of
+# manifests without coordinator addresses or $(VAR) references)
+_LABEL = r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$"
+_SCHEME = r"^[A-Za-z][A-Za-z0-9+.-]*://"
+_REFERENCE = r"\$\$|\$\(([^)]*)\)"
+_INDEX = r"^(0|[1-9][0-9]*)$"
+_POD_INDICES = r"^(.+)-(0|[1-9][0-9]*)-(0|[1-9][0-9]*)$"
+_FIELD_KEY = r"^metadata\.(labels|annotations)\['([^']+)'\]$"
 
 
 @dataclass(frozen=True)
@@ -285,7 +287,7 @@ class _PodSet:
             return self._match_lws(rest)
         if not self.jobset:
             g = self.groups[0]
-            if not _INDEX.match(rest):
+            if not re.match(_INDEX, rest):
                 return "none", f"its pods are {self.pod_range()}", 0, 0
             if g.pods is None:
                 return "unknown", "", 0, 0
@@ -298,7 +300,7 @@ class _PodSet:
             if not rest.startswith(g.name + "-"):
                 continue
             indices = rest[len(g.name) + 1:].split("-")
-            if len(indices) != 2 or not all(_INDEX.match(i) for i in indices):
+            if len(indices) != 2 or not all(re.match(_INDEX, i) for i in indices):
                 continue
             job, pod = int(indices[0]), int(indices[1])
             if g.jobs is None or g.pods is None:
@@ -312,7 +314,7 @@ class _PodSet:
                 f"0..{g.pods - 1})")
         if reason:
             return "none", reason, 0, 0
-        parsed = _POD_INDICES.match(rest)
+        parsed = re.match(_POD_INDICES, rest)
         named = parsed.group(1) if parsed else rest
         return "none", f"it has no replicated job '{named}' ({self.existing()})", 0, 0
 
@@ -426,13 +428,13 @@ def _dark_jobsets(ctx: LintContext) -> list[_PodSet]:
 def _host(address: str) -> tuple[list[str], str] | None:
     """``[scheme://]host[:port][/path]`` -> (the host's DNS labels, the port or ``""``);
     ``None`` for what is not a DNS name (an IP address, IPv6, text that is not a hostname)."""
-    text = _SCHEME.sub("", address.strip()).split("/", 1)[0]
+    text = re.sub(_SCHEME, "", address.strip()).split("/", 1)[0]
     if not text or text.startswith("["):
         return None
     host, _, port = text.partition(":")
     labels = host.rstrip(".").split(".")
     if ":" in port or all(label.isdigit() for label in labels) \
-            or not all(_LABEL.match(label) for label in labels):
+            or not all(re.match(_LABEL, label) for label in labels):
         return None
     return labels, port
 
@@ -480,6 +482,9 @@ def _env_values(t: PodTemplate, c: dict[str, Any]) -> Iterator[_Env]:
     names; the coordinator label is empty without spec.coordinator
     (wiring.missingLabelFieldRef), and a key of the JobSet's prefix it never sets is empty
     (wiring.jobsetPodKeys)."""
+    env = c.get("env")
+    if not isinstance(env, list) or not env:
+        return
     keys = _fact(*_F, "jobsetPodMetadata")
     pod_keys = _fact(*_F, "jobsetPodKeys")
     res = t.resource
@@ -492,9 +497,7 @@ def _env_values(t: PodTemplate, c: dict[str, Any]) -> Iterator[_Env]:
         fields = {keys["jobsetName"]: res.name,
                   keys["replicatedJobName"]: rj if isinstance(rj, str) else None,
                   keys["coordinator"]: None if coordinator is not None else ""}
-    env = c.get("env")
-    entries = env if isinstance(env, list) else []
-    names = [get(e, "name") for e in entries]
+    names = [get(e, "name") for e in env]
     runtime: set[str] = set()
     if (res.group, res.kind) == _LWS:
         runtime = {str(n) for n in _fact(*_F, "lwsEnv")["names"]}
@@ -505,7 +508,7 @@ def _env_values(t: PodTemplate, c: dict[str, Any]) -> Iterator[_Env]:
     opaque = isinstance(c.get("envFrom"), list) and bool(c.get("envFrom"))
     links = tuple(str(x) for x in _fact(*_F, "envLinkSuffixes")["suffixes"])
     known: dict[str, tuple[str | None, tuple[_Stuck, ...]]] = {n: (None, ()) for n in runtime}
-    for j, e in enumerate(entries):
+    for j, e in enumerate(env):
         name = names[j]
         if not isinstance(name, str):
             continue
@@ -520,7 +523,7 @@ def _env_values(t: PodTemplate, c: dict[str, Any]) -> Iterator[_Env]:
             text, stuck = _expand(value, name, known, names[j + 1:], j + 1, late, opaque,
                                   links)
         elif isinstance(path, str):
-            found = _FIELD_KEY.match(path)
+            found = re.match(_FIELD_KEY, path)
             key = found.group(2) if found else ""
             prefix = str(pod_keys["prefix"])
             if jobset and key.startswith(prefix) and key not in fields \
@@ -572,7 +575,7 @@ def _expand(text: str, name: str, known: Mapping[str, tuple[str | None, tuple[_S
             stuck.append(_Stuck("undefined", ref, name))
         return m.group(0)
 
-    out = _REFERENCE.sub(one, text)
+    out = re.sub(_REFERENCE, one, text)
     return (out if resolved else None), tuple(stuck)
 
 
@@ -659,12 +662,6 @@ def coordinators(ctx: LintContext) -> Iterator[Wired]:
     input set are left alone (no guess)."""
     variables = {str(v["name"]): v for v in _fact(*_F, "coordinatorEnv")}
     coordinator_key = _fact(*_F, "jobsetPodMetadata")["coordinator"]
-    sets = _pod_sets(ctx)
-    dark = _dark_jobsets(ctx)
-    own = {id(ps.resource): ps for ps in sets}
-    by_sub: dict[str, list[_PodSet]] = {}  # one lookup per address, not a scan of every set
-    for ps in sets:
-        by_sub.setdefault(ps.subdomain, []).append(ps)
     for t in ctx.templates:
         res = t.resource
         for key in ("initContainers", "containers"):
@@ -702,6 +699,7 @@ def coordinators(ctx: LintContext) -> Iterator[Wired]:
                         continue
                     entries = [h.strip() for h in text.split(",") if h.strip()] \
                         if var.get("list") else [text]
+                    own, by_sub, dark = _addressable(ctx)
                     for address in entries:
                         said = f"{name} '{address}'" if raw == text else \
                             f"{name} '{raw}' (= '{address}')"
@@ -712,6 +710,21 @@ def coordinators(ctx: LintContext) -> Iterator[Wired]:
                                         found[0], value=raw, expected=found[1], hint=found[2],
                                         facts=(found[3], *_var_fact(var)), source=found[3].url)
                             break  # one finding per variable
+
+
+def _addressable(ctx: LintContext) -> tuple[dict[int, _PodSet], dict[str, list[_PodSet]],
+                                            list[_PodSet]]:
+    """The pods an address can name (memoised per run, worked out only when some env holds
+    a coordinator address): the pod sets by the id of their object and by subdomain (one
+    lookup per address, not a scan of every set), and :func:`_dark_jobsets`."""
+    def compute() -> tuple[dict[int, _PodSet], dict[str, list[_PodSet]], list[_PodSet]]:
+        sets = _pod_sets(ctx)
+        by_sub: dict[str, list[_PodSet]] = {}
+        for ps in sets:
+            by_sub.setdefault(ps.subdomain, []).append(ps)
+        return {id(ps.resource): ps for ps in sets}, by_sub, _dark_jobsets(ctx)
+
+    return ctx.memo("wiring_addressable", compute)  # type: ignore[return-value]
 
 
 def _var_fact(var: Mapping[str, Any]) -> tuple[Fact, ...]:

@@ -80,16 +80,15 @@ def check_api(ctx: LintContext) -> Iterator[Problem]:
                 for j, port in enumerate(listed if isinstance(listed, list) else []):
                     if not isinstance(port, dict):
                         continue
-                    for field, floor in (("containerPort", lo), ("hostPort", lo)):
+                    for field in ("containerPort", "hostPort"):
                         n = _int(port.get(field))
-                        if n is None or (field == "hostPort" and n == 0):
-                            continue
-                        if not floor <= n <= hi:
-                            yield ctx.problem(
-                                res, PORT.id, (*t.spec_path, key, i, "ports", j, field),
-                                f"{field} {n} is outside 1-65535: the API server refuses it",
-                                value=n, expected=f"{lo}-{hi}",
-                                hint=f"use a port between {lo} and {hi}")
+                        if n is None or lo <= n <= hi or (field == "hostPort" and n == 0):
+                            continue  # absent, of the wrong type (the schema's), or in range
+                        yield ctx.problem(
+                            res, PORT.id, (*t.spec_path, key, i, "ports", j, field),
+                            f"{field} {n} is outside 1-65535: the API server refuses it",
+                            value=n, expected=f"{lo}-{hi}",
+                            hint=f"use a port between {lo} and {hi}")
 
 
 CHECKS = (check_api,)

@@ -382,9 +382,6 @@ def _chips_without_topology(ctx: LintContext, tp: TpuPod) -> Iterator[Problem]:
         source=ctx.catalog.source_url(v.source), facts=[ctx.catalog.version_fact(v)])
 
 
-_CPU_MEMORY = frozenset(("cpu", "memory"))
-
-
 def check_resources(ctx: LintContext) -> Iterator[Problem]:
     """CPU and memory of a TPU pod fit its machine type (a bigger request never schedules).
 
@@ -400,8 +397,10 @@ def check_resources(ctx: LintContext) -> Iterator[Problem]:
         if tp.shape is None:
             continue
         mt = tp.shape.machine_type
+        requests = pod_requests(tp.template)
+        if "cpu" not in requests and "memory" not in requests:
+            continue
         size = machine_capacity(mt.vcpu, mt.memory_gb)
-        requests = pod_requests(tp.template, _CPU_MEMORY.__contains__)
         for resource, cap, unit in (("cpu", mt.vcpu, "vCPU"), ("memory", mt.memory_gb, "GB")):
             req = requests.get(resource)
             if req is None or resource not in size or req.amount <= size[resource]:

@@ -77,7 +77,7 @@ def requests_of(pod: Mapping[str, Any]) -> dict[str, Decimal]:
 
     template = PodTemplate(Resource("<sandbox api server>", SourceMap("<sandbox api server>"),
                                     dict(pod)), ())
-    return {name: r.amount for name, r in pod_requests(template, _requested).items()}
+    return {name: r.amount for name, r in pod_requests(template).items() if _requested(name)}
 
 
 def _quantities(raw: object) -> dict[str, Decimal]:
