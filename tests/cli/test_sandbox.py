@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from proc_support import started
 from stack_support import REPO_ROOT, terraform_binary
 
 pytestmark = pytest.mark.terraform
@@ -244,23 +245,24 @@ def test_serve_and_kubeconfig_let_a_client_use_the_sandbox_cluster(tmp_path: Pat
     work = tmp_path / "stack"
     seed_gke_cluster(sandbox_dir(work) / "cloud", project="p", location="us-central2",
                      name="c")
-    serve = subprocess.Popen([sys.executable, "-m", "mldiag_provision", "sandbox", "serve",
-                              "-o", str(work)], cwd=REPO_ROOT, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        assert serve.stdout is not None
-        first = serve.stdout.readline()
-        assert first.startswith("SANDBOX cluster API server at https://127.0.0.1:"), first
-        r = _cli("sandbox", "kubeconfig", "-o", str(work), env=env)
-        assert r.returncode == 0, r.stderr
-        api = client.CoreV1Api(config.new_client_from_config(config_file=r.stdout.strip()))
-        assert "kube-system" in {n.metadata.name for n in api.list_namespace().items}
-        api.create_namespace({"metadata": {"name": "mine"}})
-        api.create_namespaced_config_map("mine", {"metadata": {"name": "hello"},
-                                                  "data": {"a": "b"}})
-    finally:
-        serve.send_signal(signal.SIGTERM)
-        out, err = serve.communicate(timeout=30)
+    with started([sys.executable, "-m", "mldiag_provision", "sandbox", "serve",
+                  "-o", str(work)], cwd=REPO_ROOT, env=env,
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) as serve:
+        try:
+            assert serve.stdout is not None
+            first = serve.stdout.readline()
+            assert first.startswith("SANDBOX cluster API server at https://127.0.0.1:"), first
+            r = _cli("sandbox", "kubeconfig", "-o", str(work), env=env)
+            assert r.returncode == 0, r.stderr
+            api = client.CoreV1Api(config.new_client_from_config(
+                config_file=r.stdout.strip()))
+            assert "kube-system" in {n.metadata.name for n in api.list_namespace().items}
+            api.create_namespace({"metadata": {"name": "mine"}})
+            api.create_namespaced_config_map("mine", {"metadata": {"name": "hello"},
+                                                      "data": {"a": "b"}})
+        finally:
+            serve.send_signal(signal.SIGTERM)
+            out, err = serve.communicate(timeout=30)
     assert serve.returncode == 0, err
     assert "stopped; its objects are kept" in out
     held = {(o["kind"], o["name"]) for o in _ls(work, env)}

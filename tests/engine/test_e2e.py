@@ -1,7 +1,8 @@
 """End to end through OUR commands, with the real terraform binary and the offline stand-in
 providers (real schemas, local "cloud"): apply -> plan (no changes, exit 0 with
---detailed-exitcode) -> output -> destroy, for every example recipe; plus drift, the
-destructive-change guard, confirmation and deletion protection."""
+--detailed-exitcode) -> output -> destroy, for every example recipe, in one lifecycle per
+example that also serves the checks of the agents/ stage (tests/engine/agents_checks.py);
+plus drift, the destructive-change guard, confirmation and deletion protection."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from engine import agents_checks
 from engine.conftest import cloud_objects, offline_recipe
 from stack_support import RECIPES
 
@@ -45,12 +47,33 @@ def seed_existing_cluster(recipe: Path, cloud: Path) -> dict[str, int]:
     return {"google_container_cluster": 1}
 
 
+def _destroyed(cli, r: Path, work: str, cloud: Path, existing: dict[str, int]) -> None:
+    """`destroy` of every stage leaves only what the README says is kept (enabled APIs,
+    _Default's Log Analytics, a pre-existing cluster)."""
+    code, out, err = cli("destroy", str(r), "-o", work, "--auto-approve")
+    assert code == 0, out + err
+    assert "destroy complete:" in out
+    left = {k: v for k, v in cloud_objects(cloud).items()
+            if k not in ("google_project_service", "google_logging_project_bucket_config")}
+    assert left == {k: v for k, v in existing.items()
+                    if k not in ("google_project_service",
+                                 "google_logging_project_bucket_config")}, cloud_objects(cloud)
+    bucket = next((cloud / "google_logging_project_bucket_config").glob("*.json"))
+    assert json.loads(bucket.read_text())["state"]["enable_analytics"] is True
+
+
 @pytest.mark.parametrize("recipe", RECIPES, ids=[r.stem for r in RECIPES])
 def test_apply_verify_replan_destroy(recipe: Path, tmp_path: Path, offline_cluster, gcs,
                                      cli) -> None:
     """From an empty stand-in cloud: ONE `apply` (every stage: project, cluster, workloads)
     -> `verify` passes -> re-`plan` has no changes in any stage -> `destroy` leaves only what
-    the README says is kept (enabled APIs, _Default's Log Analytics, a pre-existing cluster)."""
+    the README says is kept (enabled APIs, _Default's Log Analytics, a pre-existing cluster).
+
+    The one lifecycle of the example: on a GKE example the checks of the agents/ stage
+    (tests/engine/agents_checks.py) run on it too, before the stack goes: its objects in
+    the cluster, no drift in agents/, `verify` with the workloads stage destroyed, then
+    `terraform destroy` in agents/. A destroy of a whole applied stack in one command is
+    covered by test_drift_check_exit_codes."""
     if offline_cluster is None:
         return  # explicitly allowed by MLDIAG_ALLOW_NO_TERRAFORM=1
     cloud = offline_cluster.cloud
@@ -67,6 +90,8 @@ def test_apply_verify_replan_destroy(recipe: Path, tmp_path: Path, offline_clust
     assert "terraform -chdir" not in out  # no step left for the user
     assert sum(cloud_objects(cloud).values()) >= 5, cloud_objects(cloud)
     has_cluster = (Path(work) / "agents" / "main.tf").is_file()
+    is_gke = yaml.safe_load(recipe.read_text())["spec"]["orchestrator"]["type"] != "slurm"
+    assert has_cluster == is_gke  # every GKE example gets the agents/ checks below
     if has_cluster:
         assert "stage cluster:" in out and "stage workloads:" in out, out
         code, vout, verr = cli("verify", str(r), "-o", work)
@@ -77,16 +102,17 @@ def test_apply_verify_replan_destroy(recipe: Path, tmp_path: Path, offline_clust
     assert code == 0, out + err
     assert "no changes" in out and "deferred" not in out
 
-    code, out, err = cli("destroy", str(r), "-o", work, "--auto-approve")
-    assert code == 0, out + err
-    assert "destroy complete:" in out
-    left = {k: v for k, v in cloud_objects(cloud).items()
-            if k not in ("google_project_service", "google_logging_project_bucket_config")}
-    assert left == {k: v for k, v in existing.items()
-                    if k not in ("google_project_service",
-                                 "google_logging_project_bucket_config")}, cloud_objects(cloud)
-    bucket = next((cloud / "google_logging_project_bucket_config").glob("*.json"))
-    assert json.loads(bucket.read_text())["state"]["enable_analytics"] is True
+    if has_cluster:
+        plan = agents_checks.plan_of(Path(work))
+        clients = agents_checks.k8s(offline_cluster, tmp_path)
+        agents_checks.check_applied(plan, clients, Path(work))
+        code, out, err = cli("destroy", str(r), "-o", work, "--stage", "workloads",
+                             "--auto-approve")
+        assert code == 0, out + err
+        agents_checks.check_verify_without_workloads(cli, r, plan, tmp_path / "kubeconfig")
+        agents_checks.destroy_and_check(plan, clients, Path(work))
+
+    _destroyed(cli, r, work, cloud, existing)
 
 
 AUTOPILOT = next(r for r in RECIPES if r.stem == "tpu-v4-2x2x4-autopilot")
@@ -118,6 +144,8 @@ def test_drift_check_exit_codes(tmp_path: Path, offline, offline_cluster, gcs, c
     assert "1 to update" in out
     # Without the flag a plan with changes is still a success.
     assert _rc(cli("plan", r, "-o", work)) == 0
+    # One `destroy` takes the whole applied stack (workloads, cluster and project stages).
+    _destroyed(cli, r, work, offline, {})
 
 
 def test_destructive_change_is_announced_and_needs_confirmation(tmp_path: Path, offline,

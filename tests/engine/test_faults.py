@@ -4,6 +4,7 @@ intact, and the next ``apply`` converges (a re-plan then shows no changes)."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
@@ -16,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from engine.conftest import cloud_objects, offline_recipe
+from proc_support import kill_group, popen
 from stack_support import RECIPES
 
 pytestmark = pytest.mark.terraform
@@ -118,10 +120,12 @@ def test_terraform_failing_mid_apply(tmp_path: Path, offline, cli, monkeypatch) 
 
 
 def _start_apply(recipe: str, work: Path, delay: str) -> subprocess.Popen[str]:
+    """``mldiag-provision apply`` as a child in its own process group, with the default
+    signal dispositions whatever this suite was launched with (tests/proc_support.py)."""
     env = dict(os.environ, MLDIAG_STANDIN_DELAY=delay, NO_COLOR="1")
-    return subprocess.Popen([sys.executable, "-m", "mldiag_provision", "apply", recipe,
-                             "-o", str(work), "--auto-approve"], env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return popen([sys.executable, "-m", "mldiag_provision", "apply", recipe,
+                  "-o", str(work), "--auto-approve"], env=env, text=True,
+                 stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
 
 def test_killed_mid_apply_keeps_state_and_lock_then_converges(tmp_path: Path, offline,
@@ -146,17 +150,17 @@ def test_killed_mid_apply_keeps_state_and_lock_then_converges(tmp_path: Path, of
         assert "in use by another run" in err and '"command": "apply"' in err
         assert "usually the terraform it started, finishing" in err and "fuser -v" in err
         wait_for(lambda: lock_free(work), 60, "the orphaned terraform to finish")
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert CLUSTER in state_addresses(work)  # it finished the apply and saved the state
-    plugins = [line.split() for line in starts.read_text().splitlines()]
-    assert sorted((name, mode) for _, name, mode in plugins) == [
-        ("google", "reattach"), ("google-beta", "reattach")], plugins
-    wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid, _, _ in plugins), 15,
-             "the keeper to stop the plugins once terraform had finished")
-    monkeypatch.delenv("MLDIAG_STANDIN_STARTS")
-    converges(cli, r, work)
+        assert CLUSTER in state_addresses(work)  # it finished the apply and saved the state
+        plugins = [line.split() for line in starts.read_text().splitlines()]
+        assert sorted((name, mode) for _, name, mode in plugins) == [
+            ("google", "reattach"), ("google-beta", "reattach")], plugins
+        wait_for(lambda: not any(Path(f"/proc/{pid}").exists() for pid, _, _ in plugins), 15,
+                 "the keeper to stop the plugins once terraform had finished")
+        monkeypatch.delenv("MLDIAG_STANDIN_STARTS")
+        converges(cli, r, work)
+    finally:  # after the checks: the keeper must stop the plugins by itself
+        kill_group(proc)
+        _kill_orphaned_terraform(work)
 
 
 @pytest.mark.parametrize("signum, code, said", [
@@ -171,19 +175,33 @@ def test_interrupted_apply_stops_gracefully_then_converges(tmp_path: Path, offli
     r = str(offline_recipe(RECIPE, tmp_path / "recipe.yaml"))
     work = tmp_path / "work"
     proc = _start_apply(r, work, "google_container_cluster:8")
-    wait_for(lambda: "google_project_service" in cloud_objects(offline), 60,
-             "the apply to start creating resources", proc)
-    # The cluster takes 8 s on the stand-in: margin for a loaded CI box to signal mid-apply.
-    proc.send_signal(signum)
-    out, err = proc.communicate(timeout=60)
-    assert proc.returncode == code, out + err
-    assert f"{said}: terraform was stopped gracefully and its state saved" in err
-    assert said not in [line.strip() for line in err.splitlines()]  # said once, in full
-    assert lock_free(work)
-    # Terraform let the operations in flight finish and recorded them:
-    assert state_addresses(work) and all(
-        t in cloud_objects(offline) for t in ("google_project_service",))
-    converges(cli, r, work)
+    try:
+        wait_for(lambda: "google_project_service" in cloud_objects(offline), 60,
+                 "the apply to start creating resources", proc)
+        # The cluster takes 8 s on the stand-in: margin for a loaded CI box to signal
+        # mid-apply.
+        proc.send_signal(signum)
+        out, err = proc.communicate(timeout=60)
+        assert proc.returncode == code, out + err
+        assert f"{said}: terraform was stopped gracefully and its state saved" in err
+        assert said not in [line.strip() for line in err.splitlines()]  # said once, in full
+        assert lock_free(work)
+        # Terraform let the operations in flight finish and recorded them:
+        assert state_addresses(work) and all(
+            t in cloud_objects(offline) for t in ("google_project_service",))
+        converges(cli, r, work)
+    finally:
+        kill_group(proc)
+        _kill_orphaned_terraform(work)
+
+
+def _kill_orphaned_terraform(work: Path) -> None:
+    """A terraform this test's apply started runs in its own session (the product's
+    choice, so that a Ctrl-C reaches it once); if the test failed before it ended, stop its
+    process group (terraform and its plugins) too."""
+    for pid in _terraform_pids(work.resolve()):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, signal.SIGKILL)
 
 
 def _terraform_pids(work: Path) -> list[int]:
@@ -224,17 +242,39 @@ def test_terraform_killed_mid_apply_then_converges(tmp_path: Path, offline, cli)
                  and _terraform_pids(work.resolve()), 60,
                  "everything but the cluster to be applied", proc)
         pid = _terraform_pids(work.resolve())[0]
+        _stop_between_state_writes(pid, work)  # frozen: no write can start before the kill
         os.killpg(pid, signal.SIGKILL)  # terraform and its provider plugins, no cleanup
         out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 4, out + err
+        assert "terraform apply was killed (signal 9)" in err
+        assert "re-run the same command" in err
+        assert CLUSTER not in state_addresses(work)  # it was in flight
+        assert independent <= state_addresses(work)
+        converges(cli, r, work)
     finally:
-        if proc.poll() is None:
-            proc.kill()
-    assert proc.returncode == 4, out + err
-    assert "terraform apply was killed (signal 9)" in err
-    assert "re-run the same command" in err
-    assert CLUSTER not in state_addresses(work)  # it was in flight
-    assert independent <= state_addresses(work)
-    converges(cli, r, work)
+        kill_group(proc)
+        _kill_orphaned_terraform(work)
+
+
+def _stop_between_state_writes(pgid: int, work: Path, timeout: float = 30) -> None:
+    """SIGSTOP terraform's process group at an instant its state file is whole JSON.
+
+    Terraform rewrites ``terraform.tfstate`` in place after each resource (truncate, then
+    write): a check of the file followed by a kill leaves a window in which a write can
+    start. Stopped, terraform cannot start one; if it was stopped inside a write (the file
+    empty or cut short), it is resumed for a moment and stopped again. Raises
+    AssertionError after ``timeout`` seconds (the group resumed)."""
+    state = work / "terraform.tfstate"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        os.killpg(pgid, signal.SIGSTOP)
+        try:
+            json.loads(state.read_bytes())
+            return
+        except (OSError, ValueError):
+            os.killpg(pgid, signal.SIGCONT)
+            time.sleep(0.05)
+    raise AssertionError(f"no instant in {timeout}s with {state} whole")
 
 
 def test_object_missing_from_state_is_reported_as_already_exists(tmp_path: Path, offline,

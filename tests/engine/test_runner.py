@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from mldiag_provision.runner import CommandRunner, RecordingRunner
+from proc_support import started
 
 PY = sys.executable
 
@@ -205,18 +206,14 @@ def test_a_second_ctrl_c_is_remembered(presses: int, expected: str) -> None:
     import subprocess
     import time
 
-    driver = subprocess.Popen([PY, "-c", _DRIVER, _CHILD.format(stop_after=presses)],
-                              stdout=subprocess.PIPE, text=True)
-    try:
+    with started([PY, "-c", _DRIVER, _CHILD.format(stop_after=presses)],
+                 stdout=subprocess.PIPE, text=True) as driver:
         assert driver.stdout is not None
         assert driver.stdout.readline().strip() == "ready"
         for _ in range(presses):
             driver.send_signal(signal.SIGINT)
             time.sleep(1.0)  # the runner is waiting for the child by now
         out = driver.communicate(timeout=30)[0]
-    finally:
-        if driver.poll() is None:
-            driver.kill()
     assert out.strip() == f"KeyboardInterrupt stopped_at_once {expected}"
 
 
@@ -226,16 +223,12 @@ def test_sigterm_stops_the_child_gracefully_and_is_reported_as_sigterm() -> None
     import signal
     import subprocess
 
-    driver = subprocess.Popen([PY, "-c", _DRIVER, _CHILD.format(stop_after=1)],
-                              stdout=subprocess.PIPE, text=True)
-    try:
+    with started([PY, "-c", _DRIVER, _CHILD.format(stop_after=1)],
+                 stdout=subprocess.PIPE, text=True) as driver:
         assert driver.stdout is not None
         assert driver.stdout.readline().strip() == "ready"
         driver.send_signal(signal.SIGTERM)
         out = driver.communicate(timeout=30)[0]
-    finally:
-        if driver.poll() is None:
-            driver.kill()
     assert out.strip() == "Terminated stopped_at_once False"
 
 

@@ -11,6 +11,7 @@ the way it parses a user's file.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -80,9 +81,14 @@ def _get(tree: Any, path: tuple) -> Any:
 
 
 @st.composite
-def mutated(draw: st.DrawFn, seeds: list[Any], max_mutations: int = 3) -> Any:
-    """A deep copy of one seed with 1..max_mutations typed mutations applied."""
-    tree = copy.deepcopy(draw(st.sampled_from(seeds)))
+def mutated(draw: st.DrawFn, seeds: list[Any], max_mutations: int = 3,
+            on_seed: Callable[[int], None] | None = None) -> Any:
+    """A deep copy of one seed with 1..max_mutations typed mutations applied;
+    ``on_seed(index)`` is told which seed of ``seeds`` it started from."""
+    index = draw(st.integers(0, len(seeds) - 1))
+    if on_seed is not None:
+        on_seed(index)
+    tree = copy.deepcopy(seeds[index])
     for _ in range(draw(st.integers(1, max_mutations))):
         paths = _paths(tree)
         path = draw(st.sampled_from(paths))

@@ -7,7 +7,10 @@ The contract under test: bad input gives findings (problems, FAIL checks), never
 exception escaping the entry point (the CLI's exit 70) and never a hang. Every failure found
 is kept under regressions/ (test_regressions.py replays them).
 
-Budget: conftest.EXAMPLES inputs per entry point (2,000 in CI; README has the longer run).
+Budget: budget.EXAMPLES inputs per entry point (a sample of 500 by default, 2,000 with
+``MLDIAG_FULL=1``; README has the longer run). Each entry point's run must reach every
+family of its seeds (FAMILIES below), whatever the budget: the sample is only smaller, never
+narrower.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from __future__ import annotations
 import copy
 import json
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -45,18 +49,36 @@ pytestmark = pytest.mark.fuzz
 
 CATALOG = load_catalog()
 RECIPES = recipe_seeds()
+RECIPE_NAMES = [p.stem for p in sorted((Path(__file__).parents[2] / "recipes").glob("*.yaml"))]
 MANIFESTS = manifest_seeds()
 COUNTS: dict[str, int] = {}
+# what each entry point's inputs reached (families: recipe:NAME, kind:KIND, options:N,
+# mode:MODE, path:PATH); FAMILIES (after the strategies) is what they must reach
+REACHED: dict[str, set[str]] = {}
 
 
 def _count(entry: str) -> None:
     COUNTS[entry] = COUNTS.get(entry, 0) + 1
 
 
+def _reach(entry: str, family: str) -> None:
+    REACHED.setdefault(entry, set()).add(family)
+
+
+def _fuzz(entry: str, run: Callable[[], None]) -> None:
+    """Run one entry point's examples, then check they reached every family of its seeds."""
+    REACHED[entry] = set()
+    run()
+    missing = FAMILIES[entry] - REACHED[entry]
+    assert not missing, (f"{entry}: the {EXAMPLES} inputs never reached {sorted(missing)}; "
+                         "raise MLDIAG_FUZZ_EXAMPLES/budget.SAMPLE_EXAMPLES (docs/testing.md)")
+
+
 @st.composite
 def recipe_texts(draw: st.DrawFn) -> str:
     """A mutated recipe as YAML text; sometimes with a text splice that breaks the YAML."""
-    text = dump(draw(mutated(RECIPES, max_mutations=4)))
+    text = dump(draw(mutated(RECIPES, max_mutations=4,
+                             on_seed=lambda i: _reach("validate", f"recipe:{RECIPE_NAMES[i]}"))))
     if draw(st.integers(0, 9)) == 0:
         at = draw(st.integers(0, len(text)))
         text = text[:at] + draw(st.sampled_from(["\t", ":", "- ", "'", '"', "{", "]", "&a ",
@@ -64,9 +86,13 @@ def recipe_texts(draw: st.DrawFn) -> str:
     return text
 
 
+def test_validate_never_raises() -> None:
+    _fuzz("validate", _validate_examples)
+
+
 @FUZZ
 @given(recipe_texts())
-def test_validate_never_raises(text: str) -> None:
+def _validate_examples(text: str) -> None:
     _count("validate")
     res = check_text(text, "fuzz.yaml", CATALOG)
     for p in res.report.problems:
@@ -77,7 +103,9 @@ def test_validate_never_raises(text: str) -> None:
 def renderable_recipes(draw: st.DrawFn) -> str:
     """A real recipe with its free-text values (env, args, labels, names, image tags)
     replaced by tricky strings: most stay valid, so render runs on them."""
-    doc = copy.deepcopy(draw(st.sampled_from(RECIPES)))
+    index = draw(st.integers(0, len(RECIPES) - 1))
+    _reach("render", f"recipe:{RECIPE_NAMES[index]}")
+    doc = copy.deepcopy(RECIPES[index])
     spec = doc["spec"]
     for w in spec.get("workloads", []):
         if draw(st.booleans()):
@@ -94,9 +122,13 @@ def renderable_recipes(draw: st.DrawFn) -> str:
     return dump(doc)
 
 
+def test_render_never_raises_and_keeps_yaml_types() -> None:
+    _fuzz("render", _render_examples)
+
+
 @FUZZ
 @given(renderable_recipes())
-def test_render_never_raises_and_keeps_yaml_types(text: str) -> None:
+def _render_examples(text: str) -> None:
     from render.test_yaml11_roundtrip import mismatches, read_11
 
     _count("render")
@@ -115,11 +147,22 @@ OPTIONS = [LintOptions(kubernetes_version=default_version(CATALOG), autopilot=a,
            for a in (False, True) for d in (True, False)]
 
 
+def _manifest_reached(index: int) -> None:
+    kind = MANIFESTS[index].get("kind") if isinstance(MANIFESTS[index], dict) else None
+    _reach("lint", f"kind:{kind}")
+
+
+def test_lint_never_raises() -> None:
+    _fuzz("lint", _lint_examples)
+
+
 @FUZZ
-@given(st.lists(mutated(MANIFESTS, max_mutations=5), min_size=1, max_size=3),
+@given(st.lists(mutated(MANIFESTS, max_mutations=5, on_seed=_manifest_reached),
+                min_size=1, max_size=3),
        st.sampled_from(OPTIONS))
-def test_lint_never_raises(objects: list, options: LintOptions) -> None:
+def _lint_examples(objects: list, options: LintOptions) -> None:
     _count("lint")
+    _reach("lint", f"options:{OPTIONS.index(options)}")
     text = "---\n".join(dump(o) for o in objects)
     result = lint_sources([Source("fuzz.yaml", text)], options, CATALOG)
     for p in result.problems:
@@ -174,6 +217,8 @@ def server_faults(draw: st.DrawFn, paths: list[str]) -> list[tuple[str, str, obj
         elif mode == "scalar":
             extra = draw(scalars())
         out.append((path, mode, extra))
+        _reach("verify", f"mode:{mode}")
+        _reach("verify", f"path:{path}")
     return out
 
 
@@ -186,15 +231,29 @@ ALL_PATHS = ["/version", "/api/v1/namespaces/mldiag",
              "/api/v1/nodes"]
 
 
+# Every family each entry point's inputs must reach (asserted after its run, by _fuzz).
+FAMILIES: dict[str, set[str]] = {
+    "validate": {f"recipe:{n}" for n in RECIPE_NAMES},
+    "render": {f"recipe:{n}" for n in RECIPE_NAMES},
+    "lint": ({f"kind:{m.get('kind') if isinstance(m, dict) else None}" for m in MANIFESTS}
+             | {f"options:{i}" for i in range(len(OPTIONS))}),
+    "verify": {f"mode:{m}" for m in MODES} | {f"path:{p}" for p in ALL_PATHS},
+}
+
+
 def _mutate_body(body: object, seed: int) -> object:
     import random
 
     return mutate_random(body, random.Random(seed), mutations=1 + seed % 3)
 
 
+def test_verify_never_raises_nor_hangs(hostile) -> None:
+    _fuzz("verify", lambda: _verify_examples(hostile))
+
+
 @FUZZ
 @given(server_faults(ALL_PATHS))
-def test_verify_never_raises_nor_hangs(hostile, faults: list) -> None:
+def _verify_examples(hostile, faults: list) -> None:
     from mldiag_provision.verify.checks import FAIL, Cluster, run_checks
 
     api, client, plan, good = hostile

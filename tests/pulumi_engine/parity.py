@@ -15,8 +15,33 @@ from typing import Any
 import yaml
 
 from mldiag_provision.engines.pulumi import TERRAFORM_TO_PULUMI
+from sampling import FULL, cover, recipe_families
+from stack_support import RECIPES
 
 PARITY = yaml.safe_load((Path(__file__).resolve().parent / "parity.yaml").read_text())
+
+
+def parity_families(recipe: Path) -> set[str]:
+    """The recipe's families (tests/sampling.py) plus ``parity:N`` for each explained
+    difference N of parity.yaml whose ``examples`` name it: a sample covering these checks
+    every explanation somewhere."""
+    return recipe_families(recipe) | {
+        f"parity:{i}" for i, d in enumerate(PARITY.get("differences") or [])
+        if any(fnmatch.fnmatch(recipe.stem, g) for g in d["examples"])}
+
+
+# The examples the parity test runs: all with MLDIAG_FULL=1, else the greedy cover of
+# their families (docs/testing.md).
+PARITY_SAMPLE = [next(r for r in RECIPES if r.stem == name)
+                 for name in sorted(cover({r.stem: parity_families(r) for r in RECIPES}))]
+
+
+def parity_recipes(full: bool = FULL) -> list[Path]:
+    """Every example recipe when ``full``, else PARITY_SAMPLE."""
+    return list(RECIPES) if full else PARITY_SAMPLE
+
+
+PARITY_RECIPES = parity_recipes()
 _CAMEL = re.compile(r"(?<=[a-z0-9])([A-Z])")
 
 

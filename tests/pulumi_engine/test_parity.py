@@ -1,7 +1,9 @@
-"""Per example recipe: the resources of the Pulumi program (under Pulumi's mock runtime) are
-the resources the Terraform stack plans to create, with the same names, types (mapping in
-parity.yaml), attribute values and protections. Every difference is listed; each must have an
-entry in parity.yaml that explains it, and an entry no example needs is stale.
+"""Per example recipe (by default the sample of tests/pulumi_engine/parity.py that covers
+every family of the examples; all of them with ``MLDIAG_FULL=1``, docs/testing.md): the
+resources of the Pulumi program (under Pulumi's mock runtime) are the resources the
+Terraform stack plans to create, with the same names, types (mapping in parity.yaml),
+attribute values and protections. Every difference is listed; each must have an entry in
+parity.yaml that explains it, and an entry no example needs is stale.
 
 Terraform side: ``terraform plan`` of the project stage with the real terraform binary
 against the offline stand-in providers (REAL hashicorp/google(-beta) 8.7.0 schemas), and of
@@ -19,10 +21,9 @@ from pathlib import Path
 import pytest
 
 from mldiag_provision.engines.pulumi_program import helm_values
-from pulumi_engine.parity import PARITY, compare
+from pulumi_engine.parity import PARITY, PARITY_RECIPES, compare
 from pulumi_engine.support import mock_run, render, with_engine
 from pulumi_engine.variants import VARIANTS, write_variant
-from stack_support import RECIPES
 
 pytestmark = pytest.mark.terraform
 
@@ -70,7 +71,7 @@ def _expected_entries(example: str) -> set[int]:
             if any(fnmatch.fnmatch(example, g) for g in d["examples"])}
 
 
-@pytest.mark.parametrize("recipe", RECIPES, ids=[r.stem for r in RECIPES])
+@pytest.mark.parametrize("recipe", PARITY_RECIPES, ids=[r.stem for r in PARITY_RECIPES])
 def test_pulumi_program_matches_terraform_stack(recipe: Path, tmp_path: Path, cli,
                                                 offline_cluster) -> None:
     if offline_cluster is None:

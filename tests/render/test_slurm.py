@@ -137,6 +137,7 @@ def _startup_harness(tmp_path: Path, tf: str, mldiag: dict, node_sets: list[dict
     return json.loads(out.stdout)
 
 
+@pytest.mark.terraform  # runs terraform init/apply (the fast lane leaves it out)
 def test_node_startup_script_keeps_values_inert(tmp_path: Path) -> None:
     tf = terraform_binary()
     if tf is None:
@@ -195,6 +196,7 @@ def test_node_startup_script_keeps_values_inert(tmp_path: Path) -> None:
     assert asked.stdout.splitlines()[:2] == ["c1-7-1704067200", "1704067200"]
 
 
+@pytest.mark.terraform  # runs terraform init/apply (the fast lane leaves it out)
 def test_node_startup_script_with_the_sdk_install_parses(tmp_path: Path) -> None:
     tf = terraform_binary()
     if tf is None:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from mldiag_provision import batch
+from proc_support import default_sigint, started
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -160,7 +161,7 @@ def test_ctrl_c_while_preparing_is_raised_once_the_pool_is_up() -> None:
     import os
 
     _PREPARED.clear()
-    with pytest.raises(KeyboardInterrupt):
+    with default_sigint(), pytest.raises(KeyboardInterrupt):
         batch.map_ordered(_square_or_fail, list(range(4 * batch.MIN_PER_WORKER)), 2,
                           prepare=_prepare_interrupted)
     assert _PREPARED == [1]
@@ -236,12 +237,11 @@ def test_ctrl_c_stops_a_parallel_validate_without_worker_tracebacks(tmp_path: Pa
         path = tmp_path / f"r{i:04d}.yaml"
         path.write_text(text)
         files.append(str(path))
-    proc = subprocess.Popen([sys.executable, "-m", "mldiag_provision", "validate", "-j", "2",
-                             *files], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
-    time.sleep(delay)
-    os.killpg(proc.pid, signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
+    with started([sys.executable, "-m", "mldiag_provision", "validate", "-j", "2", *files],
+                 stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True) as proc:
+        time.sleep(delay)
+        os.killpg(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=120)
     if proc.returncode == 0:
         pytest.skip("the run finished before the interrupt (a very fast machine)")
     assert proc.returncode == 130, err

@@ -17,6 +17,7 @@ import pytest
 
 from mldiag_provision.engines import provider_pool
 from mldiag_provision.engines.provider_pool import ProviderPool, package_hash, reusable
+from proc_support import started
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="provider reuse is Linux-only")
 
@@ -102,11 +103,11 @@ def test_plugins_outlive_the_run_while_a_terraform_still_uses_them(tmp_path: Pat
     pool.start([{"source": "a/b/p", "exe": str(_serving(tmp_path))}])
     env = pool.environment()
     pid = pool.pids[0]
-    user = subprocess.Popen(["sleep", "2"], env={**os.environ, **env})
-    started = time.monotonic()
-    pool.close()  # returns once the keeper stopped the plugins
-    waited = time.monotonic() - started
-    assert user.poll() == 0  # the keeper waited for it to end...
+    with started(["sleep", "2"], env={**os.environ, **env}) as user:
+        began = time.monotonic()
+        pool.close()  # returns once the keeper stopped the plugins
+        waited = time.monotonic() - began
+        assert user.poll() == 0  # the keeper waited for it to end...
     assert waited >= 1.0, waited
     assert _wait_dead(pid)  # ...and then stopped the plugin
 
