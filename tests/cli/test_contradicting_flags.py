@@ -19,7 +19,7 @@ def test_apply_of_only_the_workloads_without_the_workloads(cli, tmp_path: Path) 
                      "--no-workloads", "--auto-approve")
     assert rc == 2, err
     assert "--stage workloads and --no-workloads contradict each other" in err
-    assert f"mldiag-provision apply {AUTOPILOT} -o {work} --stage workloads" in err
+    assert f"`mldiag-provision apply {AUTOPILOT} -o {work} --stage workloads`" in err
     assert not work.exists()
 
 
@@ -41,3 +41,18 @@ def test_lint_autopilot_against_a_standard_recipe(cli, tmp_path: Path) -> None:
     # agreeing flags stay accepted
     rc, out, _ = cli("lint", str(manifest), "--recipe", AUTOPILOT, "--autopilot")
     assert rc == 0 and "Autopilot" in out
+
+
+def test_the_suggested_command_can_be_pasted(cli, tmp_path: Path) -> None:
+    """Paths with spaces are quoted for the shell, and inside the sandbox the suggestion
+    keeps --sandbox (fresh-user review)."""
+    import shutil
+
+    recipe = tmp_path / "with space é.yaml"
+    shutil.copy(AUTOPILOT, recipe)
+    work = tmp_path / "sp dir é"
+    rc, _, err = cli("apply", str(recipe), "-o", str(work), "--stage", "workloads",
+                     "--no-workloads", "--sandbox", "--auto-approve")
+    assert rc == 2, err
+    assert f"`mldiag-provision apply '{recipe}' -o '{work}' --stage workloads --sandbox`" \
+        in err, err

@@ -542,7 +542,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if hasattr(args, "sandbox"):  # plan/apply/verify/output/destroy: --sandbox or MLDIAG_SANDBOX
         from mldiag_provision.cli import sandboxed
 
-        if sandboxed.requested(args):
+        try:
+            on = sandboxed.requested(args)
+        except MldiagError as refused:  # MLDIAG_SANDBOX set to neither on nor off
+
+            def report(_args: argparse.Namespace, _out: Console) -> int:
+                raise refused
+
+            return _run(args, report, detailed)
+        if on:
             restore = sandboxed.mark_streams(args)
             try:
                 return _run(args, sandboxed.wrap(run), detailed)

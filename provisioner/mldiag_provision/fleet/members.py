@@ -67,6 +67,9 @@ def discover(args: Sequence[str]) -> list[str]:
                 raise UsageError(f"{arg}: the glob matches no recipe (*.yaml with kind: "
                                  "Recipe)",
                                  hint="quote the glob so that the shell does not expand it")
+        elif path.exists():
+            raise UsageError(f"{arg}: not a regular file (a named pipe, device or socket)",
+                             hint="name the recipe files themselves, or a directory of them")
         else:
             raise UsageError(f"{arg}: no such file or directory", hint="check the path")
         for f in files:
@@ -109,7 +112,7 @@ class Member:
 
             try:
                 self.extra["data"] = yaml.safe_load(Path(self.file).read_text(encoding="utf-8"))
-            except (OSError, yaml.YAMLError):
+            except (OSError, ValueError, yaml.YAMLError):  # ValueError: not UTF-8
                 self.extra["data"] = None
         return self.extra["data"]
 

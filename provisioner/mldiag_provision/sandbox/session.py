@@ -73,10 +73,25 @@ EXTRA_MODULES = ("grpc", "grpc_tools", "google.protobuf", "cryptography", "msgpa
 SCRUBBED_PREFIXES = ("CLOUDSDK_", "GOOGLE_APPLICATION_", "GCE_METADATA")
 
 
+_ON = ("1", "true", "yes", "on")
+_OFF = ("", "0", "false", "no", "off")
+
+
 def enabled(flag: bool) -> bool:
-    """``--sandbox`` given, or ``MLDIAG_SANDBOX`` set to a true value."""
+    """``--sandbox`` given, or ``MLDIAG_SANDBOX`` set to a true value.
+
+    Raises:
+      UsageError: ``MLDIAG_SANDBOX`` holds a value that is neither on nor off: the switch
+        guards against reaching Google Cloud, so a typo must not mean "off".
+    """
     value = os.environ.get(SANDBOX_ENV, "").strip().lower()
-    return flag or value in ("1", "true", "yes", "on")
+    if value not in _ON + _OFF:
+        from mldiag_provision.errors import UsageError
+
+        raise UsageError(f"{SANDBOX_ENV}={os.environ[SANDBOX_ENV]!r} is neither on nor off",
+                         hint=f"set {SANDBOX_ENV}=1 for the sandbox, or unset it (or 0) for "
+                              "Google Cloud")
+    return flag or value in _ON
 
 
 def sandbox_dir(workdir: Path) -> Path:

@@ -53,11 +53,13 @@ def run(args: argparse.Namespace, out: Console) -> int:
     if args.no_workloads and args.stage and set(args.stage) == {"workloads"}:
         from mldiag_provision.errors import UsageError
 
+        from shlex import quote
+
         raise UsageError("--stage workloads and --no-workloads contradict each other: "
                          "nothing would be applied",
-                         hint=f"to apply the workloads: mldiag-provision apply {args.recipe} -o "
-                              f"{args.out} --stage workloads; to leave them out: drop --stage "
-                              "workloads")
+                         hint=f"to apply the workloads: `mldiag-provision apply "
+                              f"{quote(args.recipe)} -o {quote(args.out)} --stage workloads`; "
+                              "to leave them out: drop --stage workloads")
     text = args.output == "text"
     only = stage_names(args.stage)
     progress = Progress(out) if text else None

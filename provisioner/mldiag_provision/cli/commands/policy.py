@@ -188,6 +188,9 @@ def run(args: argparse.Namespace, out: Console) -> int:
         files, recipe = _from_recipe(args.target, out)
         workdir = Path(args.out) if args.out else None
         recipe_path = args.target
+    elif target.exists():
+        raise UsageError(f"{args.target} is not a regular file (a named pipe, device or "
+                         "socket)", hint="give a recipe file or a rendered work directory")
     else:
         raise UsageError(f"{args.target} does not exist",
                          hint="give a recipe file or a rendered work directory")

@@ -57,7 +57,7 @@ module "log_analytics" {
   source = "./modules/logging/log-analytics"
 
   project_id     = local.project_id
-  retention_days = 90
+  retention_days = 30
 
   depends_on = [module.services]
 }

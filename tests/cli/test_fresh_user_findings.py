@@ -1,0 +1,51 @@
+"""What a fresh-user review of main found (2026-12-02), each as a test: no exit 70, no hang,
+no wrong words, no silent fall-back to Google Cloud."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from stack_support import REPO_ROOT
+
+RECIPE = str(REPO_ROOT / "recipes" / "tpu-v4-2x2x4-autopilot.yaml")
+
+
+def test_an_unknown_sandbox_switch_value_is_refused_not_read_as_off(
+        cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """MLDIAG_SANDBOX guards against reaching Google Cloud: a typo must not mean off."""
+    monkeypatch.setenv("MLDIAG_SANDBOX", "banana")
+    work = tmp_path / "stack"
+    rc, _, err = cli("plan", RECIPE, "-o", str(work))
+    assert rc == 2, err
+    assert "MLDIAG_SANDBOX='banana' is neither on nor off" in err
+    assert not work.exists()  # nothing rendered, no terraform run
+    for value in ("0", "off", "false", ""):
+        monkeypatch.setenv("MLDIAG_SANDBOX", value)
+        rc, _, err = cli("output", RECIPE, "-o", str(work))
+        assert "neither on nor off" not in err, (value, err)
+
+
+def test_policy_and_fleet_name_a_fifo_as_what_it_is(cli, tmp_path: Path) -> None:
+    fifo = tmp_path / "fifo.yaml"
+    os.mkfifo(fifo)
+    rc, _, err = cli("policy", str(fifo))
+    assert rc == 2 and "is not a regular file (a named pipe, device or socket)" in err, err
+    for verb in ("validate", "matrix"):
+        rc, _, err = cli("fleet", verb, str(fifo))
+        assert rc == 2 and "not a regular file" in err, (verb, err)
+        assert "no such file" not in err
+
+
+def test_fleet_reads_a_recipe_that_is_not_utf8_without_crashing(cli, tmp_path: Path) -> None:
+    fleet = tmp_path / "fleet"
+    fleet.mkdir()
+    (fleet / "bin.yaml").write_bytes(b"kind: Recipe\nname: \xff\xfe\n")
+    rc, out, err = cli("fleet", "validate", str(fleet))
+    assert rc == 2 and "not UTF-8 text" in out + err, out + err
+    for argv in (("matrix", str(fleet), "--output", "json"), ("atlantis", str(fleet))):
+        rc, out, err = cli("fleet", *argv)
+        assert rc != 70 and "internal error" not in err, (argv, err)
+        assert "bin.yaml" in out
