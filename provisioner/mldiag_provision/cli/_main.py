@@ -544,12 +544,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         try:
             on = sandboxed.requested(args)
-        except MldiagError as refused:  # MLDIAG_SANDBOX set to neither on nor off
-
-            def report(_args: argparse.Namespace, _out: Console) -> int:
-                raise refused
-
-            return _run(args, report, detailed)
+        except MldiagError as exc:  # MLDIAG_SANDBOX set to neither on nor off
+            return _run(args, _raising(exc), detailed)
         if on:
             restore = sandboxed.mark_streams(args)
             try:
@@ -558,6 +554,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 restore()
         return _run(args, sandboxed.guarded(run), detailed)
     return _run(args, run, detailed)
+
+
+def _raising(exc: MldiagError) -> Callable[[argparse.Namespace, Console], int]:
+    """A command that only raises ``exc``: an error found before the command could start,
+    reported the way every command's errors are."""
+
+    def run(_args: argparse.Namespace, _out: Console) -> int:
+        raise exc
+
+    return run
 
 
 def _run(args: argparse.Namespace, run: Callable[[argparse.Namespace, Console], int],
