@@ -51,9 +51,9 @@ def run(args: argparse.Namespace, out: Console) -> int:
     from mldiag_provision.stack.service import StageName, stage_names
 
     if args.no_workloads and args.stage and set(args.stage) == {"workloads"}:
-        from mldiag_provision.errors import UsageError
-
         from shlex import quote
+
+        from mldiag_provision.errors import UsageError
 
         raise UsageError("--stage workloads and --no-workloads contradict each other: "
                          "nothing would be applied",
