@@ -244,3 +244,17 @@ def test_a_broken_document_does_not_hide_the_next_ones() -> None:
     # positions of the recovered document are lines of the whole file
     assert docs[2].sourcemap.keys[("d",)] == (6, 1)
     assert [d.index for d in docs] == [0, 1, 2]
+
+
+def test_a_tab_that_starts_a_line_is_named_as_a_tab() -> None:
+    """libyaml says only "found character that cannot start any token"; the character at
+    its mark is a tab, so the message and hint say so (fresh-user review)."""
+    [problem] = load_documents("a:\n\tb: 1\n", "f.yaml")[-1].problems
+    assert problem.line == 2 and "tab character" in problem.message
+    assert problem.hint is not None and "spaces only" in problem.hint
+
+
+def test_an_unclosed_quote_is_reported_where_it_opens_with_its_quote_character() -> None:
+    [problem] = load_documents('a: 1\nb: "open\nc: 2\n', "f.yaml")[-1].problems
+    assert (problem.line, problem.column) == (2, 4)
+    assert "the '\"' here is never closed" in problem.message

@@ -84,6 +84,8 @@ def _yaml_error_problem(exc: yaml.YAMLError, file: str, text: str = "") -> Probl
                        message=f"YAML syntax error: the {unclosed[2]!r} here is never closed "
                                f"({what}, noticed at line {line}, column {col})",
                        hint=unclosed[3])
+    if "cannot start any token" in what and _char_at(text, mark) == "\t":
+        what = "found a tab character that cannot start any token"  # libyaml names no char
     message = f"YAML syntax error: {what}" + (f" ({context})" if context else "")
     hint = "fix the YAML syntax at this position (check indentation, quotes and colons)"
     if "tab character" in what:
@@ -91,6 +93,15 @@ def _yaml_error_problem(exc: yaml.YAMLError, file: str, text: str = "") -> Probl
                 "(as many as the lines above it use)")
     return Problem(rule="yaml-syntax", message=message, file=file, line=line, column=col,
                    hint=hint)
+
+
+def _char_at(text: str, mark: object) -> str:
+    """The character at a parser mark (0-based line and column) of ``text``, or ""."""
+    line, column = getattr(mark, "line", -1), getattr(mark, "column", -1)
+    lines = text.splitlines()
+    if not 0 <= line < len(lines) or not 0 <= column < len(lines[line]):
+        return ""
+    return lines[line][column]
 
 
 # what opened a construct the parser was still inside when it failed, and how to close it
@@ -114,9 +125,7 @@ def _unclosed(exc: yaml.YAMLError, context: str | None, text: str,
         return None
     opener, hint = _OPENERS[context]
     if opener == "quote":
-        lines = text.splitlines()
-        row = lines[opened.line] if opened.line < len(lines) else ""
-        opener = row[opened.column] if opened.column < len(row) else "quote"
+        opener = _char_at(text, opened) or "quote"
     return opened.line + 1, opened.column + 1, opener, hint
 
 
