@@ -90,7 +90,7 @@ deny contains {"msg": msg, "resource": line.item} if {
             "demand at $19.20 per hour") in out
 
 
-@pytest.mark.parametrize("value", ["0", "-3", "cheap", "true"])
+@pytest.mark.parametrize("value", ["0", "-3", "cheap", "true", ".inf", ".nan"])
 def test_a_budget_must_be_a_positive_number(capsys: pytest.CaptureFixture[str],
                                             tmp_path: Path, value: str) -> None:
     recipe = _with_policy(tmp_path, f"    maxHourlyCost: {value}\n")

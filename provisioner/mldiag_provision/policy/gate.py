@@ -109,7 +109,8 @@ def _budget(value: Any) -> float | None:
     """
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0 or \
+            value == float("inf"):
         raise PolicyError(f"maxHourlyCost {value!r} is not a positive number of US dollars "
                           "per hour", hint="set spec.policy.maxHourlyCost in the recipe and "
                                            "render again")

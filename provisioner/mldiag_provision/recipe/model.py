@@ -650,7 +650,7 @@ class Policy(_Model):
     allow_deletes: list[Literal["cluster", "node-pool", "profiles-bucket"]] = Field(
         default_factory=list,
         description="What a plan may delete (rule plan-destructive-delete); default: none.")
-    max_hourly_cost: Annotated[float, Field(gt=0)] | None = Field(
+    max_hourly_cost: Annotated[float, Field(gt=0, allow_inf_nan=False)] | None = Field(
         None,
         description="Budget in US dollars per hour (rule max-hourly-cost): the gate refuses a "
                     "stack whose priced total (offline price table, `mldiag-provision cost`) "
