@@ -167,7 +167,7 @@ def test_session_scrubs_credentials_and_restores_the_environment(
     monkeypatch.setenv("KUBECONFIG", "/real/kubeconfig")
     monkeypatch.setenv("GOOGLE_OAUTH_ACCESS_TOKEN", "real-token")
     before = dict(os.environ)
-    with session(tmp_path / "stack") as sb:
+    with session(tmp_path / "stack", "sandbox serve") as sb:
         assert "GOOGLE_APPLICATION_CREDENTIALS" not in os.environ
         assert "CLOUDSDK_AUTH_ACCESS_TOKEN_FILE" not in os.environ
         assert "KUBECONFIG" not in os.environ
@@ -177,10 +177,12 @@ def test_session_scrubs_credentials_and_restores_the_environment(
         assert os.environ["MLDIAG_OFFLINE"] == "1"
         host, port = sb.apiserver.split(":")
         assert host == "127.0.0.1"
-        # one command at a time per sandbox
-        with pytest.raises(ConflictError, match="another command is running"), \
+        # one command at a time per sandbox; the refusal names the holder and how to stop it
+        with pytest.raises(ConflictError, match=r"`mldiag-provision sandbox serve` "
+                                                 rf"\(pid {os.getpid()}\) is running") as held, \
                 session(tmp_path / "stack"):
             pass
+        assert held.value.hint is not None and f"kill {os.getpid()}" in held.value.hint
     assert dict(os.environ) == before
     with socket.socket() as s:  # nothing listens any more
         assert s.connect_ex((host, int(port))) != 0

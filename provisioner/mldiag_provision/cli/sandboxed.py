@@ -160,7 +160,7 @@ def wrap(run: Callable[[argparse.Namespace, Console], int]
         had_sandbox = sandbox_dir(workdir).exists()
         code = 1
         try:
-            with session(workdir) as sb:
+            with session(workdir, args.command) as sb:
                 sys.stderr.write(f"{args.command} runs against a local double of Google "
                                  f"Cloud kept in {sb.root} (no credentials read, nothing "
                                  "sent to Google)\n")

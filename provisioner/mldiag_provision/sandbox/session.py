@@ -188,9 +188,11 @@ def _start_apiserver(root: Path, cloud: Path, doc: dict[str, object]) -> ApiServ
 
 
 @contextlib.contextmanager
-def session(workdir: Path) -> Iterator[Running]:
+def session(workdir: Path, command: str | None = None) -> Iterator[Running]:
     """Run the body against the sandbox of ``workdir``: servers started, ``os.environ`` set
-    (and put back afterwards), servers stopped on the way out.
+    (and put back afterwards), servers stopped on the way out. ``command``: the verb that
+    holds the sandbox meanwhile (``apply``, ``sandbox serve``), named to a command refused
+    because of it.
 
     Raises:
       UsageError: the ``[sandbox]`` extra is not installed.
@@ -209,12 +211,12 @@ def session(workdir: Path) -> Iterator[Running]:
     root = sandbox_dir(workdir)
     ondisk.state_dir(root.parent.parent)  # .mldiag: a directory of the user's own
     ondisk.private_dir(root, workdir=root.parent.parent)
-    with _exclusive(root):
+    with _exclusive(root, command):
         yield from _serve(root)
 
 
 @contextlib.contextmanager
-def _exclusive(root: Path) -> Iterator[None]:
+def _exclusive(root: Path, command: str | None = None) -> Iterator[None]:
     """One command at a time per sandbox (its API server port and its saved objects are the
     sandbox's own).
 
@@ -223,18 +225,40 @@ def _exclusive(root: Path) -> Iterator[None]:
     """
     import fcntl
 
-    from mldiag_provision.errors import ConflictError
 
     fd = os.open(root / "lock", os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
-            raise ConflictError(f"another command is running in the sandbox {root}",
-                                hint="wait for it to finish, then run this again") from None
+            raise _held(root, fd) from None
+        # who holds it, for the next command's refusal: its pid and verb
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, json.dumps({"pid": os.getpid(), "command": command}).encode(), 0)
         yield
     finally:
         os.close(fd)  # releases the lock
+
+
+def _held(root: Path, fd: int) -> Exception:
+    """The refusal of a command that finds the sandbox held: it names the holder (its pid
+    and verb, as the holder wrote them) and, for ``sandbox serve``, how to stop it."""
+    from mldiag_provision.errors import ConflictError
+
+    try:
+        holder = json.loads(os.pread(fd, 4096, 0) or b"{}")
+    except (OSError, ValueError):
+        holder = {}
+    pid = holder.get("pid") if isinstance(holder, dict) else None
+    verb = str(holder.get("command") or "") if isinstance(holder, dict) else ""
+    who = (f"`mldiag-provision {verb}` (pid {pid})" if pid and verb else
+           f"another command (pid {pid})" if pid else "another command")
+    if verb == "sandbox serve":
+        hint = (f"stop it first (Ctrl-C where it runs, or kill {pid}); while it serves, "
+                "kubectl reaches the sandbox cluster")
+    else:
+        hint = "wait for it to finish, then run this again"
+    return ConflictError(f"{who} is running in the sandbox {root}", hint=hint)
 
 
 def _serve(root: Path) -> Iterator[Running]:
@@ -371,7 +395,7 @@ def reset(workdir: Path) -> int:
     root = sandbox_dir(workdir)
     if not root.is_dir():
         return 0
-    with _exclusive(root):
+    with _exclusive(root, "sandbox reset"):
         count = len(inventory(workdir))
         shutil.rmtree(root / "cloud", ignore_errors=True)
         (root / KUBE_OBJECTS).unlink(missing_ok=True)

@@ -111,7 +111,7 @@ def _serve(workdir: Path, target: Path | None, out: Console) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, stop)
-    with session(workdir) as sb:
+    with session(workdir, "sandbox serve") as sb:
         path = kubeconfig(workdir, target, endpoint=sb.apiserver)
         out.print(f"SANDBOX cluster API server at https://{sb.apiserver} (kubeconfig: {path}); "
                   "Ctrl-C stops it")
