@@ -49,3 +49,19 @@ def test_fleet_reads_a_recipe_that_is_not_utf8_without_crashing(cli, tmp_path: P
         rc, out, err = cli("fleet", *argv)
         assert rc != 70 and "internal error" not in err, (argv, err)
         assert "bin.yaml" in out
+
+
+def test_a_file_given_as_the_sandbox_work_directory_is_named_as_a_file(
+        cli, tmp_path: Path) -> None:
+    """`-o FILE` with --sandbox, and `sandbox ls|reset|kubeconfig|serve -o FILE`: exit 2
+    saying it is a file (was exit 70, NotADirectoryError, or 'has no sandbox')."""
+    afile = tmp_path / "cheap.yaml"
+    afile.write_text("x: 1\n")
+    for verb in ("apply", "plan", "verify", "output", "destroy"):
+        rc, _, err = cli(verb, RECIPE, "-o", str(afile), "--sandbox")
+        assert rc == 2, (verb, err)
+        assert f"{afile} is a file, not a work directory" in err, (verb, err)
+    for action in ("ls", "reset", "kubeconfig"):
+        rc, _, err = cli("sandbox", action, "-o", str(afile))
+        assert rc == 2 and "is a file, not a work directory" in err, (action, err)
+    assert afile.read_text() == "x: 1\n"

@@ -154,8 +154,12 @@ def wrap(run: Callable[[argparse.Namespace, Console], int]
                              hint=f"mldiag-provision {args.command} {args.recipe} -o DIR "
                                   "--sandbox")
         _refuse_unsupported(args.recipe)
-        _refuse_mixed(Path(args.out), args.command, sandbox=True)
         workdir = Path(args.out)
+        if workdir.exists() and not workdir.is_dir():
+            raise UsageError(f"{workdir} is a file, not a work directory",
+                             hint=f"give a directory: mldiag-provision {args.command} "
+                                  f"{args.recipe} -o DIR --sandbox")
+        _refuse_mixed(workdir, args.command, sandbox=True)
         fresh = not workdir.exists()
         had_sandbox = sandbox_dir(workdir).exists()
         code = 1

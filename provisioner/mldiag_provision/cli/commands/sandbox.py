@@ -42,6 +42,9 @@ def run(args: argparse.Namespace, out: Console) -> int:
     workdir = Path(args.out)
     root = sandbox_dir(workdir)
     target = Path(args.kubeconfig_out) if args.kubeconfig_out else None
+    if workdir.exists() and not workdir.is_dir():
+        raise UsageError(f"{workdir} is a file, not a work directory",
+                         hint="give the -o DIR that apply --sandbox used")
     if args.action in ("kubeconfig", "serve"):
         from mldiag_provision.sandbox.session import has_cluster
 
