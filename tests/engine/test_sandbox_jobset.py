@@ -334,3 +334,72 @@ def test_deleting_a_job_deletes_its_pods(tmp_path: Path) -> None:
     assert len(_all(store, "", "pods")) == 2
     _delete(store, "batch", "jobs", "mldiag", "solo")
     assert _all(store, "", "pods") == []
+
+
+# --- every bundled example's JobSet ----------------------------------------------------------
+
+def _rendered_jobsets(recipe: Path, out: Path) -> list[dict]:
+    from mldiag_provision.cli.app import main
+
+    assert main(["render", str(recipe), "-o", str(out)]) == 0
+    return [d for f in sorted((out / "k8s/workloads").glob("*.yaml"))
+            for d in yaml.safe_load_all(f.read_text()) if d and d.get("kind") == "JobSet"]
+
+
+RECIPES = sorted((ROOT / "recipes").glob("*.yaml"))
+
+
+def test_every_example_jobset_gets_the_children_jobset_v090_names(tmp_path: Path) -> None:
+    """For each bundled recipe's JobSet: the child Jobs' names, labels and annotations as
+    makeJob + the add* helpers of TestConstructJobsFromTemplate build them (global and
+    group indexes counted over the replicated jobs before), the subdomain (webhook default:
+    the JobSet's name), and pods per Job = min(parallelism, completions), none if
+    suspended, hostnames <job>-<index>."""
+    store = _cluster(tmp_path)
+    seen = 0
+    for n, recipe in enumerate(RECIPES):
+        for js in _rendered_jobsets(recipe, tmp_path / f"r{n}"):
+            seen += 1
+            ns = js["metadata"]["namespace"]
+            if ("", ns) not in store.objects[("", "namespaces")]:
+                _create(store, {"apiVersion": "v1", "kind": "Namespace",
+                                "metadata": {"name": ns}})
+            name = js["metadata"]["name"]
+            if (ns, name) in store.objects.get(("jobset.x-k8s.io", "jobsets"), {}):
+                _delete(store, "jobset.x-k8s.io", "jobsets", ns, name)
+            uid = _create(store, js)["metadata"]["uid"]
+            jobs = {j["metadata"]["name"]: j for j in _all(store, "batch", "jobs")
+                    if j["metadata"]["namespace"] == ns
+                    and j["metadata"]["labels"].get(P + "jobset-name") == name}
+            rjobs = js["spec"]["replicatedJobs"]
+            total = sum(int(r.get("replicas", 1)) for r in rjobs)
+            topology = (js["metadata"].get("annotations") or {}).get(
+                "alpha.jobset.sigs.k8s.io/exclusive-topology", "")
+            before = 0
+            want_pods = set()
+            for r in rjobs:
+                replicas = int(r.get("replicas", 1))
+                for i in range(replicas):
+                    job_name = f"{name}-{r['name']}-{i}"
+                    job = jobs.pop(job_name)
+                    want = _want(job_name, r["name"], replicas, i, global_index=before + i,
+                                 global_replicas=total, topology=topology, js=name, ns=ns,
+                                 uid=uid)
+                    got = _got(job)
+                    assert {k: v for k, v in got["labels"].items() if k.startswith(P)} == \
+                        want["labels"], (recipe.name, job_name)
+                    assert got["annotations"] == want["annotations"], (recipe.name, job_name)
+                    assert job["spec"]["template"]["spec"]["subdomain"] == name
+                    spec = r["template"]["spec"]
+                    count = 0 if js["spec"].get("suspend") else min(
+                        int(spec.get("parallelism", 1)), int(spec.get("completions", 1)))
+                    want_pods |= {f"{job_name}-{k}" for k in range(count)}
+                before += replicas
+            assert jobs == {}, recipe.name
+            pods = {p["spec"]["hostname"] for p in _all(store, "", "pods")
+                    if p["metadata"]["labels"].get(P + "jobset-name") == name
+                    and p["metadata"]["namespace"] == ns}
+            assert pods == want_pods, recipe.name
+            _delete(store, "jobset.x-k8s.io", "jobsets", ns, name)
+    assert seen >= 10  # the examples with a JobSet workload
+    assert _all(store, "batch", "jobs") == [] and _all(store, "", "pods") == []
