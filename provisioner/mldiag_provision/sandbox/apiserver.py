@@ -34,6 +34,12 @@ What it serves:
     namespace deletes what is in it; cert-manager's CA injector fills ``caBundle`` of
     webhooks annotated ``cert-manager.io/inject-ca-from`` once a cert-manager cainjector
     Deployment and the named Certificate exist.
+  * workload controllers where the view runs them (``ClusterView.runs_controllers``; a GKE
+    cluster does): the Job controller (Indexed Jobs' pods), the garbage collector for what
+    JobSets and Jobs own, and, once a JobSet controller Deployment is installed, the JobSet
+    controller (child Jobs and headless Service), as
+    :mod:`mldiag_provision.sandbox.controllers` describes; then the scheduler
+    (``ClusterView.schedules``) binds the pods. No container runs.
 
 Which cluster it is comes from a :class:`ClusterView` (see
 :mod:`mldiag_provision.sandbox.gke_cluster`): it
