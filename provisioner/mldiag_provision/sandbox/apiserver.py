@@ -34,6 +34,12 @@ What it serves:
     namespace deletes what is in it; cert-manager's CA injector fills ``caBundle`` of
     webhooks annotated ``cert-manager.io/inject-ca-from`` once a cert-manager cainjector
     Deployment and the named Certificate exist.
+  * workload controllers where the view runs them (``ClusterView.runs_controllers``; a GKE
+    cluster does): the Job controller (Indexed Jobs' pods), the garbage collector for what
+    JobSets and Jobs own, and, once a JobSet controller Deployment is installed, the JobSet
+    controller (child Jobs and headless Service), as
+    :mod:`mldiag_provision.sandbox.controllers` describes; then the scheduler
+    (``ClusterView.schedules``) binds the pods. No container runs.
 
 Which cluster it is comes from a :class:`ClusterView` (see
 :mod:`mldiag_provision.sandbox.gke_cluster`): it
@@ -429,6 +435,14 @@ class ClusterView:
         """Whether the store binds new Pods to the cluster's Nodes
         (:mod:`mldiag_provision.sandbox.scheduler`); a bare store does not (its Pods stay as
         written)."""
+        return False
+
+    def runs_controllers(self) -> bool:
+        """Whether the store runs the cluster's workload controllers
+        (:mod:`mldiag_provision.sandbox.controllers`): the Job controller and garbage
+        collector of kube-controller-manager, and the JobSet controller once a JobSet
+        controller Deployment is installed. A bare store does not (its JobSets and Jobs stay
+        as written, for a test that plays the controllers itself)."""
         return False
 
 
@@ -931,6 +945,8 @@ class Store:
             spec = old.get("spec") or {}
             self.objects.pop((str(spec.get("group")),
                               str((spec.get("names") or {}).get("plural"))), None)
+        if self.view.runs_controllers():  # the garbage collector follows ownerReferences
+            self._collect_garbage()
         return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
                 "details": {"name": req.name, "group": res.group, "kind": res.plural,
                             "uid": old["metadata"].get("uid")}}
@@ -986,8 +1002,96 @@ class Store:
                            "metadata": {"name": "default", "namespace": ns[1]}},
                           "kube-controller-manager")
         self._inject_ca()
+        if self.view.runs_controllers():
+            self._collect_garbage()
+            if self._jobset_controller_installed():
+                self._reconcile_jobsets()
+            self._reconcile_jobs()
         if self.view.schedules():
             self._schedule()
+
+    # -- workload controllers (mldiag_provision.sandbox.controllers) --------------------------
+    OWNED_KINDS = ("JobSet", "Job")  # owners whose dependents the garbage collector removes
+
+    def _collect_garbage(self) -> None:
+        """The garbage collector, for what the workload controllers own: an object whose
+        controller ownerReference names a JobSet or Job uid that no longer exists is deleted,
+        until nothing changes (a JobSet takes its Jobs and Service, a Job its Pods)."""
+        while True:
+            uids = {str(o["metadata"].get("uid")) for items in self.objects.values()
+                    for o in items.values()}
+            gone = [(key, k) for key, items in self.objects.items() for k, o in items.items()
+                    if any(r.get("controller") and r.get("kind") in self.OWNED_KINDS
+                           and str(r.get("uid")) not in uids
+                           for r in o["metadata"].get("ownerReferences") or [])]
+            if not gone:
+                return
+            for key, k in gone:
+                self.objects[key].pop(k, None)
+                self.pod_logs.pop(k, None)
+            self.rv += 1
+
+    def _jobset_controller_installed(self) -> bool:
+        """A JobSet controller Deployment runs: ``<fullname>-controller`` from the JobSet
+        chart (:func:`mldiag_provision.sandbox.charts.render_jobset`) or
+        ``jobset-controller-manager`` from the release manifests."""
+        return any(name.endswith(("jobset-controller", "jobset-controller-manager"))
+                   for (_, name) in self.objects.get(("apps", "deployments"), {}))
+
+    def _reconcile_jobsets(self) -> None:
+        """The JobSet controller: each JobSet gets its headless Service and its child Jobs
+        (created when missing; ``suspend`` mirrored onto existing ones)."""
+        from mldiag_provision.sandbox import controllers
+
+        jobs = self.objects.setdefault(("batch", "jobs"), {})
+        services = self.objects.setdefault(("", "services"), {})
+        for js in list(self.objects.get((controllers.JOBSET_GROUP, "jobsets"), {}).values()):
+            ns = js["metadata"].get("namespace") or "default"
+            svc = controllers.headless_service(js)
+            if svc is not None and (ns, svc["metadata"]["name"]) not in services:
+                self._put(self._resource("", "services"), svc, "jobset-controller-manager")
+            suspended = bool((js.get("spec") or {}).get("suspend") or False)
+            for job in controllers.construct_jobs(js):
+                have = jobs.get((ns, job["metadata"]["name"]))
+                if have is None:
+                    stored = self._put(self._resource("batch", "jobs"), job,
+                                       "jobset-controller-manager")
+                    controllers.default_job(stored)
+                elif controllers.controller_uid(have) == js["metadata"].get("uid") and bool(
+                        (have.get("spec") or {}).get("suspend")) != suspended:
+                    new = copy.deepcopy(have)
+                    new["spec"]["suspend"] = suspended
+                    self._put(self._resource("batch", "jobs"), new,
+                              "jobset-controller-manager", old=have)
+
+    def _reconcile_jobs(self) -> None:
+        """The Job controller, for Indexed Jobs: pods up to ``parallelism`` for the missing
+        completion indexes; a suspended Job's active pods are deleted; ``status.active``."""
+        from mldiag_provision.sandbox import controllers
+
+        pods = self.objects.setdefault(("", "pods"), {})
+        for job in list(self.objects.get(("batch", "jobs"), {}).values()):
+            uid = job["metadata"].get("uid")
+            ns = job["metadata"].get("namespace") or "default"
+            mine = [(k, p) for k, p in pods.items() if controllers.controller_uid(p) == uid]
+            if (job.get("spec") or {}).get("suspend"):
+                for k, _ in mine:
+                    pods.pop(k)
+                    self.pod_logs.pop(k, None)
+                mine = []
+            for pod in controllers.indexed_pods(job, [p for _, p in mine]):
+                pod["metadata"]["namespace"] = ns
+                self._put(self._resource("", "pods"), pod, "kube-controller-manager")
+                mine.append(((ns, pod["metadata"]["name"]), pod))
+            if (job.get("spec") or {}).get("completionMode") != "Indexed":
+                continue  # NonIndexed Jobs are not modelled: their status stays as written
+            status = dict(job.get("status") or {})
+            if mine:
+                status["active"] = len(mine)  # omitted when 0, as the API serves it
+            else:
+                status.pop("active", None)
+            status["ready"] = 0  # no container runs
+            job["status"] = status
 
     def _nodes(self) -> list[dict]:
         derived = self.view.derived(self._resource("", "nodes"))

@@ -260,6 +260,11 @@ class GkeCloudView(ClusterView):
         as written."""
         return self.cluster() is not None and not self.autopilot()
 
+    def runs_controllers(self) -> bool:
+        """Every GKE cluster runs kube-controller-manager (Job controller, garbage
+        collector); the JobSet controller runs once its chart is installed."""
+        return self.cluster() is not None
+
     # -- GKE Warden and the webhook controller ---------------------------------------------------
     def admit(self, verb: str, res: Resource, namespace: str, name: str,
               obj: dict | None) -> list[str]:
