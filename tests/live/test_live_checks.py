@@ -310,6 +310,8 @@ def test_quota_with_enough_left_passes_with_the_numbers(gcp, capsys, repo_root, 
     assert rc == 0 and [r["message"] for r in rows(doc, "PASS", "quota")] == [
         "quota TPU-V4-PODSLICE-per-project-region region=us-central2: limit 64 - usage 16 = 48 "
         "free in us-central2; slice v4-16 need(s) 16"]
+    assert [p for m, p in gcp.requests if "/regions/" in p and "/regions/us-central2/" not in p
+            ] == ["/compute/v1/projects/my-ml-project/regions/us-central2"]  # asked once
     # exactly enough left is enough
     gcp.project.region_quotas["us-east5"] = [region_quota("NVIDIA_H200_GPUS", 16, 0),
                                              region_quota("PREEMPTIBLE_TPU_V6E", 64, 32)]
