@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from mldiag_provision.sandbox.gcp_apis import FakeProject, GcpApis, quota_dims, reservation
+from mldiag_provision.sandbox.gcp_apis import (
+    FakeProject,
+    GcpApis,
+    quota_dims,
+    region_quota,
+    reservation,
+)
 
 ALL_VERSIONS = {"RAPID": ["1.36.1-gke.1000", "1.35.2-gke.1200", "1.34.3-gke.1100"],
                 "REGULAR": ["1.35.2-gke.1200", "1.34.3-gke.1100"],
@@ -41,6 +47,12 @@ def all_pass_project(project: str = "my-ml-project") -> FakeProject:
                                                    {"value": "0"}}]
     fp.quotas["GPUS-PER-GPU-FAMILY-per-project-region"] = [
         quota_dims("us-east5", 16, gpu_family="NVIDIA_H200")]
+    # current usage (Compute regions.get): some in use, enough left for every recipe
+    fp.region_quotas = {
+        "us-central2": [region_quota("CPUS", 96, 8), region_quota("TPU_PODSLICE_V4", 64, 16)],
+        "us-central1": [region_quota("TPU_LITE_PODSLICE_V5", 64, 8)],
+        "us-east5": [region_quota("PREEMPTIBLE_TPU_V6E", 64, 0),
+                     region_quota("NVIDIA_H200_GPUS", 16, 0)]}
     fp.clusters[("us-central1", "research-cluster")] = {
         "name": "research-cluster", "location": "us-central1",
         "currentMasterVersion": "1.35.2-gke.1200", "status": "RUNNING",

@@ -12,7 +12,7 @@ import pytest
 
 from cli_support import run_cli
 from live.conftest import recipe_copy
-from mldiag_provision.sandbox.gcp_apis import quota_dims, reservation
+from mldiag_provision.sandbox.gcp_apis import quota_dims, region_quota, reservation
 
 V5P = "tpu-v5p-2x2x4-standard-reservation"  # us-east5-a, reservation v5p-reservation
 V6E = "tpu-v6e-4x4-multislice-standard-spot"  # us-east5-b, 2 spot slices of 16 chips
@@ -238,8 +238,8 @@ def test_quota_below_the_chips_fails_naming_the_quota(gcp, capsys, repo_root):
     rc, doc, _ = live(capsys, repo_root, V6E)  # 2 spot slices x 16 chips
     assert rc == 1
     assert [r["message"] for r in rows(doc, "FAIL")] == [
-        "quota PREEMPTIBLE-TPU-V6E-per-project-region region=us-east5 is 16; slice trillium "
-        "need(s) 32"]
+        "quota PREEMPTIBLE-TPU-V6E-per-project-region region=us-east5: limit 16 - usage 0 = 16 "
+        "free in us-east5; slice trillium need(s) 32"]
     gcp.project.quotas["TPU-V4-PODSLICE-per-project-region"] = [quota_dims("us-central1", 99)]
     rc, doc, _ = live(capsys, repo_root, V4)  # only other regions listed: not checked
     assert rows(doc, "WARN", "quota") and not rows(doc, "FAIL")
@@ -257,8 +257,98 @@ def test_gpu_quota_uses_the_family_dimension(gcp, capsys, repo_root, tmp_path):
         quota_dims("us-east5", 64, gpu_family="NVIDIA_H100")]
     rc, doc, _ = live(capsys, repo_root, recipe)
     assert rc == 1 and [r["message"] for r in rows(doc, "FAIL")] == [
-        "quota GPUS-PER-GPU-FAMILY-per-project-region gpu_family=NVIDIA_H200 region=us-east5 "
-        "is 0; slice a3u need(s) 16"]
+        "quota GPUS-PER-GPU-FAMILY-per-project-region gpu_family=NVIDIA_H200 region=us-east5: "
+        "limit 0 - usage 0 = 0 free in us-east5; slice a3u need(s) 16"]
+
+
+# Quota with usage (issue 29): limit - current usage (Compute regions.get) against the need.
+# Three shapes of "too little left", from three public accounts of it: TPU v6e spot chips held
+# by another workload (GKE TPU quota page: quota is per region, shared by every zone in it,
+# https://cloud.google.com/kubernetes-engine/docs/how-to/tpus#ensure-quota), v4 on-demand
+# chips of another slice, and H200 GPUs of the same family in use (Cloud Quotas' usage example
+# compares Monitoring usage to the QuotaInfo value:
+# https://cloud.google.com/docs/quotas/implement-common-use-cases).
+@pytest.mark.parametrize("recipe,region,metric,usage,expected", [
+    (V6E, "us-east5", "PREEMPTIBLE_TPU_V6E", 40,
+     "quota PREEMPTIBLE-TPU-V6E-per-project-region region=us-east5: limit 64 - usage 40 = 24 "
+     "free in us-east5; slice trillium need(s) 32"),
+    (V4, "us-central2", "TPU_PODSLICE_V4", 60,
+     "quota TPU-V4-PODSLICE-per-project-region region=us-central2: limit 64 - usage 60 = 4 "
+     "free in us-central2; slice v4-16 need(s) 16"),
+    ("gpu-on-demand", "us-east5", "NVIDIA_H200_GPUS", 8,
+     "quota GPUS-PER-GPU-FAMILY-per-project-region gpu_family=NVIDIA_H200 region=us-east5: "
+     "limit 16 - usage 8 = 8 free in us-east5; slice a3u need(s) 16"),
+])
+def test_quota_usage_that_leaves_too_little_fails_naming_quota_region_and_numbers(
+        gcp, capsys, repo_root, tmp_path, recipe, region, metric, usage, expected):
+    if recipe == "gpu-on-demand":
+        recipe = _gpu_on_demand(repo_root, tmp_path)
+    for q in gcp.project.region_quotas[region]:
+        if q["metric"] == metric:
+            q["usage"] = float(usage)
+    rc, doc, _ = live(capsys, repo_root, recipe)
+    fails = rows(doc, "FAIL")
+    assert rc == 1 and [r["message"] for r in fails] == [expected]
+    assert f"request an increase of {expected.split()[1]} in {region}" in fails[0]["hint"]
+    assert "--ignore-live-failures" in fails[0]["hint"]
+    assert "QUOTA_EXCEEDED" in fails[0]["hint"]
+    assert f"regions/{region} quotas[{metric}]" in fails[0]["evidence"]
+
+
+def _gpu_on_demand(repo_root, tmp_path):
+    import yaml
+
+    recipe = recipe_copy(repo_root, "gpu-a3-ultra-standard", tmp_path)
+    doc = yaml.safe_load(recipe.read_text())
+    doc["spec"]["slices"][0]["capacity"] = {"type": "on-demand"}
+    recipe.write_text(yaml.safe_dump(doc))
+    return recipe
+
+
+def test_quota_with_enough_left_passes_with_the_numbers(gcp, capsys, repo_root, tmp_path):
+    rc, doc, _ = live(capsys, repo_root, V4)
+    assert rc == 0 and [r["message"] for r in rows(doc, "PASS", "quota")] == [
+        "quota TPU-V4-PODSLICE-per-project-region region=us-central2: limit 64 - usage 16 = 48 "
+        "free in us-central2; slice v4-16 need(s) 16"]
+    assert [p for m, p in gcp.requests if "/regions/" in p and "/regions/us-central2/" not in p
+            ] == ["/compute/v1/projects/my-ml-project/regions/us-central2"]  # asked once
+    # exactly enough left is enough
+    gcp.project.region_quotas["us-east5"] = [region_quota("NVIDIA_H200_GPUS", 16, 0),
+                                             region_quota("PREEMPTIBLE_TPU_V6E", 64, 32)]
+    rc, doc, _ = live(capsys, repo_root, V6E)
+    assert rc == 0 and rows(doc, "PASS", "quota")[0]["message"].endswith(
+        "limit 64 - usage 32 = 32 free in us-east5; slice trillium need(s) 32")
+    rc, doc, _ = live(capsys, repo_root, _gpu_on_demand(repo_root, tmp_path))
+    assert rc == 0 and rows(doc, "PASS", "quota")[0]["message"] == (
+        "quota GPUS-PER-GPU-FAMILY-per-project-region gpu_family=NVIDIA_H200 region=us-east5: "
+        "limit 16 - usage 0 = 16 free in us-east5; slice a3u need(s) 16")
+
+
+@pytest.mark.parametrize("how,why", [
+    ("denied", "permission denied (compute.regions.get)"),
+    ("unavailable", "regions.get returned no quota information (quotaStatusWarning)"),
+    ("unlisted", "regions.get lists no metric TPU_PODSLICE_V4 in us-central2"),
+])
+def test_usage_unreadable_is_a_warn_saying_the_limit_alone_was_compared(gcp, capsys, repo_root,
+                                                                        how, why):
+    if how == "denied":
+        gcp.project.denied = {"compute"}
+    elif how == "unavailable":
+        del gcp.project.region_quotas["us-central2"]
+    else:
+        gcp.project.region_quotas["us-central2"] = [region_quota("CPUS", 96, 8)]
+    rc, doc, _ = live(capsys, repo_root, V4)
+    warns = rows(doc, "WARN", "quota")
+    assert rc == 0 and [w["message"] for w in warns] == [
+        "quota TPU-V4-PODSLICE-per-project-region region=us-central2: the limit alone was "
+        f"compared (64 >= 16 for slice v4-16); current usage could not be read: {why}"]
+    assert "compute.regions.get" in warns[0]["hint"]
+    # the limit alone below the need still FAILs
+    gcp.project.quotas["TPU-V4-PODSLICE-per-project-region"] = [quota_dims("us-central2", 8)]
+    rc, doc, _ = live(capsys, repo_root, V4)
+    assert rc == 1 and [r["message"] for r in rows(doc, "FAIL", "quota")] == [
+        "quota TPU-V4-PODSLICE-per-project-region region=us-central2 is 8; slice v4-16 "
+        f"need(s) 16 (current usage not read: {why})"]
 
 
 def test_unknown_quota_id_is_a_warn(gcp, capsys, repo_root):

@@ -17,6 +17,9 @@ response shapes:
     https://cloud.google.com/compute/docs/reference/rest/v1/reservations);
   * Cloud Quotas v1 QuotaInfo
     (https://cloud.google.com/docs/quotas/reference/rest/v1/projects.locations.services.quotaInfos);
+  * Compute v1 Region with ``quotas[]`` {metric, limit, usage} (``FakeProject.region_quotas``),
+    ``quotaStatusWarning`` when a region's quota information is unavailable
+    (https://cloud.google.com/compute/docs/reference/rest/v1/regions/get);
   * whether a name is taken (``FakeProject.taken``): Compute v1 ``get`` of routers, firewalls,
     networks, subnetworks, resource policies, and Cloud Storage JSON ``buckets.get``
     (https://cloud.google.com/storage/docs/json_api/v1/buckets/get; 403 for a bucket of
@@ -65,6 +68,9 @@ class FakeProject:
     zones_offering: dict[str, list[str]] = field(default_factory=dict)  # type -> zones
     reservations: dict[tuple[str, str, str], dict[str, Any]] = field(default_factory=dict)
     quotas: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # id -> dimInfos
+    region_quotas: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """region -> Compute ``quotas[]`` entries (:func:`region_quota`) that ``regions.get``
+    answers; a region not here answers with no quotas and a ``quotaStatusWarning``."""
     clusters: dict[tuple[str, str], dict[str, Any]] = field(default_factory=dict)
     taken: dict[str, set[str]] = field(default_factory=dict)
     """Names that exist already, by kind (plan/owned.py kinds: serviceAccount (account id),
@@ -80,6 +86,12 @@ def quota_dims(region: str, value: int, **dims: str) -> dict[str, Any]:
     """One ``dimensionsInfos`` entry of a QuotaInfo (documented shape)."""
     return {"dimensions": {"region": region, **dims}, "details": {"value": str(value)},
             "applicableLocations": [region]}
+
+
+def region_quota(metric: str, limit: float, usage: float) -> dict[str, Any]:
+    """One ``quotas[]`` entry of a Compute Region (documented shape: metric, limit, usage,
+    https://cloud.google.com/compute/docs/reference/rest/v1/regions/get)."""
+    return {"metric": metric, "limit": float(limit), "usage": float(usage)}
 
 
 def reservation(name: str, zone: str, machine_type: str, count: int, in_use: int = 0,
@@ -123,6 +135,8 @@ _ROUTES: list[tuple[str, re.Pattern[str], str, str]] = [
          "machine_types"),
         ("GET", r"^/compute/v1/projects/(?P<p>[^/]+)/aggregated/reservations$", "compute",
          "reservations_aggregated"),
+        ("GET", r"^/compute/v1/projects/(?P<p>[^/]+)/regions/(?P<r>[^/]+)$", "compute",
+         "get_region"),
         ("GET", r"^/compute/v1/projects/(?P<p>[^/]+)/zones/(?P<z>[^/]+)/reservations/"
                 r"(?P<r>[^/]+)$", "compute", "get_reservation"),
         ("GET", r"^/v1/projects/(?P<p>[^/]+)/locations/global/services/(?P<svc>[^/]+)/"
@@ -437,3 +451,21 @@ class GcpApis:
                 "quotaId": qid, "service": svc, "isPrecise": True,
                 "dimensions": sorted({k for d in infos for k in d["dimensions"]}),
                 "dimensionsInfos": infos}
+
+    def _get_region(self, p: str, r: str, **_: Any) -> dict[str, Any]:
+        """Compute v1 ``regions.get``: the Region with its ``quotas[]``; a region with no
+        quota information answers (the method "fails open") with ``quotaStatusWarning``
+        (https://cloud.google.com/compute/docs/reference/rest/v1/regions/get)."""
+        self._own(p)
+        body: dict[str, Any] = {"kind": "compute#region", "name": r, "status": "UP",
+                                "selfLink": f"https://compute.googleapis.com/compute/v1/"
+                                            f"projects/{p}/regions/{r}"}
+        quotas = self.project.region_quotas.get(r)
+        if quotas is None:
+            body["quotas"] = []
+            body["quotaStatusWarning"] = {
+                "code": "UNREACHABLE", "message": "Quota information is unavailable for this "
+                "region (stand-in)."}
+        else:
+            body["quotas"] = [dict(q, owner=f"projects/{p}") for q in quotas]
+        return body

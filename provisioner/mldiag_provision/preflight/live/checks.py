@@ -20,7 +20,9 @@ APIs asked (REST reference of each):
     ``buckets.get`` (https://cloud.google.com/storage/docs/json_api/v1/buckets/get), GKE
     ``clusters.get``: whether a name the stack creates is taken (:func:`check_names`);
   * Cloud Quotas v1 ``quotaInfos.get``
-    (https://cloud.google.com/docs/quotas/reference/rest/v1/projects.locations.services.quotaInfos/get).
+    (https://cloud.google.com/docs/quotas/reference/rest/v1/projects.locations.services.quotaInfos/get)
+    for a quota's limit, and Compute v1 ``regions.get`` (``quotas[].usage``,
+    https://cloud.google.com/compute/docs/reference/rest/v1/regions/get) for its current usage.
 """
 
 from __future__ import annotations
@@ -140,6 +142,10 @@ class Session:
             from google.cloud import compute_v1
 
             return compute_v1.ReservationsClient(**kw)
+        if name == "regions":
+            from google.cloud import compute_v1
+
+            return compute_v1.RegionsClient(**kw)
         if name in _COMPUTE_NAME_CLIENTS:
             from google.cloud import compute_v1
 
@@ -666,11 +672,60 @@ def quota_key(sl: SliceNeed) -> tuple[str, dict[str, str]] | None:
     return (q["gpu"][sl.capacity], {"gpu_family": family}) if family else None
 
 
+def usage_metric(sl: SliceNeed) -> str | None:
+    """The Compute ``regions.get`` quota metric whose ``usage`` counts what the slice's quota
+    (:func:`quota_key`) has in use, e.g. ``PREEMPTIBLE_TPU_V6E`` or ``NVIDIA_H200_GPUS``; None
+    where no quota is checked. Source and confidence: ``data/gcp.yaml`` quotas (``usage``)."""
+    if quota_key(sl) is None:
+        return None
+    q = facts()["quotas"]
+    if sl.kind == "tpu":
+        return str(q["tpu"][sl.accelerator_type]["usage"][sl.capacity])
+    family = q["gpu"]["family"][sl.accelerator_type]
+    return ("PREEMPTIBLE_" if sl.capacity == "spot" else "") + f"{family}_GPUS"
+
+
+IGNORE_RISK = ("--ignore-live-failures would go on regardless: Terraform starts, creates what "
+               "comes before the node pool, and the node pool's creation fails with "
+               "QUOTA_EXCEEDED, leaving a half-built stack to destroy or re-apply")
+
+
+def _region_quotas(s: Session) -> dict[str, tuple[float, float]] | None:
+    """metric -> (limit, usage) of the target region (Compute ``regions.get``, asked once per
+    run, with only the ``quotas`` field), or None when the region answered without quota
+    information (``quotaStatusWarning`` set: the call "fails open"). Raises what the call
+    raised."""
+    t = s.target
+
+    def fetch() -> dict[str, tuple[float, float]] | None:
+        region = s.call("regions", "get", project=t.project, region=t.region)
+        if not region.quotas and region.quota_status_warning and \
+                region.quota_status_warning.code:
+            return None
+        return {str(q.metric): (float(q.limit), float(q.usage)) for q in region.quotas}
+
+    return s.once("region-quotas", fetch)  # type: ignore[no-any-return]
+
+
+def _num(x: float) -> str:
+    return f"{x:g}"
+
+
 def check_quota(s: Session, quota_id: str, dims: dict[str, str], need: int,
-                slices: list[str]) -> list[LiveResult]:
-    """The quota limit in the region covers the chips/GPUs the slices need (Cloud Quotas
-    ``quotaInfos.get``: ``dimensionsInfos[].dimensions/details.value``; an entry with no
-    dimensions is the default for the rest). Compares the limit, not the usage."""
+                slices: list[str], metric: str | None = None) -> list[LiveResult]:
+    """What is left of the quota in the region (limit minus current usage) covers the
+    chips/GPUs the slices need.
+
+    The limit: Cloud Quotas ``quotaInfos.get`` (``dimensionsInfos[].dimensions/details.value``;
+    an entry with no dimensions is the default for the rest). The usage: Compute
+    ``regions.get`` ``quotas[]`` entry ``metric`` (``usage``, same unit: chips or GPUs); see
+    data/gcp.yaml for where each metric name comes from.
+
+    Returns one row: FAIL when limit - usage < need (or the limit alone is below the need),
+    naming the quota, the region, limit, usage and need, with a hint that says what
+    ``--ignore-live-failures`` risks; WARN when the usage could not be read (denied, not
+    listed): the limit alone was compared; else PASS with the numbers.
+    """
     t = s.target
     name = (f"projects/{t.project}/locations/global/services/compute.googleapis.com/"
             f"quotaInfos/{quota_id}")
@@ -696,12 +751,45 @@ def check_quota(s: Session, quota_id: str, dims: dict[str, str], need: int,
                            f"{t.region}", name, None)]
     limit = int(best[1].details.value)
     who = f"slice {', '.join(slices)}"
-    if limit < need:
-        return [LiveResult("quota", FAIL, f"quota {label} is {limit}; {who} need(s) {need}",
-                           name, f"request an increase of {quota_id} in {t.region}: "
-                                 "https://cloud.google.com/docs/quotas/help/request_increase")]
-    return [LiveResult("quota", PASS, f"quota {label} is {limit} >= {need} for {who} "
-                       "(limit; current usage not counted)", name)]
+    increase = (f"request an increase of {quota_id} in {t.region} "
+                "(https://cloud.google.com/docs/quotas/help/request_increase), or free "
+                f"capacity in use there; {IGNORE_RISK}")
+    usage_ev = f"projects/{t.project}/regions/{t.region} quotas[{metric}]"
+    usage: float | None = None
+    why_not = ""
+    if metric is None:
+        why_not = "no regions.get metric on record for it"
+    else:
+        try:
+            listed = _region_quotas(s)
+        except Exception as exc:
+            kind = _kind(exc)
+            why_not = ("permission denied (compute.regions.get)" if kind == "denied" else
+                       f"no answer within {s.timeout_s:g}s" if kind == "timeout" else
+                       f"{type(exc).__name__}: {_why(exc)}")
+        else:
+            if listed is None:
+                why_not = "regions.get returned no quota information (quotaStatusWarning)"
+            elif metric not in listed:
+                why_not = f"regions.get lists no metric {metric} in {t.region}"
+            else:
+                usage = listed[metric][1]
+    if usage is None:
+        if limit < need:
+            return [LiveResult("quota", FAIL, f"quota {label} is {limit}; {who} need(s) "
+                               f"{need} (current usage not read: {why_not})", name, increase)]
+        return [LiveResult("quota", WARN, f"quota {label}: the limit alone was compared "
+                           f"({limit} >= {need} for {who}); current usage could not be read: "
+                           f"{why_not}", f"{name}; {usage_ev}",
+                           "grant compute.regions.get (e.g. roles/compute.viewer) to count "
+                           "usage too; check usage in the console (IAM & Admin > Quotas)")]
+    free = limit - usage
+    numbers = (f"limit {limit} - usage {_num(usage)} = {_num(free)} free in {t.region}; "
+               f"{who} need(s) {need}")
+    if free < need:
+        return [LiveResult("quota", FAIL, f"quota {label}: {numbers}", f"{name}; {usage_ev}",
+                           increase)]
+    return [LiveResult("quota", PASS, f"quota {label}: {numbers}", f"{name}; {usage_ev}")]
 
 
 def _quota_skipped(sl: SliceNeed) -> list[LiveResult]:
@@ -883,6 +971,7 @@ def tasks(s: Session) -> list[Callable[[], list[LiveResult]]]:
     for mt, names in by_type.items():
         out.append(functools.partial(check_machine_type, s, mt, names))
     quotas: dict[tuple[str, tuple[tuple[str, str], ...]], tuple[int, list[str]]] = {}
+    metrics: dict[tuple[str, tuple[tuple[str, str], ...]], str | None] = {}
     for sl in t.slices:
         if sl.capacity == "reservation" and sl.reservation:
             out.append(functools.partial(check_reservation, s, sl))
@@ -893,8 +982,10 @@ def tasks(s: Session) -> list[Callable[[], list[LiveResult]]]:
             k = (key[0], tuple(sorted(key[1].items())))
             need, names = quotas.get(k, (0, []))
             quotas[k] = (need + sl.chips, [*names, sl.name])
+            metrics[k] = usage_metric(sl)
     for (qid, dims), (need, names) in quotas.items():
-        out.append(functools.partial(check_quota, s, qid, dict(dims), need, names))
+        out.append(functools.partial(check_quota, s, qid, dict(dims), need, names,
+                                     metrics[(qid, dims)]))
     return out
 
 
