@@ -57,6 +57,29 @@ def put_object(cloud: Path, bucket: str, name: str, data: bytes = b"x") -> Path:
     return path
 
 
+def _crc32c_table() -> list[int]:
+    table = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+        table.append(c)
+    return table
+
+
+_CRC32C = _crc32c_table()
+
+
+def crc32c(data: bytes) -> str:
+    """The object's ``crc32c`` field: CRC-32C (Castagnoli, reflected polynomial 0x82F63B78,
+    RFC 4960 appendix B), big-endian, base64 (objects resource,
+    https://cloud.google.com/storage/docs/json_api/v1/objects#resource)."""
+    c = 0xFFFFFFFF
+    for b in data:
+        c = _CRC32C[(c ^ b) & 0xFF] ^ (c >> 8)
+    return base64.b64encode((c ^ 0xFFFFFFFF).to_bytes(4, "big")).decode()
+
+
 class _Failure(Exception):
     """An HTTP error answer: ``code`` and the JSON API's error message."""
 
@@ -105,6 +128,7 @@ class _Store:
                 "bucket": bucket, "generation": str(gen), "metageneration": "1",
                 "contentType": "application/octet-stream", "size": str(len(data)),
                 "md5Hash": base64.b64encode(hashlib.md5(data).digest()).decode(),
+                "crc32c": crc32c(data),
                 "storageClass": "STANDARD",
                 "selfLink": f"/storage/v1/b/{bucket}/o/{quote(name, safe='')}"}
 
@@ -322,7 +346,7 @@ class GcsStandIn:
                 self._send(200, data, {
                     "x-goog-generation": res["generation"], "x-goog-metageneration": "1",
                     "x-goog-stored-content-length": str(len(data)),
-                    "x-goog-hash": f"md5={res['md5Hash']}",
+                    "x-goog-hash": f"crc32c={res['crc32c']},md5={res['md5Hash']}",
                     "Last-Modified": self.date_time_string()})
 
             def _send(self, code: int, body: object,
