@@ -105,13 +105,16 @@ GCS_LOCKED = (
     'protect the state from being written\nby multiple users at the same time.')
 
 
-def test_a_gcs_lock_names_its_holder_and_the_exact_force_unlock() -> None:
-    what, hint = translate(GCS_LOCKED)  # type: ignore[misc]
+@pytest.mark.parametrize("text", [GCS_LOCKED, " ".join(GCS_LOCKED.split())],
+                         ids=["as-printed", "flattened"])
+def test_a_gcs_lock_names_its_holder_and_the_exact_force_unlock(text: str) -> None:
+    what, hint = translate(text)  # type: ignore[misc]
     assert "holds the state lock" in what
     assert "412" not in what and "precondition" not in what.lower()
     assert "`terraform force-unlock 1796193609363898749`" in hint
     assert "gs://tfstate/fleet/one/default.tflock" in hint
-    assert "Who root@vm" in hint and "OperationTypeApply" in hint
+    assert ("held by root@vm (OperationTypeApply, since 2026-12-02 06:40:09.345973613 "
+            "+0000 UTC)") in hint
 
 
 @pytest.mark.parametrize("text", [

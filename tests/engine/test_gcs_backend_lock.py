@@ -19,7 +19,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -29,12 +28,13 @@ from typing import Any
 
 import pytest
 
-from mldiag_provision.engines.terraform import translate
+from mldiag_provision.engines.terraform import TerraformEngine, translate
+from mldiag_provision.errors import EngineError
+from mldiag_provision.runner import CommandRunner
 from mldiag_provision.sandbox.gcs import GcsStandIn
+from stack_support import terraform_binary
 
-pytestmark = [pytest.mark.terraform,
-              pytest.mark.skipif(shutil.which("terraform") is None,
-                                 reason="needs the terraform binary")]
+pytestmark = pytest.mark.terraform
 
 BUCKET = "tfstate"
 PREFIX = "fleet/one"
@@ -101,7 +101,10 @@ resource "terraform_data" "one" {{
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[dict[str, Any]]:
     """The stand-in (bucket ``tfstate`` present), a gates folder, and the started processes
-    (their process groups are killed on teardown)."""
+    (their process groups are killed on teardown). terraform missing fails the test, as the
+    project's other terraform tests do, unless MLDIAG_ALLOW_NO_TERRAFORM=1."""
+    if terraform_binary() is None:
+        pytest.skip("terraform is missing and MLDIAG_ALLOW_NO_TERRAFORM=1 allows it")
     cloud = tmp_path / "cloud"
     (cloud / "gcs-objects" / BUCKET).mkdir(parents=True)
     gates = tmp_path / "gates"
@@ -206,6 +209,15 @@ def test_lock_left_by_a_killed_run_is_named_and_force_unlock_frees_it(
     assert f"terraform force-unlock {lock}" in hint
     assert f"gs://{BUCKET}/{PREFIX}/default.tflock" in hint
     assert "OperationTypeApply" in hint
+
+    # what the tool itself says: its engine's plan (-json diagnostics) in the same directory
+    engine = TerraformEngine(second.dir, CommandRunner(second.dir / "engine.log"),
+                             lock_timeout="0s")
+    with pytest.raises(EngineError) as told:
+        engine.plan()
+    assert "holds the state lock" in str(told.value)
+    assert f"`terraform force-unlock {lock}`" in (told.value.hint or "")
+    assert f"gs://{BUCKET}/{PREFIX}/default.tflock" in (told.value.hint or "")
 
     wrong = second.run("force-unlock", "-force", "12345")  # a wrong id frees nothing
     assert wrong.returncode != 0

@@ -195,25 +195,30 @@ _RULES = _GOOGLE_RULES + _TERRAFORM_RULES
 # The gcs backend's Path is gs://BUCKET/PREFIX/<workspace>.tflock and its ID the lock object's
 # generation (internal/backend/remote-state/gcs/client.go); captured from terraform 1.11
 # against the sandbox's Cloud Storage stand-in (tests/engine/test_gcs_backend_lock.py).
-_LOCK_ID = re.compile(r"Lock Info:\s*ID:\s*(\S+)")
-_LOCK_FIELD = re.compile(r"^\s*(Path|Operation|Who|Created):\s*(.+?)\s*$", re.M)
+# (the -json diagnostic's detail keeps the lines; a wrapped one may be flattened to one line)
+_LOCK_KEYS = r"(?:ID|Path|Operation|Who|Version|Created|Info)"
+_LOCK_FIELD = re.compile(rf"({_LOCK_KEYS}): (.*?)(?= {_LOCK_KEYS}:|$)")
 
 
 def _lock_hint(text: str) -> str | None:
     """The hint for a lock held in a ``gcs`` backend, naming its holder and the exact
     ``terraform force-unlock <ID>``; None for any other lock (a local state's lock is an OS
     file lock that dies with its process, so force-unlock is never the advice there)."""
-    found = _LOCK_ID.search(text)
-    if found is None:
+    start = text.find("Lock Info:")
+    if start < 0:
         return None
-    fields = dict(_LOCK_FIELD.findall(text[found.end():]))
-    if not fields.get("Path", "").startswith("gs://"):
+    fields: dict[str, str] = {}
+    for key, value in _LOCK_FIELD.findall(" ".join(text[start + 10:].split())):
+        fields.setdefault(key, value.strip())
+    if not fields.get("ID") or not fields.get("Path", "").startswith("gs://"):
         return None
-    holder = ", ".join(f"{k} {fields[k]}" for k in ("Who", "Operation", "Created")
-                       if fields.get(k))
-    return (f"the lock {fields['Path']} is held by {holder or 'another run'}: wait for that "
+    about = ", ".join(filter(None, (fields.get("Operation"),
+                                    fields.get("Created") and f"since {fields['Created']}")))
+    holder = fields.get("Who") or "another run"
+    holder += f" ({about})" if about else ""
+    return (f"the lock {fields['Path']} is held by {holder}: wait for that "
             f"run (retry with a longer -lock-timeout); if it was killed and nothing else is "
-            f"running, release it with `terraform force-unlock {found.group(1)}` in the "
+            f"running, release it with `terraform force-unlock {fields['ID']}` in the "
             f"stage's work directory, then re-run")
 
 
