@@ -91,3 +91,39 @@ def test_terraform_itself_says_this_about_a_truncated_state(tmp_path: Path) -> N
     assert done.returncode != 0
     found = translate(done.stdout + done.stderr)
     assert found is not None and "state file is damaged" in found[0], done.stderr
+
+
+# terraform 1.11.4's refusal when a gcs backend's lock object exists (captured against the
+# sandbox's Cloud Storage stand-in, tests/engine/test_gcs_backend_lock.py)
+GCS_LOCKED = (
+    'Error: Error acquiring the state lock\n\nError message: writing '
+    '"gs://tfstate/fleet/one/default.tflock" failed:\ngoogleapi: Error 412: At least one of '
+    'the pre-conditions you specified did\nnot hold., \nLock Info:\n  ID:        '
+    '1796193609363898749\n  Path:      gs://tfstate/fleet/one/default.tflock\n  Operation: '
+    'OperationTypeApply\n  Who:       root@vm\n  Version:   1.11.4\n  Created:   2026-12-02 '
+    '06:40:09.345973613 +0000 UTC\n  Info:      \n\n\nTerraform acquires a state lock to '
+    'protect the state from being written\nby multiple users at the same time.')
+
+
+@pytest.mark.parametrize("text", [GCS_LOCKED, " ".join(GCS_LOCKED.split())],
+                         ids=["as-printed", "flattened"])
+def test_a_gcs_lock_names_its_holder_and_the_exact_force_unlock(text: str) -> None:
+    what, hint = translate(text)  # type: ignore[misc]
+    assert "holds the state lock" in what
+    assert "412" not in what and "precondition" not in what.lower()
+    assert "`terraform force-unlock 1796193609363898749`" in hint
+    assert "gs://tfstate/fleet/one/default.tflock" in hint
+    assert ("held by root@vm (OperationTypeApply, since 2026-12-02 06:40:09.345973613 "
+            "+0000 UTC)") in hint
+
+
+@pytest.mark.parametrize("text", [
+    next(t for t, _, _ in REAL if "Path:      terraform.tfstate" in t),  # a local (OS) lock
+    "Error: Error acquiring the state lock\n\nError message: timeout",  # no lock info
+    GCS_LOCKED.replace("  ID:        1796193609363898749\n", ""),  # lock info without an ID
+], ids=["local-lock", "no-info", "no-id"])
+def test_only_a_gcs_lock_with_an_id_gets_a_force_unlock_command(text: str) -> None:
+    what, hint = translate(text)  # type: ignore[misc]
+    assert "holds the state lock" in what
+    assert "terraform force-unlock " not in hint.replace("`terraform force-unlock` in the log",
+                                                         "")

@@ -144,6 +144,8 @@ _GOOGLE_RULES: list[tuple[re.Pattern[str], str, str]] = [
      "re-run `apply`"),
 ]
 
+_LOCK_RULE = re.compile(r"Error acquiring the state lock|state lock", re.I)
+
 _TERRAFORM_RULES: list[tuple[re.Pattern[str], str, str]] = [
     # A truncated or damaged terraform.tfstate: Terraform 1.11 reports it *inside* "Error
     # acquiring the state lock" ("Unsupported state file format: The state file could not be
@@ -167,7 +169,7 @@ _TERRAFORM_RULES: list[tuple[re.Pattern[str], str, str]] = [
      "do not force-unlock: look at terraform.tfstate in the stage's directory (named in the "
      "log) and make it the state file again, e.g. move a directory of that name aside, "
      "then re-run the command"),
-    (re.compile(r"Error acquiring the state lock|state lock", re.I),
+    (_LOCK_RULE,
      "another Terraform run holds the state lock",
      "wait for it to finish; if none is running, see `terraform force-unlock` in the log"),
     (re.compile(r"Saved plan is stale", re.I),
@@ -188,11 +190,46 @@ _TERRAFORM_RULES: list[tuple[re.Pattern[str], str, str]] = [
 _RULES = _GOOGLE_RULES + _TERRAFORM_RULES
 
 
+# Terraform's lock info under "Error acquiring the state lock" (statemgr.LockInfo.String in
+# hashicorp/terraform): "Lock Info:\n  ID: <id>\n  Path: <path>\n  Operation: ...\n  Who: ...".
+# The gcs backend's Path is gs://BUCKET/PREFIX/<workspace>.tflock and its ID the lock object's
+# generation (internal/backend/remote-state/gcs/client.go); captured from terraform 1.11
+# against the sandbox's Cloud Storage stand-in (tests/engine/test_gcs_backend_lock.py).
+# (the -json diagnostic's detail keeps the lines; a wrapped one may be flattened to one line)
+_LOCK_KEYS = r"(?:ID|Path|Operation|Who|Version|Created|Info)"
+_LOCK_FIELD = re.compile(rf"({_LOCK_KEYS}): (.*?)(?= {_LOCK_KEYS}:|$)")
+
+
+def _lock_hint(text: str) -> str | None:
+    """The hint for a lock held in a ``gcs`` backend, naming its holder and the exact
+    ``terraform force-unlock <ID>``; None for any other lock (a local state's lock is an OS
+    file lock that dies with its process, so force-unlock is never the advice there)."""
+    start = text.find("Lock Info:")
+    if start < 0:
+        return None
+    fields: dict[str, str] = {}
+    for key, value in _LOCK_FIELD.findall(" ".join(text[start + 10:].split())):
+        fields.setdefault(key, value.strip())
+    if not fields.get("ID") or not fields.get("Path", "").startswith("gs://"):
+        return None
+    about = ", ".join(filter(None, (fields.get("Operation"),
+                                    fields.get("Created") and f"since {fields['Created']}")))
+    holder = fields.get("Who") or "another run"
+    holder += f" ({about})" if about else ""
+    return (f"the lock {fields['Path']} is held by {holder}: wait for that "
+            f"run (retry with a longer -lock-timeout); if it was killed and nothing else is "
+            f"running, release it with `terraform force-unlock {fields['ID']}` in the "
+            f"stage's work directory, then re-run")
+
+
 def translate(text: str) -> tuple[str, str] | None:
     """(what went wrong, what to do) for a known failure in ``text`` (Google Cloud's errors
-    first, then Terraform's: lock, stale plan, provider install, backend), else None."""
+    first, then Terraform's: lock, stale plan, provider install, backend), else None. A lock
+    held in a ``gcs`` backend gets a hint naming its holder and ``force-unlock <ID>``."""
     for pattern, what, hint in _RULES:
         if pattern.search(text):
+            if pattern is _LOCK_RULE:
+                hint = _lock_hint(text) or hint
             return what, hint
     return None
 

@@ -19,8 +19,9 @@ libraries run against it unchanged:
   :mod:`~mldiag_provision.sandbox.gke_cluster`: a Kubernetes API server playing the GKE
   cluster of the cloud directory (Nodes from recorded real GKE Nodes,
   ``recorded_nodes.yaml``, each with its source);
-* :mod:`~mldiag_provision.sandbox.gcs`: the Cloud Storage JSON API object listing
-  (``STORAGE_EMULATOR_HOST``);
+* :mod:`~mldiag_provision.sandbox.gcs`: the Cloud Storage JSON API objects calls (list, get,
+  insert, delete, with generation preconditions; ``STORAGE_EMULATOR_HOST``, or Terraform's
+  ``gcs`` backend through ``storage_custom_endpoint``);
 * :mod:`~mldiag_provision.sandbox.gcp_apis`: the REST APIs the live preflight asks;
 * :mod:`~mldiag_provision.sandbox.mirror`: installs the plugins as a Terraform filesystem
   mirror.
