@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -65,7 +66,7 @@ class GpuShape:
         return self.machine.gpus if self.machine else None
 
 
-def _entry_fact(path: tuple[str, ...], node: dict, parent: dict) -> Fact:
+def _entry_fact(path: tuple[str, ...], node: dict[str, Any], parent: dict[str, Any]) -> Fact:
     """The fact of a gpu.yaml entry; one without a source inherits its parent's."""
     facts = store()
     if "source" not in node:
@@ -74,7 +75,7 @@ def _entry_fact(path: tuple[str, ...], node: dict, parent: dict) -> Fact:
 
 
 class GpuCatalog:
-    def __init__(self, data: dict) -> None:
+    def __init__(self, data: dict[str, Any]) -> None:
         self.raw = data
         self.gpus: dict[str, GpuType] = {}
         try:

@@ -25,6 +25,9 @@ from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from mldiag_provision.catalog.store import DATA_DIR, parse_sources
 
+Confidence = Literal["H", "M", "L"]
+"""How sure a fact is: H verified verbatim, M secondary sources, L not verified."""
+
 SCHEMA_DIR = Path(__file__).resolve().parents[1] / "schemas"
 
 
@@ -54,7 +57,7 @@ def fact_model(tags: list[str]) -> type[BaseModel]:
         __config__=ConfigDict(extra="allow", use_enum_values=True),
         __doc__="A fact: data with its source and how sure it is.",
         source=(tag_enum, Field(description="a tag of sources.yaml")),
-        confidence=(Literal["H", "M", "L"], Field(
+        confidence=(Confidence, Field(
             "H", description="H verified verbatim at the source (errors allowed); M secondary "
                              "sources or a strong inference; L not verified (warnings only)")),
         note=(str | None, None),

@@ -117,7 +117,8 @@ def satisfies(version: GkeVersion, need: VersionNeed) -> bool | None:
     return at_least(version, need.version)
 
 
-def _minor(text: str) -> tuple[int, int]:
+def _offer_minor(text: str) -> tuple[int, int]:
+    """``"1.34"`` -> ``(1, 34)`` for a ``releaseChannels`` bound; ValueError when malformed."""
     major, minor = str(text).split(".")[:2]
     return int(major), int(minor)
 
@@ -130,7 +131,7 @@ def channel_offer(catalog: Catalog, channel: str) -> tuple[tuple[int, int], tupl
     offer = catalog.fact("releaseChannels")["channels"].get(channel)
     if offer is None:
         return None
-    return _minor(offer["minMinor"]), _minor(offer["maxMinor"])
+    return _offer_minor(offer["minMinor"]), _offer_minor(offer["maxMinor"])
 
 
 def channel_oldest_minor(catalog: Catalog, channel: str) -> tuple[int, int] | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import fnmatch
 import functools
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -26,11 +27,11 @@ except AttributeError:  # pragma: no cover
 class SlurmFacts:
     """slurm.yaml plus gpu.yaml's ``clusterDirectorSlurm``."""
 
-    def __init__(self, data: dict, managed: dict) -> None:
+    def __init__(self, data: dict[str, Any], managed: dict[str, Any]) -> None:
         self.raw = data
         self.managed = managed
 
-    def fact(self, *keys: str) -> dict:
+    def fact(self, *keys: str) -> dict[str, Any]:
         """``fact("storage", "filestore")`` -> that mapping of slurm.yaml.
 
         Raises:
@@ -49,7 +50,7 @@ class SlurmFacts:
         """What to cite for a source tag of ``sources.yaml`` (URL, else path)."""
         return store().source_url(tag) or tag
 
-    def cite(self, fact: dict) -> str:
+    def cite(self, fact: dict[str, Any]) -> str:
         return self.source_url(str(fact.get("source", "")))
 
     def node_machine_types(self) -> list[str]:
@@ -66,7 +67,7 @@ class SlurmFacts:
         fact = self.managed["a4xNodeCountMultipleOf"]
         return int(fact["value"]), str(fact["source"])
 
-    def services(self, kinds: set[str]) -> list[dict]:
+    def services(self, kinds: set[str]) -> list[dict[str, Any]]:
         """APIs the stack enables; entries with ``when`` only if that storage kind is used."""
         return [s for s in self.raw["services"] if s.get("when") in (None, *kinds)]
 

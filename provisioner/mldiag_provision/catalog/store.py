@@ -160,7 +160,7 @@ def parse_sources(data: object, file: str = "sources.yaml") -> dict[str, Source]
 
 
 def walk_facts(node: object, path: tuple[str | int, ...] = ()
-               ) -> Iterator[tuple[tuple[str | int, ...], dict]]:
+               ) -> Iterator[tuple[tuple[str | int, ...], dict[str, Any]]]:
     """Every mapping with a ``source`` key below ``node``, with its path (outermost first)."""
     if isinstance(node, dict):
         if "source" in node:
@@ -172,7 +172,7 @@ def walk_facts(node: object, path: tuple[str | int, ...] = ()
             yield from walk_facts(v, (*path, i))
 
 
-def make_fact(file: str, path: tuple[str | int, ...], raw: dict,
+def make_fact(file: str, path: tuple[str | int, ...], raw: dict[str, Any],
               sources: Mapping[str, Source]) -> Fact:
     """Check one fact mapping and type it.
 

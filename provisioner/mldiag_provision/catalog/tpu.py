@@ -70,7 +70,7 @@ class TpuVersion:
     """Zones the TPU regions-zones page lists for it: standard zones, then AI zones
     (tpu.yaml ``versions.<v>.zones`` ``values`` and ``aiZones``)."""
     source: str
-    raw: dict
+    raw: dict[str, Any]
     multi_host_placement: str = "compact"
     """How a multi-host slice's node pool is placed: ``compact`` (COMPACT placement with the
     slice's ``tpu_topology``) or ``workload-policy`` (a HIGH_THROUGHPUT workload policy, TPU7x;
@@ -122,7 +122,7 @@ class ShapeError(Exception):
         self.source = source
 
 
-def parse_topology(text: str) -> tuple[int, ...] | None:
+def parse_topology(text: object) -> tuple[int, ...] | None:
     """``"2x2x4"`` -> ``(2, 2, 4)``; ``None`` when not a topology."""
     if not isinstance(text, str):
         return None
@@ -140,9 +140,10 @@ def parse_topology(text: str) -> tuple[int, ...] | None:
 class Catalog:
     """All catalog facts; build with :func:`load_catalog`."""
 
-    def __init__(self, tpu: dict, gke: dict, facts: FactStore | None = None) -> None:
+    def __init__(self, tpu: dict[str, Any], gke: dict[str, Any],
+                 facts: FactStore | None = None) -> None:
         self.store = facts or store()
-        self.gke: dict = gke
+        self.gke: dict[str, Any] = gke
         self.versions: dict[str, TpuVersion] = {}
         for key, raw in tpu["versions"].items():
             self.versions[key] = self._version(key, raw)
@@ -154,13 +155,14 @@ class Catalog:
                 self._by_name[name.lower()] = v
 
     # -- construction -------------------------------------------------------------------
-    def _entry_fact(self, path: tuple[str, ...], node: dict, parent: dict) -> Fact:
+    def _entry_fact(self, path: tuple[str, ...], node: dict[str, Any],
+                    parent: dict[str, Any]) -> Fact:
         """The fact of a tpu.yaml entry; one without a source inherits its parent's."""
         if "source" not in node:
             node = {"source": parent.get("source", ""), **node}
         return self.store.of(node) or make_fact("tpu.yaml", path, node, self.store.sources)
 
-    def _version(self, key: str, raw: dict) -> TpuVersion:
+    def _version(self, key: str, raw: dict[str, Any]) -> TpuVersion:
         try:
             mts = {
                 name: MachineType(name=name, chips_per_vm=int(m["chipsPerVm"]),
@@ -181,7 +183,7 @@ class Catalog:
                 large3d = Large3D(min_chips=int(large.get("minChips", 65)),
                                   multiple_of=int(large.get("multipleOf", 4)),
                                   nondecreasing=bool(large.get("nondecreasing", True)),
-                                  max_dims=dims,  # type: ignore[arg-type]
+                                  max_dims=dims,
                                   machine_type=str(large["machineType"]),
                                   source=str(large.get("source", "")))
             gke = raw.get("gke", {})
@@ -339,6 +341,7 @@ class Catalog:
             from mldiag_provision.suggest import suggest
 
             ordered = "x".join(map(str, sorted(dims)))
+            hint: str | None
             if ordered != topology and ordered in version.topologies:
                 hint = f"did you mean '{ordered}'? (dimensions are written smallest first)"
             else:

@@ -12,8 +12,13 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (start-up time)
+if TYPE_CHECKING:
+    from types import TracebackType
 
-def _quiet_interrupt(exc_type: type[BaseException], exc: BaseException, tb: object) -> None:
+
+def _quiet_interrupt(exc_type: type[BaseException], exc: BaseException,
+                     tb: TracebackType | None) -> None:
     """Ctrl-C before main() is running (while importing): no traceback, exit 130."""
     if issubclass(exc_type, KeyboardInterrupt):
         sys.stderr.write("interrupted\n")

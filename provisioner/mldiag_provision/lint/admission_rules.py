@@ -13,6 +13,7 @@ k8s-stackdriver#1079). The same toleration refusal for the TPU taint is only sta
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from mldiag_provision.errors import Problem
 from mldiag_provision.lint.context import LintContext
@@ -39,7 +40,7 @@ ACCEL_TOLERATION = define("autopilot-accelerator-toleration", "a pod tolerates t
                           facts=(f"{_ID}.acceleratorToleration",))
 
 
-def _requests(c: dict, resource: str) -> tuple[str, object] | None:
+def _requests(c: dict[str, Any], resource: str) -> tuple[str, object] | None:
     """('requests'|'limits', value) where the container names ``resource``."""
     for where in ("requests", "limits"):
         v = get(c, "resources", where, resource)
@@ -60,9 +61,14 @@ def _selects(t: PodTemplate, keys: list[str]) -> bool:
     terms = get(t.spec, "affinity", "nodeAffinity",
                 "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms")
     return isinstance(terms, list) and bool(terms) and all(
-        any(get(e, "key") in keys for e in (get(term, "matchExpressions") or [])
+        any(get(e, "key") in keys for e in _list(get(term, "matchExpressions"))
             if isinstance(e, dict))
         for term in terms if isinstance(term, dict))
+
+
+def _list(node: object) -> list[object]:
+    """``node`` when it is a list, else no entries."""
+    return node if isinstance(node, list) else []
 
 
 def check_accelerators(ctx: LintContext) -> Iterator[Problem]:

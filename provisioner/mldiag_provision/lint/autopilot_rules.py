@@ -66,7 +66,7 @@ TPU_SUPPORT = define("autopilot-tpu", "the TPU version is offered on Autopilot",
 _CONTAINER_LISTS = ("initContainers", "containers")
 
 
-def _containers(t: PodTemplate) -> Iterator[tuple[str, int, dict]]:
+def _containers(t: PodTemplate) -> Iterator[tuple[str, int, dict[str, Any]]]:
     for key in _CONTAINER_LISTS:
         for i, c in t.containers(key):
             yield key, i, c
@@ -88,7 +88,7 @@ def check_host(ctx: LintContext) -> Iterator[Problem]:
                     f"{name}: true is not allowed in Autopilot ({ns['constraint']})",
                     value=True, severity=severity_of(ns), hint=f"remove {name}")
         for key, i, c in _containers(t):
-            for j, p in enumerate(c.get("ports") if isinstance(c.get("ports"), list) else []):
+            for j, p in enumerate(cp if isinstance(cp := c.get("ports"), list) else []):
                 host_port = get(p, "hostPort")
                 if isinstance(host_port, int) and not isinstance(host_port, bool) and host_port:
                     yield ctx.problem(
@@ -152,7 +152,7 @@ def check_scheduling(ctx: LintContext) -> Iterator[Problem]:
         tolerated = {get(tol, "key") for tol in spec.get("tolerations", [])
                      if isinstance(tol, dict)} if isinstance(spec.get("tolerations"), list) \
             else set()
-        found: list[tuple[str, tuple]] = []
+        found: list[tuple[str, tuple[Any, ...]]] = []
         sel = spec.get("nodeSelector")
         if isinstance(sel, dict):
             found += [(k, (*sp, "nodeSelector", k)) for k in sel if isinstance(k, str)]
@@ -162,8 +162,8 @@ def check_scheduling(ctx: LintContext) -> Iterator[Problem]:
         for i, term in enumerate(terms if isinstance(terms, list) else []):
             exprs = get(term, "matchExpressions")
             for j, e in enumerate(exprs if isinstance(exprs, list) else []):
-                if isinstance(get(e, "key"), str):
-                    found.append((get(e, "key"), (*sp, *na, "requiredDuringSchedulingIgnored"
+                if isinstance(ekey := get(e, "key"), str):
+                    found.append((ekey, (*sp, *na, "requiredDuringSchedulingIgnored"
                                                   "DuringExecution", "nodeSelectorTerms", i,
                                                   "matchExpressions", j, "key")))
         for key, path in found:
@@ -231,7 +231,7 @@ _XLA_DUMP = re.compile(r"--xla_dump_to=(\S+)")
 _ACCELERATORS = (str(fact("tpu", "resource")["name"]), str(fact("gpu", "resource")["name"]))
 
 
-def _mounted(c: dict, path: str) -> bool:
+def _mounted(c: dict[str, Any], path: str) -> bool:
     mounts = c.get("volumeMounts")
     return isinstance(mounts, list) and any(
         isinstance(m, dict) and isinstance(m.get("mountPath"), str)
@@ -252,15 +252,15 @@ def check_ephemeral_storage(ctx: LintContext) -> Iterator[Problem]:
     _, (hi_qty, hi) = ephemeral_bounds()
     for t in ctx.templates:
         for i, c in t.containers():
-            res = c.get("resources") if isinstance(c.get("resources"), dict) else {}
-            requests = res.get("requests") if isinstance(res.get("requests"), dict) else {}
-            limits = res.get("limits") if isinstance(res.get("limits"), dict) else {}
+            res = got if isinstance(got := c.get("resources"), dict) else {}
+            requests = got if isinstance(got := res.get("requests"), dict) else {}
+            limits = got if isinstance(got := res.get("limits"), dict) else {}
             if not any(k in requests or k in limits for k in _ACCELERATORS):
                 continue
             path = (*t.spec_path, "containers", i)
             stated = requests.get("ephemeral-storage", limits.get("ephemeral-storage"))
             if stated is None:
-                env = c.get("env") if isinstance(c.get("env"), list) else []
+                env = got if isinstance(got := c.get("env"), list) else []
                 dumps = [m.group(1) for e in env if isinstance(e, dict)
                          and isinstance(e.get("value"), str)
                          for m in _XLA_DUMP.finditer(e["value"])]

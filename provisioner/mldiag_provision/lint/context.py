@@ -43,7 +43,7 @@ class LintContext:
     catalog: Catalog
     options: LintOptions
     templates: list[PodTemplate] = field(default_factory=list)
-    _memo: dict = field(default_factory=dict)
+    _memo: dict[object, object] = field(default_factory=dict[object, object])
     cluster: ClusterModel | None = None
     """The cluster the objects go to (preflight: the recipe's plan); None: lint builds one
     from the objects themselves (:func:`mldiag_provision.lint.cluster_rules.

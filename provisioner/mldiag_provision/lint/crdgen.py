@@ -30,6 +30,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -80,7 +81,7 @@ def _strip(node: object) -> object:
         return node
     if node.get("x-kubernetes-int-or-string"):
         return {"$intOrString": True}
-    out: dict = {}
+    out: dict[str, Any] = {}
     for k, v in node.items():
         if k in _DROP:
             continue
@@ -93,8 +94,8 @@ def _strip(node: object) -> object:
     return out
 
 
-def _replace(spec: dict, path: tuple[str, ...], definition: str, where: str) -> None:
-    node = spec
+def _replace(spec: dict[str, Any], path: tuple[str, ...], definition: str, where: str) -> None:
+    node: Any = spec  # a walk down the CRD's schema tree (YAML)
     for i, step in enumerate(path):
         parent = node
         node = node.get("items") if step == "[]" else node.get("properties", {}).get(step)
@@ -122,7 +123,8 @@ def _inline_podspecs(node: object, path: str) -> list[str]:
     return found
 
 
-def convert(crd: dict, project: str, version: str, pin: dict, path: str) -> list[dict]:
+def convert(crd: dict[str, Any], project: str, version: str, pin: dict[str, Any],
+            path: str) -> list[dict[str, Any]]:
     """One upstream CRD document -> one entry per served API version (see module doc).
 
     Raises:
@@ -163,9 +165,10 @@ def _input(project: str, version: str, path: str) -> Path:
     return UPSTREAM / project / version / (Path(path).name + ".gz")
 
 
-def load_pins() -> dict:
+def load_pins() -> dict[str, Any]:
     with open(PINS, encoding="utf-8") as f:
-        return yaml.safe_load(f)["projects"]
+        pins: dict[str, Any] = yaml.safe_load(f)["projects"]
+    return pins
 
 
 def _sums() -> dict[str, str]:
@@ -182,7 +185,7 @@ def generate() -> str:
       GenerateError: an input is missing or does not match its recorded sha256.
     """
     sums = _sums()
-    kinds: list[dict] = []
+    kinds: list[dict[str, Any]] = []
     for project, spec in load_pins().items():
         for version, pin in spec["versions"].items():
             for path in spec["paths"]:

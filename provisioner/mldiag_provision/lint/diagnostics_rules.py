@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Any
 
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.lint.context import LintContext
@@ -54,7 +55,8 @@ def check_label(ctx: LintContext) -> Iterator[Problem]:
     monitoring = fact("mlDiagnostics", "monitoringKinds")["kinds"]
     for res, pods in _workloads(ctx).values():
         ns_obj = ctx.namespace_object(res.namespace)
-        places = [(res, ("metadata", "labels"), res.labels)]
+        places: list[tuple[Resource, tuple[str | int, ...], dict[str, Any]]] = [
+            (res, ("metadata", "labels"), res.labels)]
         places += [(res, (*tp.template.path, "metadata", "labels"), tp.template.labels)
                    for tp in pods if tp.template.path]
         if ns_obj is not None:

@@ -21,7 +21,7 @@ import sys
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from mldiag_provision.errors import Problem, UsageError
 from mldiag_provision.lint.rules import define
@@ -239,7 +239,7 @@ class Resource:
 
     file: str
     sourcemap: SourceMap
-    data: dict
+    data: dict[str, Any]
     base: Path = ()
     document: int = 0
 
@@ -268,12 +268,12 @@ class Resource:
         return v if isinstance(v, str) and v else None
 
     @property
-    def labels(self) -> dict:
+    def labels(self) -> dict[str, Any]:
         v = self.get("metadata", "labels")
         return v if isinstance(v, dict) else {}
 
     @property
-    def annotations(self) -> dict:
+    def annotations(self) -> dict[str, Any]:
         v = self.get("metadata", "annotations")
         return v if isinstance(v, dict) else {}
 
@@ -312,7 +312,7 @@ def get(node: object, *path: str | int) -> object:
         # the common step first, without isinstance: a plain dict and a key (the rules take
         # ~40,000 steps per 1,000 manifests; issue 16)
         if node.__class__ is dict and part.__class__ is str:
-            node = node.get(part)  # type: ignore[attr-defined]
+            node = node.get(part)
             continue
         if isinstance(node, dict):
             if isinstance(part, int):
@@ -371,7 +371,7 @@ def _confusable_strings(data: object) -> list[tuple[Path, str]]:
     """(path, value) of every string value below ``data`` that
     :func:`~mldiag_provision.yaml11.confusable` flags (paths built only for those)."""
     found: list[tuple[Path, str]] = []
-    stack: list[tuple[object, tuple | None]] = [(data, None)]
+    stack: list[tuple[object, tuple[Any, ...] | None]] = [(data, None)]
     while stack:
         node, link = stack.pop()
         if isinstance(node, dict):
@@ -419,7 +419,7 @@ _HEADER = {"apiVersion": ("a string group/version", "apiVersion: batch/v1"),
            "kind": ("a string", "kind: Job")}
 
 
-def _header_problem(sm: SourceMap, base: Path, data: dict, key: str) -> Problem:
+def _header_problem(sm: SourceMap, base: Path, data: dict[str, Any], key: str) -> Problem:
     """apiVersion or kind is there but not a string (``apiVersion: 1``)."""
     value = data[key]
     expected, example = _HEADER[key]

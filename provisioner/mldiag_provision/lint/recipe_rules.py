@@ -82,7 +82,8 @@ def recipe_slices(ctx: LintContext) -> list[RecipeSlice]:
 
 
 def _autopilot(ctx: LintContext) -> bool:
-    return ctx.options.recipe.spec.orchestrator.type == "gke-autopilot"  # type: ignore[attr-defined]
+    return bool(ctx.options.recipe.spec.orchestrator.type  # type: ignore[attr-defined]
+                == "gke-autopilot")
 
 
 def _check_capacity(ctx: LintContext, tp: TpuPod, fits: list[RecipeSlice]) -> Iterator[Problem]:
@@ -113,8 +114,9 @@ def _check_capacity(ctx: LintContext, tp: TpuPod, fits: list[RecipeSlice]) -> It
             yield ctx.problem(
                 res, CAPACITY.id, reservation[1],
                 f"{t.describe()} selects reservation '{reservation[0]}', which no matching "
-                "recipe slice consumes" + (f" (the recipe's: {', '.join(sorted(names))})"
-                                           if names else ""),
+                "recipe slice consumes" + (
+                    f" (the recipe's: {', '.join(sorted(n for n in names if n is not None))})"
+                    if names else ""),
                 value=reservation[0], facts=[f],
                 expected=", ".join(sorted(n for n in names if n)) or None,
                 hint="select the recipe slice's reservation, or remove the selector")

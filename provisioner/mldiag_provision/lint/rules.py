@@ -61,10 +61,11 @@ def source_url(tag: str | None) -> str | None:
 
 
 def fact_source(*keys: str) -> str | None:
-    return fact(*keys).url
+    url: str | None = fact(*keys).url
+    return url
 
 
-def severity_of(f: Fact | dict) -> Severity:
+def severity_of(f: Fact | dict[str, Any]) -> Severity:
     """Errors only for verified (H) facts; anything less certain only warns. Takes a
     :class:`Fact` or a fact mapping of a loaded file (an entry of a list of facts)."""
     found = f if isinstance(f, Fact) else store().of(f)

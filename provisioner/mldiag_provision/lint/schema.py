@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 from pathlib import Path as FsPath
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -42,6 +42,12 @@ from mldiag_provision.lint.loading import Resource, field_path
 from mldiag_provision.lint.rules import DATA_DIR, define, suggest
 from mldiag_provision.quantity import NONNEGATIVE_SOURCE, parse_quantity
 from mldiag_provision.recipe.sourcemap import Path
+
+if TYPE_CHECKING:
+    import jsonschema_rs
+
+    from mldiag_provision.catalog.tpu import Catalog
+    from mldiag_provision.rulebook import RuleInfo
 
 K8S_DOCS = "https://kubernetes.io/docs/reference/kubernetes-api/"
 SCHEMA = define("k8s-schema", "fields have the type, value and required children the Kubernetes "
@@ -117,7 +123,7 @@ def resolve_version(text: str) -> str:
     return minor
 
 
-def default_version(catalog: object | None = None) -> str:
+def default_version(catalog: Catalog | None = None) -> str:
     """The minor version that GKE-managed ML Diagnostics needs (catalog gke.yaml), if shipped.
 
     It is the oldest GKE a cluster with the managed add-on can run, so manifests that pass
@@ -128,7 +134,7 @@ def default_version(catalog: object | None = None) -> str:
         from mldiag_provision.catalog.tpu import load_catalog
 
         cat = catalog or load_catalog()
-        v = cat.fact_version("mlDiagnostics", "managedMinVersion")  # type: ignore[union-attr]
+        v = cat.fact_version("mlDiagnostics", "managedMinVersion")
         minor = f"{v.major}.{v.minor}"
     except (CatalogError, AttributeError):
         return versions[-1]
@@ -189,7 +195,7 @@ _YAML_LOADER: type = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @functools.lru_cache(maxsize=1)
-def crd_document() -> tuple[dict, dict[tuple[str, str], list[CrdKind]]]:
+def crd_document() -> tuple[dict[str, Any], dict[tuple[str, str], list[CrdKind]]]:
     """The expanded CRD schemas as one JSON Schema resource, and per (apiVersion, kind) the
     schemas shipped for it, oldest release first.
 
@@ -304,20 +310,21 @@ class SchemaSet:
         self.dir = schema_root() / f"v{version}.0-local-strict"
         self._stems = {p.name[:-5] for p in self.dir.iterdir() if p.name.endswith(".json")}
         self._validators: dict[tuple[str, str], object] = {}
-        self._schemas: dict[tuple[str, str], tuple[dict | None, str]] = {}
+        self._schemas: dict[tuple[str, str], tuple[dict[str, Any] | None, str]] = {}
         self._compiled: dict[tuple[str, str], object | None] = {}
-        self._compiled_registry: object | None = None
+        self._compiled_registry: jsonschema_rs.Registry | None = None
         self._crd: dict[tuple[str, str], CrdKind | None] = {}
-        self._defs: dict | None = None
+        self._defs: dict[str, Any] | None = None
         self._registry: object | None = None
 
     # -- plumbing ---------------------------------------------------------------------------
-    def _load(self, stem: str) -> dict:
+    def _load(self, stem: str) -> dict[str, Any]:
         with open(self.dir / f"{stem}.json", encoding="utf-8") as f:
-            return json.load(f)
+            schema: dict[str, Any] = json.load(f)
+        return schema
 
     @property
-    def defs(self) -> dict:
+    def defs(self) -> dict[str, Any]:
         if self._defs is None:
             self._defs = self._load("_definitions")
         return self._defs
@@ -333,10 +340,10 @@ class SchemaSet:
             ])
         return self._registry
 
-    def _validator(self, schema: dict) -> object:
+    def _validator(self, schema: dict[str, Any]) -> object:
         return _validator_class()(schema, registry=self.registry())
 
-    def _compiled_validator(self, schema: dict) -> object | None:
+    def _compiled_validator(self, schema: dict[str, Any]) -> object | None:
         """The jsonschema-rs validator of ``schema`` (the same documents behind its $refs),
         or None when jsonschema-rs is missing, switched off or refuses the schema."""
         if not self.compiled:
@@ -357,7 +364,7 @@ class SchemaSet:
             return None
 
     @staticmethod
-    def _gvk_matches(schema: dict, api_version: str, kind: str) -> bool:
+    def _gvk_matches(schema: dict[str, Any], api_version: str, kind: str) -> bool:
         group, _, version = api_version.rpartition("/")
         return any(g.get("group", "") == group and g.get("version") == version
                    and g.get("kind") == kind
@@ -382,12 +389,12 @@ class SchemaSet:
         """Whether the installed release of this CRD's project was stated."""
         return crd is not None and crd.project in self.crd_versions
 
-    def schema_for(self, api_version: str, kind: str) -> tuple[dict | None, str]:
+    def schema_for(self, api_version: str, kind: str) -> tuple[dict[str, Any] | None, str]:
         """(schema, origin) where origin is ``"k8s"``, ``"crd"`` or ``""`` (no schema)."""
         key = (api_version, kind)
         if key in self._schemas:
             return self._schemas[key]
-        result: tuple[dict | None, str] = (None, "")
+        result: tuple[dict[str, Any] | None, str] = (None, "")
         stem = _file_stem(api_version, kind)
         if stem in self._stems and builtin_group(api_version.rpartition("/")[0]):
             schema = self._load(stem)
@@ -463,8 +470,9 @@ def _validator_class() -> type:
             yield from base[keyword](validator, value, instance, schema)
         return check
 
-    return validators.extend(Draft202012Validator, type_checker=checker, validators={
+    extended: type = validators.extend(Draft202012Validator, type_checker=checker, validators={
         k: as_text(k) for k in ("maxLength", "minLength", "pattern", "format")})
+    return extended
 
 
 @functools.lru_cache(maxsize=8)
@@ -530,7 +538,7 @@ class _Emit:
         self.stated = stated
         self.problems: list[Problem] = []
 
-    def add(self, rule, path: Path, message: str, *, value: object = None,
+    def add(self, rule: RuleInfo, path: Path, message: str, *, value: object = None,
             expected: str | None = None, hint: str | None = None,
             severity: Severity | None = None, crd: bool = False,
             source: str | None = None) -> None:
@@ -542,11 +550,11 @@ class _Emit:
             severity=severity or rule.severity, source=source))
 
 
-def _is_named(schema: object, defs: dict, name: str) -> bool:
-    return schema == defs.get("$defs", {}).get(name)
+def _is_named(schema: object, defs: dict[str, Any], name: str) -> bool:
+    return bool(schema == defs.get("$defs", {}).get(name))
 
 
-def _translate(err, emit: _Emit, defs: dict) -> None:
+def _translate(err: Any, emit: _Emit, defs: dict[str, Any]) -> None:
     path: Path = tuple(err.absolute_path)
     schema = err.schema if isinstance(err.schema, dict) else {}
     crd = bool(schema.get(CRD_MARK))
@@ -583,7 +591,7 @@ def _translate(err, emit: _Emit, defs: dict) -> None:
     elif kw == "type":
         wanted = err.validator_value if isinstance(err.validator_value, list) \
             else [err.validator_value]
-        words = " or ".join(_TYPE_WORDS.get(t, t) for t in wanted if t != "null")
+        words = " or ".join(str(_TYPE_WORDS.get(t, t)) for t in wanted if t != "null")
         hint = None
         if "string" in wanted and isinstance(inst, (bool, int, float)):
             hint = (f"quote the value: \"{str(inst).lower() if isinstance(inst, bool) else inst}"

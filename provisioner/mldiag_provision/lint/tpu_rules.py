@@ -140,7 +140,8 @@ class TpuPod:
         if len(self.containers) == 1 or not self.splits_chips:
             return self.containers[0].chips
         counts = [c.chips for c in self.containers]
-        return None if any(c is None for c in counts) else sum(counts)  # type: ignore[misc]
+        known = [c for c in counts if c is not None]
+        return None if len(known) != len(counts) else sum(known)
 
     @property
     def splits_chips(self) -> bool:
@@ -192,8 +193,8 @@ def _analyze(ctx: LintContext, t: PodTemplate) -> TpuPod | None:
         if has_r or has_l:
             tp.containers.append(TpuContainer(
                 i, (*t.spec_path, "containers", i, "resources"),
-                req.get(TPU) if has_r else None,  # type: ignore[union-attr]
-                lim.get(TPU) if has_l else None,  # type: ignore[union-attr]
+                req.get(TPU) if has_r and isinstance(req, dict) else None,
+                lim.get(TPU) if has_l and isinstance(lim, dict) else None,
                 has_r, has_l))
     acc = _selector(t, ACC_KEY)
     topo = _selector(t, TOPO_KEY)
@@ -667,7 +668,7 @@ def check_worker_env(ctx: LintContext) -> Iterator[Problem]:
             env = get(t.spec, "containers", c.index, "env")
             for j, e in enumerate(env if isinstance(env, list) else []):
                 name = get(e, "name")
-                if name not in names:
+                if not isinstance(name, str) or name not in names:
                     continue
                 seen.add(name)
                 value = get(e, "value")

@@ -20,6 +20,7 @@ not guessed. Facts: ``webhooks`` in lint/data/facts.yaml.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.lint.context import LintContext
@@ -45,7 +46,7 @@ SCOPE = define("webhook-unsafe-scope", "a webhook that fails closed does not int
 _KINDS = ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration")
 
 
-def _target_port(ctx: LintContext, svc: Resource, port_entry: dict) -> int | None:
+def _target_port(ctx: LintContext, svc: Resource, port_entry: dict[str, Any]) -> int | None:
     """The container port a Service port sends to (a named targetPort resolved through the
     pods the Service selects, when they are in the input set)."""
     target = port_entry.get("targetPort", port_entry.get("port"))
@@ -60,14 +61,14 @@ def _target_port(ctx: LintContext, svc: Resource, port_entry: dict) -> int | Non
                 not selects(svc.get("spec", "selector"), t.labels):
             continue
         for _, c in t.containers():
-            for p in c.get("ports") if isinstance(c.get("ports"), list) else []:
+            for p in ports if isinstance(ports := c.get("ports"), list) else []:
                 if isinstance(p, dict) and p.get("name") == target \
                         and isinstance(p.get("containerPort"), int):
                     return int(p["containerPort"])
     return None
 
 
-def _excludes(hook: dict, namespace: str) -> bool:
+def _excludes(hook: dict[str, Any], namespace: str) -> bool:
     """The webhook's namespaceSelector leaves ``namespace`` out (by its metadata.name label)."""
     exprs = get(hook, "namespaceSelector", "matchExpressions")
     for e in exprs if isinstance(exprs, list) else []:
@@ -81,7 +82,7 @@ def _excludes(hook: dict, namespace: str) -> bool:
         None, namespace)
 
 
-def _scope(ctx: LintContext, res: Resource, i: int, hook: dict) -> Iterator[Problem]:
+def _scope(ctx: LintContext, res: Resource, i: int, hook: dict[str, Any]) -> Iterator[Problem]:
     f = fact(*_F, "unsafeScope")
     if hook.get("failurePolicy", "Fail") != "Fail":
         return

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from functools import cached_property
+from typing import Any
 
 from mldiag_provision.lint.loading import Resource, get
 from mldiag_provision.recipe.sourcemap import Path
@@ -46,26 +47,26 @@ class PodTemplate:
         return (*self.path, "spec")
 
     @cached_property
-    def spec(self) -> dict:
+    def spec(self) -> dict[str, Any]:
         v = self.resource.get(*self.spec_path)
         return v if isinstance(v, dict) else {}
 
     @cached_property
-    def labels(self) -> dict:
+    def labels(self) -> dict[str, Any]:
         v = self.resource.get(*self.path, "metadata", "labels")
         return v if isinstance(v, dict) else {}
 
     @cached_property
-    def annotations(self) -> dict:
+    def annotations(self) -> dict[str, Any]:
         v = self.resource.get(*self.path, "metadata", "annotations")
         return v if isinstance(v, dict) else {}
 
     @cached_property
-    def job(self) -> dict:
+    def job(self) -> dict[str, Any]:
         v = self.resource.get(*self.job_path) if self.job_path is not None else None
         return v if isinstance(v, dict) else {}
 
-    def containers(self, key: str = "containers") -> Iterator[tuple[int, dict]]:
+    def containers(self, key: str = "containers") -> Iterator[tuple[int, dict[str, Any]]]:
         """(index, container) for each mapping in ``spec.containers`` (or initContainers)."""
         items = self.spec.get(key)
         if isinstance(items, list):
@@ -163,7 +164,7 @@ def pod_templates(res: Resource) -> list[PodTemplate]:
                                                  dict)]
 
 
-def selects(selector: object, labels: dict) -> bool:
+def selects(selector: object, labels: dict[str, Any]) -> bool:
     """A Service-style equality selector matches ``labels`` (an empty selector selects nothing
     for a Service: it gets no endpoints)."""
     if not isinstance(selector, dict) or not selector:

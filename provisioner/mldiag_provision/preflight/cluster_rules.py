@@ -239,16 +239,16 @@ def maintenance(ctx: Context) -> Iterator[Problem]:
                               f"exclusion name '{e.name}' is used twice", value=e.name,
                               expected="unique exclusion names")
         seen.add(e.name)
-        days = (_time(e.end) - _time(e.start)).total_seconds() / 86400
-        if days <= 0:
+        span = (_time(e.end) - _time(e.start)).total_seconds() / 86400  # days
+        if span <= 0:
             yield ctx.problem("cluster-maintenance", (*path, "end"),
                               f"exclusion '{e.name}' ends ({e.end}) before it starts "
                               f"({e.start})", value=e.end, expected=f"a time after {e.start}")
-        elif e.scope == "NO_UPGRADES" and days > float(limit["days"]):
+        elif e.scope == "NO_UPGRADES" and span > float(limit["days"]):
             yield ctx.problem(
                 "cluster-maintenance", (*path, "end"),
                 f"a NO_UPGRADES exclusion lasts at most {limit['days']} days; "
-                f"'{e.name}' lasts {days:g}", value=e.end,
+                f"'{e.name}' lasts {span:g}", value=e.end,
                 expected=f"at most {limit['days']} days after {e.start}",
                 hint="use scope NO_MINOR_OR_NODE_UPGRADES (until the minor's end of support) "
                      "for a longer freeze", source=limit)

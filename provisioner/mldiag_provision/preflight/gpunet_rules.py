@@ -179,9 +179,8 @@ def gpunet_version(ctx: Context) -> Iterator[Problem]:
     orch = ctx.recipe.spec.orchestrator
     if orch.min_version is None or not ctx.has(Capability.NODE_POOLS) or not _has_gpu(ctx):
         return
-    try:
-        have = GkeVersion.parse(orch.min_version)
-    except ValueError:
+    have = GkeVersion.parse(orch.min_version)
+    if have is None:
         return  # the gke-version rule reports the format
     gpunet = _gpunet()
     modes = gpunet.facts()["modes"]
@@ -197,7 +196,8 @@ def gpunet_version(ctx: Context) -> Iterator[Problem]:
             need = str(fact["value"])
         else:
             continue
-        if need is not None and have < GkeVersion.parse(need):
+        floor = GkeVersion.parse(need) if need is not None else None
+        if floor is not None and have < floor:
             yield ctx.problem(
                 "gpunet-version", ("spec", "orchestrator", "minVersion"),
                 f"slice {r.slice} uses {r.mode}, recommended from GKE {need}",

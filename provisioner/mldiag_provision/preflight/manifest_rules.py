@@ -36,10 +36,9 @@ from mldiag_provision.plan.parts import DiagnosticsPlan
 from mldiag_provision.plan.project import (
     TPU_ACCELERATOR_LABEL,
     TPU_TOPOLOGY_LABEL,
-    ProjectPlan,
     plan_project,
 )
-from mldiag_provision.plan.types import SlicePlan
+from mldiag_provision.plan.types import ProjectPlan, SlicePlan
 from mldiag_provision.preflight.context import Context, runs
 from mldiag_provision.recipe.sourcemap import Path, SourceMap
 from mldiag_provision.render import k8s
@@ -156,7 +155,7 @@ def rendered_workloads(ctx: Context) -> tuple[list[Resource], dict[int, Origin]]
     found = ctx.memo.get("rendered")
     if found is None:
         found = ctx.memo["rendered"] = _rendered_workloads(ctx)
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 def _rendered_workloads(ctx: Context) -> tuple[list[Resource], dict[int, Origin]]:
@@ -202,7 +201,7 @@ def _project(ctx: Context) -> ProjectPlan:
         assert unit is not None
         found = ctx.memo["project"] = plan_project(
             ctx.recipe, {**ctx.shapes, **ctx.gpu_shapes}, ctx.catalog, unit)
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 @runs(*(c.id for c in lint_tpu.RULES))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.orchestrators import Capability
@@ -195,7 +195,7 @@ def machine_types(ctx: Context) -> Iterator[Problem]:
         if sl is not None and sl.tpu is not None:
             continue  # slurm-tpu
         if v.machine_type is None:
-            if sl is not None:
+            if sl is not None and v.slice_index is not None:  # sl is set only with an index
                 machines = _slice_gpu_machines(sl.gpu)
                 yield ctx.problem(
                     "slurm-machine-type", ("spec", "slices", v.slice_index, "machineType"),
@@ -468,13 +468,14 @@ def storage(ctx: Context) -> Iterator[Problem]:
                                   value=st.bucket.name, expected=bucket_rule(),
                                   source="https://cloud.google.com/storage/docs/buckets#naming")
     ids_ = [s.id for s in sspec.storage]
-    refs = [(("spec", "slurm", "loginNodes", "storage"), sspec.login_nodes.storage)]
+    refs: list[tuple[tuple[str | int, ...], list[str] | None]] = [
+        (("spec", "slurm", "loginNodes", "storage"), sspec.login_nodes.storage)]
     refs += [(("spec", "slurm", "nodeSets", i, "storage"), ns.storage)
              for i, ns in enumerate(sspec.node_sets)]
-    for path, names in refs:
+    for ref_path, names in refs:
         for j, ref in enumerate(names or []):
             if ref not in ids_:
-                yield ctx.problem("slurm-storage", (*path, j), f"no storage with id '{ref}'",
+                yield ctx.problem("slurm-storage", (*ref_path, j), f"no storage with id '{ref}'",
                                   value=ref, expected="one of: " + (", ".join(ids_) or
                                                                     "(no storage defined)"),
                                   hint=suggest(ref, ids_))
@@ -488,7 +489,7 @@ def storage(ctx: Context) -> Iterator[Problem]:
                                "capacityGb: 1024}} to spec.slurm.storage")
 
 
-def _instance_name(ctx: Context, path: tuple, what: str, create: bool,
+def _instance_name(ctx: Context, path: tuple[Any, ...], what: str, create: bool,
                    name: str | None) -> Iterator[Problem]:
     if name is None:  # the default name's length is rule gcp-names
         if not create:
@@ -557,7 +558,7 @@ def capacity(ctx: Context) -> Iterator[Problem]:
     limit = facts.fact("capacity", "flexStartMaxSeconds")
     for v in view.node_sets(ctx.recipe):
         ns = spec.slurm.node_sets[v.index] if v.index is not None else None
-        if ns is not None and ns.slice is not None and _given(
+        if ns is not None and v.index is not None and ns.slice is not None and _given(
                 ctx, "spec", "slurm", "nodeSets", v.index, "capacity"):
             yield ctx.problem("slurm-capacity", (*v.path, "capacity"),
                               f"node set '{v.id}' runs slice '{ns.slice}', whose capacity is "
@@ -599,8 +600,8 @@ def startup_scripts(ctx: Context) -> Iterator[Problem]:
     limit = int(fact["value"])
     budget = (limit - _WRAPPER_BYTES) * 3 // 4
     sspec = ctx.recipe.spec.slurm
-    scripts = [(("spec", "slurm", "loginNodes", "startupScript"),
-                sspec.login_nodes.startup_script)]
+    scripts: list[tuple[tuple[str | int, ...], str | None]] = [
+        (("spec", "slurm", "loginNodes", "startupScript"), sspec.login_nodes.startup_script)]
     scripts += [(("spec", "slurm", "nodeSets", i, "startupScript"), ns.startup_script)
                 for i, ns in enumerate(sspec.node_sets)]
     for path, script in scripts:
@@ -641,7 +642,8 @@ def workloads(ctx: Context) -> Iterator[Problem]:
                                   "Slurm batch script (bash)", value=key, prefer_value=False,
                                   expected="letters, digits and '_', not starting with a digit",
                                   hint=f"rename it, e.g. '{re.sub(r'[^A-Za-z0-9_]', '_', key)}'")
-        texts = [((*base, "env", k), v) for k, v in w.env.items()]
+        texts: list[tuple[tuple[str | int, ...], str]] = [
+            ((*base, "env", k), v) for k, v in w.env.items()]
         texts += [((*base, "command", j), c) for j, c in enumerate(w.command)]
         texts += [((*base, "args", j), a) for j, a in enumerate(w.args)]
         for path, text in texts:

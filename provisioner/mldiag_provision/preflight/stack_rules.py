@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from typing import Any
 
 from mldiag_provision import engine_names, orchestrators
 from mldiag_provision.catalog import requirements as req
@@ -187,7 +188,7 @@ def gke_channel(ctx: Context) -> Iterator[Problem]:
         version = parsed_min_version(ctx)
         if version is None:
             return  # gke-version reports it
-        path: tuple = ("spec", "orchestrator", "minVersion")
+        path: tuple[Any, ...] = ("spec", "orchestrator", "minVersion")
         origin = f"minVersion {version}"
     else:
         shapes = [(s, ctx.recipe.spec.slices[i].count) for i, s in ctx.shapes.items() if s]

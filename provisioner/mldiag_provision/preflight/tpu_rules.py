@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 from mldiag_provision.catalog.gpu import GpuShape
 from mldiag_provision.catalog.store import store
-from mldiag_provision.catalog.tpu import ShapeError
+from mldiag_provision.catalog.tpu import ShapeError, SliceShape
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.orchestrators import Capability
 from mldiag_provision.preflight.context import Context, rule
@@ -85,12 +85,12 @@ def gpu_slice_shapes(ctx: Context) -> Iterator[Problem]:
                               f"{shape.gpu.display_name}", expected=", ".join(shape.gpu.machines),
                               hint="add machineType")
         if ctx.has(Capability.AUTOPILOT_RULES) and shape.gpu.autopilot is not True:
-            known = shape.gpu.autopilot is False
+            refused = shape.gpu.autopilot is False
             yield ctx.problem(
                 "gpu-slice-shape", (*base, "gpu"),
-                f"{shape.gpu.display_name} is {'not offered' if known else 'not confirmed'} on "
+                f"{shape.gpu.display_name} is {'not offered' if refused else 'not confirmed'} on "
                 "GKE Autopilot", value=s.gpu,
-                severity=Severity.ERROR if known else Severity.WARNING,
+                severity=Severity.ERROR if refused else Severity.WARNING,
                 hint="use orchestrator type gke-standard",
                 source=gpus.source_url(shape.gpu.source))
 
@@ -377,7 +377,8 @@ def workload_resources(ctx: Context) -> Iterator[Problem]:
             qty = parse_quantity(raw)
             assert qty is not None  # bad_amount said it is a positive quantity
             cap = getattr(machine, attr) if machine else None
-            if cap and qty > cap * scale:
+            # cap is set only with a machine, and a machine only with a GPU shape
+            if gpu is not None and machine is not None and cap and qty > cap * scale:
                 # the severity is the machine fact's: an unverified size must not block
                 unverified = machine.fact is not None and not machine.fact.verified
                 yield ctx.problem(
@@ -423,7 +424,7 @@ def names_length(ctx: Context) -> Iterator[Problem]:
     label_max = int(limit["value"])
     for i, w in enumerate(ctx.recipe.spec.workloads):
         idx = ctx.slice_index(w.slice)
-        shape = ctx.shapes.get(idx) if idx is not None else None
+        shape: SliceShape | _GpuVms | None = ctx.shapes.get(idx) if idx is not None else None
         if shape is None and idx is not None and ctx.gpu_shapes.get(idx) is not None:
             shape = _GpuVms(ctx.recipe.spec.slices[idx].nodes or 1)
         if shape is None:

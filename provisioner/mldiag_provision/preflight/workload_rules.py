@@ -206,6 +206,7 @@ def workload_ephemeral_storage(ctx: Context) -> Iterator[Problem]:
                               expected="e.g. 50Gi", hint=bad[1], source=bad[2])
             continue
         qty = parse_quantity(raw)
+        assert qty is not None  # bad_amount said it is a quantity
         if str(raw).strip().isdigit():  # a bare number is bytes in Kubernetes quantities
             yield ctx.problem("workload-ephemeral-storage", path,
                               f"ephemeral storage '{raw}' has no unit, so it is {raw} bytes",

@@ -9,7 +9,7 @@ field and explain itself. The JSON Schema for editors is generated from these mo
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
@@ -703,7 +703,7 @@ class Recipe(_Model):
     spec: Spec
 
 
-def json_schema() -> dict:
+def json_schema() -> dict[str, Any]:
     """JSON Schema (draft 2020-12) of the recipe, with camelCase keys, for editors and CI."""
     schema = Recipe.model_json_schema(by_alias=True)
     return {
@@ -714,7 +714,7 @@ def json_schema() -> dict:
     }
 
 
-def validator_schema() -> dict:
+def validator_schema() -> dict[str, Any]:
     """The recipe's pydantic-core schema in a JSON-serialisable form, for
     :mod:`mldiag_provision.recipe.validator`.
 
@@ -730,7 +730,7 @@ def validator_schema() -> dict:
 
     def convert(node: object) -> object:
         if isinstance(node, dict):
-            out: dict = {}
+            out: dict[str, Any] = {}
             for key, value in node.items():
                 if key == "metadata" and "type" in node:
                     continue

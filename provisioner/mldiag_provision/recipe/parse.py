@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import datetime
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any, TypedDict
 
 from mldiag_provision.errors import Problem
 from mldiag_provision.recipe import patterns
@@ -96,7 +98,17 @@ def _raw_scalar(sm: SourceMap, line: int, col: int) -> str | None:
     return raw or None
 
 
-def _problem_from_error(err: dict, sm: SourceMap) -> Problem:
+class _Where(TypedDict):
+    """Where a problem is: the Problem fields path, file, line and column."""
+
+    path: str
+    file: str
+    line: int
+    column: int
+
+
+def _problem_from_error(err: Mapping[str, Any], sm: SourceMap) -> Problem:
+    """One pydantic-core error (``ValidationError.errors()`` item) as a positioned Problem."""
     loc: Path = tuple(err["loc"])
     if loc and loc[-1] == "[key]":  # a mapping key (e.g. an env var name) failed its pattern
         loc = loc[:-1]
@@ -107,7 +119,7 @@ def _problem_from_error(err: dict, sm: SourceMap) -> Problem:
     path = format_path(loc)
     # a bad value points at the value; an unknown or missing key at the key (or its parent)
     line, col = sm.locate(loc, prefer_value=etype not in ("extra_forbidden", "missing"))
-    kw = {"path": path, "file": sm.file, "line": line, "column": col}
+    kw: _Where = {"path": path, "file": sm.file, "line": line, "column": col}
     if etype == "extra_forbidden":
         key = loc[-1]
         keys = allowed_keys(loc[:-1])
@@ -143,8 +155,8 @@ def _problem_from_error(err: dict, sm: SourceMap) -> Problem:
                        expected=f"at least {ctx.get('min_length', 1)}", **kw)
     if etype in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
         bound = {k: v for k, v in ctx.items()}
-        words = {"ge": ">=", "le": "<=", "gt": ">", "lt": "<"}
-        expected = " and ".join(f"{words[k]} {v}" for k, v in bound.items())
+        ops = {"ge": ">=", "le": "<=", "gt": ">", "lt": "<"}
+        expected = " and ".join(f"{ops[k]} {v}" for k, v in bound.items())
         return Problem(rule="recipe-range", message=f"{_describe(value)} is out of range",
                        value=value, expected=expected, **kw)
     if etype == "string_type" and isinstance(value, (datetime.date, datetime.datetime)):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mldiag_provision.recipe.model import (
@@ -56,7 +56,7 @@ class NodeSetView:
     boot_disk: SlurmBootDisk | None
 
     @property
-    def path(self) -> tuple:
+    def path(self) -> tuple[Any, ...]:
         """Recipe path to point problems at: the node set entry, or its slice."""
         if self.index is not None:
             return ("spec", "slurm", "nodeSets", self.index)

@@ -40,8 +40,9 @@ def _public(obj: object) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=1)
-def _schema() -> dict:
-    return json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+def _schema() -> dict[str, Any]:
+    schema: dict[str, Any] = json.loads(SCHEMA_FILE.read_text(encoding="utf-8"))
+    return schema
 
 
 def _inject(node: object, classes: dict[str, type]) -> object:
@@ -51,7 +52,7 @@ def _inject(node: object, classes: dict[str, type]) -> object:
     deep-copies a mutable default on every use (``copy.deepcopy``, ~20 per recipe), a factory
     just makes a new empty one; the same value either way."""
     if isinstance(node, dict):
-        out = {}
+        out: dict[str, object] = {}
         for key, value in node.items():
             if key == "cls" and isinstance(value, dict) and "$model" in value:
                 name = value["$model"]
@@ -90,7 +91,8 @@ def validate(data: object) -> Any:
     return _validator().validate_python(data)
 
 
-def _fields(schema: dict, defs: dict[str, dict]) -> dict[str, dict] | None:
+def _fields(schema: dict[str, Any], defs: dict[str, dict[str, Any]]
+            ) -> dict[str, dict[str, Any]] | None:
     """The fields (by camelCase alias) of the model schema ``schema``, following refs."""
     while True:
         kind = schema.get("type")
@@ -112,8 +114,8 @@ def _fields(schema: dict, defs: dict[str, dict]) -> dict[str, dict] | None:
 
 def allowed_keys(loc: tuple[str | int, ...]) -> list[str]:
     """camelCase keys accepted by the mapping at ``loc`` (``()`` = the whole recipe)."""
-    defs: dict[str, dict] = {}
-    schema: dict = _schema()
+    defs: dict[str, dict[str, Any]] = {}
+    schema: dict[str, Any] = _schema()
     for part in loc:
         if isinstance(part, int):
             continue
@@ -136,8 +138,8 @@ def defaults(loc: tuple[str, ...]) -> Any:
       KeyError: ``loc`` names no model field.
       ValidationError: the model has a required field (there is no default object).
     """
-    defs: dict[str, dict] = {}
-    schema: dict = _schema()
+    defs: dict[str, dict[str, Any]] = {}
+    schema: dict[str, Any] = _schema()
     for part in loc:
         fields = _fields(schema, defs)
         if fields is None or part not in fields:

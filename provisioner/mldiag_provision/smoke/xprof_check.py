@@ -20,14 +20,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 STEP = "mldiag_smoke_step"
 
 
-def check(profile_dir: str) -> dict:
+def check(profile_dir: str) -> dict[str, Any]:
     """Convert the newest session under ``profile_dir``; returns the JSON-ready result."""
     errors: list[str] = []
-    result: dict = {"ok": False, "profile_dir": profile_dir, "errors": errors}
+    result: dict[str, Any] = {"ok": False, "profile_dir": profile_dir, "errors": errors}
     sessions = sorted(p for p in (Path(profile_dir) / "plugins" / "profile").glob("*")
                       if p.is_dir())
     if not sessions:
@@ -39,7 +40,7 @@ def check(profile_dir: str) -> dict:
     if not files:
         errors.append(f"no *.xplane.pb in {session}")
         return result
-    from xprof.convert import raw_to_tool_data
+    from xprof.convert import raw_to_tool_data  # type: ignore[import-untyped]  # no types
 
     data, _ = raw_to_tool_data.xspace_to_tool_data(files, "overview_page", {})
     try:

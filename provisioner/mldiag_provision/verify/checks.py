@@ -14,14 +14,18 @@ import json
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from mldiag_provision.catalog.gpu import GPU_ACCELERATOR_LABEL
 from mldiag_provision.catalog.tpu import Catalog
 from mldiag_provision.plan.project import TPU_ACCELERATOR_LABEL, TPU_TOPOLOGY_LABEL
 
 if TYPE_CHECKING:
+    from kubernetes.client import V1ObjectMeta
+    from urllib3 import HTTPResponse
+
     from mldiag_provision.kubeclient import Deadline
+    from mldiag_provision.plan.agents import AgentsPlan
     from mldiag_provision.plan.types import SlicePlan, StackPlan
 
 PASS, FAIL, SKIP = "PASS", "FAIL", "SKIP"
@@ -52,6 +56,23 @@ class Cluster:
         self.ext = client.ApiextensionsV1Api(api_client)
         self.admission = client.AdmissionregistrationV1Api(api_client)
         self.custom = client.CustomObjectsApi(api_client)
+
+
+def _agents(plan: StackPlan) -> AgentsPlan:
+    """The plan's agents part; the cluster checks run only on stacks that have one (``verify``
+    refuses the others before it reaches them).
+
+    Raises:
+      ValueError: the plan has no agents part.
+    """
+    if plan.agents is None:
+        raise ValueError(f"{plan.blueprint} stacks have no Kubernetes cluster to verify")
+    return plan.agents
+
+
+def _name(meta: V1ObjectMeta | None) -> str:
+    """``metadata.name`` of an object the API server returned (it always sets one)."""
+    return str(meta.name) if meta is not None and meta.name is not None else ""
 
 
 def _not_found(exc: Exception) -> bool:
@@ -96,7 +117,8 @@ def _api_error(check: str, evidence: str, exc: Exception) -> CheckResult:
 
 def check_namespace_label(cluster: Cluster, plan: StackPlan) -> CheckResult:
     """The workload namespace exists and carries the ML Diagnostics label."""
-    ns = plan.agents.namespace
+    agents = _agents(plan)
+    ns = agents.namespace
     evidence = f"Namespace/{ns}"
     try:
         obj = cluster.core.read_namespace(ns)
@@ -105,8 +127,8 @@ def check_namespace_label(cluster: Cluster, plan: StackPlan) -> CheckResult:
             return CheckResult("namespace-label", FAIL, f"namespace {ns} does not exist", evidence,
                                "apply the second stage: terraform -chdir=agents apply")
         return _api_error("namespace-label", evidence, exc)
-    labels = obj.metadata.labels or {}
-    want = {k: v for k, v in plan.agents.namespace_labels.items()
+    labels = (obj.metadata.labels if obj.metadata else None) or {}
+    want = {k: v for k, v in agents.namespace_labels.items()
             if k != "app.kubernetes.io/managed-by"}
     missing = {k: v for k, v in want.items() if labels.get(k) != v}
     if missing:
@@ -125,9 +147,10 @@ def check_namespace_label(cluster: Cluster, plan: StackPlan) -> CheckResult:
 
 def check_ksa_annotation(cluster: Cluster, plan: StackPlan) -> CheckResult:
     """The KSA is annotated with the Google service account (Workload Identity)."""
-    ns, name = plan.agents.namespace, plan.agents.service_account
+    agents = _agents(plan)
+    ns, name = agents.namespace, agents.service_account
     evidence = f"ServiceAccount/{ns}/{name}"
-    want = plan.agents.service_account_annotations
+    want = agents.service_account_annotations
     if not want:
         return CheckResult("ksa-annotation", SKIP, "no Workload Identity on this cluster",
                            evidence)
@@ -138,7 +161,7 @@ def check_ksa_annotation(cluster: Cluster, plan: StackPlan) -> CheckResult:
             return CheckResult("ksa-annotation", FAIL, f"service account {name} does not exist",
                                evidence, "apply the second stage: terraform -chdir=agents apply")
         return _api_error("ksa-annotation", evidence, exc)
-    have = obj.metadata.annotations or {}
+    have = (obj.metadata.annotations if obj.metadata else None) or {}
     for key, value in want.items():
         if have.get(key) != value:
             return CheckResult("ksa-annotation", FAIL,
@@ -152,7 +175,7 @@ def check_ksa_annotation(cluster: Cluster, plan: StackPlan) -> CheckResult:
 
 def check_agents_ready(cluster: Cluster, plan: StackPlan, catalog: Catalog) -> CheckResult:
     """The agents' Deployments are available (manual: in gke-mldiagnostics)."""
-    strategy = plan.agents.strategy
+    strategy = _agents(plan).strategy
     if strategy == "none":
         return CheckResult("agents-ready", SKIP, "no agents for this stack", "-")
     if strategy == "manual":
@@ -177,11 +200,11 @@ def check_agents_ready(cluster: Cluster, plan: StackPlan, catalog: Catalog) -> C
         ready = (d.status.available_replicas or 0) if d.status else 0
         if ready < want:
             return CheckResult("agents-ready", FAIL,
-                               f"Deployment {d.metadata.name} has {ready}/{want} replicas "
-                               "available", f"Deployment/{ns}/{d.metadata.name}",
-                               f"kubectl -n {ns} describe deployment {d.metadata.name}; while "
+                               f"Deployment {_name(d.metadata)} has {ready}/{want} replicas "
+                               "available", f"Deployment/{ns}/{_name(d.metadata)}",
+                               f"kubectl -n {ns} describe deployment {_name(d.metadata)}; while "
                                "the webhook is down, pod creation in labelled namespaces fails")
-    names = ", ".join(sorted(d.metadata.name for d in deps))
+    names = ", ".join(sorted(_name(d.metadata) for d in deps))
     return CheckResult("agents-ready", PASS, f"available: {names}", evidence)
 
 
@@ -189,7 +212,7 @@ def check_crd_established(cluster: Cluster, plan: StackPlan, catalog: Catalog) -
     """The MLDiagnosticsConnection CRD is established (on-demand profiling)."""
     name = str(catalog.fact("mlDiagnostics", "manualInstall", "crd")["name"])
     evidence = f"CustomResourceDefinition/{name}"
-    if plan.agents.strategy == "none":
+    if _agents(plan).strategy == "none":
         return CheckResult("crd-established", SKIP, "no agents for this stack", evidence)
     try:
         crd = cluster.ext.read_custom_resource_definition(name)
@@ -210,14 +233,14 @@ def check_crd_established(cluster: Cluster, plan: StackPlan, catalog: Catalog) -
 def check_webhook_ca(cluster: Cluster, plan: StackPlan) -> CheckResult:
     """The injection webhook's configuration carries a CA bundle (cert-manager injected it)."""
     evidence = "MutatingWebhookConfigurations"
-    if plan.agents.strategy == "none":
+    if _agents(plan).strategy == "none":
         return CheckResult("webhook-ca-bundle", SKIP, "no agents for this stack", evidence)
     try:
         configs = cluster.admission.list_mutating_webhook_configuration().items
     except Exception as exc:
         return _api_error("webhook-ca-bundle", evidence, exc)
-    ours = [c for c in configs if "mldiagnostics" in c.metadata.name
-            or "diagon" in c.metadata.name]
+    ours = [c for c in configs if "mldiagnostics" in _name(c.metadata)
+            or "diagon" in _name(c.metadata)]
     if not ours:
         return CheckResult("webhook-ca-bundle", FAIL, "no ML Diagnostics injection webhook is "
                            "registered", evidence,
@@ -230,11 +253,11 @@ def check_webhook_ca(cluster: Cluster, plan: StackPlan) -> CheckResult:
                 return CheckResult("webhook-ca-bundle", FAIL,
                                    f"webhook {hook.name} has no CA bundle: the API server cannot "
                                    "call it, and with failurePolicy Fail pod creation fails",
-                                   f"MutatingWebhookConfiguration/{cfg.metadata.name}",
+                                   f"MutatingWebhookConfiguration/{_name(cfg.metadata)}",
                                    "check cert-manager: kubectl -n cert-manager get pods; "
                                    "kubectl get certificates -A (it can take two minutes)")
     return CheckResult("webhook-ca-bundle", PASS,
-                       "CA bundle set on " + ", ".join(c.metadata.name for c in ours), evidence)
+                       "CA bundle set on " + ", ".join(_name(c.metadata) for c in ours), evidence)
 
 
 def _selector(sp: SlicePlan) -> dict[str, str]:
@@ -279,8 +302,9 @@ def check_accelerator_nodes(cluster: Cluster, plan: StackPlan) -> list[CheckResu
                     "accelerator and topology labels match the recipe"))
             continue
         per_node = sp.chips_per_vm
-        bad = [n.metadata.name for n in nodes
-               if per_node and str((n.status.allocatable or {}).get(sp.resource)) != str(per_node)]
+        bad = [_name(n.metadata) for n in nodes
+               if per_node and str(((n.status.allocatable if n.status else None) or {})
+                                   .get(sp.resource)) != str(per_node)]
         if bad:
             results.append(CheckResult(
                 check, FAIL, f"{len(bad)} node(s) do not offer {per_node} {sp.resource}: "
@@ -308,9 +332,11 @@ def check_kueue(cluster: Cluster, plan: StackPlan) -> CheckResult:
     for kind, plural, ns, name in wanted:
         evidence = f"{kind}/{ns + '/' if ns else ''}{name}"
         try:
-            obj = (cluster.custom.get_namespaced_custom_object(group, version, ns, plural, name)
-                   if ns else cluster.custom.get_cluster_custom_object(group, version, plural,
-                                                                       name))
+            # the custom objects API returns the JSON as a dict; its annotations say object
+            obj = cast("dict[str, Any] | None", (
+                cluster.custom.get_namespaced_custom_object(group, version, ns, plural, name)
+                if ns else cluster.custom.get_cluster_custom_object(group, version, plural,
+                                                                    name)))
         except Exception as exc:
             if _not_found(exc) or getattr(exc, "status", None) == 404:
                 return CheckResult("kueue", FAIL, f"{kind} {name} is missing: queued workloads "
@@ -343,8 +369,10 @@ def check_gpu_networks(cluster: Cluster, plan: StackPlan) -> list[CheckResult]:
         return []
     evidence = "networks.networking.gke.io"
     try:
-        items = cluster.custom.list_cluster_custom_object("networking.gke.io", "v1",
-                                                          "networks")["items"]
+        # the custom objects API returns the JSON as a dict; its annotations say object
+        listed = cast("dict[str, Any]", cluster.custom.list_cluster_custom_object(
+            "networking.gke.io", "v1", "networks"))
+        items = listed["items"]
     except Exception as exc:
         return [_api_error("gpu-network", evidence, exc)]
     have = {str((n.get("metadata") or {}).get("name")) for n in items}
@@ -419,7 +447,9 @@ def check_reachable(cluster: Cluster) -> CheckResult:
 
     evidence = f"API server {cluster.host}"
     try:
-        resp = cluster.version.get_code(_preload_content=False)
+        # unparsed (_preload_content=False), the client returns urllib3's response, which
+        # its annotations (VersionInfo) do not say
+        resp = cast("HTTPResponse", cluster.version.get_code(_preload_content=False))
         body = resp.data
         ctype = str(resp.headers.get("Content-Type") or "no content type")
     except Exception as exc:
@@ -533,7 +563,7 @@ JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"  # the slice of a multislice Jo
 JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
 
 
-def parse_smoke_log(log: str) -> dict | None:
+def parse_smoke_log(log: str) -> dict[str, Any] | None:
     """The JSON line the smoke program prints (``MLDIAG_SMOKE {...}``), or None."""
     for line in reversed(log.splitlines()):
         if line.startswith("MLDIAG_SMOKE "):
@@ -545,17 +575,18 @@ def parse_smoke_log(log: str) -> dict | None:
     return None
 
 
-def _create_or_replace_configmap(cluster: Cluster, body: dict) -> None:
+def _create_or_replace_configmap(cluster: Cluster, body: dict[str, Any]) -> None:
     ns, name = body["metadata"]["namespace"], body["metadata"]["name"]
     try:
-        cluster.core.create_namespaced_config_map(ns, body)
+        # the client sends a dict body as it is (its annotations name only the model)
+        cluster.core.create_namespaced_config_map(ns, body)  # type: ignore[arg-type]
     except Exception as exc:
         if getattr(exc, "status", None) != 409:
             raise
-        cluster.core.replace_namespaced_config_map(name, ns, body)
+        cluster.core.replace_namespaced_config_map(name, ns, body)  # type: ignore[arg-type]
 
 
-def _pod_slice(pod: Any, report: dict) -> int:
+def _pod_slice(pod: Any, report: dict[str, Any]) -> int:
     labels = (pod.metadata.labels or {}) if pod.metadata else {}
     value = labels.get(JOB_INDEX_LABEL)
     if value is None:

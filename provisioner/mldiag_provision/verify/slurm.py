@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Protocol
 from mldiag_provision.verify.checks import FAIL, PASS, SKIP, CheckResult
 
 if TYPE_CHECKING:
-    from mldiag_provision.plan.slurm import MountPlan, NodeSetPlan, SlurmPlan
+    from mldiag_provision.plan.slurm_types import MountPlan, NodeSetPlan, SlurmPlan
 
 DEFAULT_TIMEOUT_S = 60.0
 """Deadline of one remote command, seconds (``verify --remote-timeout``)."""

@@ -10,14 +10,18 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+from typing import TYPE_CHECKING, Any
 
 from mldiag_provision.cli.commands import SUMMARIES
 from mldiag_provision.console import Console
 
+if TYPE_CHECKING:
+    from mldiag_provision.cost.bom import Bill
+
 NAME = "apply"
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser(NAME, help=SUMMARIES[NAME])
     from mldiag_provision.cli.commands._args import add_common
     from mldiag_provision.cli.commands._stack import add_stage_args
@@ -48,7 +52,8 @@ def run(args: argparse.Namespace, out: Console) -> int:
         warn_dangers,
     )
     from mldiag_provision.cli.commands.preflight import live_gate
-    from mldiag_provision.stack.service import StageName, stage_names
+    from mldiag_provision.stack.service import stage_names
+    from mldiag_provision.stack.stages import StageName
 
     if args.no_workloads and args.stage and set(args.stage) == {"workloads"}:
         from shlex import quote
@@ -64,10 +69,11 @@ def run(args: argparse.Namespace, out: Console) -> int:
     only = stage_names(args.stage)
     progress = Progress(out) if text else None
     err = err_console(args)
-    bills = None  # the cost of the stack before and after this change (set after the render)
-    first: list | None = None  # the plans of the first confirmation (the cost is shown there)
+    # the cost of the stack before and after this change (set after the render)
+    bills: tuple[Bill | None, Bill | None] | None = None
+    first: list[Any] | None = None  # the plans of the first confirmation (the cost is shown there)
 
-    def ask(plans: list) -> None:
+    def ask(plans: list[Any]) -> None:
         merged = all_dangers(plans)
         if merged is None or not any(p.has_changes for p in plans):
             return
@@ -80,7 +86,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
             warn_dangers(err, merged)
         confirm(out, merged, auto_approve=args.auto_approve, verb="apply")
 
-    def ask_later(plans: list) -> None:  # a deferred stage would delete or replace
+    def ask_later(plans: list[Any]) -> None:  # a deferred stage would delete or replace
         if progress is not None:
             progress.__exit__()
         try:

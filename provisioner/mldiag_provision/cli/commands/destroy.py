@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+from typing import Any
 
 from mldiag_provision.cli.commands import SUMMARIES
 from mldiag_provision.console import Console
@@ -20,7 +21,7 @@ from mldiag_provision.console import Console
 NAME = "destroy"
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser(NAME, help=SUMMARIES[NAME])
     from mldiag_provision.cli.commands._args import add_common
     from mldiag_provision.cli.commands._stack import add_stage_args
@@ -53,9 +54,9 @@ def run(args: argparse.Namespace, out: Console) -> int:
     text = args.output == "text"
     progress = Progress(out) if text else None
     err = err_console(args)
-    shown: list = []
+    shown: list[Any] = []
 
-    def ask(plans: list) -> None:
+    def ask(plans: list[Any]) -> None:
         shown.extend(plans)
         merged = all_dangers(plans)
         if text:

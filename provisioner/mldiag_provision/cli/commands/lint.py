@@ -15,7 +15,7 @@ import argparse
 import contextlib
 import gc
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mldiag_provision.cli.commands import SUMMARIES
 from mldiag_provision.console import Console
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 NAME = "lint"
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     from mldiag_provision.cli._main import _jobs  # validate's --jobs type
 
     p = sub.add_parser(

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from mldiag_provision.cli.commands import SUMMARIES
 from mldiag_provision.console import Console
@@ -12,7 +13,7 @@ from mldiag_provision.console import Console
 NAME = "output"
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser(NAME, help=SUMMARIES[NAME])
     from mldiag_provision.cli.commands._args import add_common
 
@@ -25,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace, out: Console) -> int:
     from mldiag_provision.cli.commands._stack import open_stack, print_outputs
     from mldiag_provision.errors import UsageError
-    from mldiag_provision.stack.service import StageName
+    from mldiag_provision.stack.stages import StageName
     from mldiag_provision.stack.workdir import check_workdir_recipe
 
     with open_stack(args, NAME) as stack:

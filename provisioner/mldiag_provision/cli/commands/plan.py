@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from mldiag_provision.cli.commands import SUMMARIES
 from mldiag_provision.console import Console
@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 NAME = "plan"
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser(NAME, help=SUMMARIES[NAME])
     from mldiag_provision.cli.commands._args import add_common
     from mldiag_provision.cli.commands._stack import add_stage_args
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
     from mldiag_provision.stack.service import stage_names
 
     text = args.output == "text"
-    live: list = []
+    live: list[Any] = []
     progress = Progress(out) if text else None
     stack = open_stack(args, NAME, reporter=progress.stack_event if progress else None)
     with stack:

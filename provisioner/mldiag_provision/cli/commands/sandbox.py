@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
 from mldiag_provision.cli.commands import SUMMARIES
 from mldiag_provision.console import Console
@@ -16,7 +17,7 @@ from mldiag_provision.console import Console
 NAME = "sandbox"
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser(NAME, help=SUMMARIES[NAME])
     p.add_argument("action", choices=("ls", "reset", "rules", "kubeconfig", "serve"),
                    help="ls: list what the sandbox cloud holds; reset: empty it; rules: what "

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from mldiag_provision.cli.commands import SUMMARIES
 from mldiag_provision.console import Console
@@ -19,7 +20,7 @@ from mldiag_provision.errors import ExitCode, InputError, UsageError
 NAME = "smoke"
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser(NAME, help=SUMMARIES[NAME])
     p.add_argument("recipe", metavar="RECIPE")
     p.add_argument("--local", action="store_true",

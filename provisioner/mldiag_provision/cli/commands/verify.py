@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from typing import Any
 
 from mldiag_provision.cli.commands import SUMMARIES
 from mldiag_provision.console import Console
@@ -28,7 +29,7 @@ times the default per-request timeout (``kubeclient.REQUEST_TIMEOUT_S``, 30 s), 
 per check; a healthy cluster answers them all in a few seconds."""
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser(NAME, help=SUMMARIES[NAME])
     p.add_argument("recipe", metavar="RECIPE")
     p.add_argument("-o", "--out", metavar="DIR",
@@ -83,7 +84,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
     if plan.agents is None:
         raise UsageError(f"{plan.blueprint} stacks have no Kubernetes cluster to verify")
 
-    from mldiag_provision.stack import kube
+    from mldiag_provision import kubeclient
     from mldiag_provision.verify.checks import (
         FAIL,
         PENDING,
@@ -98,12 +99,12 @@ def run(args: argparse.Namespace, out: Console) -> int:
     if args.out and not (args.kubeconfig or args.context):
         api = _client_from_workdir(args.out)
     else:
-        api = kube.kubeconfig_client(args.kubeconfig, args.context)
+        api = kubeclient.kubeconfig_client(args.kubeconfig, args.context)
     cluster = Cluster(api)
     # from the first request on (reading the kubeconfig and loading the client are not
     # talking to the server)
-    deadline = kube.Deadline(budget)
-    kube.set_deadline(api, deadline)
+    deadline = kubeclient.Deadline(budget)
+    kubeclient.set_deadline(api, deadline)
     results = run_checks(cluster, plan, catalog, deadline)
     if args.smoke and deadline.expired:
         results.append(pending("smoke", deadline.seconds, in_flight=False))
