@@ -976,11 +976,12 @@ class Store:
         for plural in ("deployments", "daemonsets"):
             for d in self.objects.get(("apps", plural), {}).values():
                 spec = d.get("spec") or {}
-                n = int(spec.get("replicas", 1)) if plural == "deployments" else 1
                 gen = d["metadata"].get("generation", 1)
                 st = d.get("status") or {}
                 if st.get("observedGeneration") == gen:
                     continue
+                n = int(spec.get("replicas", 1)) if plural == "deployments" else \
+                    self._daemon_nodes(spec.get("template") or {})
                 if plural == "deployments":
                     d["status"] = {"observedGeneration": gen, "replicas": n, "readyReplicas": n,
                                    "availableReplicas": n, "updatedReplicas": n, "conditions": [
@@ -1092,6 +1093,17 @@ class Store:
                 status.pop("active", None)
             status["ready"] = 0  # no container runs
             job["status"] = status
+
+    def _daemon_nodes(self, template: dict) -> int:
+        """How many nodes a DaemonSet with pod ``template`` runs on: those it fits
+        (:func:`mldiag_provision.sandbox.scheduler.runs_on`); 1 in a store that holds no
+        Nodes (a bare test server)."""
+        nodes = self._nodes()
+        if not nodes:
+            return 1
+        from mldiag_provision.sandbox.scheduler import runs_on
+
+        return sum(runs_on(template, node) for node in nodes)
 
     def _nodes(self) -> list[dict]:
         derived = self.view.derived(self._resource("", "nodes"))

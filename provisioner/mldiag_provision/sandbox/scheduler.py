@@ -142,6 +142,22 @@ def _fit_reasons(pod: Mapping[str, Any], requests: Mapping[str, Decimal],
     return reasons, True
 
 
+def runs_on(template: Mapping[str, Any], node: Mapping[str, Any]) -> bool:
+    """Whether the DaemonSet controller runs a pod of ``template`` (a pod template:
+    ``{metadata, spec}``) on ``node``: the node matches its nodeSelector and required node
+    affinity and it tolerates the node's NoSchedule/NoExecute taints
+    (https://kubernetes.io/docs/concepts/workloads/controllers/daemonset/#how-daemon-pods-are-scheduled).
+    The tolerations DaemonSet pods get for node conditions (not-ready, unreachable,
+    pressure) are not needed: sandbox nodes carry no condition taints."""
+    from mldiag_provision.cluster.affinity import matches, placement
+
+    spec = template.get("spec") or {}
+    labels = (node.get("metadata") or {}).get("labels") or {}
+    if not matches(labels, placement(spec)):
+        return False
+    return _untolerated(spec, node, requests_of({"spec": spec})) is None
+
+
 def place(pod: Mapping[str, Any], nodes: Iterable[Mapping[str, Any]],
           pods: Iterable[Mapping[str, Any]]) -> Outcome:
     """Where ``pod`` goes among ``nodes``, given the ``pods`` already there (any pod with a
