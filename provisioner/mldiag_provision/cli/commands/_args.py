@@ -25,3 +25,11 @@ SANDBOX_HELP = ("run against the sandbox, a local double of Google Cloud kept in
 def add_sandbox(p: argparse.ArgumentParser) -> None:
     """``--sandbox`` (plan, apply, verify, output, destroy)."""
     p.add_argument("--sandbox", action="store_true", help=SANDBOX_HELP)
+
+
+def add_verbose(p: argparse.ArgumentParser) -> None:
+    """``-v/--verbose`` (policy, plan, apply): the policy gate lists the checkov checks the
+    stack skips, each with its reason; without it a passing gate prints one line."""
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="list the checkov checks the stack skips, each with its reason "
+                        "(a passing policy gate prints one line otherwise)")

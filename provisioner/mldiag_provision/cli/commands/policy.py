@@ -36,6 +36,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="waive a rule for this run, with the reason printed (repeatable)")
     p.add_argument("--output", "-O", choices=("text", "json", "sarif"), default="text")
     p.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
+    from mldiag_provision.cli.commands._args import add_verbose
+
+    add_verbose(p)
 
 
 def _waivers(items: list[str]) -> dict[str, str]:
@@ -148,8 +151,10 @@ def gate_stage_plans(workdir: Path, recipe_path: str, stage_plans: list[Any]) ->
         return gate.finish(stage_plans)
 
 
-def show_gate(result: Any, out: Console, workdir: Path, *, text: bool, verb: str) -> None:
-    """Print the gate's findings (text mode); stop the command when it failed.
+def show_gate(result: Any, out: Console, workdir: Path, *, text: bool, verb: str,
+              verbose: bool = False) -> None:
+    """Print the gate's findings and its one summary line (text mode; ``verbose``: with the
+    checkov checks the stack skips); stop the command when it failed.
 
     Raises:
       InputError: an error-severity finding is not waived (exit 1; nothing is applied).
@@ -157,8 +162,8 @@ def show_gate(result: Any, out: Console, workdir: Path, *, text: bool, verb: str
     from mldiag_provision.errors import InputError
     from mldiag_provision.policy import report
 
-    if text and (result.findings or result.failed()):
-        report.write_text(result, out, target=str(workdir))
+    if text:
+        report.write_text(result, out, target=str(workdir), verbose=verbose)
     if result.failed():
         raise InputError(f"the policy gate failed: {len(result.errors)} error(s) "
                          f"({', '.join(sorted({f.rule.id for f in result.errors}))}); "
@@ -211,5 +216,6 @@ def run(args: argparse.Namespace, out: Console) -> int:
     elif args.output == "sarif":
         out.print(report.to_sarif(result, target=args.target))
     else:
-        report.write_text(result, out, target=args.target)
+        report.write_text(result, out, target=args.target, verbose=args.verbose,
+                          strict=args.strict)
     return int(ExitCode.INVALID if result.failed(args.strict) else ExitCode.OK)
