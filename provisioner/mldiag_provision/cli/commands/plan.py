@@ -12,6 +12,7 @@ import json
 from typing import TYPE_CHECKING
 
 from mldiag_provision.cli.commands import SUMMARIES
+from mldiag_provision.cli.commands._args import describe
 from mldiag_provision.console import Console
 from mldiag_provision.errors import UsageError
 
@@ -22,7 +23,7 @@ NAME = "plan"
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(NAME, help=SUMMARIES[NAME])
+    p = sub.add_parser(NAME, help=SUMMARIES[NAME], description=describe(__doc__))
     from mldiag_provision.cli.commands._args import add_common, add_verbose
     from mldiag_provision.cli.commands._stack import add_stage_args
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mldiag_provision.cli.commands import SUMMARIES
+from mldiag_provision.cli.commands._args import OUTPUT_HELP, describe
 from mldiag_provision.console import Console
 
 NAME = "policy"
@@ -22,7 +23,7 @@ NAME = "policy"
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(NAME, help=SUMMARIES[NAME],
-                       description=__doc__.split("\n\n", 1)[1] if __doc__ else None)
+                       description=describe(__doc__.split("\n\n", 1)[1] if __doc__ else None))
     p.add_argument("target", metavar="RECIPE|DIR", help="a recipe, or a rendered work directory")
     p.add_argument("-o", "--out", metavar="DIR",
                    help="with RECIPE and --plan: the work directory holding the saved plan")
@@ -34,7 +35,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="evaluate only your own policies")
     p.add_argument("--waive", action="append", default=[], metavar="RULE=REASON",
                    help="waive a rule for this run, with the reason printed (repeatable)")
-    p.add_argument("--output", "-O", choices=("text", "json", "sarif"), default="text")
+    p.add_argument("--output", "-O", choices=("text", "json", "sarif"), default="text",
+                   help=OUTPUT_HELP)
     p.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
     from mldiag_provision.cli.commands._args import add_verbose
 
