@@ -481,10 +481,6 @@ def cmd_catalog(args: argparse.Namespace, out: Console) -> int:
     return 0
 
 
-# Drawing more chips only makes an unreadable picture; the largest GKE v4 slice is 3072.
-MAX_DIAGRAM_CHIPS = 4096
-
-
 def _catalog_diagram(args: argparse.Namespace, out: Console, catalog, v) -> int:
     """``catalog tpu VERSION --topology T --diagram [FILE.svg]``: text on the terminal, or
     the SVG written to FILE.svg."""
@@ -507,9 +503,10 @@ def _catalog_diagram(args: argparse.Namespace, out: Console, catalog, v) -> int:
         raise UsageError(f"{field}: {exc.message}",
                          hint=(f"allowed: {exc.expected}" if exc.expected else exc.hint)
                          ) from None
-    if shape.chips * args.slices > MAX_DIAGRAM_CHIPS:
+    if shape.chips * args.slices > pictures.MAX_DIAGRAM_CHIPS:  # render summarizes them
         raise UsageError(f"{shape.chips * args.slices} chips are too many to draw "
-                         f"(at most {MAX_DIAGRAM_CHIPS})", hint="draw a smaller topology")
+                         f"(at most {pictures.MAX_DIAGRAM_CHIPS})",
+                         hint="draw a smaller topology")
     drawing = pictures.tpu_drawing(f"{v.key}-{args.topology}", v.key, v.dimensions,
                                    shape.topology, shape.chips_per_vm,
                                    shape.machine_type.name, args.slices)
