@@ -65,3 +65,25 @@ def test_help_has_a_plain_description_and_explains_the_smoke_flags(
     text = " ".join(capsys.readouterr().out.split())
     assert "--smoke-image IMAGE with --smoke: the container image" in text
     assert "RECIPE the recipe file" in text
+
+
+@pytest.mark.parametrize("argv,prog", [
+    (["validate", "recipes/tpu7x-2x2x2-autopilot.yaml", "--bogus"], "mldiag-provision validate"),
+    (["render", "R", "-o", "out", "--bogus"], "mldiag-provision render"),
+    (["policy", "R", "--bogus", "x"], "mldiag-provision policy"),
+    (["fleet", "plan", "--bogus"], "mldiag-provision fleet plan"),
+])
+def test_unknown_flag_after_a_command_prints_that_commands_usage(cli, argv: list[str],
+                                                                 prog: str) -> None:
+    """Issue 31: ``validate R --bogus`` printed the top-level usage."""
+    code, out, err = cli(*argv)
+    assert code == 2 and out == ""
+    assert err.startswith(f"usage: {prog} "), err
+    assert f"{prog}: error: unrecognized arguments: --bogus" in err
+
+
+def test_unknown_flag_without_a_command_prints_the_top_level_usage(cli) -> None:
+    code, _, err = cli("--bogus")
+    assert code == 2
+    assert err.startswith("usage: mldiag-provision [-h]")
+    assert "mldiag-provision: error: unrecognized arguments: --bogus" in err

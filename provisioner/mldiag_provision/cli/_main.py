@@ -36,6 +36,25 @@ class _Parser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         self.exit(int(ExitCode.USAGE), f"{self.prog}: error: {message}\n")
 
+    def parse_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def,override]
+        """As argparse's, but an unknown option after a command is refused with that
+        command's usage (``validate R --bogus``), not the top-level one (exit 2)."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            _innermost(self, parsed).error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+
+def _innermost(parser: argparse.ArgumentParser,
+               parsed: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub)command ``parsed`` names, e.g. ``fleet plan``'s."""
+    while True:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        name = getattr(parsed, subs[0].dest, None) if subs else None
+        if not subs or name not in subs[0].choices:
+            return parser
+        parser = subs[0].choices[name]
+
 
 def _jobs(text: str) -> int:
     """``--jobs``: a whole number >= 0 (0: one process per CPU)."""
