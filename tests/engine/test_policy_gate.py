@@ -65,6 +65,24 @@ def test_waived_stack_plans_and_policy_reads_the_saved_plan(offline, cli,
     assert code == 0 and json.loads(out)["withPlan"] is True, out + err
 
 
+def test_gate_of_plan_is_quiet_unless_verbose(offline, cli, tmp_path: Path) -> None:
+    """Issue 31: the gate inside ``plan`` prints its findings and one summary line; the
+    checkov checks the stack skips are counted there, listed only under -v."""
+    if offline is None:
+        return
+    r = offline_recipe(RECIPE, tmp_path / "r.yaml")
+    work = str(tmp_path / "work")
+    code, out, err = cli("--no-color", "plan", str(r), "-o", work)
+    assert code == 0, out + err
+    gate = [line for line in out.splitlines() if line.startswith("policy gate")]
+    assert len(gate) == 1 and gate[0].startswith("policy gate passed: 0 error(s)"), out
+    assert "(-v lists them)" in gate[0]
+    assert "CKV_" not in out
+    code, out, err = cli("--no-color", "plan", str(r), "-o", work, "-v")
+    assert code == 0, out + err
+    assert "checkov checks the stack skips" in out and "    CKV_GCP_" in out, out
+
+
 def test_plan_markdown_summary_for_a_pr_comment(offline, cli, tmp_path: Path) -> None:
     """`plan --output markdown` (what the pipeline examples post on a PR): counts per stage,
     the changes, the gate's verdict with waivers, the decisions; stdout is Markdown only."""

@@ -35,7 +35,7 @@ def test_example_stack_has_no_failed_checkov_check(recipe: Path, tmp_path: Path,
               for c in r["results"]["failed_checks"]]
     assert failed == [], failed
     skipped = sum(r["summary"]["skipped"] for r in reports)
-    code, text, _ = cli("--no-color", "policy", str(out))
+    code, text, _ = cli("--no-color", "policy", str(out), "-v")
     # every skip checkov honoured has its reason printed by the gate
     assert code == 0
     assert (skipped == 0) == ("checkov checks the stack skips" not in text)

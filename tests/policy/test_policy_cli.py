@@ -55,6 +55,37 @@ def test_examples_pass_text_output(cli) -> None:
     assert "11 rule(s)" in out
 
 
+def test_passing_gate_prints_one_line_and_verbose_lists_the_skips(cli) -> None:
+    """Quiet by default (issue 31): a passing gate with no finding is one line; the checkov
+    checks the stack skips are counted there and listed, each with its reason, under -v."""
+    code, out, err = cli("--no-color", "policy", str(STANDARD))
+    assert code == 0, out + err
+    lines = out.splitlines()
+    assert len(lines) == 1, out
+    assert lines[0].startswith("policy gate passed: 0 error(s), 0 warning(s), 0 waived; "
+                               "11 rule(s) on ")
+    assert "checkov check(s) skipped with a reason (-v lists them)" in lines[0]
+    assert "CKV_" not in out
+    code, verbose, _ = cli("--no-color", "policy", str(STANDARD), "--verbose")
+    assert code == 0
+    skips = [line for line in verbose.splitlines() if line.startswith("    CKV_GCP_")]
+    assert len(skips) >= 10, verbose  # each with its file and reason
+    assert all("): " in line for line in skips)
+    assert "(-v lists them)" not in verbose
+    assert len(verbose.splitlines()) == len(skips) + 2  # their heading + the summary line
+    short = cli("--no-color", "policy", str(STANDARD), "-v")[1]
+    assert short.splitlines()[:-1] == verbose.splitlines()[:-1]  # the last line has a time
+
+
+def test_one_error_prints_its_block_and_the_summary_only(cli, tmp_path: Path) -> None:
+    r = _recipe(tmp_path, STANDARD, deletionProtection=False)
+    code, out, _ = cli("--no-color", "policy", str(r))
+    assert code == 1
+    lines = out.splitlines()
+    assert [line.split()[0] for line in lines] == ["ERROR", "why:", "source:", "policy"], out
+    assert "CKV_" not in out
+
+
 def test_failing_stack_exits_1_with_rule_rationale_and_source(cli, tmp_path: Path) -> None:
     r = _recipe(tmp_path, STANDARD, deletionProtection=False)
     code, out, _ = cli("--no-color", "policy", str(r))
@@ -127,7 +158,8 @@ def test_user_policy_from_flag_and_from_recipe(cli, tmp_path: Path) -> None:
     assert "WARN [acme-spot-only]" in out
     code, out, _ = cli("--no-color", "policy", str(reservation), "--policy", str(pol),
                        "--strict")
-    assert code == 1  # ...unless --strict
+    assert code == 1  # ...unless --strict, and the verdict says so as the exit code does
+    assert out.splitlines()[-1].startswith("policy gate failed: 0 error(s), 1 warning(s)"), out
     r = _recipe(tmp_path, reservation, policy={"directories": ["acme"]})
     code, out, _ = cli("--no-color", "policy", str(r))
     assert "WARN [acme-spot-only]" in out

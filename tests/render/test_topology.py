@@ -192,3 +192,58 @@ def test_the_slice_lookup_keeps_one_plan_alive_not_every_plan() -> None:
     assert ref() is None  # the first plan's slices are no longer held
     odd = Slices([Slice("x")])
     assert k8s._slice_named(odd, "x") is odd[0] and k8s._LAST_SLICES[0][0] is second
+
+
+def _huge_recipe(tmp_path: Path, topology: str, count: int) -> Path:
+    """The bundled v5p recipe at ``topology``, ``count`` slices (a valid, very large stack)."""
+    import yaml
+
+    src = GOLDEN.parents[2] / "recipes" / "tpu-v5p-2x2x4-standard-reservation.yaml"
+    doc = yaml.safe_load(src.read_text())
+    doc["spec"]["slices"][0].update(topology=topology, count=count)
+    out = tmp_path / f"v5p-{topology}-x{count}.yaml"
+    out.write_text(yaml.safe_dump(doc, sort_keys=False))
+    return out
+
+
+def test_a_huge_multislice_renders_a_summary_not_a_huge_picture(cli, tmp_path: Path) -> None:
+    """Issue 31: 16 slices of v5p 16x16x24 (98,304 chips) made a topology.svg of tens of MB;
+    above MAX_DIAGRAM_CHIPS the picture and the README's text diagram are a summary."""
+    recipe = _huge_recipe(tmp_path, "16x16x24", 16)
+    work = tmp_path / "stack"
+    code, out, err = cli("render", str(recipe), "-o", str(work))
+    assert code == 0, out + err
+    svg = (work / "topology.svg").read_bytes()
+    readme = (work / "README.md").read_text()
+    assert len(svg) < 20_000 and len(readme) < 50_000, (len(svg), len(readme))
+    assert sum(p.stat().st_size for p in work.rglob("*") if p.is_file()) < 3_000_000
+    root = ET.fromstring(svg.split(b"-->", 1)[1])
+    assert classes(root, "chip") == [] and len(classes(root, "summary")) == 1
+    assert "98,304 chips are not drawn one by one (at most 4,096 are)" in readme
+    assert "DCN: v5p-16[0] <-> v5p-16[1] <-> ... <-> v5p-16[15] (16 slices)" in readme
+
+
+def test_the_cap_has_one_owner_and_the_largest_drawn_slice_stays_small() -> None:
+    from mldiag_provision.cli import _main
+
+    assert not hasattr(_main, "MAX_DIAGRAM_CHIPS")  # catalog --diagram uses pictures' cap
+    full = pictures.tpu_drawing("big", "v5p", 3, "16x16x16", 4, "ct5p-hightpu-4t")
+    assert full.chips == pictures.MAX_DIAGRAM_CHIPS and pictures.summarized(full) is None
+    svg = pictures.svg([full])
+    assert len(svg) < 3_000_000
+    assert len(classes(ET.fromstring(svg), "chip")) == 4096
+    over = pictures.tpu_drawing("big", "v5p", 3, "16x16x16", 4, "ct5p-hightpu-4t", 2)
+    assert pictures.summarized(over) is not None
+    assert len(pictures.svg([over])) < 5_000
+
+
+def test_text_diagram_of_v5p_16x16x16_stays_narrow() -> None:
+    """It was 1,905 columns wide: the z layers now go in bands within MAX_TEXT_COLUMNS, and
+    every chip is still drawn (one VM label per chip)."""
+    d = pictures.tpu_drawing("big", "v5p", 3, "16x16x16", 4, "ct5p-hightpu-4t")
+    lines = pictures.text([d]).splitlines()
+    assert max(len(line) for line in lines) <= pictures.MAX_TEXT_COLUMNS
+    cells = [tok for line in lines if line.lstrip().startswith("y") for tok in line.split()
+             if tok.startswith("vm")]
+    assert len(cells) == 4096
+    assert sum(line.split().count(f"z={z}") for line in lines for z in range(16)) == 16

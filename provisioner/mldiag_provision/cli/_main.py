@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mldiag_provision import __version__
+from mldiag_provision.cli.commands._args import OUTPUT_HELP, RECIPE_HELP
 from mldiag_provision.console import Console, severity_counts
 from mldiag_provision.errors import ExitCode, MldiagError, Problem, Severity, UsageError
 
@@ -34,6 +35,25 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # argparse prints usage and exits 2 = USAGE
         self.print_usage(sys.stderr)
         self.exit(int(ExitCode.USAGE), f"{self.prog}: error: {message}\n")
+
+    def parse_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def,override]
+        """As argparse's, but an unknown option after a command is refused with that
+        command's usage (``validate R --bogus``), not the top-level one (exit 2)."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            _innermost(self, parsed).error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+
+def _innermost(parser: argparse.ArgumentParser,
+               parsed: argparse.Namespace) -> argparse.ArgumentParser:
+    """The parser of the (sub)command ``parsed`` names, e.g. ``fleet plan``'s."""
+    while True:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        name = getattr(parsed, subs[0].dest, None) if subs else None
+        if not subs or name not in subs[0].choices:
+            return parser
+        parser = subs[0].choices[name]
 
 
 def _jobs(text: str) -> int:
@@ -74,16 +94,26 @@ def build_parser(command: str | None = None, *, full: bool = True) -> argparse.A
 
     sub.add_parser = add_parser  # type: ignore[method-assign]
 
-    v = sub.add_parser("validate", help="preflight one or more recipes (nothing is created)")
+    v = sub.add_parser("validate", help="preflight one or more recipes (nothing is created)",
+                       description="Preflight one or more recipes offline: the schema, the "
+                                   "TPU/GPU shapes against the catalog, and every rule, each "
+                                   "finding at its file, line and field with a hint. Nothing "
+                                   "is created. Exit 0 when no error (--strict: no warning "
+                                   "either), 1 otherwise, 2 for a file that cannot be read.")
     v.add_argument("recipes", nargs="+", metavar="RECIPE", help="recipe file(s); - for stdin")
-    v.add_argument("--output", "-O", choices=("text", "json"), default="text")
+    v.add_argument("--output", "-O", choices=("text", "json"), default="text", help=OUTPUT_HELP)
     v.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
     v.add_argument("--jobs", "-j", type=_jobs, default=0, metavar="N",
                    help="check the files on N processes (default 0: one per CPU, for "
                         "batches of 64 files or more per process); the output is the same")
 
-    r = sub.add_parser("render", help="preflight a recipe and write its Terraform stack")
-    r.add_argument("recipe", metavar="RECIPE")
+    r = sub.add_parser("render", help="preflight a recipe and write its Terraform stack",
+                       description="Preflight a recipe, then write its Terraform stack "
+                                   "(modules, variables, Kubernetes manifests, README, "
+                                   "topology diagram) into DIR. Rendered files edited by hand "
+                                   "are refused unless --force; --check writes nothing and "
+                                   "says whether DIR is up to date.")
+    r.add_argument("recipe", metavar="RECIPE", help=RECIPE_HELP)
     r.add_argument("-o", "--out", required=True, metavar="DIR", help="stack directory")
     # --check writes nothing, so --force (overwrite edited files) cannot apply to it
     writes = r.add_mutually_exclusive_group()
@@ -92,15 +122,19 @@ def build_parser(command: str | None = None, *, full: bool = True) -> argparse.A
     writes.add_argument("--check", action="store_true",
                         help="write nothing: exit 0 when DIR is exactly what a render writes "
                              "now, 1 (listing changed/added/removed files) when it is stale")
-    r.add_argument("--output", "-O", choices=("text", "json"), default="text")
+    r.add_argument("--output", "-O", choices=("text", "json"), default="text", help=OUTPUT_HELP)
 
-    c = sub.add_parser("catalog", help="list accelerators and explain their topologies")
+    c = sub.add_parser("catalog", help="list accelerators and explain their topologies",
+                       description="List the TPU versions (or, with gpu, the GPUs) the tool "
+                                   "knows, each fact with its source; with VERSION, explain "
+                                   "one version's topologies, machine types and GKE minimums; "
+                                   "with --topology and --diagram, draw a slice.")
     c.add_argument("family", nargs="?", choices=("tpu", "gpu"), default="tpu",
                    help="the accelerators to list or explain (default tpu)")
     c.add_argument("version", nargs="?", metavar="VERSION",
                    help="a TPU version (e.g. v5e or tpu-v6e-slice) or, after gpu, a GPU "
                         "(e.g. h200-141gb or nvidia-l4)")
-    c.add_argument("--output", "-O", choices=("text", "json"), default="text")
+    c.add_argument("--output", "-O", choices=("text", "json"), default="text", help=OUTPUT_HELP)
     c.add_argument("--topology", metavar="T", help="with --diagram: the slice to draw, e.g. 2x2x4")
     c.add_argument("--chips-per-vm", type=int, metavar="N",
                    help="with --diagram: chips per VM where a topology has two machine types")
@@ -110,7 +144,9 @@ def build_parser(command: str | None = None, *, full: bool = True) -> argparse.A
                    help="draw the slice (VMs, chips, ICI, wrap, DCN): as text, or as SVG "
                         "into FILE.svg")
 
-    sub.add_parser("schema", help="print the recipe JSON Schema (for editors and CI)")
+    sub.add_parser("schema", help="print the recipe JSON Schema (for editors and CI)",
+                   description="Print the recipe's JSON Schema on standard output, e.g. for "
+                               "an editor's YAML language server or a CI check.")
     from mldiag_provision.cli.commands import MODULES, SUMMARIES
 
     for name in MODULES:
@@ -464,10 +500,6 @@ def cmd_catalog(args: argparse.Namespace, out: Console) -> int:
     return 0
 
 
-# Drawing more chips only makes an unreadable picture; the largest GKE v4 slice is 3072.
-MAX_DIAGRAM_CHIPS = 4096
-
-
 def _catalog_diagram(args: argparse.Namespace, out: Console, catalog, v) -> int:
     """``catalog tpu VERSION --topology T --diagram [FILE.svg]``: text on the terminal, or
     the SVG written to FILE.svg."""
@@ -490,9 +522,10 @@ def _catalog_diagram(args: argparse.Namespace, out: Console, catalog, v) -> int:
         raise UsageError(f"{field}: {exc.message}",
                          hint=(f"allowed: {exc.expected}" if exc.expected else exc.hint)
                          ) from None
-    if shape.chips * args.slices > MAX_DIAGRAM_CHIPS:
+    if shape.chips * args.slices > pictures.MAX_DIAGRAM_CHIPS:  # render summarizes them
         raise UsageError(f"{shape.chips * args.slices} chips are too many to draw "
-                         f"(at most {MAX_DIAGRAM_CHIPS})", hint="draw a smaller topology")
+                         f"(at most {pictures.MAX_DIAGRAM_CHIPS})",
+                         hint="draw a smaller topology")
     drawing = pictures.tpu_drawing(f"{v.key}-{args.topology}", v.key, v.dimensions,
                                    shape.topology, shape.chips_per_vm,
                                    shape.machine_type.name, args.slices)

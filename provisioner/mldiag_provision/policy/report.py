@@ -12,12 +12,16 @@ from mldiag_provision.sarif import SarifRule, sarif_log
 _LABEL = {"error": ("ERROR", "red"), "warning": ("WARN", "yellow")}
 
 
-def write_text(result: GateResult, out: Console, *, target: str) -> None:
+def write_text(result: GateResult, out: Console, *, target: str, verbose: bool = False,
+               strict: bool = False) -> None:
     """One block per finding (rule, resource, message, why, source; the waiver's reason for
-    waived ones), then a summary line."""
-    out.print(out.style("policy gate", "bold") + f": {len(result.rules)} rule(s) on {target} "
-              + ("with its saved plan" if result.with_plan else "(rendered stack; no plan)")
-              + f" [{result.engine}, {result.elapsed_s:.2f}s]")
+    waived ones), a note per waiver that matched nothing, then one summary line: the verdict,
+    the counts, the rules run on ``target``, the engine and its time, and how many checkov
+    checks the stack skips. A gate that passes with no finding prints that line only.
+
+    ``verbose`` (``-v``): also list each skipped checkov check with its reason. ``strict``:
+    warnings fail the gate too (the verdict reads "failed" for them, as the exit code does).
+    """
     for f in sorted(result.findings, key=lambda f: (f.waived is not None, f.rule.id,
                                                     f.resource)):
         if f.waived is not None:
@@ -31,18 +35,25 @@ def write_text(result: GateResult, out: Console, *, target: str) -> None:
         else:
             out.print(out.style(f"      why: {f.rule.rationale}", "dim"))
             out.print(out.style(f"      source: {f.rule.source}", "dim"))
-    if result.external_waivers:
-        out.print(f"  checkov checks the stack skips ({len(result.external_waivers)}), each "
-                  "with its reason:")
-        for skip in result.external_waivers:
+    skips = result.external_waivers
+    if skips and verbose:
+        out.print(f"  checkov checks the stack skips ({len(skips)}), each with its reason:")
+        for skip in skips:
             out.print(out.style(f"    {skip['check']} ({skip['file']}): {skip['reason']}",
                                 "dim"))
     for rid in result.unused_waivers:
         out.print(out.style(f"  note: the waiver for {rid} matched nothing; remove it", "dim"))
     e, w, n = len(result.errors), len(result.warnings), len(result.waived)
-    verdict = (out.style("policy gate failed:", "red", "bold") if e
+    verdict = (out.style("policy gate failed:", "red", "bold") if result.failed(strict)
                else out.style("policy gate passed:", "green", "bold"))
-    out.print(f"{verdict} {e} error(s), {w} warning(s), {n} waived")
+    scope = "with its saved plan" if result.with_plan else "rendered stack, no plan"
+    skipped = ""
+    if skips:
+        skipped = (f"; {len(skips)} checkov check(s) skipped with a reason"
+                   + ("" if verbose else " (-v lists them)"))
+    out.print(f"{verdict} {e} error(s), {w} warning(s), {n} waived; {len(result.rules)} "
+              f"rule(s) on {target} ({scope}) [{result.engine}, {result.elapsed_s:.2f}s]"
+              f"{skipped}")
 
 
 def to_json(result: GateResult, *, target: str) -> str:

@@ -169,9 +169,44 @@ def _coords(d: Drawing, layer: int) -> list[list[tuple[int, ...]]]:
     return rows
 
 
+# Above these sizes a picture is summarized, not drawn chip by chip: more chips make an
+# unreadable picture and a file of hundreds of MB (issue 31: a very large multislice gave a
+# 138 MB topology.svg); the largest GKE v4 slice is 3,072 chips. A text diagram wider than
+# MAX_TEXT_COLUMNS puts its z layers in bands, one under the other.
+MAX_DIAGRAM_CHIPS = 4096
+MAX_TEXT_COLUMNS = 160
+_DCN_NAMED = 8  # a longer multislice names its first and last slices only
+
+
+def summarized(d: Drawing) -> str | None:
+    """Why ``d`` is drawn as a summary (its chips over every slice of a multislice above
+    :data:`MAX_DIAGRAM_CHIPS`), or None when it is drawn chip by chip."""
+    total = d.chips * d.count
+    if total > MAX_DIAGRAM_CHIPS:
+        unit = "GPUs" if d.kind == "gpu" else "chips"
+        return (f"{total:,} {unit} are not drawn one by one (at most "
+                f"{MAX_DIAGRAM_CHIPS:,} are)")
+    return None
+
+
+def _dcn(d: Drawing) -> str:
+    """The DCN line of a multislice: every slice named, or the first and last of many."""
+    if d.count <= _DCN_NAMED:
+        return " <-> ".join(f"{d.name}[{s}]" for s in range(d.count))
+    return f"{d.name}[0] <-> {d.name}[1] <-> ... <-> {d.name}[{d.count - 1}] ({d.count} slices)"
+
+
+def _bands(layers: int, layer_w: int, sep: int) -> list[range]:
+    """The z layers in bands no wider than :data:`MAX_TEXT_COLUMNS` (at least one each)."""
+    per = max(1, (MAX_TEXT_COLUMNS - 4 + sep) // (layer_w + sep))
+    return [range(z, min(z + per, layers)) for z in range(0, layers, per)]
+
+
 def text(drawings: list[Drawing]) -> str:
     """The slices as text: per slice (and z layer) a grid of chips, each cell the VM
-    holding that chip; ICI dimensions with wrap; DCN between the slices of a multislice."""
+    holding that chip; ICI dimensions with wrap; DCN between the slices of a multislice.
+    Lines stay within :data:`MAX_TEXT_COLUMNS` (z layers in bands); a slice above
+    :data:`MAX_DIAGRAM_CHIPS` is summarized in a few lines (:func:`summarized`)."""
     out: list[str] = []
     for d in drawings:
         out.append(f"slice {d.name}: {_summary(d)}")
@@ -181,6 +216,16 @@ def text(drawings: list[Drawing]) -> str:
             out.append(f"  ICI: {dims}; {d.wrap_note}")
         else:
             out.append(f"  {d.wrap_note}")
+        reason = summarized(d)
+        if reason is not None:
+            block = "x".join(str(b) for b in d.block)
+            out.append(f"  {reason}: VMs vm0..vm{d.vms - 1}"
+                       + (f", each a {block} block of the topology" if d.kind == "tpu"
+                          else f", each a row of {d.chips_per_vm} GPUs")
+                       + (f", in each of {d.count} slices" if d.count > 1 else ""))
+            if d.count > 1:
+                out.append("  DCN: " + _dcn(d))
+            continue
         layers = d.dims[2] if len(d.dims) > 2 else 1
         width = max(4, len(f"vm{d.vms - 1}") + 1)
         sep = "   "
@@ -194,19 +239,20 @@ def text(drawings: list[Drawing]) -> str:
                 continue
             grids = [_coords(d, z) for z in range(layers)]
             layer_w = 4 + width * d.dims[0]
-            if layers > 1:
-                out.append("    " + sep.join(f"{'z=' + str(z):<{layer_w}}"
-                                             for z in range(layers)).rstrip())
-            out.append("    " + sep.join(
-                " " * 4 + "".join(f"{'x' + str(x):>{width}}" for x in range(d.dims[0]))
-                for _ in range(layers)).rstrip())
-            for y in range(len(grids[0])):
+            for band in _bands(layers, layer_w, len(sep)):
+                if layers > 1:
+                    out.append("    " + sep.join(f"{'z=' + str(z):<{layer_w}}"
+                                                 for z in band).rstrip())
                 out.append("    " + sep.join(
-                    f"{'y' + str(y):<4}" + "".join(f"{'vm' + str(d.vm_of(c)):>{width}}"
-                                                   for c in grids[z][y])
-                    for z in range(layers)).rstrip())
+                    " " * 4 + "".join(f"{'x' + str(x):>{width}}" for x in range(d.dims[0]))
+                    for _ in band).rstrip())
+                for y in range(len(grids[0])):
+                    out.append("    " + sep.join(
+                        f"{'y' + str(y):<4}" + "".join(f"{'vm' + str(d.vm_of(c)):>{width}}"
+                                                       for c in grids[z][y])
+                        for z in band).rstrip())
         if d.count > 1:
-            out.append("  DCN: " + " <-> ".join(f"{d.name}[{s}]" for s in range(d.count)))
+            out.append("  DCN: " + _dcn(d))
     return "\n".join(out) + "\n"
 
 
@@ -226,7 +272,8 @@ def svg(drawings: list[Drawing], *, desc: str | None = None) -> str:
     ``slice`` (one per slice of a multislice), ``vm`` (``data-vm``), ``chip``
     (``data-coord``, ``data-vm``; its label is the VM index), ``ici`` links between
     neighbours of a z layer, ``wrap`` (a wraparound link, dashed stubs at both ends of the
-    line) and ``dcn``."""
+    line) and ``dcn``. A slice above :data:`MAX_DIAGRAM_CHIPS` is one ``summary`` box
+    (:func:`summarized`), so the file stays small whatever the shape."""
     parts: list[str] = []
     y0 = PAD
     width = 0
@@ -248,6 +295,20 @@ def svg(drawings: list[Drawing], *, desc: str | None = None) -> str:
                      f'{escape(("ICI " + note + "; ") if note else "")}{escape(d.wrap_note)}'
                      '</text>')
         y0 += 44
+        reason = summarized(d)
+        if reason is not None:  # one box that says what is not drawn
+            lines = [reason, f"{d.vms:,} VM(s) per slice"
+                     + (f", {d.count} slices over DCN: {_dcn(d)}" if d.count > 1 else "")]
+            box_w = 2 * PAD + 7 * max(len(line) for line in lines)
+            parts.append(f'<g class="summary" data-name="{_attr(d.name)}">'
+                         f'<rect x="{PAD}" y="{y0}" width="{box_w}" height="{2 * PAD + 36}" '
+                         'rx="8" class="slice-box"/>')
+            parts += [f'<text x="{2 * PAD}" y="{y0 + PAD + 14 + 18 * i}" class="note">'
+                      f'{escape(line)}</text>' for i, line in enumerate(lines)]
+            parts.append("</g>")
+            width = max(width, box_w + 2 * PAD)
+            y0 += 2 * PAD + 36 + 2 * PAD
+            continue
         sx = PAD
         for s in range(d.count):
             parts.append(f'<g class="slice" data-slice="{s}" data-name="{_attr(d.name)}">')

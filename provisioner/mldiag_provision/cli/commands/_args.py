@@ -3,17 +3,36 @@
 from __future__ import annotations
 
 import argparse
+import re
+
+OUTPUT_HELP = "output format (default text)"
+RECIPE_HELP = "the recipe file (recipe.yaml)"
+
+_ROLE = r":[a-z]+:`~?[^`]*`"
+
+
+def describe(doc: str | None) -> str | None:
+    """A command's ``--help`` description from its module docstring (reStructuredText):
+    the developer references (``:mod:`...```, ``:func:`...```) are left out, a paragraph still
+    made of them is dropped, literals ````x```` read `x`. Returns None for no docstring."""
+    if not doc:
+        return None
+    text = re.sub(r";?\s*see\s+" + _ROLE, "", doc)
+    text = re.sub(r"\s*See\s+" + _ROLE + r"[^.]*\.", "", text)
+    text = re.sub(r"\s*\((?:\s*" + _ROLE + r",?)+\)", "", text)
+    kept = [par for par in text.strip().split("\n\n") if not re.search(_ROLE, par)]
+    return "\n\n".join(kept).replace("``", "`").replace("::", ":")
 
 
 def add_common(p: argparse.ArgumentParser, *, render: bool = True,
                outputs: tuple[str, ...] = ("text", "json")) -> None:
-    p.add_argument("recipe", metavar="RECIPE")
+    p.add_argument("recipe", metavar="RECIPE", help=RECIPE_HELP)
     p.add_argument("-o", "--out", required=True, metavar="DIR",
                    help="the stack's work directory (rendered files, Terraform state, logs)")
     if render:
         p.add_argument("--force", action="store_true",
                        help="re-render over rendered files that were edited by hand")
-    p.add_argument("--output", "-O", choices=outputs, default="text")
+    p.add_argument("--output", "-O", choices=outputs, default="text", help=OUTPUT_HELP)
     add_sandbox(p)
 
 
@@ -25,3 +44,11 @@ SANDBOX_HELP = ("run against the sandbox, a local double of Google Cloud kept in
 def add_sandbox(p: argparse.ArgumentParser) -> None:
     """``--sandbox`` (plan, apply, verify, output, destroy)."""
     p.add_argument("--sandbox", action="store_true", help=SANDBOX_HELP)
+
+
+def add_verbose(p: argparse.ArgumentParser) -> None:
+    """``-v/--verbose`` (policy, plan, apply): the policy gate lists the checkov checks the
+    stack skips, each with its reason; without it a passing gate prints one line."""
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="list the checkov checks the stack skips, each with its reason "
+                        "(a passing policy gate prints one line otherwise)")

@@ -13,6 +13,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from mldiag_provision.cli.commands import SUMMARIES
+from mldiag_provision.cli.commands._args import describe
 from mldiag_provision.console import Console
 
 if TYPE_CHECKING:
@@ -22,8 +23,8 @@ NAME = "apply"
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser(NAME, help=SUMMARIES[NAME])
-    from mldiag_provision.cli.commands._args import add_common
+    p = sub.add_parser(NAME, help=SUMMARIES[NAME], description=describe(__doc__))
+    from mldiag_provision.cli.commands._args import add_common, add_verbose
     from mldiag_provision.cli.commands._stack import add_stage_args
 
     add_common(p)
@@ -31,6 +32,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     from mldiag_provision.cli.commands.preflight import add_live_args
 
     add_live_args(p)  # live checks against Google Cloud before Terraform
+    add_verbose(p)
     p.add_argument("--no-workloads", action="store_true",
                    help="leave the recipe's workloads out (project and cluster stages only)")
     p.add_argument("--auto-approve", action="store_true",
@@ -119,7 +121,8 @@ def run(args: argparse.Namespace, out: Console) -> int:
             first = plans
             if gate.failed() and text:
                 show_stage_plans(out, plans)
-            show_gate(gate, out, stack.workdir, text=text, verb="nothing was applied")
+            show_gate(gate, out, stack.workdir, text=text, verb="nothing was applied",
+                      verbose=args.verbose)
             if not any(p.has_changes for p in plans):
                 if text:
                     show_stage_plans(out, plans)

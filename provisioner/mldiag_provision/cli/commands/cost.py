@@ -15,6 +15,7 @@ import argparse
 from typing import Any
 
 from mldiag_provision.cli.commands import SUMMARIES
+from mldiag_provision.cli.commands._args import OUTPUT_HELP, RECIPE_HELP, describe
 from mldiag_provision.console import Console
 
 NAME = "cost"
@@ -22,9 +23,10 @@ NAME = "cost"
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser(NAME, help=SUMMARIES[NAME],
-                       description=__doc__.split("\n\n", 1)[1] if __doc__ else None)
-    p.add_argument("recipe", metavar="RECIPE")
-    p.add_argument("--output", "-O", choices=("text", "json", "markdown"), default="text")
+                       description=describe(__doc__.split("\n\n", 1)[1] if __doc__ else None))
+    p.add_argument("recipe", metavar="RECIPE", help=RECIPE_HELP)
+    p.add_argument("--output", "-O", choices=("text", "json", "markdown"), default="text",
+                   help=OUTPUT_HELP)
 
 
 def plan_of(path: str, out: Console) -> dict[str, Any]:

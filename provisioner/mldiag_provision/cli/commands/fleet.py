@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from mldiag_provision.cli.commands import SUMMARIES
+from mldiag_provision.cli.commands._args import OUTPUT_HELP, describe
 from mldiag_provision.console import Console
 from mldiag_provision.errors import ExitCode, Severity, UsageError
 
@@ -27,36 +28,48 @@ if TYPE_CHECKING:
     from mldiag_provision.fleet.members import Member
 
 NAME = "fleet"
+PATHS_HELP = ("recipes: a directory (its *.yaml recipes, recursively), a glob or a "
+              "recipe file")
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser(NAME, help=SUMMARIES[NAME],
-                       description=__doc__.split("\n\n", 1)[1] if __doc__ else None,
+                       description=describe(__doc__.split("\n\n", 1)[1] if __doc__ else None),
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     verbs = p.add_subparsers(dest="fleet_command", metavar="VERB", required=True,
                              parser_class=type(p))
-    v = verbs.add_parser("validate", help="preflight every recipe, then the checks across "
-                                          "recipes")
-    v.add_argument("paths", nargs="+", metavar="DIR|GLOB|RECIPE")
-    v.add_argument("--output", "-O", choices=("text", "json", "markdown"), default="text")
+
+    def verb(name: str, help: str) -> argparse.ArgumentParser:  # its help is its description
+        made: argparse.ArgumentParser = verbs.add_parser(
+            name, help=help, description=help[0].upper() + help[1:] + ".")
+        return made
+
+    v = verb("validate", help="preflight every recipe, then the checks across recipes")
+    v.add_argument("paths", nargs="+", metavar="DIR|GLOB|RECIPE", help=PATHS_HELP)
+    v.add_argument("--output", "-O", choices=("text", "json", "markdown"), default="text",
+                   help=OUTPUT_HELP)
     v.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
-    m = verbs.add_parser("matrix", help="the recipes a change affects, as a CI job matrix")
-    m.add_argument("paths", nargs="*", default=["."], metavar="DIR|GLOB|RECIPE")
+    m = verb("matrix", help="the recipes a change affects, as a CI job matrix")
+    m.add_argument("paths", nargs="*", default=["."], metavar="DIR|GLOB|RECIPE",
+                   help=PATHS_HELP + " (default: .)")
     m.add_argument("--changed-since", metavar="REF",
                    help="only recipes affected by git diff REF...HEAD (default: all)")
     m.add_argument("--engine", choices=("github-actions", "cloud-build", "atlantis", "lines"),
                    default="github-actions", help="the shape of --output json")
-    m.add_argument("--output", "-O", choices=("text", "json"), default="text")
+    m.add_argument("--output", "-O", choices=("text", "json"), default="text", help=OUTPUT_HELP)
     _change_args(m)
-    pl = verbs.add_parser("plan", help="one combined summary of the affected recipes "
-                                       "(offline: preflight, render, plan objects, gate)")
-    pl.add_argument("paths", nargs="*", default=["."], metavar="DIR|GLOB|RECIPE")
+    pl = verb("plan", help="one combined summary of the affected recipes (offline: "
+                           "preflight, render, plan objects, gate)")
+    pl.add_argument("paths", nargs="*", default=["."], metavar="DIR|GLOB|RECIPE",
+                    help=PATHS_HELP + " (default: .)")
     pl.add_argument("--changed-since", metavar="REF",
                     help="only recipes affected by git diff REF...HEAD (default: all)")
-    pl.add_argument("--output", "-O", choices=("text", "json", "markdown"), default="text")
+    pl.add_argument("--output", "-O", choices=("text", "json", "markdown"), default="text",
+                    help=OUTPUT_HELP)
     _change_args(pl)
-    a = verbs.add_parser("atlantis", help="write atlantis.yaml: one project per recipe")
-    a.add_argument("paths", nargs="*", default=["."], metavar="DIR|GLOB|RECIPE")
+    a = verb("atlantis", help="write atlantis.yaml: one project per recipe")
+    a.add_argument("paths", nargs="*", default=["."], metavar="DIR|GLOB|RECIPE",
+                   help=PATHS_HELP + " (default: .)")
     a.add_argument("-o", "--out", metavar="FILE", help="write here instead of stdout")
     a.add_argument("--command", dest="tool_command", default="mldiag-provision", metavar="CMD",
                    help="how the Atlantis server runs this tool (default mldiag-provision)")

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from mldiag_provision.cli.commands import SUMMARIES
+from mldiag_provision.cli.commands._args import OUTPUT_HELP
 from mldiag_provision.console import Console
 
 if TYPE_CHECKING:
@@ -63,7 +64,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                         "repeatable")
     p.add_argument("--no-diagnostics", action="store_true",
                    help="skip the ML Diagnostics readiness rules")
-    p.add_argument("--output", "-O", choices=("text", "json", "sarif"), default="text")
+    p.add_argument("--output", "-O", choices=("text", "json", "sarif"), default="text",
+                   help=OUTPUT_HELP)
     p.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
     p.add_argument("--jobs", "-j", type=_jobs, default=0, metavar="N",
                    help="N > 1: with 128 objects or more and two CPUs, a second process "

@@ -8,13 +8,14 @@ import json
 from typing import Any
 
 from mldiag_provision.cli.commands import SUMMARIES
+from mldiag_provision.cli.commands._args import describe
 from mldiag_provision.console import Console
 
 NAME = "output"
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser(NAME, help=SUMMARIES[NAME])
+    p = sub.add_parser(NAME, help=SUMMARIES[NAME], description=describe(__doc__))
     from mldiag_provision.cli.commands._args import add_common
 
     add_common(p, render=False)

@@ -12,6 +12,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from mldiag_provision.cli.commands import SUMMARIES
+from mldiag_provision.cli.commands._args import describe
 from mldiag_provision.console import Console
 from mldiag_provision.errors import UsageError
 
@@ -22,8 +23,8 @@ NAME = "plan"
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser(NAME, help=SUMMARIES[NAME])
-    from mldiag_provision.cli.commands._args import add_common
+    p = sub.add_parser(NAME, help=SUMMARIES[NAME], description=describe(__doc__))
+    from mldiag_provision.cli.commands._args import add_common, add_verbose
     from mldiag_provision.cli.commands._stack import add_stage_args
 
     add_common(p, outputs=("text", "json", "markdown"))
@@ -31,6 +32,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     from mldiag_provision.cli.commands.preflight import add_live_args
 
     add_live_args(p)  # live checks against Google Cloud before Terraform
+    add_verbose(p)
     p.add_argument("--destroy", action="store_true", help="plan removing the whole stack")
     p.add_argument("--detailed-exitcode", action="store_true",
                    help="drift check: exit 0 when nothing would change, 2 when something "
@@ -127,5 +129,6 @@ def run(args: argparse.Namespace, out: Console) -> int:
     if gate is not None:
         if blocked and args.output == "json":  # one JSON document: "ok": false says it
             return 1
-        show_gate(gate, out, stack.workdir, text=text, verb="apply would stop here")
+        show_gate(gate, out, stack.workdir, text=text, verb="apply would stop here",
+                  verbose=args.verbose)
     return 2 if args.detailed_exitcode and changed else 0

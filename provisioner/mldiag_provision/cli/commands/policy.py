@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from mldiag_provision.cli.commands import SUMMARIES
+from mldiag_provision.cli.commands._args import OUTPUT_HELP, describe
 from mldiag_provision.console import Console
 
 NAME = "policy"
@@ -22,7 +23,7 @@ NAME = "policy"
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(NAME, help=SUMMARIES[NAME],
-                       description=__doc__.split("\n\n", 1)[1] if __doc__ else None)
+                       description=describe(__doc__.split("\n\n", 1)[1] if __doc__ else None))
     p.add_argument("target", metavar="RECIPE|DIR", help="a recipe, or a rendered work directory")
     p.add_argument("-o", "--out", metavar="DIR",
                    help="with RECIPE and --plan: the work directory holding the saved plan")
@@ -34,8 +35,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                    help="evaluate only your own policies")
     p.add_argument("--waive", action="append", default=[], metavar="RULE=REASON",
                    help="waive a rule for this run, with the reason printed (repeatable)")
-    p.add_argument("--output", "-O", choices=("text", "json", "sarif"), default="text")
+    p.add_argument("--output", "-O", choices=("text", "json", "sarif"), default="text",
+                   help=OUTPUT_HELP)
     p.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
+    from mldiag_provision.cli.commands._args import add_verbose
+
+    add_verbose(p)
 
 
 def _waivers(items: list[str]) -> dict[str, str]:
@@ -148,8 +153,10 @@ def gate_stage_plans(workdir: Path, recipe_path: str, stage_plans: list[Any]) ->
         return gate.finish(stage_plans)
 
 
-def show_gate(result: Any, out: Console, workdir: Path, *, text: bool, verb: str) -> None:
-    """Print the gate's findings (text mode); stop the command when it failed.
+def show_gate(result: Any, out: Console, workdir: Path, *, text: bool, verb: str,
+              verbose: bool = False) -> None:
+    """Print the gate's findings and its one summary line (text mode; ``verbose``: with the
+    checkov checks the stack skips); stop the command when it failed.
 
     Raises:
       InputError: an error-severity finding is not waived (exit 1; nothing is applied).
@@ -157,8 +164,8 @@ def show_gate(result: Any, out: Console, workdir: Path, *, text: bool, verb: str
     from mldiag_provision.errors import InputError
     from mldiag_provision.policy import report
 
-    if text and (result.findings or result.failed()):
-        report.write_text(result, out, target=str(workdir))
+    if text:
+        report.write_text(result, out, target=str(workdir), verbose=verbose)
     if result.failed():
         raise InputError(f"the policy gate failed: {len(result.errors)} error(s) "
                          f"({', '.join(sorted({f.rule.id for f in result.errors}))}); "
@@ -211,5 +218,6 @@ def run(args: argparse.Namespace, out: Console) -> int:
     elif args.output == "sarif":
         out.print(report.to_sarif(result, target=args.target))
     else:
-        report.write_text(result, out, target=args.target)
+        report.write_text(result, out, target=args.target, verbose=args.verbose,
+                          strict=args.strict)
     return int(ExitCode.INVALID if result.failed(args.strict) else ExitCode.OK)

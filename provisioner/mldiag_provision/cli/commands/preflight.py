@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 from mldiag_provision.cli.commands import SUMMARIES
+from mldiag_provision.cli.commands._args import OUTPUT_HELP, RECIPE_HELP, describe
 from mldiag_provision.console import Console, severity_counts
 from mldiag_provision.errors import ExitCode, InputError, UsageError
 
@@ -34,8 +35,8 @@ def _timeout(text: str) -> float:
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser(NAME, help=SUMMARIES[NAME])
-    p.add_argument("recipe", metavar="RECIPE")
+    p = sub.add_parser(NAME, help=SUMMARIES[NAME], description=describe(__doc__))
+    p.add_argument("recipe", metavar="RECIPE", help=RECIPE_HELP)
     p.add_argument("--live", action="store_true",
                    help="ask Google Cloud (application default credentials or "
                         "GOOGLE_OAUTH_ACCESS_TOKEN): project, permissions, roles, APIs, GKE "
@@ -45,7 +46,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("-o", "--out", metavar="DIR",
                    help="the stack's work directory: names its plan has are the stack's own "
                         "(--live asks only whether the others are taken), and it keeps them")
-    p.add_argument("--output", "-O", choices=("text", "json"), default="text")
+    p.add_argument("--output", "-O", choices=("text", "json"), default="text", help=OUTPUT_HELP)
 
 
 def add_live_args(p: argparse.ArgumentParser) -> None:

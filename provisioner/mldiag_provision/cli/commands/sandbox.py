@@ -12,13 +12,14 @@ from pathlib import Path
 from typing import Any
 
 from mldiag_provision.cli.commands import SUMMARIES
+from mldiag_provision.cli.commands._args import OUTPUT_HELP, describe
 from mldiag_provision.console import Console
 
 NAME = "sandbox"
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser(NAME, help=SUMMARIES[NAME])
+    p = sub.add_parser(NAME, help=SUMMARIES[NAME], description=describe(__doc__))
     p.add_argument("action", choices=("ls", "reset", "rules", "kubeconfig", "serve"),
                    help="ls: list what the sandbox cloud holds; reset: empty it; rules: what "
                         "the sandbox enforces, each with its source; kubeconfig: write a "
@@ -28,7 +29,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                    help="kubeconfig: where to write it (default DIR/.mldiag/sandbox/kubeconfig)")
     p.add_argument("-o", "--out", metavar="DIR",
                    help="the stack's work directory (its sandbox is DIR/.mldiag/sandbox)")
-    p.add_argument("--output", "-O", choices=("text", "json"), default="text")
+    p.add_argument("--output", "-O", choices=("text", "json"), default="text", help=OUTPUT_HELP)
 
 
 def run(args: argparse.Namespace, out: Console) -> int:

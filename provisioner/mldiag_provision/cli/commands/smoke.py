@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from mldiag_provision.cli.commands import SUMMARIES
+from mldiag_provision.cli.commands._args import OUTPUT_HELP, RECIPE_HELP, describe
 from mldiag_provision.console import Console
 from mldiag_provision.errors import ExitCode, InputError, UsageError
 
@@ -21,8 +22,8 @@ NAME = "smoke"
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser(NAME, help=SUMMARIES[NAME])
-    p.add_argument("recipe", metavar="RECIPE")
+    p = sub.add_parser(NAME, help=SUMMARIES[NAME], description=describe(__doc__))
+    p.add_argument("recipe", metavar="RECIPE", help=RECIPE_HELP)
     p.add_argument("--local", action="store_true",
                    help="on this machine's CPU, XLA simulating the slice's device count")
     p.add_argument("--slice", metavar="NAME", action="append",
@@ -31,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                    help="where the profiles go (default: mldiag-smoke/<stack>/<slice>)")
     p.add_argument("--timeout", type=float, default=600, metavar="SECONDS",
                    help="bound of the program and of the XProf check, each (default 600)")
-    p.add_argument("--output", "-O", choices=("text", "json"), default="text")
+    p.add_argument("--output", "-O", choices=("text", "json"), default="text", help=OUTPUT_HELP)
 
 
 def run(args: argparse.Namespace, out: Console) -> int:

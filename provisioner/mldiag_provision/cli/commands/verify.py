@@ -19,6 +19,7 @@ import json
 from typing import Any
 
 from mldiag_provision.cli.commands import SUMMARIES
+from mldiag_provision.cli.commands._args import OUTPUT_HELP, RECIPE_HELP, describe
 from mldiag_provision.console import Console
 from mldiag_provision.errors import ExitCode, InputError, UsageError
 
@@ -30,8 +31,8 @@ per check; a healthy cluster answers them all in a few seconds."""
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
-    p = sub.add_parser(NAME, help=SUMMARIES[NAME])
-    p.add_argument("recipe", metavar="RECIPE")
+    p = sub.add_parser(NAME, help=SUMMARIES[NAME], description=describe(__doc__))
+    p.add_argument("recipe", metavar="RECIPE", help=RECIPE_HELP)
     p.add_argument("-o", "--out", metavar="DIR",
                    help="the stack's work directory: reach the cluster through its endpoint "
                         "and your Google credentials (no kubeconfig needed)")
@@ -40,8 +41,11 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--smoke", action="store_true",
                    help="also run the JAX + XProf smoke program on every slice (one JobSet per "
                         "slice, multislice included; created and deleted)")
-    p.add_argument("--smoke-image", default="python:3.12", metavar="IMAGE")
-    p.add_argument("--smoke-timeout", type=float, default=900, metavar="SECONDS")
+    p.add_argument("--smoke-image", default="python:3.12", metavar="IMAGE",
+                   help="with --smoke: the container image the smoke program runs in (it "
+                        "needs Python; default python:3.12)")
+    p.add_argument("--smoke-timeout", type=float, default=900, metavar="SECONDS",
+                   help="with --smoke: how long each slice's smoke JobSet may take (default 900)")
     from mldiag_provision.cli.commands._stack import _seconds
 
     p.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
@@ -49,7 +53,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                         f"of each request's own timeout (default {DEFAULT_TIMEOUT_S:g}; with "
                         "--smoke, plus --smoke-timeout); checks still pending then FAIL, "
                         "named")
-    p.add_argument("--output", "-O", choices=("text", "json"), default="text")
+    p.add_argument("--output", "-O", choices=("text", "json"), default="text", help=OUTPUT_HELP)
     p.add_argument("--ssh-target", metavar="USER@HOST",
                    help="Slurm stacks: ssh to this login node (default: gcloud compute ssh "
                         "--tunnel-through-iap to the stack's login node, from -o DIR)")
