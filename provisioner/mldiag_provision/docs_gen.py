@@ -285,13 +285,17 @@ def facts_page() -> str:
 
 # --- rules ---------------------------------------------------------------------------------
 
+RULE_PACKAGES = ("mldiag_provision.preflight", "mldiag_provision.lint", "mldiag_provision.fleet")
+"""The packages whose modules declare rules (``rulebook.define``)."""
+
 def _import_rule_modules() -> None:
-    """Import every module that declares rules (preflight's and lint's), so that the
-    rulebook holds them all."""
+    """Import every module that declares rules (preflight's, lint's and fleet's), so that the
+    rulebook holds them all, whatever ran before in the same process
+    (``tests/unit/test_docs_gen.py`` checks that no module outside these declares one)."""
     import importlib
     import pkgutil
 
-    for pkg in ("mldiag_provision.preflight", "mldiag_provision.lint"):
+    for pkg in RULE_PACKAGES:
         mod = importlib.import_module(pkg)
         for m in pkgutil.iter_modules(mod.__path__):
             importlib.import_module(f"{pkg}.{m.name}")

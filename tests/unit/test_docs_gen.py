@@ -202,3 +202,20 @@ def test_recipe_overview_uses_only_fields_of_the_schema():
 
     walk(example, schema, "")
     assert checked > 60
+
+
+def test_the_rule_index_knows_every_package_that_declares_rules() -> None:
+    """The rule index imports the packages that declare rules; a module elsewhere that
+    declared one would make the page depend on what ran before it in the process."""
+    from mldiag_provision.docs_gen import RULE_PACKAGES
+
+    root = ROOT / "provisioner"
+    declaring = set()
+    for path in (root / "mldiag_provision").rglob("*.py"):
+        if re.search(r"\bdefine\(\s*\"", path.read_text(encoding="utf-8")):
+            module = ".".join(path.relative_to(root).with_suffix("").parts)
+            if module != "mldiag_provision.rulebook":
+                declaring.add(module)
+    outside = sorted(m for m in declaring
+                     if not any(m.startswith(p + ".") for p in RULE_PACKAGES))
+    assert outside == [], outside
