@@ -5,6 +5,13 @@ from __future__ import annotations
 import argparse
 import re
 
+TYPE_CHECKING = False  # typing is not imported at start-up (the parser is built from here)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from mldiag_provision.plan.types import StackPlan
+    from mldiag_provision.recipe.model import Recipe
+
 OUTPUT_HELP = "output format (default text)"
 RECIPE_HELP = "the recipe file (recipe.yaml)"
 
@@ -52,3 +59,26 @@ def add_verbose(p: argparse.ArgumentParser) -> None:
     p.add_argument("-v", "--verbose", action="store_true",
                    help="list the checkov checks the stack skips, each with its reason "
                         "(a passing policy gate prints one line otherwise)")
+
+
+def valid_plan(path: str, out: Any, needs: str) -> tuple[Recipe, StackPlan]:
+    """(recipe, plan) of a valid recipe file; its problems printed to ``out`` either way.
+
+    Raises:
+      InputError: the recipe has errors (exit 1); ``needs`` names who needs a valid one
+        ("cost", "the policy gate").
+    """
+    from mldiag_provision.catalog.tpu import load_catalog
+    from mldiag_provision.errors import InputError
+    from mldiag_provision.pipeline import check_file
+    from mldiag_provision.plan.stack import build_plan
+
+    catalog = load_catalog()
+    res = check_file(path, catalog)
+    errors = [p for p in res.report.problems if p.severity.value == "error"]
+    if errors or res.parsed.recipe is None:
+        for p in res.report.problems:
+            out.problem(p, res.parsed.sourcemap)
+        raise InputError(f"{needs} needs a valid recipe: {len(errors)} error(s) in "
+                         f"{res.report.file}", problems=list(res.report.problems))
+    return res.parsed.recipe, build_plan(res.parsed.recipe, res.shapes, catalog)

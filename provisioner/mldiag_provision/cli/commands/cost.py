@@ -35,20 +35,9 @@ def plan_of(path: str, out: Console) -> dict[str, Any]:
     Raises:
       InputError: the recipe has errors (exit 1).
     """
-    from mldiag_provision.catalog.tpu import load_catalog
-    from mldiag_provision.errors import InputError
-    from mldiag_provision.pipeline import check_file
-    from mldiag_provision.plan.stack import build_plan
+    from mldiag_provision.cli.commands._args import valid_plan
 
-    catalog = load_catalog()
-    res = check_file(path, catalog)
-    errors = [p for p in res.report.problems if p.severity.value == "error"]
-    if errors or res.parsed.recipe is None:
-        for p in res.report.problems:
-            out.problem(p, res.parsed.sourcemap)
-        raise InputError(f"cost needs a valid recipe: {len(errors)} error(s) in "
-                         f"{res.report.file}", problems=list(res.report.problems))
-    return build_plan(res.parsed.recipe, res.shapes, catalog).to_dict()
+    return valid_plan(path, out, "cost")[1].to_dict()
 
 
 def run(args: argparse.Namespace, out: Console) -> int:

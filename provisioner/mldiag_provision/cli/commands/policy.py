@@ -60,23 +60,11 @@ def _waivers(items: list[str]) -> dict[str, str]:
 
 def _from_recipe(path: str, out: Console) -> tuple[dict[str, bytes], Any]:
     """(rendered files in memory, recipe) of a valid recipe; its problems printed."""
-    from mldiag_provision.catalog.tpu import load_catalog
-    from mldiag_provision.errors import InputError
-    from mldiag_provision.pipeline import check_file
-    from mldiag_provision.plan.stack import build_plan
+    from mldiag_provision.cli.commands._args import valid_plan
     from mldiag_provision.policy import policy_data
     from mldiag_provision.render.stack import render_stack
 
-    catalog = load_catalog()
-    res = check_file(path, catalog)
-    errors = [p for p in res.report.problems if p.severity.value == "error"]
-    if errors or res.parsed.recipe is None:
-        for p in res.report.problems:
-            out.problem(p, res.parsed.sourcemap)
-        raise InputError(f"the policy gate needs a valid recipe: {len(errors)} error(s) in "
-                         f"{res.report.file}", problems=list(res.report.problems))
-    recipe = res.parsed.recipe
-    plan = build_plan(recipe, res.shapes, catalog)
+    recipe, plan = valid_plan(path, out, "the policy gate")
     return render_stack(plan, policy=policy_data(recipe)), recipe
 
 
