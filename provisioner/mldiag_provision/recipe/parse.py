@@ -15,9 +15,9 @@ from typing import Any, TypedDict
 
 from mldiag_provision.errors import Problem
 from mldiag_provision.recipe import patterns
+from mldiag_provision.recipe import validator as _validator
 from mldiag_provision.recipe.loader import load_single
 from mldiag_provision.recipe.sourcemap import Path, SourceMap, format_path
-from mldiag_provision.recipe.validator import ValidationError, validate
 from mldiag_provision.recipe.validator import allowed_keys as allowed_keys
 from mldiag_provision.suggest import suggest
 
@@ -193,8 +193,8 @@ def parse_recipe_text(text: str, file: str) -> ParsedRecipe:
             file=file, line=1, column=1, expected="apiVersion, kind, metadata, spec"))
         return parsed
     try:
-        parsed.recipe = validate(doc.data)
-    except ValidationError as exc:
+        parsed.recipe = _validator.validate(doc.data)
+    except _validator.ValidationError as exc:  # pydantic-core's, imported only when raised
         # a value YAML itself could not read is already reported at its path
         unreadable = {p.path for p in doc.problems if p.rule == "yaml-value"}
         parsed.problems.extend(p for p in (_problem_from_error(e, doc.sourcemap)

@@ -1,11 +1,26 @@
 """Validate recipe data against the committed core schema, without importing pydantic.
 
 ``schemas/recipe.core.json`` is generated from the pydantic models
-(:func:`mldiag_provision.recipe.model.validator_schema`; a test keeps it fresh). Here it is
-loaded into a ``pydantic_core.SchemaValidator`` whose model classes are plain attribute
-objects, so that ``validate``/``render`` start in about a third of the time while reporting
-exactly the errors the models define. The result has the models' attribute names
-(``recipe.spec.slices[0].chips_per_vm``); mapping fields (labels, env) stay dicts.
+(:func:`mldiag_provision.recipe.model.validator_schema`; a test keeps it fresh). The result
+has the models' attribute names (``recipe.spec.slices[0].chips_per_vm``); mapping fields
+(labels, env) stay dicts; model classes are plain attribute objects (:class:`RecipeObject`).
+
+Two ways to the same answer (issue 32):
+
+- :func:`_exact`, plain Python over the schema, for input that needs no coercion: every value
+  already of its field's exact type (``str``, ``int``, ``bool``, ``float``, ``list``, ``dict``)
+  and within its constraints, every key a field's alias. It builds the same objects
+  pydantic-core would (the same attributes, in the same order, ``__pydantic_fields_set__``
+  included; ``tests/unit/test_validator_fastpath.py``). A cold ``validate`` of a valid recipe
+  so never imports pydantic_core (~18 ms of imports, of which ~12 ms compiling
+  ``pydantic_core.core_schema``'s annotations).
+- ``pydantic_core.SchemaValidator`` for everything else: any input :func:`_exact` does not
+  accept (an error, a coercion, a pattern on non-ASCII text) is validated again there, so
+  errors are exactly pydantic-core's. After :data:`COMPILED_AFTER` recipes in one process
+  (``validate`` of many files), or once :func:`build_validator` ran, every recipe goes to
+  pydantic-core directly: it is faster per recipe than Python once imported.
+
+:data:`ValidationError` is pydantic-core's, imported on first use (module ``__getattr__``).
 """
 
 from __future__ import annotations
@@ -13,13 +28,26 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic_core import SchemaValidator, ValidationError
+if TYPE_CHECKING:
+    from pydantic_core import SchemaValidator, ValidationError
 
 SCHEMA_FILE = Path(__file__).resolve().parents[1] / "schemas" / "recipe.core.json"
 
 __all__ = ["SCHEMA_FILE", "ValidationError", "allowed_keys", "defaults", "validate"]
+
+# recipes checked by the Python path before the compiled validator takes over (see module)
+COMPILED_AFTER = 16
+
+
+def __getattr__(name: str) -> Any:
+    """``ValidationError``: pydantic-core's, imported on first use."""
+    if name == "ValidationError":
+        from pydantic_core import ValidationError
+
+        return ValidationError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class RecipeObject:
@@ -74,12 +102,17 @@ _CLASSES: dict[str, type] = {}
 
 @functools.lru_cache(maxsize=1)
 def _validator() -> SchemaValidator:
+    from pydantic_core import SchemaValidator
+
     return SchemaValidator(_inject(_schema(), _CLASSES))  # type: ignore[arg-type]
 
 
 def build_validator() -> None:
-    """Build the recipe's validator now (else on the first :func:`validate`)."""
+    """Build pydantic-core's validator now; every later :func:`validate` uses it."""
     _validator()
+
+
+_CALLS = [0]
 
 
 def validate(data: object) -> Any:
@@ -88,7 +121,138 @@ def validate(data: object) -> Any:
     Raises:
       ValidationError: pydantic-core's, with ``errors()`` as the models would give them.
     """
+    if _validator.cache_info().currsize == 0 and _CALLS[0] < COMPILED_AFTER:
+        _CALLS[0] += 1
+        found = _exact(_prepared(), data)
+        if found is not _NO:
+            return found
     return _validator().validate_python(data)
+
+
+# --- the Python path ----------------------------------------------------------------------
+
+class _No:
+    """The answer of :func:`_exact` for input it leaves to pydantic-core."""
+
+
+_NO: Any = _No()
+
+
+@functools.lru_cache(maxsize=1)
+def _prepared() -> dict[str, Any]:
+    """The core schema with the attribute-bag classes in (:func:`_inject`), for :func:`_exact`."""
+    return _inject(_schema(), _CLASSES)  # type: ignore[return-value]
+
+
+@functools.cache
+def _pattern(text: str) -> Any:
+    """``text`` compiled (Python's ``re``), on first use."""
+    import re
+
+    return re.compile(text)
+
+
+_EXACT_TYPES: dict[str, type] = {"str": str, "int": int, "bool": bool, "float": float}
+
+
+def _exact(schema: dict[str, Any], value: Any, coerce: bool = False) -> Any:
+    """``value`` validated by ``schema`` as pydantic-core would, when it is of the exact type
+    the schema names and within its constraints; else :data:`_NO` (pydantic-core decides:
+    the error, or a coercion this path does not make).
+
+    Shapes: the schema nodes of ``recipe.core.json`` (model, model-fields, model-field,
+    default, nullable, literal, str, int, bool, float, list, dict); an unknown node: :data:`_NO`.
+    Strings with a ``pattern`` are matched here only when ASCII and without a newline (where
+    Python's ``re`` and pydantic-core's Rust ``regex`` agree on these patterns). ``coerce``:
+    the model's ``coerce_numbers_to_str`` (an ``int`` for a ``str`` field becomes its
+    decimal text, as pydantic-core makes it).
+    """
+    kind = schema["type"]
+    if kind == "model":
+        if type(value) is not dict:
+            return _NO
+        fields = schema["schema"]["fields"]
+        coerce = bool(schema["config"].get("coerce_numbers_to_str"))
+        out: dict[str, Any] = {}
+        seen: set[str] = set()
+        aliases = 0
+        for name, field in fields.items():
+            alias = field["validation_alias"]
+            if alias != name and name in value:
+                return _NO  # by name: pydantic-core's rules for both spellings
+            inner = field["schema"]
+            if alias in value:
+                aliases += 1
+                seen.add(name)
+                if inner["type"] == "default":
+                    inner = inner["schema"]
+                got = _exact(inner, value[alias], coerce)
+            elif inner["type"] == "default":
+                factory = inner.get("default_factory")
+                got = _exact(inner["schema"], factory() if factory else inner["default"],
+                             coerce)
+            else:
+                return _NO  # missing
+            if got is _NO:
+                return _NO
+            out[name] = got
+        if aliases != len(value):
+            return _NO  # an extra key
+        obj = schema["cls"].__new__(schema["cls"])
+        obj.__dict__.update(out)
+        obj.__pydantic_extra__ = None
+        obj.__pydantic_private__ = None
+        obj.__pydantic_fields_set__ = seen
+        return obj
+    if kind == "nullable":
+        return None if value is None else _exact(schema["schema"], value, coerce)
+    exact: Any = _EXACT_TYPES.get(kind)  # Any: ``type(v) is exact`` keeps ``value`` Any
+    if exact is str and coerce and type(value) is int:
+        value = str(value)
+    if exact is not None:
+        if type(value) is not exact:
+            return _NO
+        if kind == "str":
+            size = len(value)
+            if size < schema.get("min_length", 0) or size > schema.get("max_length", size):
+                return _NO
+            pattern = schema.get("pattern")
+            if pattern is not None and not (value.isascii() and "\n" not in value
+                                            and _pattern(pattern).search(value)):
+                return _NO
+        elif kind in ("int", "float"):
+            if value != value or value in (float("inf"), float("-inf")):
+                return _NO
+            for key, ok in (("ge", value.__ge__), ("le", value.__le__), ("gt", value.__gt__),
+                            ("lt", value.__lt__)):
+                if key in schema and ok(schema[key]) is not True:
+                    return _NO
+        return value
+    if kind == "literal":
+        return value if type(value) is str and value in schema["expected"] else _NO
+    if kind == "list":
+        if type(value) is not list or len(value) < schema.get("min_length", 0) or \
+                len(value) > schema.get("max_length", len(value)):
+            return _NO
+        items = []
+        for item in value:
+            got = _exact(schema["items_schema"], item, coerce)
+            if got is _NO:
+                return _NO
+            items.append(got)
+        return items
+    if kind == "dict":
+        if type(value) is not dict:
+            return _NO
+        mapping = {}
+        for key, item in value.items():
+            k = _exact(schema["keys_schema"], key, coerce)
+            v = _exact(schema["values_schema"], item, coerce)
+            if k is _NO or v is _NO:
+                return _NO
+            mapping[k] = v
+        return mapping
+    return _NO
 
 
 def _fields(schema: dict[str, Any], defs: dict[str, dict[str, Any]]
@@ -154,4 +318,9 @@ def defaults(loc: tuple[str, ...]) -> Any:
             raise KeyError(f"{'.'.join(loc)} in {SCHEMA_FILE.name} is not a model")
     if defs:
         schema = {"type": "definitions", "schema": schema, "definitions": list(defs.values())}
+    found = _exact(_inject(schema, _CLASSES), {})  # type: ignore[arg-type]
+    if found is not _NO:
+        return found
+    from pydantic_core import SchemaValidator
+
     return SchemaValidator(_inject(schema, _CLASSES)).validate_python({})  # type: ignore[arg-type]
