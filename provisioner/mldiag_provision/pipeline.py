@@ -6,13 +6,16 @@ Each step returns data; the CLI decides what to print and which exit code to use
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from mldiag_provision.catalog.gpu import GpuShape
 from mldiag_provision.catalog.tpu import Catalog, SliceShape, load_catalog
 from mldiag_provision.errors import Problem, Report, Severity, UsageError
 from mldiag_provision.lint.loading import read_capped
 from mldiag_provision.preflight import run_preflight
 from mldiag_provision.recipe.parse import ParsedRecipe, parse_recipe_text
+
+if TYPE_CHECKING:  # a TPU recipe never imports the GPU catalog (issue 32)
+    from mldiag_provision.catalog.gpu import GpuShape
 
 
 @dataclass
@@ -92,19 +95,20 @@ def check_text(text: str, file: str, catalog: Catalog | None = None) -> CheckRes
 
 
 def warm_up() -> None:
-    """Load now what checking recipes loads on first use: the catalogs, the places facts
-    (regions, zones, GKE limits), the recipe validator, the orchestrator units (their
-    modules), the blueprints, the Slurm facts and the cluster model's modules that its
-    steps import on first use (not the engine units: checks need only their names,
-    :mod:`mldiag_provision.engine_names`). ``validate --jobs`` calls it before its workers
-    fork, so that they share one copy instead of each loading its own
-    (tests/unit/test_batch.py checks that a check afterwards imports no module of the
-    package)."""
+    """Load now what checking recipes loads on first use: every rule module (the Slurm and
+    GPU ones too), the catalogs, the places facts (regions, zones, GKE limits), the recipe
+    validator (pydantic-core's), the orchestrator units (their modules), the blueprints, the
+    Slurm facts and the cluster model's modules that its steps import on first use (not the
+    engine units: checks need only their names, :mod:`mldiag_provision.engine_names`).
+    ``validate --jobs`` calls it before its workers fork, so that they share one copy
+    instead of each loading its own (tests/unit/test_batch.py checks that a check afterwards
+    imports no module of the package)."""
     import mldiag_provision.cluster.affinity
     import mldiag_provision.cluster.autopilot
     import mldiag_provision.cluster.wiring
-    import mldiag_provision.lint.wiring_rules  # noqa: F401
-    from mldiag_provision import orchestrators
+    import mldiag_provision.lint.wiring_rules
+    import mldiag_provision.plan.gpunet  # noqa: F401
+    from mldiag_provision import orchestrators, preflight
     from mldiag_provision.catalog.gpu import load_gpu_catalog
     from mldiag_provision.catalog.names import load_name_limits
     from mldiag_provision.catalog.places import places
@@ -112,6 +116,7 @@ def warm_up() -> None:
     from mldiag_provision.recipe.validator import build_validator
     from mldiag_provision.render.blueprint import load_blueprint
 
+    preflight.import_all()  # the rules of Slurm and GPU recipes too
     load_catalog()
     load_gpu_catalog()
     load_name_limits()

@@ -18,7 +18,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
-from mldiag_provision.catalog.gpu import GpuShape
 from mldiag_provision.catalog.store import Fact
 from mldiag_provision.catalog.tpu import SliceShape
 from mldiag_provision.cluster.model import (
@@ -39,6 +38,7 @@ from mldiag_provision.cluster.model import (
 from mldiag_provision.quantity import parse_quantity
 
 if TYPE_CHECKING:
+    from mldiag_provision.catalog.gpu import GpuShape
     from mldiag_provision.catalog.tpu import Catalog
     from mldiag_provision.orchestrators import Orchestrator
     from mldiag_provision.plan.agents import AgentsPlan
@@ -335,7 +335,6 @@ def from_recipe(recipe: Recipe, catalog: Catalog) -> ClusterModel | None:
     against the catalog, planned as ``plan`` would, and its Kueue objects. None when a slice
     does not resolve or the orchestrator has no Kubernetes cluster (Slurm): ``validate``
     says why, and lint then judges the manifests on their own."""
-    from mldiag_provision.catalog.gpu import load_gpu_catalog
     from mldiag_provision.catalog.tpu import ShapeError
     from mldiag_provision.orchestrators import Capability, find
     from mldiag_provision.plan.kubernetes import queued_plan
@@ -351,6 +350,8 @@ def from_recipe(recipe: Recipe, catalog: Catalog) -> ClusterModel | None:
             if s.tpu and s.topology:
                 shapes[i] = catalog.resolve(s.tpu, s.topology, s.chips_per_vm)
             elif s.gpu:
+                from mldiag_provision.catalog.gpu import load_gpu_catalog
+
                 shapes[i] = load_gpu_catalog().resolve(s.gpu, s.machine_type)
             else:
                 return None

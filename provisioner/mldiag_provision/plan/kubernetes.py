@@ -42,7 +42,6 @@ from mldiag_provision.plan.types import (
     VolumePlan,
     WorkloadPlan,
 )
-from mldiag_provision.recipe.slurm import duration_seconds
 
 QUEUED = "queued"
 
@@ -233,6 +232,8 @@ def workload_plan(recipe: Recipe, w: Any, sp: SlicePlan) -> WorkloadPlan:
         queue = kueue_settings(recipe).local_queue
         cap = next(s.capacity for s in recipe.spec.slices if s.name == sp.name)
         if cap.max_run_duration:
+            from mldiag_provision.recipe.slurm import duration_seconds
+
             max_run = duration_seconds(cap.max_run_duration)
     return WorkloadPlan(
         name=w.name, slice=sp.name, kind=kind, resource=sp.resource, image=w.image,

@@ -14,7 +14,6 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from mldiag_provision import __version__
-from mldiag_provision.catalog.gpu import GPU_ACCELERATOR_LABEL, GPU_RESOURCE, GpuShape
 from mldiag_provision.catalog.store import store
 from mldiag_provision.catalog.tpu import Catalog, SliceShape
 from mldiag_provision.plan import names
@@ -28,6 +27,7 @@ from mldiag_provision.plan.previous import keep_name, previous_value
 from mldiag_provision.plan.types import ProjectPlan, SlicePlan
 
 if TYPE_CHECKING:
+    from mldiag_provision.catalog.gpu import GpuShape
     from mldiag_provision.orchestrators import Orchestrator
     from mldiag_provision.recipe.model import Recipe
 
@@ -112,7 +112,9 @@ def plan_project(recipe: Recipe, shapes: Mapping[int, SliceShape | GpuShape | No
         resolved[i] = shape
         sel_extra = capacity_selector(pools, s.name, s.capacity.type, s.capacity.reservation,
                                       s.capacity.reservation_project, spec.zone)
-        if isinstance(shape, GpuShape):
+        if not isinstance(shape, SliceShape):  # a GPU shape (its catalog is imported here)
+            from mldiag_provision.catalog.gpu import GPU_ACCELERATOR_LABEL, GPU_RESOURCE
+
             sel = {GPU_ACCELERATOR_LABEL: shape.gpu.accelerator, **sel_extra}
             vms = s.nodes or 1
             slices.append(SlicePlan(

@@ -16,7 +16,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any
 
-from mldiag_provision.catalog.gpu import GpuShape
 from mldiag_provision.catalog.tpu import SliceShape
 from mldiag_provision.plan.parts import (
     BackendPlan,
@@ -29,6 +28,7 @@ from mldiag_provision.plan.parts import (
 )
 
 if TYPE_CHECKING:  # planned only for the recipes that have them (issue 16: start-up)
+    from mldiag_provision.catalog.gpu import GpuShape
     from mldiag_provision.plan.agents import AgentsPlan
     from mldiag_provision.plan.gpunet import GpuNetworkPlan
     from mldiag_provision.plan.slurm_types import SlurmPlan

@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mldiag_provision import orchestrators
-from mldiag_provision.catalog.gpu import GpuShape
 from mldiag_provision.catalog.store import Fact, store
 from mldiag_provision.catalog.tpu import Catalog, SliceShape
 from mldiag_provision.errors import Problem, Severity
@@ -16,6 +15,7 @@ from mldiag_provision.rulebook import RULES as RULES_BY_ID
 from mldiag_provision.rulebook import define, settle
 
 if TYPE_CHECKING:
+    from mldiag_provision.catalog.gpu import GpuShape
     from mldiag_provision.orchestrators import Capability, Orchestrator
     from mldiag_provision.recipe.model import Recipe
 

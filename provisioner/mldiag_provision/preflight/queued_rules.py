@@ -23,7 +23,6 @@ from mldiag_provision.catalog import requirements as req
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.preflight.context import Context, rule
 from mldiag_provision.preflight.stack_rules import parsed_min_version
-from mldiag_provision.recipe.slurm import duration_seconds
 
 QUEUED = "queued"
 
@@ -93,6 +92,8 @@ def queued_run_duration(ctx: Context) -> Iterator[Problem]:
         s = spec.slices[i]
         base = ("spec", "slices", i, "capacity")
         if s.capacity.max_run_duration is not None:
+            from mldiag_provision.recipe.slurm import duration_seconds
+
             secs = duration_seconds(s.capacity.max_run_duration)
             if secs is not None and secs > int(limit["value"]):
                 yield ctx.problem("queued-run-duration", (*base, "maxRunDuration"),

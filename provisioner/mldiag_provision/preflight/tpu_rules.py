@@ -7,8 +7,8 @@ catalog marks a fact as unverified (confidence L) the rule warns instead of fail
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-from mldiag_provision.catalog.gpu import GpuShape
 from mldiag_provision.catalog.store import store
 from mldiag_provision.catalog.tpu import ShapeError, SliceShape
 from mldiag_provision.errors import Problem, Severity
@@ -16,6 +16,9 @@ from mldiag_provision.orchestrators import Capability
 from mldiag_provision.preflight.context import Context, rule
 from mldiag_provision.quantity import bad_amount, parse_quantity
 from mldiag_provision.suggest import suggest
+
+if TYPE_CHECKING:  # a TPU recipe never imports the GPU catalog (issue 32)
+    from mldiag_provision.catalog.gpu import GpuShape
 
 _FIELD = {"tpu": "tpu", "topology": "topology", "chipsPerVm": "chipsPerVm"}
 

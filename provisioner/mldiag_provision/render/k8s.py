@@ -14,7 +14,6 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from mldiag_provision.catalog.store import store
-from mldiag_provision.plan import gpunet
 from mldiag_provision.plan.parts import DiagnosticsPlan, KubernetesDiagnosticsPlan
 from mldiag_provision.plan.project import TPU_RESOURCE
 from mldiag_provision.plan.types import SlicePlan, VolumePlan, WorkloadPlan
@@ -220,6 +219,8 @@ def _pod_template(plan: WorkloadSource, w: WorkloadPlan, labels: dict[str, str])
         # GPUDirect: the extra NICs, the NCCL plugin from the node, the TCPXO daemon
         # (plan/gpunet.py pod_additions, sources there); preflight keeps the recipe's own
         # annotations, volumes and env from clashing with these names
+        from mldiag_provision.plan import gpunet  # GPU slices only (issue 32)
+
         annotations, env, mounts, volumes, sidecars = gpunet.pod_additions(net)
         metadata["annotations"] = {**metadata.get("annotations", {}), **annotations}
         own: list[dict[str, Any]] = list(container.get("env") or [])  # type: ignore[call-overload]
