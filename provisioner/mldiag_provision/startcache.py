@@ -1,4 +1,13 @@
-"""Start-up work kept between runs, in the user's cache directory (issue 16).
+"""Start-up work built ahead into the package, or kept between runs in the user's cache
+directory (issues 16 and 32).
+
+Built ahead (:mod:`mldiag_provision.prebuild`, shipped in the package, read first; no
+writable directory needed, whatever ``PYTHONDONTWRITEBYTECODE`` says): the parsed fact files
+and blueprint manifests (``prebuilt_data.marshal``, by a digest of the file's bytes) and the
+code of the dataclass methods on the commands' paths (``prebuilt_code.py``: compiled into its
+own ``.pyc``; a text found there becomes a function of that code with the class's globals,
+what ``exec`` of the text makes). What is not found there (a file edited since the build,
+another Python's texts, a class off those paths) goes to the runtime cache below.
 
 Two things every run used to redo, about a third of the time ``validate`` spends before it
 checks its first recipe (measured on the project's 2-core machine, bytecode compiled):
@@ -40,6 +49,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from types import FunctionType
 from typing import TYPE_CHECKING, Any
 
 from mldiag_provision import ondisk
@@ -91,9 +101,12 @@ def _code_file() -> str:
 class _CodeCache:
     """The ``exec`` :mod:`dataclasses` calls, with compiled texts kept (see the module)."""
 
-    def __init__(self) -> None:
+    def __init__(self, prebuilt: dict[str, Any] | None = None) -> None:
         self.codes: dict[str, Any] | None = None  # source text -> code object
         self.changed = False
+        # text -> code of its __create_fn__ (prebuilt_code.py); None: not imported yet
+        self.prebuilt = prebuilt
+        self.more: dict[str, Any] | None = None if prebuilt is None else {}
 
     def _load(self) -> dict[str, Any]:
         import marshal
@@ -112,6 +125,21 @@ class _CodeCache:
              locals: Any = None) -> None:
         name = globals.get("__name__", "") if isinstance(globals, dict) else ""
         if not isinstance(source, str) or not str(name).startswith(_PREFIX):
+            exec(source, globals, locals)
+            return
+        if self.prebuilt is None:
+            self.prebuilt = _prebuilt_code("prebuilt_code")
+        made = self.prebuilt.get(source)
+        if made is None and self.more is None:  # render's texts: validate never loads them
+            self.more = _prebuilt_code("prebuilt_code_more")
+            self.prebuilt = {**self.prebuilt, **self.more}
+            made = self.prebuilt.get(source)
+        if made is not None and isinstance(locals, dict):
+            # what exec of the text does: define __create_fn__ with these globals
+            # (prebuild._checked: the text defines that function and nothing else)
+            locals["__create_fn__"] = FunctionType(made, globals)  # type: ignore[arg-type]
+            return
+        if directory() is None:  # MLDIAG_CACHE=0: compiled here, nothing kept
             exec(source, globals, locals)
             return
         if self.codes is None:
@@ -146,15 +174,39 @@ class _CodeCache:
         self.changed = False
 
 
+def prebuilt_on() -> bool:
+    """Whether the prebuilt code and data are used: yes, unless ``MLDIAG_PREBUILT=0`` (for
+    measurements and the runtime cache's tests)."""
+    return os.environ.get("MLDIAG_PREBUILT", "1") != "0"
+
+
+def _prebuilt_code(module: str) -> dict[str, Any]:
+    """``TEXTS`` of the generated module ``module`` (``prebuilt_code``, or
+    ``prebuilt_code_more``) for this Python: empty for another minor version, when the
+    module is missing, or with ``MLDIAG_PREBUILT=0``."""
+    if not prebuilt_on():
+        return {}
+    found: Any
+    try:  # import statements (not importlib): -X importtime shows them
+        if module == "prebuilt_code":
+            from mldiag_provision import prebuilt_code as found
+        else:
+            from mldiag_provision import prebuilt_code_more as found
+    except ImportError:  # pragma: no cover - a package built without it
+        return {}
+    if tuple(found.PYTHON) != sys.version_info[:2]:
+        return {}
+    texts: dict[str, Any] = found.TEXTS
+    return texts
+
+
 _CODE = _CodeCache()
 
 
 def install() -> None:
     """Let :mod:`dataclasses` compile through :class:`_CodeCache` (the CLI calls it before it
-    imports its commands; a dataclass made earlier is simply not cached). Off with
-    ``MLDIAG_CACHE=0``."""
-    if directory() is None:
-        return
+    imports its commands; a dataclass made earlier is simply not cached). ``MLDIAG_CACHE=0``
+    turns off the runtime cache, not the prebuilt code."""
     import dataclasses
 
     dataclasses.exec = _CODE.exec  # type: ignore[attr-defined]  # shadows the builtin there
@@ -165,8 +217,38 @@ def install() -> None:
 _digest = ondisk.digest
 
 
+def data_key(raw: bytes) -> bytes:
+    """The key of a file's bytes in ``prebuilt_data.marshal`` (BLAKE2b, 16 bytes)."""
+    return _digest(raw, 16)
+
+
+_PREBUILT_DATA: list[dict[bytes, bytes]] = []
+
+
+def _prebuilt_data() -> dict[bytes, bytes]:
+    """``prebuilt_data.marshal``: digest -> marshal bytes of the data (empty when missing or
+    unreadable, or with ``MLDIAG_PREBUILT=0``: the files are then parsed, or read from the
+    runtime cache)."""
+    if not _PREBUILT_DATA:
+        import marshal
+
+        table: Any = {}
+        try:
+            if not prebuilt_on():
+                raise FileNotFoundError
+            with open(os.path.join(os.path.dirname(__file__), "prebuilt_data.marshal"),
+                      "rb") as f:
+                table = marshal.loads(f.read())
+        except Exception:  # missing or damaged: not used
+            pass
+        _PREBUILT_DATA.append(table if isinstance(table, dict) else {})
+    return _PREBUILT_DATA[0]
+
+
 def load_yaml(path: Path, parse: Callable[[bytes], Any], kind: str) -> Any:
-    """``parse(bytes of path)``, or the same data kept from an earlier run.
+    """``parse(bytes of path)``, or the same data built ahead (``prebuilt_data.marshal``,
+    by the file's bytes: what the safe loader gives, :mod:`mldiag_provision.prebuild`) or
+    kept from an earlier run.
 
     ``kind`` names the parser and its version (e.g. ``"PyYAML 6.0.2 CSafeLoader"``): part of
     the key with the file's bytes. The data is kept with :mod:`marshal` (dicts, lists,
@@ -177,6 +259,12 @@ def load_yaml(path: Path, parse: Callable[[bytes], Any], kind: str) -> Any:
 
     with open(path, "rb") as f:
         raw = f.read()
+    built = _prebuilt_data().get(data_key(raw))
+    if built is not None:
+        try:
+            return marshal.loads(built)
+        except Exception:  # damaged: parsed (or read from the runtime cache)
+            pass
     key = _digest(kind.encode() + b"\0" + raw).hex()
     name = f"data-{key}.marshal"
     kept = read(name)

@@ -40,7 +40,9 @@ ALLOWED = frozenset({
     "mldiag_provision.pipeline", "mldiag_provision.plan", "mldiag_provision.plan.kubernetes",
     "mldiag_provision.plan.names", "mldiag_provision.plan.parts",
     "mldiag_provision.plan.previous", "mldiag_provision.plan.project",
-    "mldiag_provision.plan.types", "mldiag_provision.preflight",
+    "mldiag_provision.plan.types",
+    "mldiag_provision.prebuilt_code",  # the dataclass methods' code, built ahead
+    "mldiag_provision.preflight",
     "mldiag_provision.preflight.cluster_rules", "mldiag_provision.preflight.context",
     "mldiag_provision.preflight.diagnostics_rules", "mldiag_provision.preflight.format_rules",
     "mldiag_provision.preflight.manifest_rules", "mldiag_provision.preflight.name_rules",
@@ -62,6 +64,7 @@ FORBIDDEN = frozenset({
     "mldiag_provision.preflight.slurm_rules", "mldiag_provision.preflight.gpunet_rules",
     "mldiag_provision.recipe.slurm", "mldiag_provision.catalog.slurm",
     "mldiag_provision.catalog.gpu", "mldiag_provision.plan.gpunet",
+    "mldiag_provision.prebuilt_code_more",  # render's dataclass code
 })
 
 

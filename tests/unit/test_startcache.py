@@ -29,6 +29,8 @@ def cache_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty cache home; bytecode writing on, here and in the CLI processes started."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.delenv("MLDIAG_CACHE", raising=False)
+    # the runtime cache's own behaviour: without the prebuilt code and data (test_prebuild.py)
+    monkeypatch.setenv("MLDIAG_PREBUILT", "0")
     monkeypatch.delenv("PYTHONDONTWRITEBYTECODE", raising=False)
     monkeypatch.delenv("PYTHONPYCACHEPREFIX", raising=False)
     monkeypatch.setattr(sys, "dont_write_bytecode", False)
