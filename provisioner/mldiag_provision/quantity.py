@@ -6,14 +6,15 @@ Follows the suffixes of Kubernetes' ``resource.Quantity`` (k8s.io/apimachinery
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal, InvalidOperation
+
+from mldiag_provision.lazyre import lazy
 
 _BINARY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60}
 _DECIMAL = {"n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": Decimal(1),
             "k": Decimal("1e3"), "M": Decimal("1e6"), "G": Decimal("1e9"), "T": Decimal("1e12"),
             "P": Decimal("1e15"), "E": Decimal("1e18")}
-_QUANTITY = re.compile(
+_QUANTITY = lazy(
     r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)(Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$")
 
 

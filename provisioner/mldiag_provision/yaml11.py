@@ -26,7 +26,8 @@ scalar they are folded or normalised; only a double-quoted scalar with escapes k
 from __future__ import annotations
 
 import functools
-import re
+
+from mldiag_provision.lazyre import lazy
 
 _BOOLS = frozenset([
     "y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "true", "True", "TRUE",
@@ -39,17 +40,17 @@ _SPECIAL = frozenset(["<<", "="])  # merge key and YAML 1.1 "value" key
 # for loops over every scalar of a document.
 WORDS = _BOOLS | _NULLS | _SPECIAL
 NUMERIC_START = frozenset("-+._0123456789")
-_INF_NAN = re.compile(r"[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
+_INF_NAN = lazy(r"[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)")
 # Go's ParseInt(s, 0, 64) forms (after go-yaml drops '_'), plus YAML 1.1's own int forms
-_INT = re.compile(r"[-+]?(?:0[bB][01]+|0[oO][0-7]+|0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
-_SEXAGESIMAL = re.compile(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?")
+_INT = lazy(r"[-+]?(?:0[bB][01]+|0[oO][0-7]+|0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)")
+_SEXAGESIMAL = lazy(r"[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+(?:\.[0-9_]*)?")
 # go-yaml's yamlStyleFloat, and YAML 1.1's float (which allows "1." and "." forms)
-_FLOAT = re.compile(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
-_FLOAT11 = re.compile(r"[-+]?(?:[0-9][0-9_]*)?\.[0-9_.]*(?:[eE][-+]?[0-9]+)?")
-_TIMESTAMP = re.compile(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:$|[Tt\s])")
+_FLOAT = lazy(r"[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?")
+_FLOAT11 = lazy(r"[-+]?(?:[0-9][0-9_]*)?\.[0-9_.]*(?:[eE][-+]?[0-9]+)?")
+_TIMESTAMP = lazy(r"[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:$|[Tt\s])")
 # characters a YAML reader changes unless they are escaped in a double-quoted scalar:
 # line breaks other than \n, and control characters (C0 other than \t \n, DEL, C1, BOM)
-_NEEDS_ESCAPE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
+_NEEDS_ESCAPE = lazy("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\ufeff]")
 
 
 @functools.lru_cache(maxsize=4096)

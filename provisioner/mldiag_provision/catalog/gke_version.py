@@ -10,7 +10,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-_VERSION = re.compile(r"^(\d+)\.(\d+)(?:\.(\d+))?(?:-gke\.(\d+))?$", re.ASCII)
+from mldiag_provision.lazyre import lazy
+
+_VERSION = lazy(r"^(\d+)\.(\d+)(?:\.(\d+))?(?:-gke\.(\d+))?$", re.ASCII)
 
 
 @dataclass(frozen=True, order=True)

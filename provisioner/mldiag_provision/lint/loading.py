@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import stat
 import sys
 from collections.abc import Iterable
@@ -24,6 +23,7 @@ from pathlib import Path as FsPath
 from typing import Any, BinaryIO
 
 from mldiag_provision.errors import Problem, UsageError
+from mldiag_provision.lazyre import lazy
 from mldiag_provision.lint.rules import define
 from mldiag_provision.ondisk import dangling, open_regular
 from mldiag_provision.recipe.loader import load_documents
@@ -38,7 +38,7 @@ CONFUSABLE = define(
     "boolean, number, null or date, where this reader sees a string",
     source="https://github.com/go-yaml/yaml/blob/v2.4.0/resolve.go")
 
-_PLAIN_KEY = re.compile(r"^[A-Za-z_$][A-Za-z0-9_$-]*$")
+_PLAIN_KEY = lazy(r"^[A-Za-z_$][A-Za-z0-9_$-]*$")
 SUFFIXES = (".yaml", ".yml")
 
 

@@ -7,16 +7,16 @@ webhook-supported kinds), each with its source.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from mldiag_provision.catalog.requirements import jax_row
 from mldiag_provision.catalog.store import store
 from mldiag_provision.errors import Problem, Severity
+from mldiag_provision.lazyre import lazy
 from mldiag_provision.orchestrators import Capability
 from mldiag_provision.preflight.context import Context, rule
 
-_JAX = re.compile(r"^\d+\.\d+(\.\d+)?$")
+_JAX = lazy(r"^\d+\.\d+(\.\d+)?$")
 
 
 @rule("diagnostics-strategy")

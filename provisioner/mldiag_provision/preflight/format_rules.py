@@ -37,6 +37,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from mldiag_provision.errors import Problem
+from mldiag_provision.lazyre import lazy
 from mldiag_provision.preflight.context import Context, rule
 from mldiag_provision.recipe.sourcemap import Path
 
@@ -58,33 +59,33 @@ class Format:
     source: str
 
 
-PROJECT = Format("a project id", re.compile(_PROJECT),
+PROJECT = Format("a project id", lazy(_PROJECT),
                  "6-30 lowercase letters, digits or hyphens, starting with a letter",
                  "my-ml-project",
                  "https://cloud.google.com/resource-manager/docs/creating-managing-projects")
-REGION = Format("a region", re.compile(_REGION), "a region such as us-east5 or europe-west4",
+REGION = Format("a region", lazy(_REGION), "a region such as us-east5 or europe-west4",
                 "us-east5", "https://cloud.google.com/compute/docs/regions-zones")
-ZONE = Format("a zone", re.compile(_REGION + r"-[a-z]"), "a zone such as us-east5-a",
+ZONE = Format("a zone", lazy(_REGION + r"-[a-z]"), "a zone such as us-east5-a",
               "us-east5-a", "https://cloud.google.com/compute/docs/regions-zones")
-REGION_OR_ZONE = Format("a region or zone", re.compile(_REGION + r"(?:-[a-z])?"),
+REGION_OR_ZONE = Format("a region or zone", lazy(_REGION + r"(?:-[a-z])?"),
                         "a region (us-east5) or a zone (us-east5-a)", "us-east5",
                         "https://cloud.google.com/kubernetes-engine/docs/concepts/"
                         "types-of-clusters")
 BUCKET_LOCATION = Format("a Cloud Storage location",
-                         re.compile(r"(?i:[a-z]+[0-9]*|" + _REGION + ")"),
+                         lazy(r"(?i:[a-z]+[0-9]*|" + _REGION + ")"),
                          "a region (us-east5), a dual-region (NAM4) or a multi-region (US)",
                          "us-east5", "https://cloud.google.com/storage/docs/locations")
 MACHINE_TYPE = Format("a machine type",
-                      re.compile(r"[a-z][a-z0-9]*-(?:[a-z0-9]+-)*[a-z0-9]+"),
+                      lazy(r"[a-z][a-z0-9]*-(?:[a-z0-9]+-)*[a-z0-9]+"),
                       "a lowercase machine type name such as e2-standard-4 or "
                       "ct5lp-hightpu-4t", "e2-standard-4",
                       "https://cloud.google.com/compute/docs/machine-resource")
-NETWORK = Format("a VPC network", re.compile(f"{_NAME}|projects/{_PROJECT}/global/networks/"
+NETWORK = Format("a VPC network", lazy(f"{_NAME}|projects/{_PROJECT}/global/networks/"
                                              f"{_NAME}"),
                  "a network name (RFC 1035, at most 63 characters) or "
                  "projects/P/global/networks/N", "default",
                  "https://cloud.google.com/compute/docs/naming-resources")
-SUBNETWORK = Format("a subnetwork", re.compile(f"{_NAME}|projects/{_PROJECT}/regions/{_REGION}"
+SUBNETWORK = Format("a subnetwork", lazy(f"{_NAME}|projects/{_PROJECT}/regions/{_REGION}"
                                                f"/subnetworks/{_NAME}"),
                     "a subnetwork name (RFC 1035, at most 63 characters) or "
                     "projects/P/regions/R/subnetworks/S", "default",

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from mldiag_provision.errors import Problem, Severity
+from mldiag_provision.lazyre import lazy
 from mldiag_provision.orchestrators import Capability
 from mldiag_provision.preflight.context import Context, rule
 from mldiag_provision.preflight.stack_rules import bucket_name_problem, bucket_rule
@@ -23,17 +24,17 @@ from mldiag_provision.suggest import suggest
 if TYPE_CHECKING:
     from mldiag_provision.catalog.slurm import SlurmFacts
 
-_SHELL_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_SHELL_NAME = lazy(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # An absolute directory path without shell or Slurm metacharacters.
-_MOUNT = re.compile(r"^/[A-Za-z0-9._/-]*$")
-_GCE_NAME = re.compile(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
-_NETWORK_PATH = re.compile(r"^projects/[a-z][-a-z0-9.:]*[a-z0-9]/global/networks/"
+_MOUNT = lazy(r"^/[A-Za-z0-9._/-]*$")
+_GCE_NAME = lazy(r"^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
+_NETWORK_PATH = lazy(r"^projects/[a-z][-a-z0-9.:]*[a-z0-9]/global/networks/"
                            r"[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
-_SUBNET_PATH = re.compile(r"^projects/[a-z][-a-z0-9.:]*[a-z0-9]/regions/[a-z]+-[a-z]+[0-9]+/"
+_SUBNET_PATH = lazy(r"^projects/[a-z][-a-z0-9.:]*[a-z0-9]/regions/[a-z]+-[a-z]+[0-9]+/"
                           r"subnetworks/[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
-_INSTANCE_PATH = re.compile(r"^projects/[a-z][-a-z0-9.:]*[a-z0-9]/locations/[a-z0-9-]+/"
+_INSTANCE_PATH = lazy(r"^projects/[a-z][-a-z0-9.:]*[a-z0-9]/locations/[a-z0-9-]+/"
                             r"instances/[a-z]([-a-z0-9]{0,61}[a-z0-9])?$")
-_EMAIL = re.compile(r"^[a-z0-9][-a-z0-9._]*@[a-z0-9][-a-z0-9.]*\.[a-z]+$")
+_EMAIL = lazy(r"^[a-z0-9][-a-z0-9._]*@[a-z0-9][-a-z0-9.]*\.[a-z]+$")
 # The node-set startup script the module renders around the user's script (the user's part
 # is carried base64-encoded: 4/3 of its size) must stay under the API's 256 KiB.
 _WRAPPER_BYTES = 8192

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -11,14 +10,15 @@ from mldiag_provision.catalog import requirements as req
 from mldiag_provision.catalog.gke_version import GkeVersion
 from mldiag_provision.catalog.names import load_name_limits
 from mldiag_provision.errors import Problem, Severity
+from mldiag_provision.lazyre import lazy
 from mldiag_provision.orchestrators import Capability
 from mldiag_provision.preflight.context import Context, rule
 
 # Google Cloud labels: keys start with a lowercase letter; keys and values at most 63
 # characters of lowercase letters, digits, '_' and '-'
 # (https://cloud.google.com/resource-manager/docs/labels-overview#requirements).
-_GCP_LABEL_KEY = re.compile(r"^[a-z][a-z0-9_-]{0,62}$")
-_GCP_LABEL_VALUE = re.compile(r"^[a-z0-9_-]{0,63}$")
+_GCP_LABEL_KEY = lazy(r"^[a-z][a-z0-9_-]{0,62}$")
+_GCP_LABEL_VALUE = lazy(r"^[a-z0-9_-]{0,63}$")
 # At most 64 labels per resource (https://cloud.google.com/resource-manager/docs/labels-overview).
 MAX_LABELS = 64
 RESERVED_LABELS = ("managed-by", "mldiag-stack")  # the tool sets these on every resource

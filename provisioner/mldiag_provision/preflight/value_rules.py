@@ -37,6 +37,7 @@ from urllib.parse import urlsplit
 
 from mldiag_provision.catalog.store import store
 from mldiag_provision.errors import Problem, Severity
+from mldiag_provision.lazyre import lazy
 from mldiag_provision.preflight.context import Context, rule
 
 RULE = "value-format"
@@ -44,7 +45,7 @@ RULE = "value-format"
 # RFC 3986 2.2/2.3: the characters a URI may hold as they are; anything else (space,
 # control characters, '"', '<', '>', '\\', '^', '`', '{', '|', '}', non-ASCII) must be
 # percent-encoded, and '%' starts an encoding of two hex digits (2.1).
-_URI_CHARS = re.compile(r"(?:[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})*")
+_URI_CHARS = lazy(r"(?:[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=]|%[0-9A-Fa-f]{2})*")
 # Terraform's gcs backend writes PREFIX/default.tfstate and .tflock; the agents stage
 # PREFIX/agents/default.tfstate (blueprints/_shared/*/versions.tf.j2): the longest suffix.
 _LONGEST_STATE_SUFFIX = "/agents/default.tflock"

@@ -8,19 +8,19 @@ Facts: ``catalog/data/kubernetes.yaml`` ``volumes``, ``scheduling``, ``ephemeral
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
 from mldiag_provision.catalog.store import store
 from mldiag_provision.errors import Problem, Severity
+from mldiag_provision.lazyre import lazy
 from mldiag_provision.orchestrators import Capability
 from mldiag_provision.preflight.context import Context, rule
 from mldiag_provision.preflight.stack_rules import bucket_name_problem, bucket_rule
 from mldiag_provision.quantity import bad_amount, parse_quantity
 
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
-_QUALIFIED_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_DNS_SUBDOMAIN = lazy(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+_QUALIFIED_NAME = lazy(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
 
 
 def _k8s(*keys: str) -> Any:

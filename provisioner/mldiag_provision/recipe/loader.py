@@ -18,13 +18,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import operator
-import re
 from dataclasses import dataclass
 from typing import Any
 
 import yaml
 
 from mldiag_provision.errors import Problem
+from mldiag_provision.lazyre import lazy
 from mldiag_provision.recipe.sourcemap import Path, SourceMap
 from mldiag_provision.yaml11 import NUMERIC_START, WORDS, confusable
 
@@ -323,7 +323,7 @@ class _Builder:
 
 
 _INT = "tag:yaml.org,2002:int"
-_LEADING_ZERO = re.compile(r"[-+]?0[0-7_]+")
+_LEADING_ZERO = lazy(r"[-+]?0[0-7_]+")
 
 
 def _surprising_int(text: str) -> str | None:
@@ -636,7 +636,7 @@ def _fmt(path: Path) -> str:
     return format_path(path)
 
 
-_DOC_START = re.compile(r"^---(\s|$)")
+_DOC_START = lazy(r"^---(\s|$)")
 
 
 def _shift(doc: Document, offset: int) -> Document:

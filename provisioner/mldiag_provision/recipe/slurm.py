@@ -8,9 +8,10 @@ Pure functions of the recipe; nothing here reads the catalog.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from mldiag_provision.lazyre import lazy
 
 if TYPE_CHECKING:
     from mldiag_provision.recipe.model import (
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
         SlurmSpec,
     )
 
-_DURATION = re.compile(r"^([1-9][0-9]*)([smhd])$")
+_DURATION = lazy(r"^([1-9][0-9]*)([smhd])$")
 _UNIT = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 
 
