@@ -123,7 +123,7 @@ def validate(data: object) -> Any:
     """
     if _validator.cache_info().currsize == 0 and _CALLS[0] < COMPILED_AFTER:
         _CALLS[0] += 1
-        found = _exact(_prepared(), data)
+        found = _exact(_schema(), data)
         if found is not _NO:
             return found
     return _validator().validate_python(data)
@@ -138,10 +138,13 @@ class _No:
 _NO: Any = _No()
 
 
-@functools.lru_cache(maxsize=1)
-def _prepared() -> dict[str, Any]:
-    """The core schema with the attribute-bag classes in (:func:`_inject`), for :func:`_exact`."""
-    return _inject(_schema(), _CLASSES)  # type: ignore[return-value]
+def _model_class(name: str) -> type[RecipeObject]:
+    """The attribute-bag class of the model ``name``: the one pydantic-core's validator gets
+    too (:func:`_inject` takes them from the same table)."""
+    found = _CLASSES.get(name)
+    if found is None:
+        found = _CLASSES[name] = type(name, (RecipeObject,), {})
+    return found
 
 
 @functools.cache
@@ -160,8 +163,10 @@ def _exact(schema: dict[str, Any], value: Any, coerce: bool = False) -> Any:
     the schema names and within its constraints; else :data:`_NO` (pydantic-core decides:
     the error, or a coercion this path does not make).
 
-    Shapes: the schema nodes of ``recipe.core.json`` (model, model-fields, model-field,
-    default, nullable, literal, str, int, bool, float, list, dict); an unknown node: :data:`_NO`.
+    Shapes: the schema nodes of ``recipe.core.json`` as stored (model, model-fields,
+    model-field, default, nullable, literal, str, int, bool, float, list, dict; a model's class
+    by name, :func:`_model_class`); an unknown node: :data:`_NO`. A default is validated like
+    a given value (the models' ``validate_default``), which makes a new ``{}``/``[]`` each time.
     Strings with a ``pattern`` are matched here only when ASCII and without a newline (where
     Python's ``re`` and pydantic-core's Rust ``regex`` agree on these patterns). ``coerce``:
     the model's ``coerce_numbers_to_str`` (an ``int`` for a ``str`` field becomes its
@@ -187,10 +192,8 @@ def _exact(schema: dict[str, Any], value: Any, coerce: bool = False) -> Any:
                 if inner["type"] == "default":
                     inner = inner["schema"]
                 got = _exact(inner, value[alias], coerce)
-            elif inner["type"] == "default":
-                factory = inner.get("default_factory")
-                got = _exact(inner["schema"], factory() if factory else inner["default"],
-                             coerce)
+            elif inner["type"] == "default" and "default" in inner:
+                got = _exact(inner["schema"], inner["default"], coerce)
             else:
                 return _NO  # missing
             if got is _NO:
@@ -198,11 +201,11 @@ def _exact(schema: dict[str, Any], value: Any, coerce: bool = False) -> Any:
             out[name] = got
         if aliases != len(value):
             return _NO  # an extra key
-        obj = schema["cls"].__new__(schema["cls"])
-        obj.__dict__.update(out)
-        obj.__pydantic_extra__ = None
-        obj.__pydantic_private__ = None
-        obj.__pydantic_fields_set__ = seen
+        cls = _model_class(schema["cls"]["$model"])
+        obj = cls.__new__(cls)
+        # in pydantic-core's order: the fields, then its three bookkeeping attributes
+        obj.__dict__.update(out, __pydantic_extra__=None, __pydantic_private__=None,
+                            __pydantic_fields_set__=seen)
         return obj
     if kind == "nullable":
         return None if value is None else _exact(schema["schema"], value, coerce)
@@ -318,7 +321,7 @@ def defaults(loc: tuple[str, ...]) -> Any:
             raise KeyError(f"{'.'.join(loc)} in {SCHEMA_FILE.name} is not a model")
     if defs:
         schema = {"type": "definitions", "schema": schema, "definitions": list(defs.values())}
-    found = _exact(_inject(schema, _CLASSES), {})  # type: ignore[arg-type]
+    found = _exact(schema, {})
     if found is not _NO:
         return found
     from pydantic_core import SchemaValidator
