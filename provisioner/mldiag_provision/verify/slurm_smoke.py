@@ -405,6 +405,13 @@ def run_slurm_smoke(transport: Transport, plan: StackPlan, rows: Sequence[NodeRo
         results.append(CheckResult(exc.job.target.check, FAIL,
                                    f"node set {exc.job.target.node_set}: {exc}",
                                    f"job {exc.job.job_id}", "squeue -j ID; scancel ID"))
+        for job in jobs:  # the others are not judged (those still queued are cancelled below)
+            if job is not exc.job:
+                results.append(CheckResult(job.target.check, FAIL,
+                                           f"node set {job.target.node_set}: job {job.job_id} "
+                                           "not judged: watching the jobs stopped at "
+                                           f"node set {exc.job.target.node_set}",
+                                           f"job {job.job_id}"))
         return _ordered(results, chosen)
     finally:
         for job in jobs:  # anything still queued or running is ours to cancel

@@ -1,6 +1,9 @@
 """``mldiag-provision verify RECIPE``: check a live cluster against the recipe's stack.
 
-Slurm stacks are checked on their login node over ssh (:mod:`mldiag_provision.verify.slurm`).
+Slurm stacks are checked on their login node over ssh (:mod:`mldiag_provision.verify.slurm`);
+``--smoke`` submits the smoke program there as one batch job per GPU node set
+(:mod:`~mldiag_provision.verify.slurm_smoke`), and ``--health`` runs the Cluster Health
+Scanner where it is installed (:mod:`~mldiag_provision.verify.slurm_health`).
 
 Read-only checks (namespace label, KSA annotation, agents, CRD, webhook CA bundle,
 accelerator nodes); ``--smoke`` also runs the JAX + XProf smoke program on every slice.
@@ -39,13 +42,15 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--kubeconfig", metavar="PATH", help="default: $KUBECONFIG or ~/.kube/config")
     p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: current)")
     p.add_argument("--smoke", action="store_true",
-                   help="also run the JAX + XProf smoke program on every slice (one JobSet per "
-                        "slice, multislice included; created and deleted)")
+                   help="also run the JAX + XProf smoke program on every slice (GKE: one "
+                        "JobSet per slice, multislice included; created and deleted. Slurm: "
+                        "one sbatch job per GPU node set, one task per node)")
     p.add_argument("--smoke-image", default="python:3.12", metavar="IMAGE",
                    help="with --smoke: the container image the smoke program runs in (it "
                         "needs Python; default python:3.12)")
     p.add_argument("--smoke-timeout", type=float, default=900, metavar="SECONDS",
-                   help="with --smoke: how long each slice's smoke JobSet may take (default 900)")
+                   help="with --smoke: how long the smoke JobSets (Slurm: jobs) may take; "
+                        "Slurm jobs still queued or running then are cancelled (default 900)")
     from mldiag_provision.cli.commands._stack import _seconds
 
     p.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
@@ -208,7 +213,8 @@ def _run_slurm(args: argparse.Namespace, out: Console, plan: object) -> int:
     else:
         transport = GcloudTransport(_login_instance(args.out))
     results = run_slurm_checks(transport, slurm, timeout_s=args.remote_timeout)
-    if (args.smoke or args.health) and results and results[0].status != FAIL:
+    reached = results[0].status != FAIL and not any(r.check == "sinfo" for r in results)
+    if (args.smoke or args.health) and reached:
         results += _slurm_extras(args, plan, transport)
     failed = any(r.status == FAIL for r in results)
     if args.output == "json":
