@@ -148,7 +148,7 @@ def test_installed_scanner_runs_dcgm_on_the_node_set_and_passes() -> None:
                                              "(2 node(s))")
     cmd, deadline = next(c for c in login.commands if c[0].startswith("cd "))
     assert cmd.startswith("cd /home/me/cluster-health-scanner && timeout -k 30 900 "
-                          "./deploy/slurm/cluster-validation.sh --nodelist "
+                          "bash ./deploy/slurm/cluster-validation.sh --nodelist "
                           "slurma3u-a3u-0,slurma3u-a3u-1 --dcgm --partition gpu "
                           "--machine-type a3-ultragpu-8g --nodes 2")
     assert deadline == 960

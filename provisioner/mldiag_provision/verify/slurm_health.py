@@ -109,7 +109,9 @@ def locate_command(paths: Sequence[str]) -> str:
     Slurm script, then ``probe=done``. ``$HOME`` in a path is expanded there."""
     script = script_path()
     words = " ".join(f"\"{p}\"" if p.startswith("$HOME") else shlex.quote(p) for p in paths)
-    return (f"for d in {words}; do if [ -x \"$d\"/{shlex.quote(script)} ]; then "
+    # -f, not -x: a fresh clone's script is not executable (the CHS README says chmod +x);
+    # it is run with bash
+    return (f"for d in {words}; do if [ -f \"$d\"/{shlex.quote(script)} ]; then "
             "echo \"chs=$d\"; break; fi; done; echo probe=done")
 
 
@@ -168,7 +170,7 @@ def run_health(transport: Transport, slurm: SlurmPlan, rows: Sequence[NodeRow], 
             out.append(CheckResult(check, FAIL, gpus.message, evidence, gpus.hint))
             continue
         secs = max(1, int(timeout_s))
-        argv = [f"./{script_path()}", "--nodelist", ",".join(nodes), "--dcgm",
+        argv = ["bash", f"./{script_path()}", "--nodelist", ",".join(nodes), "--dcgm",
                 "--partition", part, "--machine-type", str(ns.machine_type),
                 "--nodes", str(len(nodes)), "--relative-exec-path=deploy/slurm",
                 "--results-dir=results"]
