@@ -78,11 +78,27 @@ def test_smoke_on_the_gpu_node_set_fails_naming_it(
     assert "jax.device_count() is 1, expected 8" in failed[0]["message"], failed[0]
 
 
+STUCK_S = "6007"  # a sleep no other process of this machine is likely to run
+
+
+def _sleepers() -> list[str]:
+    """Processes running ``sleep STUCK_S`` (the stuck job's task)."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            argv = (proc / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if argv[:2] == [b"sleep", STUCK_S.encode()]:
+            found.append(proc.name)
+    return found
+
+
 def test_smoke_timeout_cancels_the_job(cli: Cli, local_slurm: LocalSlurm, tmp_path: Path,
                                        monkeypatch: Any) -> None:
     monkeypatch.setenv("MLDIAG_SMOKE_POLL_S", "1")
     stuck = tmp_path / "stuck-python"
-    stuck.write_text("#!/bin/sh\nexec sleep 600\n")
+    stuck.write_text(f"#!/bin/sh\nexec sleep {STUCK_S}\n")
     stuck.chmod(0o755)
     started = time.monotonic()
     code, doc, _ = _verify(cli, local_slurm, "--smoke", "--smoke-node-set", "cpu",
@@ -97,6 +113,10 @@ def test_smoke_timeout_cancels_the_job(cli: Cli, local_slurm: LocalSlurm, tmp_pa
     while _queued(local_slurm, m.group(1)) and time.monotonic() < deadline:
         time.sleep(0.5)
     assert _queued(local_slurm, m.group(1)) == "", "the cancelled job is still in squeue"
+    while _sleepers() and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert not _sleepers(), "the cancelled job's task is still running"
+    assert not list(Path("/root/.mldiag-smoke").glob(f"*-{m.group(1)}.out"))
 
 
 def test_health_skips_without_the_scanner(cli: Cli, local_slurm: LocalSlurm,
