@@ -100,11 +100,6 @@ def test_plans_the_affected_recipes_then_sees_an_apply_then_an_edits_dangers(
     assert planned == ["recipes/gamma/team-l/eval", "recipes/gamma/team-m/batch"]
     assert err.count("fleet plan: planning ") == 2
 
-    # --detailed-exitcode: changes -> 2
-    code, out, _ = _fleet_plan(capsys, "-O", "json", "--detailed-exitcode")
-    doc = json.loads(out)
-    assert code == 2 and doc["ok"] and doc["hasChanges"] and doc["mode"] == "sandbox"
-
     # apply one of them in its fleet work directory: the next fleet plan sees no changes there
     code, _, err = run_cli(capsys, ["apply", BATCH, "-o", "stacks/recipes/gamma/team-m/batch",
                                     "--sandbox", "--stage", "project", "--auto-approve"])
@@ -115,14 +110,31 @@ def test_plans_the_affected_recipes_then_sees_an_apply_then_an_edits_dangers(
     assert _summary_counts(history, EVAL) in rows[EVAL] and "no changes" not in rows[EVAL]
     assert code == 0
     code, out, _ = _fleet_plan(capsys, "-O", "json", "--detailed-exitcode")
-    by = {a["recipe"]: a["terraform_plan"] for a in json.loads(out)["affected"]}
-    assert code == 2 and not by[BATCH]["hasChanges"] and by[EVAL]["hasChanges"]
+    doc = json.loads(out)
+    by = {a["recipe"]: a["terraform_plan"] for a in doc["affected"]}
+    # --detailed-exitcode: one of them would change -> 2
+    assert code == 2 and doc["ok"] and doc["hasChanges"] and doc["mode"] == "sandbox"
+    assert not by[BATCH]["hasChanges"] and by[EVAL]["hasChanges"]
     assert by[BATCH]["planSummaries"] == [
         "stacks/recipes/gamma/team-m/batch/.mldiag/plan-summary.json"]
     # only the applied recipe: nothing would change -> 0
     code, out, _ = run_cli(capsys, ["fleet", "plan", BATCH, "--sandbox", "--stage", "project",
                                     "--detailed-exitcode", "-O", "json"])
     assert code == 0 and json.loads(out)["hasChanges"] is False
+
+    # a label added to the bucket outside Terraform (in the sandbox cloud): drift
+    cloud = history / "stacks/recipes/gamma/team-m/batch/.mldiag/sandbox/cloud"
+    (bucket,) = (cloud / "google_storage_bucket").glob("*.json")
+    obj = json.loads(bucket.read_text())
+    for key in ("labels", "effective_labels"):
+        obj["state"][key]["edited"] = "by-hand"
+    bucket.write_text(json.dumps(obj))
+    code, out, _ = run_cli(capsys, ["fleet", "plan", BATCH, "--sandbox", "--stage",
+                                    "project", "-O", "markdown"])
+    row = _rows(out, "Terraform plan")[BATCH]
+    assert code == 0
+    assert (f"| `{BATCH}` | 0 create, 1 update, 0 replace, 0 delete | - | "
+            "`module.profiles_bucket.google_storage_bucket.this[0]` |") in row
 
     # moving the applied recipe to another region replaces its cluster and deletes its
     # bucket: plan's dangers, and the bundled gate's findings over that plan -> exit 1
@@ -133,13 +145,14 @@ def test_plans_the_affected_recipes_then_sees_an_apply_then_an_edits_dangers(
     by = {a["recipe"]: a for a in doc["affected"]}
     moved = by[BATCH]["terraform_plan"]
     assert code == 1 and not doc["ok"] and not by[BATCH]["ok"] and by[EVAL]["ok"]
+    code, out, _ = run_cli(capsys, ["fleet", "plan", BATCH, "--sandbox", "--stage",
+                                    "project", "-O", "markdown"])
+    assert code == 1 and out.startswith("## ❌")
+    assert "REPLACES the GKE cluster" in _rows(out, "Terraform plan")[BATCH]
     assert moved["counts"]["replace"] > 0 and moved["hasChanges"]
     assert any("REPLACES the GKE cluster" in d for d in moved["dangers"])
     assert moved["gate"]["errors"] > 0 and moved["gate"]["rules"]
     assert moved["error"] is None
-    code, out, _ = _fleet_plan(capsys, "-O", "markdown")
-    assert code == 1 and out.startswith("## ❌")
-    assert "REPLACES the GKE cluster" in _rows(out, "Terraform plan")[BATCH]
 
 
 def test_a_plan_that_fails_is_reported_for_its_recipe_and_exits_1(

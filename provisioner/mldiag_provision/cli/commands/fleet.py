@@ -60,8 +60,9 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                    default="github-actions", help="the shape of --output json")
     m.add_argument("--output", "-O", choices=("text", "json"), default="text", help=OUTPUT_HELP)
     _change_args(m)
-    pl = verb("plan", help="one combined summary of the affected recipes (offline: "
-                           "preflight, render, plan objects, gate)")
+    pl = verb("plan", help="one combined summary of the affected recipes (preflight, "
+                           "render, plan objects, gate; with --sandbox or --terraform each "
+                           "one's Terraform plan)")
     pl.add_argument("paths", nargs="*", default=["."], metavar="DIR|GLOB|RECIPE",
                     help=PATHS_HELP + " (default: .)")
     pl.add_argument("--changed-since", metavar="REF",
