@@ -170,3 +170,33 @@ def test_work_directories_and_cost_cells() -> None:
     assert not failed.ok and failed.error == "m" and failed.exit_code == 3
     assert tfplan.exit_code([failed], False, detailed=True) == 1
     assert tfplan.exit_code([None], False, detailed=True) == 0
+
+
+def test_terraform_refuses_a_work_directory_that_is_a_sandbox_stack(
+        history: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # --terraform runs `plan` without the sandbox, through the same guard: a work directory
+    # that holds a sandbox would have Terraform reach Google Cloud with the sandbox's state
+    monkeypatch.delenv("MLDIAG_SANDBOX", raising=False)
+    _touch(history)
+    (history / "stacks/recipes/gamma/team-m/batch/.mldiag/sandbox").mkdir(parents=True)
+    code, out, err = run_cli(capsys, ["fleet", "plan", "recipes", "--changed-since", "main",
+                                      "--terraform", "-O", "json"])
+    doc = json.loads(out)
+    (row,) = doc["affected"]
+    plan = row["terraform_plan"]
+    assert code == 1 and doc["mode"] == "terraform" and not doc["ok"]
+    assert plan["ran"] is False and plan["error"]["exitCode"] == 2
+    assert "is a sandbox stack" in plan["error"]["message"]
+    assert "planning recipes/gamma/team-m/batch.yaml" in err
+    code, out, _ = run_cli(capsys, ["fleet", "plan", "recipes", "--changed-since", "main",
+                                    "--terraform", "-O", "markdown"])
+    assert code == 1 and out.startswith("## ❌")
+    (row,) = [r for r in out.split("### Terraform plan")[1].splitlines()
+              if r.startswith("| `recipes/")]
+    assert row.startswith("| `recipes/gamma/team-m/batch.yaml` | not planned: ")
+    assert "stacks/recipes/gamma/team-m/batch is a sandbox stack" in row
+    code, out, _ = run_cli(capsys, ["fleet", "plan", "recipes", "--changed-since", "main",
+                                    "--terraform"])
+    assert code == 1 and "    terraform plan: failed: " in out
+    assert "stacks/recipes/gamma/team-m/batch is a sandbox stack" in out
