@@ -7,7 +7,10 @@ they cannot drift from it:
 - ``docs/reference/facts.md`` from the fact store (``catalog/data/*.yaml`` and
   ``sources.yaml``);
 - ``docs/reference/rule-index.md`` from the rulebook (every rule id, its worst severity and
-  the facts it reads).
+  the facts it reads);
+- ``modules/README.md`` and the Inputs/Outputs section of each ``modules/*/*/README.md`` from
+  the modules' ``metadata.yaml``, ``variables.tf`` and ``outputs.tf``
+  (:mod:`mldiag_provision.modules_doc`; the READMEs' hand-written prose is kept).
 
 Run ``python -m mldiag_provision.docs_gen`` to rewrite them (from the repository root, or
 with ``--root DIR``); ``--check`` writes nothing and exits 1 naming the stale pages
@@ -344,18 +347,37 @@ PAGES: dict[str, Callable[[], str]] = {
 }
 
 
-def stale(root: Path, pages: Iterable[str] = PAGES) -> list[str]:
-    """The generated pages under ``root`` whose text differs from what :data:`PAGES` makes
-    now (missing ones included), as paths relative to ``root``."""
-    return [rel for rel in pages
+def _pages(root: Path) -> dict[str, Callable[[], str]]:
+    """Every generated page under ``root``: :data:`PAGES` and the modules' pages
+    (:func:`mldiag_provision.modules_doc.pages`: each ``modules/*/*/README.md``, whose
+    hand-written prose outside the generated section is kept, and ``modules/README.md``)."""
+    from mldiag_provision import modules_doc
+
+    made = modules_doc.pages(root) if (root / "modules").is_dir() else {}
+    out = dict(PAGES)
+    for rel, text in made.items():
+        out[rel] = _const(text)
+    return out
+
+
+def _const(text: str) -> Callable[[], str]:
+    return lambda: text
+
+
+def stale(root: Path, pages: Iterable[str] | None = None) -> list[str]:
+    """The generated pages under ``root`` whose text differs from what :data:`PAGES` and the
+    modules' pages make now (missing ones included), as paths relative to ``root``; only
+    ``pages`` when given."""
+    make = _pages(root)
+    return [rel for rel in (make if pages is None else pages)
             if not (root / rel).is_file()
-            or (root / rel).read_text(encoding="utf-8") != PAGES[rel]()]
+            or (root / rel).read_text(encoding="utf-8") != make[rel]()]
 
 
 def write(root: Path) -> list[str]:
     """Write every generated page under ``root``; returns the paths that changed."""
     changed = []
-    for rel, make in PAGES.items():
+    for rel, make in _pages(root).items():
         path = root / rel
         text = make()
         if not path.is_file() or path.read_text(encoding="utf-8") != text:
@@ -376,10 +398,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     root = Path(args.root)
     if args.check:
+        from mldiag_provision import modules_doc
+
         old = stale(root)
         for rel in old:
             print(f"stale: {rel} (run python -m mldiag_provision.docs_gen)")
-        return 1 if old else 0
+        bad = modules_doc.problems(root / "modules") if (root / "modules").is_dir() else []
+        for line in bad:
+            print(f"module contract: {line}")
+        return 1 if old or bad else 0
     for rel in write(root):
         print(f"wrote {rel}")
     return 0

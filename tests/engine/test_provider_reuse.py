@@ -5,6 +5,7 @@ run, the same results as Terraform starting them itself, the lock file's hashes 
 from __future__ import annotations
 
 import json
+import shutil
 import time
 from pathlib import Path
 
@@ -40,6 +41,15 @@ def _dead(pid: int, timeout: float = 15) -> bool:
     return False
 
 
+def _pool_notes(work: Path) -> str:
+    """The provider pool's notes in every run log of ``work`` (why it declined, when it did),
+    for assertion messages: a failure must say why the plugins were not reattached."""
+    logs = sorted((work / ".mldiag/logs").glob("*.log"), key=lambda p: p.stat().st_mtime)
+    return "\n".join(f"{log.name}: {line}" for log in logs
+                     for line in log.read_text(errors="replace").splitlines()
+                     if "providers:" in line)
+
+
 def _setup(tmp_path: Path, monkeypatch) -> tuple[str, Path, Path, tuple[str, ...]]:
     """(recipe, stack directory, the stand-in's plugin-start record, the stage arguments),
     with provider reuse at its default."""
@@ -62,7 +72,7 @@ def test_each_plugin_starts_once_per_run_with_the_same_results(tmp_path: Path, o
     assert code == 0, out + err
     got = _starts(starts)
     assert sorted((name, mode) for _, name, mode in got) == [
-        ("google", "reattach"), ("google-beta", "reattach")], got
+        ("google", "reattach"), ("google-beta", "reattach")], (got, _pool_notes(work))
     assert all(_dead(pid) for pid, _, _ in got)  # stopped at the end of the run
     log = max((work / ".mldiag/logs").glob("apply-*.log"))
     assert "providers: started once for this run and reattached" in log.read_text()
@@ -84,7 +94,7 @@ def test_each_plugin_starts_once_per_run_with_the_same_results(tmp_path: Path, o
         summaries[reuse] = json.loads((work / ".mldiag/plan-summary.json").read_text())
         modes = [mode for _, _, mode in _starts(starts)]
         if reuse == "1":
-            assert modes == ["reattach", "reattach"], modes
+            assert modes == ["reattach", "reattach"], (modes, _pool_notes(work))
         else:  # schemas, validation and the plan walk: Terraform starts each several times
             assert set(modes) == {"managed"} and len(modes) >= 4, modes
     assert summaries["1"] == summaries["0"]
@@ -102,14 +112,25 @@ def test_a_changed_plugin_package_is_refused_as_terraform_refuses_it(tmp_path: P
     assert code == 0, out + err
     exe = next((work / ".terraform/providers/registry.terraform.io/hashicorp/google")
                .glob("*/*/terraform-provider-google_*"))
+    # `terraform init` links an unpacked filesystem mirror's package instead of copying it
+    # (.terraform/providers/.../linux_amd64 -> the mirror): change a copy of this stack's
+    # own, never the session's mirror that every later test in this process installs from
+    package, before = exe.parent, package_hash(exe.parent)
+    if package.is_symlink():
+        mirrored = package.resolve()
+        package.unlink()
+        shutil.copytree(mirrored, package, symlinks=False)
+        assert package_hash(package) == package_hash(mirrored)
+    exe = package / exe.name
     exe.write_text(exe.read_text() + "# changed after terraform init\n")
+    assert not package.is_symlink() and package_hash(package) != before
     starts.unlink()
     code, out, err = cli("plan", recipe, *project)
     assert code != 0, out + err
     log = max((work / ".mldiag/logs").glob("plan-*.log"), key=lambda p: p.stat().st_mtime)
     text = log.read_text()
     assert ("registry.terraform.io/hashicorp/google 8.7.0: Terraform starts it (the installed "
-            "package") in text
+            "package") in text, _pool_notes(work)
     assert "does not match any of the checksums recorded in the dependency lock file" in \
         " ".join((out + err + text).split())
     assert all(name != "google" or mode == "managed" for _, name, mode in _starts(starts))

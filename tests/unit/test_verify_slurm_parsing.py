@@ -167,12 +167,6 @@ def test_unexpected_srun_output_is_a_fail_not_a_crash() -> None:
     assert r["gpus:a3u"].status == "FAIL"
 
 
-def test_smoke_on_a_slurm_stack_is_a_usage_error(cli) -> None:  # type: ignore[no-untyped-def]
-    code, _out, err = cli("verify", str(ROOT / "recipes" / "slurm-a3-ultra-lustre.yaml"),
-                          "--ssh-target", "me@host", "--smoke")
-    assert code == 2 and "--smoke is not there yet for Slurm stacks" in err
-
-
 def test_gcloud_transport_runs_gcloud_with_a_deadline(tmp_path: Path,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     from mldiag_provision.verify.slurm import GcloudTransport

@@ -15,7 +15,7 @@ import json
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from mldiag_provision import __version__
 from mldiag_provision.cli.commands._args import OUTPUT_HELP, RECIPE_HELP
@@ -23,6 +23,8 @@ from mldiag_provision.console import Console, severity_counts
 from mldiag_provision.errors import ExitCode, MldiagError, Problem, Severity, UsageError
 
 if TYPE_CHECKING:
+    from mldiag_provision.catalog.tpu import Catalog, TpuVersion
+    from mldiag_provision.pipeline import CheckResult
     from mldiag_provision.recipe.sourcemap import SourceMap
 
 EPILOG = """exit codes: 0 ok, 1 invalid input, 2 usage error, 3 refused (e.g. edited files),
@@ -32,11 +34,12 @@ mldiag-provision schema."""
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse prints usage and exits 2 = USAGE
+    def error(self, message: str) -> NoReturn:  # argparse prints usage and exits 2 = USAGE
         self.print_usage(sys.stderr)
         self.exit(int(ExitCode.USAGE), f"{self.prog}: error: {message}\n")
 
-    def parse_args(self, args=None, namespace=None):  # type: ignore[no-untyped-def,override]
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
         """As argparse's, but an unknown option after a command is refused with that
         command's usage (``validate R --bogus``), not the top-level one (exit 2)."""
         parsed, extras = self.parse_known_args(args, namespace)
@@ -87,12 +90,12 @@ def build_parser(command: str | None = None, *, full: bool = True) -> argparse.A
     common.add_argument("--no-color", action="store_true", default=argparse.SUPPRESS,
                         help=argparse.SUPPRESS)
     sub = p.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    _add = sub.add_parser
+    _add: Callable[..., argparse.ArgumentParser] = sub.add_parser
 
-    def add_parser(name: str, **kw: object) -> argparse.ArgumentParser:
-        return _add(name, parents=[common, *kw.pop("parents", [])], **kw)  # type: ignore[arg-type]
+    def add_parser(name: str, **kw: Any) -> argparse.ArgumentParser:
+        return _add(name, parents=[common, *kw.pop("parents", [])], **kw)
 
-    sub.add_parser = add_parser  # type: ignore[method-assign]
+    sub.add_parser = add_parser  # type: ignore[method-assign,assignment]
 
     v = sub.add_parser("validate", help="preflight one or more recipes (nothing is created)",
                        description="Preflight one or more recipes offline: the schema, the "
@@ -163,7 +166,7 @@ def _command_module(name: str):  # type: ignore[no-untyped-def]
     return importlib.import_module(f"mldiag_provision.cli.commands.{name}")
 
 
-def _command_modules() -> list:
+def _command_modules() -> list[Any]:
     from mldiag_provision.cli.commands import MODULES
 
     return [_command_module(m) for m in MODULES]
@@ -177,14 +180,16 @@ def command_name(argv: Sequence[str]) -> str | None:
 
 # --- commands ----------------------------------------------------------------------------
 
-def _resolution_lines(result) -> list[str]:
+def _resolution_lines(result: CheckResult) -> list[str]:
+    from mldiag_provision.catalog.tpu import SliceShape  # loaded already: the check used it
+
     lines = []
     recipe = result.parsed.recipe
     for i, shape in sorted(result.shapes.items()):
         if shape is None or recipe is None:
             continue
         s = recipe.spec.slices[i]
-        if not hasattr(shape, "topology"):  # a GPU slice
+        if not isinstance(shape, SliceShape):  # a GPU slice
             machine = (f"{shape.machine.name} ({shape.machine.gpus} GPUs per VM)"
                        if shape.machine else "machine chosen by Autopilot")
             lines.append(f"slice {s.name}: {shape.gpu.display_name} "
@@ -424,10 +429,11 @@ def cmd_catalog(args: argparse.Namespace, out: Console) -> int:
 
     catalog = load_catalog()
     if args.version is None:
-        rows = [{"version": v.key, "name": v.display_name, "accelerator": v.accelerator,
-                 "dimensions": v.dimensions, "machineTypes": sorted(v.machine_types),
-                 "autopilotMinGke": str(v.autopilot_min) if v.autopilot_min else None}
-                for v in catalog.versions.values()]
+        rows: list[dict[str, Any]] = [
+            {"version": v.key, "name": v.display_name, "accelerator": v.accelerator,
+             "dimensions": v.dimensions, "machineTypes": sorted(v.machine_types),
+             "autopilotMinGke": str(v.autopilot_min) if v.autopilot_min else None}
+            for v in catalog.versions.values()]
         if args.output == "json":
             out.print(json.dumps(rows, indent=2))
             return 0
@@ -484,9 +490,9 @@ def cmd_catalog(args: argparse.Namespace, out: Console) -> int:
                   f"{v.standard_min or '-'}")
     out.print(f"\n{'TOPOLOGY':<10} {'CHIPS':>5}  {'MACHINE TYPE':<20} {'CHIPS/VM':>8} "
               f"{'VMS':>4}  SLICE")
-    for s in shapes:
-        out.print(f"{s['topology']:<10} {s['chips']:>5}  {s['machineType']:<20} "
-                  f"{s['chipsPerVm']:>8} {s['vms']:>4}  {s['hosts']}")
+    for row in shapes:
+        out.print(f"{row['topology']:<10} {row['chips']:>5}  {row['machineType']:<20} "
+                  f"{row['chipsPerVm']:>8} {row['vms']:>4}  {row['hosts']}")
     if v.large3d:
         lg = v.large3d
         out.print(f"\nabove 64 chips: AxBxC with every dimension a multiple of {lg.multiple_of}, "
@@ -500,7 +506,8 @@ def cmd_catalog(args: argparse.Namespace, out: Console) -> int:
     return 0
 
 
-def _catalog_diagram(args: argparse.Namespace, out: Console, catalog, v) -> int:
+def _catalog_diagram(args: argparse.Namespace, out: Console, catalog: Catalog,
+                     v: TpuVersion) -> int:
     """``catalog tpu VERSION --topology T --diagram [FILE.svg]``: text on the terminal, or
     the SVG written to FILE.svg."""
     from pathlib import Path

@@ -7,9 +7,10 @@ the policy gate over the rendered stack (bundled rules plus the recipe's directo
 ``mldiag-provision policy RECIPE`` runs it. Plus the cross-recipe findings
 (:mod:`.collisions`, over the whole fleet) that involve an affected recipe.
 
-NOTE: Terraform's own plan (what changes, drift, cost) is not made here: it needs the
-Google provider and credentials. CI runs ``mldiag-provision plan`` per recipe for that
-(examples/github-actions/mldiag-fleet.yml); this summary is what can be known before.
+Terraform's own plan (what changes, drift, dangers) is made only when asked for
+(``fleet plan --sandbox`` or ``--terraform``): the CLI runs ``plan`` per recipe and puts
+its result in :attr:`RecipeSummary.terraform_plan` (:mod:`.tfplan`). Without, this summary
+is what can be known offline, and says so.
 """
 
 from __future__ import annotations
@@ -21,6 +22,11 @@ from typing import Any
 from mldiag_provision.errors import Severity
 from mldiag_provision.fleet.collisions import Finding
 from mldiag_provision.fleet.members import Member
+from mldiag_provision.fleet.tfplan import TerraformPlan, cost_text
+
+MODES = ("offline", "sandbox", "terraform")
+"""How ``fleet plan`` made its summary: offline only; with each recipe's real plan in the
+sandbox; with each recipe's real plan against Google Cloud."""
 
 
 @dataclass
@@ -43,11 +49,14 @@ class RecipeSummary:
     """``{"errors": n, "warnings": n, "waived": n, "rules": [ids of unwaived findings]}``;
     ``None`` when preflight failed (nothing to gate)."""
     problem: str | None = None
+    terraform_plan: TerraformPlan | None = None
+    """The recipe's real plan (``--sandbox``/``--terraform``); None when made offline."""
 
     @property
     def ok(self) -> bool:
         return (self.errors == 0 and self.problem is None
-                and (self.gate is None or self.gate["errors"] == 0))
+                and (self.gate is None or self.gate["errors"] == 0)
+                and (self.terraform_plan is None or self.terraform_plan.ok))
 
     def to_dict(self) -> dict[str, Any]:
         return {"recipe": self.file, "reasons": list(self.reasons), "name": self.name,
@@ -55,7 +64,9 @@ class RecipeSummary:
                 "preflight": {"errors": self.errors, "warnings": self.warnings},
                 "rendered_files": self.files, "creates": self.creates,
                 "services": self.services, "chips": self.chips, "gate": self.gate,
-                "problem": self.problem, "terraform_plan": None}
+                "problem": self.problem,
+                "terraform_plan": (self.terraform_plan.to_dict()
+                                   if self.terraform_plan is not None else None)}
 
 
 def summarize(member: Member, reasons: Sequence[str]) -> RecipeSummary:
@@ -104,8 +115,9 @@ def _render_and_gate(member: Member, stack: Any, recipe: Any) -> tuple[int, dict
 
 
 def markdown(rows: Sequence[RecipeSummary], findings: Sequence[Finding], total: int,
-             since: str | None, tool: Sequence[str]) -> str:
-    """The combined summary as Markdown (a pull-request comment)."""
+             since: str | None, tool: Sequence[str], mode: str = "offline") -> str:
+    """The combined summary as Markdown (a pull-request comment); ``mode`` one of
+    :data:`MODES`."""
     bad = sum(not r.ok for r in rows) + sum(f.severity is Severity.ERROR for f in findings)
     head = "✅" if not bad else "❌"
     since_text = f" since `{since}`" if since else ""
@@ -133,7 +145,65 @@ def markdown(rows: Sequence[RecipeSummary], findings: Sequence[Finding], total: 
             sides = ", ".join(f"`{s.at()}` (`{s.path}`)" for s in f.sides)
             lines.append(f"- **{f.severity.value}** `{f.rule}`: {f.message}. {sides}. "
                          f"Fix: {f.hint}")
-    lines += ["", "_Made offline from preflight, the rendered stack, the plan objects and "
-              "the policy gate; Terraform's plan (changes, drift, cost) is "
-              "`mldiag-provision plan` per recipe._"]
+    planned = [r for r in rows if r.terraform_plan is not None]
+    if planned:
+        lines += ["", "### Terraform plan", "",
+                  "| recipe | changes | dangers | drift | gate (with the plan) | cost | "
+                  "work directory |", "| --- | --- | --- | --- | --- | --- | --- |"]
+        lines += [_plan_row(r.file, r.terraform_plan) for r in planned
+                  if r.terraform_plan is not None]
+    lines += ["", FOOTER[mode]]
     return "\n".join(lines)
+
+
+FOOTER = {
+    "offline": "_Made offline from preflight, the rendered stack, the plan objects and the "
+               "policy gate; Terraform's plan (changes, drift, cost) is `fleet plan "
+               "--sandbox`/`--terraform`, or `mldiag-provision plan` per recipe._",
+    "sandbox": "_Each recipe planned by Terraform in the sandbox (a local double of Google "
+               "Cloud; no credentials read, nothing sent to Google), in its own work "
+               "directory._",
+    "terraform": "_Each recipe planned by Terraform against Google Cloud, in its own work "
+                 "directory._"}
+
+
+def _plan_row(file: str, t: TerraformPlan) -> str:
+    if not t.ran:
+        why = (f"not planned: {t.error}" if t.error is not None else
+               f"not planned: {t.note or 'no plan'}")
+        return f"| `{file}` | {_md(why)} | | | | | `{t.workdir}` |"
+    changes = ("no changes" if not t.has_changes else
+               ", ".join(f"{t.counts[k]} {k}" for k in t.counts))
+    if t.deferred:
+        changes += "; deferred: " + "; ".join(t.deferred)
+    dangers = "<br>".join(_md(d) for d in t.dangers) or "-"
+    drift = ", ".join(f"`{a}`" for a in t.drift) or "-"
+    gate = ("-" if t.gate is None else
+            f"{t.gate['errors']} error(s), {t.gate['warnings']} warning(s)"
+            + (f", {t.gate['waived']} waived" if t.gate["waived"] else "")
+            + (f" ({', '.join(t.gate['rules'])})" if t.gate["rules"] else ""))
+    return (f"| `{file}` | {_md(changes)} | {dangers} | {drift} | {gate} | "
+            f"{cost_text(t.cost)} | `{t.workdir}` |")
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def text_line(t: TerraformPlan) -> str:
+    """One line of the text output for a recipe's plan."""
+    if not t.ran:
+        return ("    terraform plan: " + (f"failed: {t.error}" if t.error is not None
+                                          else f"not run: {t.note}"))
+    parts = [t.counts_text()]
+    if t.dangers:
+        parts.append(f"{len(t.dangers)} danger(s): " + "; ".join(t.dangers))
+    if t.drift:
+        parts.append(f"drift: {', '.join(t.drift)}")
+    if t.deferred:
+        parts.append("deferred: " + "; ".join(t.deferred))
+    if t.gate is not None:
+        parts.append(f"gate {t.gate['errors']} error(s), {t.gate['warnings']} warning(s)"
+                     + (f" ({', '.join(t.gate['rules'])})" if t.gate["rules"] else ""))
+    parts.append(f"cost {cost_text(t.cost)}")
+    return f"    terraform plan ({t.workdir}): " + "; ".join(parts)

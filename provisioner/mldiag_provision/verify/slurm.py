@@ -397,10 +397,10 @@ def run_slurm_checks(transport: Transport, plan: SlurmPlan,
     if rows is None:
         assert err is not None
         return [*results, err]
-    results += _guard_many("partitions", lambda: c.partitions(rows))
+    results += guard_many("partitions", lambda: c.partitions(rows))
     for ns in plan.node_sets:
         results.append(_guard(f"node-set:{ns.id}", functools.partial(c.node_set, ns, rows)))
-    results += _guard_many("storage", c.storage)
+    results += guard_many("storage", c.storage)
     have = {r.partition for r in rows}
     on_node: list[tuple[str, NodeSetPlan, Callable[[], CheckResult]]] = []
     for ns in plan.node_sets:
@@ -431,7 +431,9 @@ def _guard(check: str, fn: Callable[[], CheckResult]) -> CheckResult:
                            check, "report this with the output of the command it ran")
 
 
-def _guard_many(check: str, fn: Callable[[], list[CheckResult]]) -> list[CheckResult]:
+def guard_many(check: str, fn: Callable[[], list[CheckResult]]) -> list[CheckResult]:
+    """``fn()``; an exception becomes one FAIL naming ``check`` (a check never crashes
+    verify)."""
     try:
         return fn()
     except Exception as exc:  # a check must never crash verify

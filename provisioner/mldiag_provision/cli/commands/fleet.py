@@ -6,8 +6,10 @@ state path, a shared policy directory). Exit 0 ok, 1 any error (`--strict`: any 
 too), 2 bad arguments or an unreadable file.
 matrix [DIR|GLOB...] [--changed-since REF]: the affected recipes as a job matrix.
 plan [DIR|GLOB...] [--changed-since REF]: one summary of the affected recipes, made offline
-(preflight, the stack rendered in memory, what it creates, the policy gate); exit 1 when any
-has an error. Terraform's own plan is `mldiag-provision plan` per recipe.
+(preflight, the stack rendered in memory, what it creates, the policy gate); with --sandbox
+(or MLDIAG_SANDBOX=1) or --terraform also Terraform's plan of each one (`plan RECIPE -o
+WORK-DIR/<recipe path>`): changes, dangers, drift, gate, cost. Exit 0 ok, 1 any error
+(preflight, plan, gate, a collision); with --detailed-exitcode 2 when something would change.
 atlantis [DIR|GLOB...] [-o FILE]: an atlantis.yaml with one project per recipe.
 """
 
@@ -58,8 +60,9 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                    default="github-actions", help="the shape of --output json")
     m.add_argument("--output", "-O", choices=("text", "json"), default="text", help=OUTPUT_HELP)
     _change_args(m)
-    pl = verb("plan", help="one combined summary of the affected recipes (offline: "
-                           "preflight, render, plan objects, gate)")
+    pl = verb("plan", help="one combined summary of the affected recipes (preflight, "
+                           "render, plan objects, gate; with --sandbox or --terraform each "
+                           "one's Terraform plan)")
     pl.add_argument("paths", nargs="*", default=["."], metavar="DIR|GLOB|RECIPE",
                     help=PATHS_HELP + " (default: .)")
     pl.add_argument("--changed-since", metavar="REF",
@@ -67,6 +70,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     pl.add_argument("--output", "-O", choices=("text", "json", "markdown"), default="text",
                     help=OUTPUT_HELP)
     _change_args(pl)
+    _plan_args(pl)
     a = verb("atlantis", help="write atlantis.yaml: one project per recipe")
     a.add_argument("paths", nargs="*", default=["."], metavar="DIR|GLOB|RECIPE",
                    help=PATHS_HELP + " (default: .)")
@@ -84,6 +88,29 @@ def _change_args(p: argparse.ArgumentParser) -> None:
                         "tool's own: pyproject.toml, provisioner/, blueprints/, modules/)")
     p.add_argument("--shared", action="append", default=[], metavar="PATH",
                    help="a file or directory every recipe reads (repeatable)")
+
+
+def _plan_args(p: argparse.ArgumentParser) -> None:
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--sandbox", action="store_true",
+                     help="also run Terraform's plan of each affected recipe against the "
+                          "sandbox, a local double of Google Cloud (no credentials read; "
+                          "also MLDIAG_SANDBOX=1)")
+    how.add_argument("--terraform", action="store_true",
+                     help="also run Terraform's plan of each affected recipe against Google "
+                          "Cloud (needs credentials)")
+    how.add_argument("--offline-only", action="store_true",
+                     help="only the offline summary, even with MLDIAG_SANDBOX=1 (the "
+                          "default without --sandbox/--terraform)")
+    p.add_argument("--work-dir", metavar="DIR",
+                   help="root of the recipes' work directories: each is DIR/<recipe path "
+                        "without its suffix>, reused by a later plan or apply (default: "
+                        "stacks/ at the repository root)")
+    p.add_argument("--stage", action="append", choices=("project", "cluster", "workloads"),
+                   help="plan only this stage (repeatable; default every stage)")
+    p.add_argument("--detailed-exitcode", action="store_true",
+                   help="with --sandbox/--terraform: exit 0 when nothing would change, 2 "
+                        "when something would, 1 on any error")
 
 
 def run(args: argparse.Namespace, out: Console) -> int:
@@ -260,14 +287,25 @@ def _matrix(args: argparse.Namespace, out: Console) -> int:
 # --- plan -------------------------------------------------------------------------------------
 
 def _plan(args: argparse.Namespace, out: Console) -> int:
-    from mldiag_provision.fleet import collisions, members, summary
+    from mldiag_provision.cli.commands import _fleetplan
+    from mldiag_provision.fleet import collisions, members, summary, tfplan
 
+    mode = _fleetplan.mode_of(args)
     files, _docs, hits, root, change = _affected(args)
     loaded = members.load(files)  # the whole fleet: the cross-recipe checks need it
     by_file = {m.file: m for m in loaded}
     rows = [summary.summarize(by_file[a.file], a.reasons) for a in hits]
     for r in rows:
         r.file = _relative(r.file, root)
+    if mode != "offline":
+        work = Path(args.work_dir) if args.work_dir else root / tfplan.WORKDIR_ROOT
+        plans = _fleetplan.plan_all([(a.file, r.file, r.errors == 0)
+                                     for a, r in zip(hits, rows, strict=True)], work,
+                                    sandbox=mode == "sandbox", stages=args.stage or ())
+        for r, p in zip(rows, plans, strict=True):
+            p.workdir = _relative(p.workdir, root)
+            p.summaries = [_relative(s, root) for s in p.summaries]
+            r.terraform_plan = p
     touched = {a.file for a in hits}
     findings = [f for f in collisions.find(loaded)
                 if any(s.file in touched for s in f.sides)]
@@ -279,11 +317,18 @@ def _plan(args: argparse.Namespace, out: Console) -> int:
                               "tool_changed": tool, "recipes": len(files),
                               "affected": [r.to_dict() for r in rows],
                               "findings": [f.to_dict() for f in findings],
+                              "mode": mode,
+                              "hasChanges": any(r.terraform_plan is not None
+                                                and r.terraform_plan.has_changes
+                                                for r in rows),
                               "terraform_plan": "not run: offline summary (preflight, "
-                                                "render, plan objects, policy gate)"},
+                                                "render, plan objects, policy gate)"
+                              if mode == "offline" else f"run per recipe ({mode}): "
+                              "affected[].terraform_plan"},
                              indent=2))
     elif args.output == "markdown":
-        out.print(summary.markdown(rows, findings, len(files), args.changed_since, tool))
+        out.print(summary.markdown(rows, findings, len(files), args.changed_since, tool,
+                                   mode))
     else:
         since = f" since {args.changed_since}" if args.changed_since else ""
         out.print(f"{len(rows)} of {len(files)} recipe(s) affected{since}"
@@ -296,12 +341,17 @@ def _plan(args: argparse.Namespace, out: Console) -> int:
             out.print(f"  {'ok  ' if r.ok else 'FAIL'} {r.file} ({'; '.join(r.reasons)}): "
                       f"preflight {r.errors} error(s), {r.warnings} warning(s); "
                       f"{r.files} file(s) rendered, {creates} named resource(s); {gate}")
+            if r.terraform_plan is not None:
+                out.print(summary.text_line(r.terraform_plan))
         for f in findings:
             out.print(f"  {f.severity.value}[{f.rule}]: {f.message} ("
                       + ", ".join(s.at() for s in f.sides) + ")")
-        out.print("offline summary: Terraform's plan (changes, drift, cost) is "
-                  "`mldiag-provision plan RECIPE -o DIR` per recipe")
-    return int(ExitCode.INVALID if failed else ExitCode.OK)
+        out.print("offline summary: Terraform's plan (changes, drift, cost) is `fleet plan "
+                  "--sandbox`/`--terraform`, or `mldiag-provision plan RECIPE -o DIR` per "
+                  "recipe" if mode == "offline" else
+                  f"planned by Terraform per recipe ({mode})")
+    return tfplan.exit_code([r.terraform_plan for r in rows], failed,
+                            detailed=args.detailed_exitcode)
 
 
 # --- atlantis ---------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ from mldiag_provision.console import Console
 NAME = "policy"
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
+def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p = sub.add_parser(NAME, help=SUMMARIES[NAME],
                        description=describe(__doc__.split("\n\n", 1)[1] if __doc__ else None))
     p.add_argument("target", metavar="RECIPE|DIR", help="a recipe, or a rendered work directory")

@@ -1,6 +1,9 @@
 """``mldiag-provision verify RECIPE``: check a live cluster against the recipe's stack.
 
-Slurm stacks are checked on their login node over ssh (:mod:`mldiag_provision.verify.slurm`).
+Slurm stacks are checked on their login node over ssh (:mod:`mldiag_provision.verify.slurm`);
+``--smoke`` submits the smoke program there as one batch job per GPU node set
+(:mod:`~mldiag_provision.verify.slurm_smoke`), and ``--health`` runs the Cluster Health
+Scanner where it is installed (:mod:`~mldiag_provision.verify.slurm_health`).
 
 Read-only checks (namespace label, KSA annotation, agents, CRD, webhook CA bundle,
 accelerator nodes); ``--smoke`` also runs the JAX + XProf smoke program on every slice.
@@ -39,13 +42,15 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--kubeconfig", metavar="PATH", help="default: $KUBECONFIG or ~/.kube/config")
     p.add_argument("--context", metavar="NAME", help="kubeconfig context (default: current)")
     p.add_argument("--smoke", action="store_true",
-                   help="also run the JAX + XProf smoke program on every slice (one JobSet per "
-                        "slice, multislice included; created and deleted)")
+                   help="also run the JAX + XProf smoke program on every slice (GKE: one "
+                        "JobSet per slice, multislice included; created and deleted. Slurm: "
+                        "one sbatch job per GPU node set, one task per node)")
     p.add_argument("--smoke-image", default="python:3.12", metavar="IMAGE",
                    help="with --smoke: the container image the smoke program runs in (it "
                         "needs Python; default python:3.12)")
     p.add_argument("--smoke-timeout", type=float, default=900, metavar="SECONDS",
-                   help="with --smoke: how long each slice's smoke JobSet may take (default 900)")
+                   help="with --smoke: how long the smoke JobSets (Slurm: jobs) may take; "
+                        "Slurm jobs still queued or running then are cancelled (default 900)")
     from mldiag_provision.cli.commands._stack import _seconds
 
     p.add_argument("--timeout", type=_seconds, default=None, metavar="SECONDS",
@@ -62,6 +67,26 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                         "e.g. Port=2222 or IdentityFile=~/.ssh/id_ed25519")
     p.add_argument("--remote-timeout", type=float, default=60, metavar="SECONDS",
                    help="Slurm stacks: the deadline of each command on the login node")
+    p.add_argument("--smoke-node-set", action="append", default=None, metavar="ID",
+                   help="Slurm stacks, with --smoke: a node set to smoke (repeatable; "
+                        "default: every GPU node set)")
+    p.add_argument("--smoke-python", metavar="PATH",
+                   help="Slurm stacks, with --smoke: the Python with JAX on the nodes "
+                        "(default: the SDK venv's, where jax[cuda12] is installed when "
+                        "missing, else python3)")
+    p.add_argument("--smoke-profile-dir", metavar="DIR",
+                   help="Slurm stacks, with --smoke: where the profiles go, one "
+                        "subdirectory per node set (default gs://PROFILES_BUCKET/mldiag-smoke)")
+    p.add_argument("--health", action="store_true",
+                   help="Slurm stacks: also run the Cluster Health Scanner's DCGM check on "
+                        "each GPU node set, where it is installed on the login node")
+    p.add_argument("--health-path", action="append", default=None, metavar="DIR",
+                   help="Slurm stacks, with --health: a checkout of cluster-health-scanner on "
+                        "the login node (repeatable; default ~/cluster-health-scanner, "
+                        "/opt/cluster-health-scanner)")
+    p.add_argument("--health-timeout", type=float, default=1800, metavar="SECONDS",
+                   help="Slurm stacks, with --health: how long each node set's scan may take "
+                        "(default 1800)")
     from mldiag_provision.cli.commands._args import add_sandbox
 
     add_sandbox(p)
@@ -182,15 +207,15 @@ def _run_slurm(args: argparse.Namespace, out: Console, plan: object) -> int:
     from mldiag_provision.verify.slurm import GcloudTransport, SshTransport, run_slurm_checks
 
     slurm = plan.slurm  # type: ignore[attr-defined]
-    if args.smoke:
-        raise UsageError("--smoke is not there yet for Slurm stacks",
-                         hint="run verify without --smoke; submit slurm/*.sbatch with sbatch")
     if args.ssh_target:
         transport: SshTransport | GcloudTransport = SshTransport(args.ssh_target,
                                                                  args.ssh_option)
     else:
         transport = GcloudTransport(_login_instance(args.out))
     results = run_slurm_checks(transport, slurm, timeout_s=args.remote_timeout)
+    reached = results[0].status != FAIL and not any(r.check == "sinfo" for r in results)
+    if (args.smoke or args.health) and reached:
+        results += _slurm_extras(args, plan, transport)
     failed = any(r.status == FAIL for r in results)
     if args.output == "json":
         out.print(json.dumps({"ok": not failed, "stack": plan.name,  # type: ignore[attr-defined]
@@ -201,6 +226,38 @@ def _run_slurm(args: argparse.Namespace, out: Console, plan: object) -> int:
         out.print(f"slurm cluster {slurm.cluster_id} via {transport.where}; "
                   f"{sum(r.status == FAIL for r in results)} failed of {len(results)} checks")
     return int(ExitCode.INVALID if failed else ExitCode.OK)
+
+
+def _slurm_extras(args: argparse.Namespace, plan: Any, transport: Any) -> list[Any]:
+    """``--smoke`` and ``--health`` of a Slurm stack: on the node sets in ``sinfo`` now."""
+    import os
+    import sys
+
+    from mldiag_provision.verify.slurm import SlurmChecks, guard_many
+
+    rows, err = SlurmChecks(transport, plan.slurm, args.remote_timeout).nodes()
+    if rows is None:
+        return [err]
+    out: list[Any] = []
+
+    def progress(line: str) -> None:  # on stderr: stdout stays one JSON document
+        print(line, file=sys.stderr, flush=True)
+
+    if args.health:
+        from mldiag_provision.verify.slurm_health import run_health
+
+        out += guard_many("health", lambda: run_health(
+            transport, plan.slurm, rows, paths=args.health_path,
+            timeout_s=args.health_timeout, remote_timeout_s=args.remote_timeout))
+    if args.smoke:
+        from mldiag_provision.verify.slurm_smoke import run_slurm_smoke
+
+        poll_s = float(os.environ.get("MLDIAG_SMOKE_POLL_S", "5"))
+        out += guard_many("smoke", lambda: run_slurm_smoke(
+            transport, plan, rows, node_sets=args.smoke_node_set, python=args.smoke_python,
+            profile_dir=args.smoke_profile_dir, timeout_s=args.smoke_timeout,
+            remote_timeout_s=args.remote_timeout, poll_s=poll_s, progress=progress))
+    return out
 
 
 def _print_results(out: Console, results: list) -> None:  # type: ignore[type-arg]
