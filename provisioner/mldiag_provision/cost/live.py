@@ -153,7 +153,8 @@ class BillingCatalog:
 
     def describe(self) -> str:
         """``Cloud Billing Catalog API: 123 SKUs of Compute Engine, Cloud TPU, read DATE``."""
-        return (f"Cloud Billing Catalog API: {len(self.skus)} SKUs of "
+        n = len(self.skus)
+        return (f"Cloud Billing Catalog API: {n} SKU{'' if n == 1 else 's'} of "
                 f"{', '.join(self.services)}, read {self.read}")
 
     def _match(self, region: str, pattern: str, unit: str, what: str) -> Quote:

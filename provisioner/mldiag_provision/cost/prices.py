@@ -77,6 +77,8 @@ class Price:
 
     @property
     def region_basis(self) -> str | None:
+        if self.live_source:  # a SKU offered in the line's region
+            return None
         value = self.fact.data.get("regionBasis")
         return str(value) if value is not None else None
 
