@@ -143,6 +143,35 @@ def test_a_row_the_table_does_not_know_is_priced_live_with_its_source(
     assert "BBBB-0002" in str(pool["live"]) and "BBBB-0003" in str(pool["live"])
 
 
+def test_a_row_unknown_offline_with_no_sku_stays_unknown_with_both_reasons(
+        billing: GcpApis, capsys: pytest.CaptureFixture[str]) -> None:
+    """TPU7x on demand (us-central1): no price in the table, no TPU7x SKU in the catalog ->
+    unknown, never zero; the line keeps the table's reason and says what live found."""
+    recipe = ROOT / "recipes/tpu7x-2x2x4-standard.yaml"
+    doc = _json(capsys, str(recipe), "--live")
+    pool = _pool(doc)
+    assert pool["status"] == "unknown" and pool["hourly_max"] is None
+    assert "no TPU7x (Ironwood) price found" in str(pool["reason"])
+    assert "live: unknown (no OnDemand SKU in us-central1 matches TPU tpu7x chips" in \
+        str(pool["live"])
+    assert doc["lower_bound"] is True
+
+
+def test_a_gpu_machine_missing_one_component_stays_unknown(
+        billing: GcpApis, capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """No RAM SKU for A3 Ultra (nor A3): the machine cannot be added up -> unknown."""
+    billing.project.billing_skus[CE] = [
+        s for s in billing.project.billing_skus[CE] if s["skuId"] != "BBBB-0003"]
+    recipe = tmp_path / "a3u.yaml"
+    recipe.write_text(A3U.read_text(encoding="utf-8").replace(
+        "type: reservation\n        reservation: a3-ultra-reservation", "type: on-demand"),
+        encoding="utf-8")
+    pool = _pool(_json(capsys, str(recipe), "--live"))
+    assert pool["status"] == "unknown" and pool["unit_usd"] is None
+    assert "a3-ultragpu-8g is priced by component and its ram SKU is unknown" in \
+        str(pool["live"])
+
+
 def test_skus_with_different_prices_are_not_guessed(
         billing: GcpApis, capsys: pytest.CaptureFixture[str]) -> None:
     billing.project.billing_skus[CE].append(billing_sku(
@@ -189,3 +218,30 @@ def test_a_wrong_token_is_refused(billing: GcpApis, monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("GOOGLE_OAUTH_ACCESS_TOKEN", "not-the-token")
     code, _, err = run_cli(capsys, ["cost", str(V5E), "--live"])
     assert code == 2 and "the Cloud Billing Catalog API failed: RefreshError" in err
+
+
+def test_matching_rule_on_reduced_skus() -> None:
+    """The rule without the wire: region, OnDemand, per hour and 'no other way to buy' filter;
+    display names with punctuation ("NVIDIA GB200 (Grace Blackwell)") match word by word."""
+    from mldiag_provision.cost.live import BillingCatalog, Sku
+
+    def sku(sid: str, desc: str, usd: float, *, usage: str = "OnDemand",
+            regions: tuple[str, ...] = ("us-central1",), unit: str = "h") -> Sku:
+        return Sku(f"services/{CE}/skus/{sid}", sid, desc, "Compute", "", usage, regions,
+                   unit, usd)
+
+    cat = BillingCatalog([
+        sku("1", "Nvidia GB200 Grace Blackwell GPU running in Americas", 9.0),
+        sku("2", "Spot Preemptible Nvidia GB200 Grace Blackwell GPU in Americas", 3.0),
+        sku("3", "TPU v5p chip running in Americas", 4.0),
+        sku("4", "TPU v5p chip running in Americas", 4.0, usage="Commit1Yr"),
+        sku("5", "TPU v5p chip running in Europe", 5.0, regions=("europe-west4",)),
+        sku("6", "TPU v5p chip (per GiB) in Americas", 1.0, unit="GiBy.h")])
+    q = cat.tpu_chip("v5p", "us-central1")
+    assert q.usd == 4.0 and q.skus[0].sku_id == "3"
+    assert cat.tpu_chip("v5p", "us-east5").usd is None
+    gpu = cat._match("us-central1", "".join(rf"(?=.*\b{w}\b)" for w in
+                                             ("GB200", "Grace", "Blackwell")) + r".*\bgpu\b",
+                     "h", "GPU GB200")
+    assert gpu.usd == 9.0
+    assert cat.tpu_chip("v9", "us-central1").reason == "no SKU matching rule for TPU v9"

@@ -186,8 +186,8 @@ class BillingCatalog:
                     region: str) -> Quote:
         """Per VM-hour of GPU machine ``machine_type`` (``spec``: its gpu.yaml entry, with
         gpus, vcpu, memoryGb, family; ``gpu_name``: the GPU's displayName)."""
-        words = [w for w in gpu_name.split() if w.lower() != "nvidia"]
-        gpu = self._match(region, "".join(rf"(?=.*\b{re.escape(w)}\b)" for w in words)
+        words = [w for w in re.findall(r"[A-Za-z0-9]+", gpu_name) if w.lower() != "nvidia"]
+        gpu = self._match(region, "".join(rf"(?=.*\b{w}\b)" for w in words)
                           + r".*\bgpu\b", "h", f"GPU {gpu_name}")
         if gpu.usd is None:
             return gpu
