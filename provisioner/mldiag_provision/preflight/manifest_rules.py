@@ -199,15 +199,22 @@ def shape_key(ctx: Context) -> str | None:
     no reference itself): a recipe whose data names the variable and whose workloads set
     ``env`` keeps its name in the key.
     """
+    found: str | None = ctx.memo.get("shape")
+    if found is not None or "shape" in ctx.memo:
+        return found
     data = ctx.data
+    meta = data.get("metadata") if isinstance(data, dict) else None
     if not isinstance(data, dict):
-        return None
-    whole = repr(data)
-    meta = data.get("metadata")
-    if not isinstance(meta, dict) or (k8s.PROFILES_ENV in whole and any(
-            w.env for w in ctx.recipe.spec.workloads)):
-        return whole
-    return repr({**data, "metadata": {k: v for k, v in meta.items() if k != "name"}})
+        found = None
+    elif not isinstance(meta, dict):
+        found = repr(data)
+    else:
+        # (a DNS-label name cannot hold the variable's name: it is looked for in the rest)
+        found = repr({**data, "metadata": {k: v for k, v in meta.items() if k != "name"}})
+        if k8s.PROFILES_ENV in found and any(w.env for w in ctx.recipe.spec.workloads):
+            found = repr(data)
+    ctx.memo["shape"] = found
+    return found
 
 
 def _by_shape(ctx: Context, name: str,
