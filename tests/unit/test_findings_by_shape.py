@@ -147,3 +147,21 @@ def test_the_stack_name_reaches_rendered_objects_only_in_the_profiles_variable(
         for part in path[:-1]:
             entry = entry[part]  # type: ignore[index]
         assert entry["name"] == PROFILES_ENV, path  # type: ignore[index]
+
+
+def test_cluster_limits_follow_the_fact_store_in_use() -> None:
+    """cluster_limits is remembered per mode (issue 32) and per fact store: a what-if store
+    (``use_store``) gets its own facts, and the bundled store's come back after it."""
+    from mldiag_provision.catalog.store import FactStore, store, use_store
+    from mldiag_provision.cluster.from_plan import cluster_limits
+
+    bundled = cluster_limits("standard")
+    assert bundled is not None and bundled is cluster_limits("standard")
+    assert bundled.fact("nodesPerClusterMax") is store().fact(
+        "places", "gkeLimits", "nodesPerClusterMax")
+    what_if = FactStore(unverified=True)
+    with use_store(what_if):
+        other = cluster_limits("standard")
+        assert other is not None and other is not bundled
+        assert other.fact("nodesPerClusterMax").confidence == "L"
+    assert cluster_limits("standard") is not other
