@@ -88,7 +88,8 @@ def check_text(text: str, file: str, catalog: Catalog | None = None) -> CheckRes
     problems: list[Problem] = list(parsed.problems)
     shapes: dict[int, SliceShape | GpuShape | None] = {}
     if parsed.recipe is not None:
-        found, shapes = run_preflight(parsed.recipe, catalog, parsed.sourcemap)
+        found, shapes = run_preflight(parsed.recipe, catalog, parsed.sourcemap,
+                                      data=parsed.data)
         problems.extend(found)
     problems.sort(key=lambda p: (p.line, p.column, p.severity is not Severity.ERROR))
     return CheckResult(parsed=parsed, report=Report(file=file, problems=problems), shapes=shapes)

@@ -49,10 +49,13 @@ def all_pass_project(project: str = "my-ml-project") -> FakeProject:
         quota_dims("us-east5", 16, gpu_family="NVIDIA_H200")]
     # current usage (Compute regions.get): some in use, enough left for every recipe
     fp.region_quotas = {
-        "us-central2": [region_quota("CPUS", 96, 8), region_quota("TPU_PODSLICE_V4", 64, 16)],
-        "us-central1": [region_quota("TPU_LITE_PODSLICE_V5", 64, 8)],
+        "us-central2": [region_quota("CPUS", 96, 8), region_quota("TPU_PODSLICE_V4", 64, 16),
+                        region_quota("E2_CPUS", 96, 8)],
+        "us-central1": [region_quota("TPU_LITE_PODSLICE_V5", 64, 8),
+                        region_quota("E2_CPUS", 96, 8)],
         "us-east5": [region_quota("PREEMPTIBLE_TPU_V6E", 64, 0),
-                     region_quota("NVIDIA_H200_GPUS", 16, 0)]}
+                     region_quota("NVIDIA_H200_GPUS", 16, 0), region_quota("E2_CPUS", 96, 8),
+                     region_quota("N2_CPUS", 96, 8)]}
     fp.clusters[("us-central1", "research-cluster")] = {
         "name": "research-cluster", "location": "us-central1",
         "currentMasterVersion": "1.35.2-gke.1200", "status": "RUNNING",

@@ -522,3 +522,68 @@ def test_plan_gate_fail_raises_before_terraform_and_override_announces(gcp, repo
                       Console(err, color=False))
     assert any(r["status"] == "FAIL" for r in rows_)
     assert "--ignore-live-failures: going on to Terraform despite 1 FAILED" in err.getvalue()
+
+
+# --- CPU quotas with usage (issue 29) ----------------------------------------------------------
+
+def test_cpu_quota_usage_that_leaves_too_little_fails_naming_the_quota(gcp, capsys, repo_root):
+    """The GKE Standard system pool (e2-standard-4, one node per zone of us-east5) draws
+    E2_CPUS; a usage that leaves fewer vCPUs than it needs FAILs with the numbers."""
+    for q in gcp.project.region_quotas["us-east5"]:
+        if q["metric"] == "E2_CPUS":
+            q["usage"] = 90.0
+    rc, doc, _ = live(capsys, repo_root, V5P)
+    fails = rows(doc, "FAIL")
+    assert rc == 1 and len(fails) == 1, fails
+    msg = fails[0]["message"]
+    assert msg.startswith("CPU quota E2_CPUS: limit 96 - usage 90 = 6 free in us-east5; "
+                          "system node pool (")
+    assert "x e2-standard-4, 4 vCPUs each) need(s)" in msg
+    assert "request an increase of E2_CPUS in us-east5" in fails[0]["hint"]
+    assert "--ignore-live-failures" in fails[0]["hint"]
+    assert fails[0]["evidence"] == "projects/my-ml-project/regions/us-east5 quotas[E2_CPUS]"
+
+
+def test_cpu_quota_with_enough_left_passes_with_the_numbers(gcp, capsys, repo_root):
+    rc, doc, _ = live(capsys, repo_root, V5P)
+    cpu = [r for r in rows(doc, "PASS", "quota") if r["message"].startswith("CPU quota")]
+    assert rc == 0 and len(cpu) == 1
+    assert "limit 96 - usage 8 = 88 free in us-east5" in cpu[0]["message"]
+
+
+def test_slurm_login_nodes_and_spot_node_sets_draw_their_own_quotas(gcp, capsys, repo_root):
+    """slurm-a3-ultra-lustre: the login node (n2-standard-8, on-demand) draws N2_CPUS; the
+    cpu node set (up to 4 x n2-standard-16, Spot) draws PREEMPTIBLE_CPUS. Both short: two
+    FAILs, each naming its quota and pool."""
+    gcp.project.region_quotas["us-east5"] += [region_quota("PREEMPTIBLE_CPUS", 64, 40)]
+    for q in gcp.project.region_quotas["us-east5"]:
+        if q["metric"] == "N2_CPUS":
+            q["limit"], q["usage"] = 64.0, 60.0
+    rc, doc, _ = live(capsys, repo_root, "slurm-a3-ultra-lustre")
+    cpu = sorted(r["message"] for r in rows(doc, "FAIL") if r["message"].startswith("CPU"))
+    assert rc == 1 and cpu == [
+        "CPU quota N2_CPUS: limit 64 - usage 60 = 4 free in us-east5; Slurm login nodes "
+        "(1 x n2-standard-8, 8 vCPUs each) need(s) 8 vCPUs",
+        "CPU quota PREEMPTIBLE_CPUS: limit 64 - usage 40 = 24 free in us-east5; Slurm node "
+        "set cpu (4 x n2-standard-16, 16 vCPUs each) need(s) 64 vCPUs"], rows(doc, "FAIL")
+
+
+def test_cpu_quota_not_listed_is_a_warn_not_a_fail(gcp, capsys, repo_root):
+    gcp.project.region_quotas["us-east5"] = [
+        q for q in gcp.project.region_quotas["us-east5"] if q["metric"] != "E2_CPUS"]
+    rc, doc, _ = live(capsys, repo_root, V5P)
+    warns = [r for r in rows(doc, "WARN") if "E2_CPUS" in r["message"]]
+    assert rc == 0 and len(warns) == 1
+    assert "regions.get lists no metric E2_CPUS in us-east5" in warns[0]["message"]
+
+
+def test_cpu_metric_and_vcpus_by_machine_name():
+    from mldiag_provision.preflight.live.checks import cpu_metric
+    from mldiag_provision.preflight.live.target import CpuNeed, vcpus_of
+
+    assert vcpus_of("e2-standard-4") == 4 and vcpus_of("c3-highcpu-22") == 22
+    assert vcpus_of("n2-highmem-128") == 128
+    assert vcpus_of("e2-medium") is None and vcpus_of("n2-custom-4-8192") is None
+    assert cpu_metric(CpuNeed("x", "n2-standard-4", 1, 4, "on-demand")) == "N2_CPUS"
+    assert cpu_metric(CpuNeed("x", "n1-standard-4", 1, 4, "on-demand")) == "CPUS"
+    assert cpu_metric(CpuNeed("x", "n2-standard-4", 1, 4, "spot")) == "PREEMPTIBLE_CPUS"

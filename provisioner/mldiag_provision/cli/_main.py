@@ -277,7 +277,10 @@ def cmd_validate(args: argparse.Namespace, out: Console) -> int:
                          hint="name - once")
     # stdin cannot be shared by workers: a run that reads it checks every file here
     jobs = 1 if "-" in paths else args.jobs
-    verdicts = map_ordered(_verdict, paths, jobs, prepare=_prepare_checks)
+    from mldiag_provision.preflight.manifest_rules import shared_by_shape
+
+    with shared_by_shape():  # recipes of one workload shape share its manifests' findings
+        verdicts = map_ordered(_verdict, paths, jobs, prepare=_prepare_checks)
     results = [v for v in verdicts if v.read]
     unreadable = [v for v in verdicts if not v.read]
     total_e = len(unreadable)

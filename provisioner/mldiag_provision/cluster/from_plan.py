@@ -144,6 +144,21 @@ def cluster_limits(mode: Mode) -> ClusterLimits | None:
     cluster: its own size is not the recipe's)."""
     if mode == "unknown":
         return None
+    from mldiag_provision.catalog.store import store
+
+    facts_in = store()
+    found = _LIMITS.get(mode)
+    if found is None or found[0] is not facts_in:  # worked out once per mode and fact store
+        found = _LIMITS[mode] = (facts_in, _cluster_limits(mode))
+    return found[1]
+
+
+# cluster_limits' answers by mode, with the fact store they were read from (preflight asks
+# twice per recipe, issue 32)
+_LIMITS: dict[str, tuple[object, ClusterLimits]] = {}
+
+
+def _cluster_limits(mode: Mode) -> ClusterLimits:
     from mldiag_provision.catalog.places import limit
 
     facts = {k: limit(k) for k in _LIMIT_KEYS}

@@ -54,6 +54,7 @@ class Line:
     confidence: str
     read: str | None
     note: str | None = None
+    live: str | None = None  # cost --live: what the Billing Catalog said of this line
 
     @property
     def counted(self) -> bool:
@@ -73,6 +74,7 @@ class Bill:
     prices_age_days: int
     currency: str = "USD"
     notes: tuple[str, ...] = field(default=())
+    live: str | None = None  # cost --live: which catalog was read, how many SKUs, when
 
     @property
     def total_max(self) -> float:
@@ -100,7 +102,7 @@ class Bill:
                 "lower_bound": self.lower_bound,
                 "unknown_lines": len(self.unknown),
                 "prices": {"date": self.prices_date, "age_days": self.prices_age_days,
-                           "table": "catalog/data/prices.yaml"},
+                           "table": "catalog/data/prices.yaml", "live": self.live},
                 "notes": list(self.notes),
                 "lines": [asdict(ln) for ln in self.lines]}
 
@@ -125,8 +127,8 @@ def _line(item: str, kind: str, price: Price, *, region: str, zone: str | None,
                 vms_max=vms[1] if vms else None, chips=chips, unit=price.unit,
                 units_min=units[0], units_max=units[1], unit_usd=usd,
                 hourly_min=hourly[0], hourly_max=hourly[1], status=status or price.status,
-                reason=why, source=price.source, confidence=price.fact.confidence,
-                read=price.read, note="; ".join(notes) or None)
+                reason=why, source=price.source, confidence=price.confidence,
+                read=price.read, note="; ".join(notes) or None, live=price.live_note)
 
 
 def _scaled(capacity: str, vms: int) -> tuple[int, int]:
@@ -219,8 +221,10 @@ def bill_of_materials(plan: Mapping[str, Any], table: PriceTable | None = None) 
                                   reason="the cluster exists already; this stack creates no "
                                          "nodes, so its nodes are listed, not added"))
         notes.append("existing cluster: the stack creates no billed compute")
+    describe = getattr(getattr(table, "catalog", None), "describe", None)
     return Bill(stack=str(plan.get("name", "")), region=region, lines=tuple(lines),
-                prices_date=table.date, prices_age_days=table.age_days(), notes=tuple(notes))
+                prices_date=table.date, prices_age_days=table.age_days(), notes=tuple(notes),
+                live=describe() if describe else None)
 
 
 def _replace(line: Line, **changes: Any) -> Line:

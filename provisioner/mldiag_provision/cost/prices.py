@@ -43,6 +43,12 @@ class Price:
     reserved: str | None = None
     floor: bool = False
     on_demand_usd: float | None = None
+    live_note: str | None = None
+    """``cost --live``: what the Cloud Billing Catalog said of this row (agrees, differs,
+    unknown and why); None offline."""
+    live_source: str | None = None
+    """The SKU the figure comes from when the live price is the one counted."""
+    live_read: str | None = None
 
     @property
     def status(self) -> str:
@@ -55,15 +61,24 @@ class Price:
 
     @property
     def source(self) -> str:
-        return self.fact.url
+        return self.live_source or self.fact.url
+
+    @property
+    def confidence(self) -> str:
+        """The fact's; ``L`` for a live figure (the SKU matching rule is unverified)."""
+        return "L" if self.live_source else self.fact.confidence
 
     @property
     def read(self) -> str | None:
+        if self.live_source:
+            return self.live_read
         value = self.fact.data.get("read")
         return str(value) if value is not None else None
 
     @property
     def region_basis(self) -> str | None:
+        if self.live_source:  # a SKU offered in the line's region
+            return None
         value = self.fact.data.get("regionBasis")
         return str(value) if value is not None else None
 
@@ -114,7 +129,16 @@ class PriceTable:
             raise CatalogError(f"prices.yaml has no rule for capacity type {capacity!r}") from None
         answer = self._price(rule, "usdPerHour", base.unit, "*")
         return Price(None, base.unit, rule, unknown=answer.unknown, reserved=answer.reserved,
-                     on_demand_usd=base.usd, floor=base.floor)
+                     on_demand_usd=base.usd, floor=base.floor, live_note=base.live_note)
+
+    def _on_demand_tpu(self, version: str, region: str, base: Price) -> Price:
+        """Hook of :class:`~mldiag_provision.cost.live.LivePriceTable`: offline, ``base``."""
+        return base
+
+    def _on_demand_machine(self, machine_type: str, region: str, base: Price, *,
+                           gpu: bool) -> Price:
+        """Hook of :class:`~mldiag_provision.cost.live.LivePriceTable`: offline, ``base``."""
+        return base
 
     def cluster_fee(self, orchestrator: str, region: str) -> Price | None:
         """The GKE cluster management fee per cluster-hour; None when the orchestrator pays
@@ -135,8 +159,8 @@ class PriceTable:
         except CatalogError:
             raise CatalogError(f"prices.yaml has no entry for TPU {version!r}",
                                ) from None
-        return self._with_capacity(self._price(fact, "usdPerChipHour", "chip-hour", region),
-                                   capacity)
+        base = self._price(fact, "usdPerChipHour", "chip-hour", region)
+        return self._with_capacity(self._on_demand_tpu(version, region, base), capacity)
 
     def machine(self, machine_type: str, region: str, capacity: str, *, gpu: bool) -> Price:
         """Price per VM-hour of ``machine_type``: a GPU machine (gpu.yaml; every one has an
@@ -149,7 +173,9 @@ class PriceTable:
         except CatalogError:
             raise CatalogError(f"prices.yaml has no entry for GPU machine type "
                                f"{machine_type!r}") from None
-        return self._with_capacity(self._price(fact, "usdPerHour", "VM-hour", region), capacity)
+        base = self._price(fact, "usdPerHour", "VM-hour", region)
+        return self._with_capacity(self._on_demand_machine(machine_type, region, base, gpu=gpu),
+                                   capacity)
 
     def storage(self, kind: str) -> Price:
         """``filestore`` or ``lustre``: per GiB-month (unknown today)."""

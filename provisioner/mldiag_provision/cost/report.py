@@ -54,8 +54,9 @@ def total_text(bill: Bill) -> str:
 
 
 def _table_age(bill: Bill) -> str:
-    return (f"prices: catalog/data/prices.yaml, read {bill.prices_date} "
+    text = (f"prices: catalog/data/prices.yaml, read {bill.prices_date} "
             f"({bill.prices_age_days} days ago)")
+    return text + (f"; live: {bill.live}" if bill.live else "")
 
 
 def to_text(bill: Bill, *, recipe: str) -> str:
@@ -73,6 +74,10 @@ def to_text(bill: Bill, *, recipe: str) -> str:
     if reasons:
         out += ["", "not added to the total:"]
         out += [f"  - {ln.item}: {ln.reason}" for ln in reasons]
+    live = [ln for ln in bill.lines if ln.live]
+    if live:
+        out += ["", "live prices (Cloud Billing Catalog) against the offline table:"]
+        out += [f"  - {ln.item}: {ln.live}" for ln in live]
     notes = [ln for ln in bill.lines if ln.note]
     if notes or bill.notes:
         out += ["", "notes:"]
@@ -102,6 +107,12 @@ def to_markdown(bill: Bill, *, recipe: str, heading: str = "###") -> str:
     if reasons:
         lines += ["", "<details><summary>Not added to the total</summary>", ""]
         lines += [f"- {_cell(ln.item)}: {_cell(ln.reason)}" for ln in reasons]
+        lines += ["", "</details>"]
+    live = [ln for ln in bill.lines if ln.live]
+    if live:
+        lines += ["", "<details><summary>Live prices (Cloud Billing Catalog) against the "
+                  "offline table</summary>", ""]
+        lines += [f"- {_cell(ln.item)}: {_cell(ln.live)}" for ln in live]
         lines += ["", "</details>"]
     lines += ["", f"_{_table_age(bill)}; recipe `{_cell(recipe)}`_"]
     return "\n".join(lines) + "\n"

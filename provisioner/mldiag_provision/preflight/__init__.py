@@ -67,11 +67,16 @@ WHEN: dict[str, Callable[[Context], bool]] = {"slurm_rules": _slurm_may_report,
 """Rule modules imported only for a recipe they can report on: module -> that test."""
 
 
-def run_preflight(recipe: Recipe, catalog: Catalog, sourcemap: SourceMap,
+def run_preflight(recipe: Recipe, catalog: Catalog, sourcemap: SourceMap, *,
+                  data: object = None,
                   ) -> tuple[list[Problem], dict[int, SliceShape | GpuShape | None]]:
     """Run every rule. Returns (problems sorted by position, resolved slice shapes by slice
-    index: a TPU :class:`SliceShape` or a :class:`GpuShape`; None where it did not resolve)."""
-    ctx = Context(recipe=recipe, catalog=catalog, sourcemap=sourcemap)
+    index: a TPU :class:`SliceShape` or a :class:`GpuShape`; None where it did not resolve).
+
+    ``data``: the YAML data ``recipe`` was validated from, when the caller has it; inside
+    :func:`~mldiag_provision.preflight.manifest_rules.shared_by_shape` the manifest rules
+    reuse their findings for recipes whose data has the same workload shape."""
+    ctx = Context(recipe=recipe, catalog=catalog, sourcemap=sourcemap, data=data)
     for module, needed in WHEN.items():
         if needed(ctx):
             import_rules(module)

@@ -33,6 +33,9 @@ class Context:
     memo: dict[str, Any] = field(default_factory=dict)
     """What several rules derive once per recipe (the project plan, the rendered
     workloads: ``preflight/manifest_rules.py``)."""
+    data: object = None
+    """The YAML data ``recipe`` was validated from (None when the caller did not pass it):
+    the key under which the manifest rules reuse findings (``preflight/manifest_rules.py``)."""
 
     def problem(self, rule: str, path: Path, message: str, *, value: object = None,
                 expected: str | None = None, hint: str | None = None,

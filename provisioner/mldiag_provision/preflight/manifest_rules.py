@@ -18,7 +18,9 @@ so preflight runs before the whole plan exists and whatever else in the recipe i
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import dataclasses
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -127,12 +129,19 @@ def recipe_path(origin: Origin, res: Resource, path: Path) -> Path:
     return w_path
 
 
+# A problem of the manifest rules with what places it in a recipe: (the problem, its recipe
+# field path, whether its value's position is preferred to its key's).
+_Placed = tuple[Problem, Path, bool]
+
 @dataclass
 class RecipeLintContext(LintContext):
     """Lint's context over rendered objects whose problems land on the recipe."""
 
     preflight: Context | None = None
     origins: dict[int, Origin] = field(default_factory=dict)
+    located: dict[int, _Placed] | None = None
+    """When set: each problem made here by id -> (the problem, its recipe path, whether its
+    value's position is preferred), what :func:`_by_shape` needs to place it again."""
 
     def problem(self, res: Resource, rule: str, path: Path, message: str, *,
                 value: object = None, expected: str | None = None, hint: str | None = None,
@@ -141,10 +150,98 @@ class RecipeLintContext(LintContext):
         assert self.preflight is not None
         if isinstance(value, (dict, list)):
             value = None
-        return self.preflight.problem(
-            rule, recipe_path(self.origins[id(res)], res, path), message, value=value,
-            expected=expected, hint=hint, severity=severity, source=source, facts=facts,
-            prefer_value=value is not None, declared=declared)
+        where = recipe_path(self.origins[id(res)], res, path)
+        found = self.preflight.problem(
+            rule, where, message, value=value, expected=expected, hint=hint,
+            severity=severity, source=source, facts=facts, prefer_value=value is not None,
+            declared=declared)
+        if self.located is not None:
+            self.located[id(found)] = (found, where, value is not None)
+        return found
+
+
+# Findings of the manifest rules by workload shape (issue 32), while :func:`shared_by_shape`
+# is active: (rule function, shape key) -> (the catalog they were found with, the findings).
+_SHAPES: dict[tuple[str, str], tuple[object, tuple[_Placed, ...]]] | None = None
+_MAX_SHAPES = 4096
+
+
+@contextmanager
+def shared_by_shape() -> Iterator[None]:
+    """Within this block, recipes with the same workload shape (:func:`shape_key`) share the
+    manifest rules' findings: the manifests are rendered and linted for the first of them,
+    and every other gets the same problems placed at its own file, line and column. Used by
+    ``validate`` for its batch (issue 32: rendering and linting each recipe's manifests was
+    27 % of checking 1,000 recipes); outside it (a library call, a test that changes facts
+    between two checks) every recipe is worked out on its own."""
+    global _SHAPES
+    saved, _SHAPES = _SHAPES, {}
+    try:
+        yield
+    finally:
+        _SHAPES = saved
+
+
+def shape_key(ctx: Context) -> str | None:
+    """Everything the manifest rules' findings depend on, as one string; None when it cannot
+    be told (no YAML data passed to preflight).
+
+    The rules read the recipe (validated from ``ctx.data``: the same data, the same recipe),
+    the slice shapes (resolved from the recipe and the catalog: the catalog is compared
+    apart) and the facts; positions are not part of a finding's substance, they are looked
+    up again in each recipe. The key is the data less ``metadata.name``, which reaches the
+    rendered objects only in the value of :data:`~mldiag_provision.render.k8s.PROFILES_ENV`
+    (the default profiles bucket; tests/unit/test_findings_by_shape.py keeps it so). Of the
+    checks, only the wiring ones read every env value (lint's TPU checks and the cluster
+    check read env values by the names in ``tpu.workerEnv`` and the Megascale variables),
+    and wiring reads that one only as the value of a ``$(...)`` reference to it in another
+    variable (it is no coordinator variable, and a ``gs://`` URL of a DNS-label bucket holds
+    no reference itself): a recipe whose data names the variable and whose workloads set
+    ``env`` keeps its name in the key.
+    """
+    found: str | None = ctx.memo.get("shape")
+    if found is not None or "shape" in ctx.memo:
+        return found
+    data = ctx.data
+    meta = data.get("metadata") if isinstance(data, dict) else None
+    if not isinstance(data, dict):
+        found = None
+    elif not isinstance(meta, dict):
+        found = repr(data)
+    else:
+        # (a DNS-label name cannot hold the variable's name: it is looked for in the rest)
+        found = repr({**data, "metadata": {k: v for k, v in meta.items() if k != "name"}})
+        if k8s.PROFILES_ENV in found and any(w.env for w in ctx.recipe.spec.workloads):
+            found = repr(data)
+    ctx.memo["shape"] = found
+    return found
+
+
+def _by_shape(ctx: Context, name: str,
+              check: Callable[[Context, dict[int, _Placed] | None], Iterator[Problem]],
+              ) -> Iterator[Problem]:
+    """``check(ctx, located)``'s problems, reused from an earlier recipe of the same shape
+    inside :func:`shared_by_shape`, placed at this recipe's positions (its file, and the
+    line and column of each problem's recipe field here)."""
+    shapes = _SHAPES
+    key = shape_key(ctx) if shapes is not None else None
+    if shapes is None or key is None:
+        return check(ctx, None)
+    found = shapes.get((name, key))
+    if found is not None and found[0] is ctx.catalog:
+        sm = ctx.sourcemap
+        out = []
+        for problem, path, prefer_value in found[1]:
+            line, column = sm.locate(path, prefer_value=prefer_value)
+            out.append(dataclasses.replace(problem, file=sm.file, line=line, column=column))
+        return iter(out)
+    located: dict[int, _Placed] = {}
+    problems = list(check(ctx, located))
+    placed = [located.get(id(p)) for p in problems]
+    if len(shapes) < _MAX_SHAPES and all(
+            p is not None and p[0] is q for p, q in zip(placed, problems, strict=True)):
+        shapes[name, key] = (ctx.catalog, tuple(p for p in placed if p is not None))
+    return iter(problems)
 
 
 def rendered_workloads(ctx: Context) -> tuple[list[Resource], dict[int, Origin]]:
@@ -207,6 +304,11 @@ def _project(ctx: Context) -> ProjectPlan:
 @runs(*(c.id for c in lint_tpu.RULES))
 def workload_manifests(ctx: Context) -> Iterator[Problem]:
     """Lint's TPU checks over the manifests the plan would render for each workload."""
+    return _by_shape(ctx, "workload_manifests", _workload_manifests)
+
+
+def _workload_manifests(ctx: Context, located: dict[int, _Placed] | None,
+                        ) -> Iterator[Problem]:
     resources, origins = rendered_workloads(ctx)
     if not resources:
         return
@@ -214,7 +316,7 @@ def workload_manifests(ctx: Context) -> Iterator[Problem]:
                              LintOptions(kubernetes_version="",
                                          autopilot=ctx.recipe.spec.orchestrator.type
                                          == "gke-autopilot"),
-                             preflight=ctx, origins=origins)
+                             preflight=ctx, origins=origins, located=located)
     for check in lint_tpu.CHECKS:
         yield from check(lctx)
 
@@ -299,6 +401,10 @@ def cluster_model(ctx: Context) -> Iterator[Problem]:
     (:mod:`mldiag_provision.cluster.wiring`: a coordinator address a recipe's ``env`` sets
     names a pod the rendered JobSet or Job creates; lint's ``wiring-*`` rules, imported
     here and only when a workload sets ``env``, so ``validate`` starts no slower)."""
+    return _by_shape(ctx, "cluster_model", _cluster_model)
+
+
+def _cluster_model(ctx: Context, located: dict[int, _Placed] | None) -> Iterator[Problem]:
     rendered, rendered_origins = rendered_workloads(ctx)
     resources, origins = list(rendered), dict(rendered_origins)
     done = {o.workload for o in origins.values()}
@@ -320,7 +426,8 @@ def cluster_model(ctx: Context) -> Iterator[Problem]:
     lctx = RecipeLintContext(resources, ctx.catalog,
                              LintOptions(kubernetes_version="",
                                          autopilot=spec.orchestrator.type == "gke-autopilot"),
-                             cluster=model, preflight=ctx, origins=origins)
+                             cluster=model, preflight=ctx, origins=origins,
+                             located=located)
     yield from lint_cluster.check_cluster(lctx)
     if any(w.env for w in spec.workloads):
         # the renderer wires what it writes itself (tests/lint/test_coordinator_address.py,

@@ -357,8 +357,10 @@ _MappingNode = yaml.MappingNode
 class _Quick:
     """Builds a document's data without positions (the common case: nothing to report).
 
-    Keeps, for :class:`_Tree`, each mapping's keys as read (in the order of its flattened
-    pairs) and, for mappings that had merge keys, which key nodes are its own; and whether
+    Keeps, for :class:`_Tree`, the keys as read (in the order of its flattened pairs) of
+    each mapping with a merge key or a key that is not a plain string (the others' keys are
+    their key nodes' text, read when a position is asked for) and, for mappings that had
+    merge keys, which key nodes are its own; and whether
     any plain string scalar is one :func:`~mldiag_provision.yaml11.confusable` flags
     (``confusable``: False means the document's ``confusables`` table is empty, so lint need
     not build it). Raises :class:`_NeedsPaths` wherever :class:`_Builder` would report a
@@ -460,13 +462,14 @@ class _Quick:
             self.loader.flatten_mapping(node)
             return self._merged(node, own)
         out: dict[str, object] = {}
-        keys: list[str] = []
-        append = keys.append
+        read = False  # a key YAML read as another type than a string (1, true, ...)
         scalars = 0
         for key_node, value_node in node.value:
-            key = key_node.value if key_node.tag == _STR and key_node.__class__ is _ScalarNode \
-                else self._key(key_node)
-            append(key)
+            if key_node.tag == _STR and key_node.__class__ is _ScalarNode:
+                key = key_node.value
+            else:
+                key = self._key(key_node)
+                read = True
             if key in out:
                 raise _NeedsPaths  # a duplicate key
             if value_node.__class__ is _ScalarNode:  # build(value_node), inline
@@ -483,7 +486,8 @@ class _Quick:
         self.count += scalars
         if self.count > MAX_NODES:
             raise _NeedsPaths
-        self.keys[id(node)] = keys
+        if read:  # else _Tree reads the keys off the key nodes, when a position is asked for
+            self.keys[id(node)] = list(out)  # no duplicate, so the keys in their order
         return out
 
     def _merged(self, node: yaml.MappingNode, own: set[int]) -> dict[str, object]:
@@ -530,6 +534,15 @@ class _Tree:
         mark = node.start_mark
         return (mark.line + 1 + self.offset, mark.column + 1)
 
+    def _keys(self, node: yaml.MappingNode) -> list[str]:
+        """A mapping's keys as the quick pass read them, in the order of its pairs: kept by
+        the pass where a key is not a plain string or the mapping had merge keys, else the
+        key nodes' own text (issue 32: no list per mapping while loading)."""
+        found = self.keys.get(id(node))
+        if found is None:
+            found = self.keys[id(node)] = [k.value for k, _ in node.value]
+        return found
+
     def entries(self, node: yaml.MappingNode) -> dict[str, tuple[yaml.Node, yaml.Node]]:
         """The pairs of a mapping by key, as the builder kept them."""
         found = self._entries.get(id(node))
@@ -537,7 +550,7 @@ class _Tree:
             found = {}
             own = self.own.get(id(node))
             owned: set[str] = set()
-            for pair, key in zip(node.value, self.keys[id(node)], strict=True):
+            for pair, key in zip(node.value, self._keys(node), strict=True):
                 if key in owned:
                     continue
                 found[key] = pair
@@ -553,7 +566,7 @@ class _Tree:
             if isinstance(node, yaml.MappingNode):
                 if not isinstance(part, str):
                     return None, None
-                keys = self.keys[id(node)]
+                keys = self._keys(node)
                 if len(keys) <= 16 and id(node) not in self.own:
                     # no merge and (the quick pass refuses duplicates) no repeated key: the
                     # pair is the one at the key's index, found without entries()' table

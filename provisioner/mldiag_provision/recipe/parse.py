@@ -69,12 +69,15 @@ _TYPE_WORDS = {
 
 @dataclass
 class ParsedRecipe:
-    """Outcome of parsing one recipe file; ``recipe`` is ``None`` when it did not validate."""
+    """Outcome of parsing one recipe file; ``recipe`` is ``None`` when it did not validate.
+    ``data``: the YAML data ``recipe`` was validated from (plain dicts, lists and scalars;
+    ``None`` without a recipe): preflight keys the findings it reuses on it."""
 
     file: str
     recipe: Recipe | None
     sourcemap: SourceMap
     problems: list[Problem] = field(default_factory=list)
+    data: object = None
 
 
 def _describe(value: object) -> str:
@@ -201,4 +204,6 @@ def parse_recipe_text(text: str, file: str) -> ParsedRecipe:
                                            for e in exc.errors()) if p.path not in unreadable)
     if any(p.severity.value == "error" for p in parsed.problems):
         parsed.recipe = None
+    if parsed.recipe is not None:
+        parsed.data = doc.data
     return parsed

@@ -44,6 +44,11 @@ class WorkloadSource(Protocol):
     def slices(self) -> tuple[SlicePlan, ...]: ...
 
 
+# The env variable that carries the profiles bucket (gs://<bucket>) into every workload whose
+# recipe has diagnostics on; the default bucket's name holds the stack's name
+# (preflight/manifest_rules.py shape_key relies on this being the only place it is rendered).
+PROFILES_ENV = "MLDIAG_PROFILES_GCS_PATH"
+
 def _diagnostics(plan: WorkloadSource) -> KubernetesDiagnosticsPlan:
     """The plan's diagnostics with the Kubernetes identity (every plan with workloads).
 
@@ -70,8 +75,7 @@ def _container(plan: WorkloadSource, w: WorkloadPlan, multi_host: bool) -> dict[
         # machinelearning_run(region=os.environ["MLDIAG_MLRUN_REGION"],
         #                     gcs_path=os.environ["MLDIAG_PROFILES_GCS_PATH"], ...)
         for name, value in (("MLDIAG_MLRUN_REGION", plan.diagnostics.mlrun_region),
-                            ("MLDIAG_PROFILES_GCS_PATH",
-                             f"gs://{plan.diagnostics.profiles_bucket.name}")):
+                            (PROFILES_ENV, f"gs://{plan.diagnostics.profiles_bucket.name}")):
             if name not in w.env:
                 env.append({"name": name, "value": value})
     if w.kind == "JobSet" and w.slices > 1:

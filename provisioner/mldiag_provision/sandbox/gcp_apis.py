@@ -20,6 +20,14 @@ response shapes:
   * Compute v1 Region with ``quotas[]`` {metric, limit, usage} (``FakeProject.region_quotas``),
     ``quotaStatusWarning`` when a region's quota information is unavailable
     (https://cloud.google.com/compute/docs/reference/rest/v1/regions/get);
+  * Cloud Billing Catalog v1 ``services.list`` / ``services.skus.list``
+    (https://cloud.google.com/billing/docs/reference/rest/v1/services/list,
+    https://cloud.google.com/billing/docs/reference/rest/v1/services.skus/list; the Sku
+    resource: skuId, description, category{serviceDisplayName, resourceFamily, resourceGroup,
+    usageType}, serviceRegions, pricingInfo[].pricingExpression{usageUnit, tieredRates[]
+    {startUsageAmount, unitPrice{currencyCode, units, nanos}}},
+    https://cloud.google.com/billing/docs/reference/rest/v1/services.skus/list#Sku) from
+    ``FakeProject.billing_skus`` (:func:`billing_sku`), paged (``pageSize``/``pageToken``);
   * whether a name is taken (``FakeProject.taken``): Compute v1 ``get`` of routers, firewalls,
     networks, subnetworks, resource policies, and Cloud Storage JSON ``buckets.get``
     (https://cloud.google.com/storage/docs/json_api/v1/buckets/get; 403 for a bucket of
@@ -77,6 +85,11 @@ class FakeProject:
     customRole (role id), gcsBucket, computeRouter, ...); every other name is free (404).
     ``customRoleDeleted``: roles deleted less than 7 days ago; ``gcsBucketHidden``: buckets
     of another project (403)."""
+    billing_services: dict[str, str] = field(default_factory=lambda: {
+        "6F81-5844-456A": "Compute Engine", "STANDIN-TPU-0001": "Cloud TPU"})
+    """Cloud Billing Catalog services: service id -> displayName (``services.list``)."""
+    billing_skus: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    """service id -> its public SKUs (:func:`billing_sku`), ``services.skus.list``."""
     denied: set[str] = field(default_factory=set)  # API names answering 403
     disabled: set[str] = field(default_factory=set)  # API names off: 403 SERVICE_DISABLED
     delay_s: dict[str, float] = field(default_factory=dict)
@@ -92,6 +105,36 @@ def region_quota(metric: str, limit: float, usage: float) -> dict[str, Any]:
     """One ``quotas[]`` entry of a Compute Region (documented shape: metric, limit, usage,
     https://cloud.google.com/compute/docs/reference/rest/v1/regions/get)."""
     return {"metric": metric, "limit": float(limit), "usage": float(usage)}
+
+
+def billing_sku(service_id: str, sku_id: str, description: str, usd_per_unit: float, *,
+                regions: list[str], family: str = "Compute", group: str = "",
+                usage_type: str = "OnDemand", unit: str = "h",
+                service_name: str = "Compute Engine") -> dict[str, Any]:
+    """One Cloud Billing Catalog ``Sku`` in its documented JSON shape
+    (https://cloud.google.com/billing/docs/reference/rest/v1/services.skus/list#Sku): one
+    pricingInfo with one tier from 0, the price as Money ``units`` (int64, a JSON string) and
+    ``nanos`` (https://cloud.google.com/billing/docs/reference/rest/v1/services.skus/list#Money).
+    """
+    units = int(usd_per_unit)
+    nanos = round((usd_per_unit - units) * 1e9)
+    return {
+        "name": f"services/{service_id}/skus/{sku_id}", "skuId": sku_id,
+        "description": description,
+        "category": {"serviceDisplayName": service_name, "resourceFamily": family,
+                     "resourceGroup": group, "usageType": usage_type},
+        "serviceRegions": list(regions),
+        "pricingInfo": [{
+            "effectiveTime": "2026-11-01T00:00:00Z", "summary": "",
+            "pricingExpression": {
+                "usageUnit": unit, "displayQuantity": 1, "baseUnit": "s",
+                "baseUnitConversionFactor": 3600, "usageUnitDescription": "hour",
+                "baseUnitDescription": "second",
+                "tieredRates": [{"startUsageAmount": 0, "unitPrice": {
+                    "currencyCode": "USD", "units": str(units), "nanos": nanos}}]},
+            "currencyConversionRate": 1}],
+        "serviceProviderName": "Google", "geoTaxonomy": {"type": "REGIONAL",
+                                                         "regions": list(regions)}}
 
 
 def reservation(name: str, zone: str, machine_type: str, count: int, in_use: int = 0,
@@ -146,6 +189,9 @@ _ROUTES: list[tuple[str, re.Pattern[str], str, str]] = [
                 r"(?P<coll>routers|firewalls|networks|subnetworks|resourcePolicies)/"
                 r"(?P<n>[^/]+)$", "compute", "get_named"),
         ("GET", r"^/storage/v1/b/(?P<b>[^/]+)$", "storage", "get_bucket"),
+        # Cloud Billing Catalog (issue 29: cost --live)
+        ("GET", r"^/v1/services$", "cloudbilling", "billing_services"),
+        ("GET", r"^/v1/services/(?P<svc>[^/]+)/skus$", "cloudbilling", "billing_skus"),
     ]]
 
 # Compute collection -> plan/owned.py kind
@@ -469,3 +515,31 @@ class GcpApis:
         else:
             body["quotas"] = [dict(q, owner=f"projects/{p}") for q in quotas]
         return body
+
+    # --- Cloud Billing Catalog ------------------------------------------------------------
+    @staticmethod
+    def _page(items: list[dict[str, Any]], q: dict[str, str], key: str) -> dict[str, Any]:
+        """One page of ``items`` (``pageSize``, default 5000 as the API's guide says;
+        ``pageToken``: the offset as a string), with ``nextPageToken`` when more remain."""
+        size = int(q.get("pageSize") or 5000) or 5000
+        start = int(q.get("pageToken") or 0)
+        out: dict[str, Any] = {key: items[start:start + size]}
+        if start + size < len(items):
+            out["nextPageToken"] = str(start + size)
+        return out
+
+    def _billing_services(self, q: dict[str, str], **_: Any) -> dict[str, Any]:
+        """``services.list``: every public service (name, serviceId, displayName,
+        businessEntityName)."""
+        services = [{"name": f"services/{sid}", "serviceId": sid, "displayName": name,
+                     "businessEntityName": "businessEntities/GCP"}
+                    for sid, name in sorted(self.project.billing_services.items())]
+        return self._page(services, q, "services")
+
+    def _billing_skus(self, svc: str, q: dict[str, str], **_: Any) -> dict[str, Any]:
+        """``services.skus.list``: the service's SKUs; 404 for an unknown service."""
+        if svc not in self.project.billing_services:
+            raise _Error(404, "NOT_FOUND", f"Service services/{svc} not found.")
+        if q.get("currencyCode", "USD") != "USD":
+            raise _Error(400, "INVALID_ARGUMENT", "the stand-in prices in USD only")
+        return self._page(list(self.project.billing_skus.get(svc, [])), q, "skus")

@@ -45,7 +45,7 @@ from mldiag_provision.preflight.live import (
     WARN,
     LiveResult,
 )
-from mldiag_provision.preflight.live.target import SliceNeed, Target, facts, role_for
+from mldiag_provision.preflight.live.target import CpuNeed, SliceNeed, Target, facts, role_for
 
 SCOPES = ("https://www.googleapis.com/auth/cloud-platform",)
 TEST_IAM_BATCH = 100
@@ -792,6 +792,60 @@ def check_quota(s: Session, quota_id: str, dims: dict[str, str], need: int,
     return [LiveResult("quota", PASS, f"quota {label}: {numbers}", f"{name}; {usage_ev}")]
 
 
+def cpu_metric(need: CpuNeed) -> str:
+    """The Compute ``regions.get`` metric the vCPUs of ``need`` draw: ``PREEMPTIBLE_CPUS`` for
+    Spot, ``<SERIES>_CPUS`` for a series with its own quota, else ``CPUS``. Source and
+    confidence: ``data/gcp.yaml`` quotas.cpu."""
+    q = facts()["quotas"]["cpu"]
+    if need.capacity == "spot":
+        return str(q["spot"])
+    series = need.machine_type.split("-", 1)[0].upper()
+    return f"{series}_CPUS" if series in q["families"] else str(q["default"])
+
+
+def check_cpu_quota(s: Session, metric: str, needs: list[CpuNeed]) -> list[LiveResult]:
+    """What is left of the region's vCPU quota ``metric`` (Compute ``regions.get``: limit
+    minus current usage) covers the vCPUs of ``needs`` (VMs x vCPUs per VM, at their
+    largest).
+
+    Returns one row: FAIL when limit - usage < need, naming the metric, the region, the
+    numbers, the pools, and what ``--ignore-live-failures`` risks; WARN when the quota could
+    not be read (denied, not listed, no quota information); else PASS with the numbers.
+    """
+    t = s.target
+    need = sum(n.vms * (n.vcpus or 0) for n in needs)
+    who = ", ".join(f"{n.name} ({n.vms} x {n.machine_type}, {n.vcpus} vCPUs each)"
+                    for n in needs)
+    ev = f"projects/{t.project}/regions/{t.region} quotas[{metric}]"
+    try:
+        listed = _region_quotas(s)
+    except Exception as exc:
+        return [_could_not("quota", f"CPU quota {metric}", ev, exc, s,
+                           permission="compute.regions.get")]
+    if listed is None or metric not in listed:
+        why = ("regions.get returned no quota information (quotaStatusWarning)"
+               if listed is None else f"regions.get lists no metric {metric} in {t.region}")
+        return [LiveResult("quota", WARN, f"CPU quota {metric} in {t.region} not checked: "
+                           f"{why}; {who} need(s) {need} vCPUs", ev,
+                           "check the quota in the console (IAM & Admin > Quotas)")]
+    limit, usage = listed[metric]
+    free = limit - usage
+    numbers = (f"limit {_num(limit)} - usage {_num(usage)} = {_num(free)} free in "
+               f"{t.region}; {who} need(s) {need} vCPUs")
+    if free < need:
+        return [LiveResult("quota", FAIL, f"CPU quota {metric}: {numbers}", ev,
+                           f"request an increase of {metric} in {t.region} "
+                           "(https://cloud.google.com/docs/quotas/help/request_increase), or "
+                           "free vCPUs in use there, or pick a smaller machine type; "
+                           + IGNORE_RISK.replace("the node pool", "the CPU pool"))]
+    return [LiveResult("quota", PASS, f"CPU quota {metric}: {numbers}", ev)]
+
+
+def _cpu_skipped(need: CpuNeed) -> list[LiveResult]:
+    return [LiveResult("quota", SKIP, f"{need.name}: CPU quota not checked (the vCPU count of "
+                       f"{need.machine_type} is not in its name)", need.name, None)]
+
+
 def _quota_skipped(sl: SliceNeed) -> list[LiveResult]:
     """The SKIP row of a slice whose quota is not checked, and why."""
     why = {"reservation": "reserved capacity was counted against quota when the reservation "
@@ -986,6 +1040,14 @@ def tasks(s: Session) -> list[Callable[[], list[LiveResult]]]:
     for (qid, dims), (need, names) in quotas.items():
         out.append(functools.partial(check_quota, s, qid, dict(dims), need, names,
                                      metrics[(qid, dims)]))
+    cpu: dict[str, list[CpuNeed]] = {}
+    for c in t.cpus:
+        if c.vcpus is None:
+            out.append(functools.partial(_cpu_skipped, c))
+        else:
+            cpu.setdefault(cpu_metric(c), []).append(c)
+    for metric, needs in cpu.items():
+        out.append(functools.partial(check_cpu_quota, s, metric, needs))
     return out
 
 

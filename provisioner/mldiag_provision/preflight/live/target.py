@@ -58,6 +58,66 @@ class SliceNeed:
     reservation_project: str | None
 
 
+@dataclass(frozen=True)
+class CpuNeed:
+    """vCPUs one CPU pool of the stack needs at its largest: ``vms`` VMs of ``machine_type``
+    with ``vcpus`` each (None: the count is not in the name, e.g. a shared-core E2)."""
+
+    name: str  # "system node pool", "Slurm node set cpu", "Slurm login nodes"
+    machine_type: str
+    vms: int
+    vcpus: int | None
+    capacity: str  # on-demand | spot
+
+
+_PREDEFINED = re.compile(r"^[a-z][a-z0-9]*-[a-z]+(?:-[a-z]+)?-(\d+)$")
+
+
+def vcpus_of(machine_type: str) -> int | None:
+    """vCPUs of a predefined machine type, from its name (``n2-standard-4`` -> 4,
+    ``c3-highcpu-22`` -> 22); None for names that do not end in the count (shared-core
+    ``e2-medium``, custom ``n2-custom-4-8192``, ``-lssd`` variants). Source: the naming of
+    Compute Engine's predefined machine types, "the number of vCPUs" last
+    (https://cloud.google.com/compute/docs/machine-resource#machine_type_terminology;
+    confidence M, read from the tables, not a stated rule)."""
+    if "custom" in machine_type:
+        return None
+    m = _PREDEFINED.match(machine_type)
+    return int(m.group(1)) if m else None
+
+
+def cpu_needs(plan: Mapping[str, Any]) -> tuple[CpuNeed, ...]:
+    """The CPU pools of ``plan`` (``StackPlan.to_dict()``): the GKE Standard system pool (one
+    node per zone of the region, the module default ``system_pool_node_count`` 1; zones from
+    places.yaml, 1 when not listed), and on Slurm the CPU node sets (static + dynamic) and the
+    login nodes."""
+    out: list[CpuNeed] = []
+    cluster = plan.get("cluster") or {}
+    if cluster.get("type") == "gke-standard" and cluster.get("system_pool_machine_type"):
+        from mldiag_provision.catalog.places import places
+
+        zones = len(places().zones.get(str(plan["region"])) or ()) or 1
+        mt = str(cluster["system_pool_machine_type"])
+        out.append(CpuNeed("system node pool", mt, zones, vcpus_of(mt), "on-demand"))
+    slurm = plan.get("slurm") or {}
+    compute = {c["id"]: c for c in slurm.get("compute", ())}
+    for ns in slurm.get("node_sets", ()):
+        if ns.get("slice"):
+            continue  # an accelerator node set: its chips/GPUs are the slice's quota
+        c = compute.get(ns.get("compute_id"), {})
+        mt = str(ns.get("machine_type") or c.get("machine_type") or "")
+        n = int(ns.get("static_node_count") or 0) + int(ns.get("max_dynamic_node_count") or 0)
+        capacity = str(c.get("capacity") or "on-demand")
+        if mt and n and capacity in ("on-demand", "spot"):
+            out.append(CpuNeed(f"Slurm node set {ns['id']}", mt, n, vcpus_of(mt), capacity))
+    login = slurm.get("login_nodes")
+    if login and login.get("machine_type") and int(login.get("count") or 0):
+        mt = str(login["machine_type"])
+        out.append(CpuNeed("Slurm login nodes", mt, int(login["count"]), vcpus_of(mt),
+                           "on-demand"))
+    return tuple(out)
+
+
 @dataclass
 class Target:
     """Everything the checks look at, for one project."""
@@ -79,6 +139,9 @@ class Target:
     stack's own already (:mod:`mldiag_provision.plan.owned`): each must be free in Google
     Cloud (check ``names``)."""
     own_names: int = 0
+    cpus: tuple[CpuNeed, ...] = ()
+    """The CPU pools the stack creates (:func:`cpu_needs`): checked against the region's CPU
+    quotas (limit minus usage)."""
     """How many names the stack creates are its own already (the work directory's previous
     plan has them): not asked about."""
 
@@ -158,7 +221,8 @@ def build_target(plan: StackPlan, files: Mapping[str, bytes | str],
             reservation=s.reservation, reservation_project=s.reservation_project))
     from mldiag_provision.plan.owned import owned_names
 
-    owned = owned_names(plan.to_dict())
+    data = plan.to_dict()
+    owned = owned_names(data)
     known = set(known)
     names = tuple((o.kind, o.scope, o.name, o.field) for o in owned if o.key not in known)
     return Target(
@@ -168,7 +232,8 @@ def build_target(plan: StackPlan, files: Mapping[str, bytes | str],
         permissions={p: tuple(ts) for p, ts in sorted(perms.items())},
         roles=tuple(dict.fromkeys(roles)),
         custom_role_permissions=tuple(iam.permissions) if custom and iam is not None else (),
-        services=tuple(plan.services), gke=gke, existing=existing, slices=tuple(slices))
+        services=tuple(plan.services), gke=gke, existing=existing, slices=tuple(slices),
+        cpus=cpu_needs(data))
 
 
 # the attribute that holds a resource's name in Terraform state, by resource type, and the
