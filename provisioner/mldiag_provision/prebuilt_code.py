@@ -109,10 +109,10 @@ TEXTS['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is s
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
-   return (self.file,self.recipe,self.sourcemap,self.problems,)==(other.file,other.recipe,other.sourcemap,other.problems,)
+   return (self.file,self.recipe,self.sourcemap,self.problems,self.data,)==(other.file,other.recipe,other.sourcemap,other.problems,other.data,)
   return NotImplemented
  return __eq__
-TEXTS['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.file,self.recipe,self.sourcemap,self.problems,)==(other.file,other.recipe,other.sourcemap,other.problems,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+TEXTS['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.file,self.recipe,self.sourcemap,self.problems,self.data,)==(other.file,other.recipe,other.sourcemap,other.problems,other.data,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __eq__(self,other):
@@ -501,10 +501,10 @@ TEXTS['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is s
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
-   return (self.recipe,self.catalog,self.sourcemap,self.shapes,self.gpu_shapes,self.memo,)==(other.recipe,other.catalog,other.sourcemap,other.shapes,other.gpu_shapes,other.memo,)
+   return (self.recipe,self.catalog,self.sourcemap,self.shapes,self.gpu_shapes,self.memo,self.data,)==(other.recipe,other.catalog,other.sourcemap,other.shapes,other.gpu_shapes,other.memo,other.data,)
   return NotImplemented
  return __eq__
-TEXTS['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.recipe,self.catalog,self.sourcemap,self.shapes,self.gpu_shapes,self.memo,)==(other.recipe,other.catalog,other.sourcemap,other.shapes,other.gpu_shapes,other.memo,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+TEXTS['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.recipe,self.catalog,self.sourcemap,self.shapes,self.gpu_shapes,self.memo,self.data,)==(other.recipe,other.catalog,other.sourcemap,other.shapes,other.gpu_shapes,other.memo,other.data,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __eq__(self,other):
@@ -525,10 +525,10 @@ TEXTS['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is s
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
-   return (self.resources,self.catalog,self.options,self.templates,self._memo,self.cluster,self.preflight,self.origins,)==(other.resources,other.catalog,other.options,other.templates,other._memo,other.cluster,other.preflight,other.origins,)
+   return (self.resources,self.catalog,self.options,self.templates,self._memo,self.cluster,self.preflight,self.origins,self.located,)==(other.resources,other.catalog,other.options,other.templates,other._memo,other.cluster,other.preflight,other.origins,other.located,)
   return NotImplemented
  return __eq__
-TEXTS['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.resources,self.catalog,self.options,self.templates,self._memo,self.cluster,self.preflight,self.origins,)==(other.resources,other.catalog,other.options,other.templates,other._memo,other.cluster,other.preflight,other.origins,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+TEXTS['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.resources,self.catalog,self.options,self.templates,self._memo,self.cluster,self.preflight,self.origins,self.located,)==(other.resources,other.catalog,other.options,other.templates,other._memo,other.cluster,other.preflight,other.origins,other.located,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __eq__(self,other):
@@ -1218,9 +1218,9 @@ TEXTS['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qua
 
 def __create_fn__():
  def __repr__(self):
-  return self.__class__.__qualname__ + f"(file={self.file!r}, recipe={self.recipe!r}, sourcemap={self.sourcemap!r}, problems={self.problems!r})"
+  return self.__class__.__qualname__ + f"(file={self.file!r}, recipe={self.recipe!r}, sourcemap={self.sourcemap!r}, problems={self.problems!r}, data={self.data!r})"
  return __repr__
-TEXTS['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(file={self.file!r}, recipe={self.recipe!r}, sourcemap={self.sourcemap!r}, problems={self.problems!r})"\n return __repr__'] = __create_fn__.__code__
+TEXTS['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(file={self.file!r}, recipe={self.recipe!r}, sourcemap={self.sourcemap!r}, problems={self.problems!r}, data={self.data!r})"\n return __repr__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __repr__(self):
@@ -1524,9 +1524,9 @@ TEXTS['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qua
 
 def __create_fn__():
  def __repr__(self):
-  return self.__class__.__qualname__ + f"(recipe={self.recipe!r}, catalog={self.catalog!r}, sourcemap={self.sourcemap!r}, shapes={self.shapes!r}, gpu_shapes={self.gpu_shapes!r}, memo={self.memo!r})"
+  return self.__class__.__qualname__ + f"(recipe={self.recipe!r}, catalog={self.catalog!r}, sourcemap={self.sourcemap!r}, shapes={self.shapes!r}, gpu_shapes={self.gpu_shapes!r}, memo={self.memo!r}, data={self.data!r})"
  return __repr__
-TEXTS['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(recipe={self.recipe!r}, catalog={self.catalog!r}, sourcemap={self.sourcemap!r}, shapes={self.shapes!r}, gpu_shapes={self.gpu_shapes!r}, memo={self.memo!r})"\n return __repr__'] = __create_fn__.__code__
+TEXTS['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(recipe={self.recipe!r}, catalog={self.catalog!r}, sourcemap={self.sourcemap!r}, shapes={self.shapes!r}, gpu_shapes={self.gpu_shapes!r}, memo={self.memo!r}, data={self.data!r})"\n return __repr__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __repr__(self):
@@ -1548,9 +1548,9 @@ TEXTS['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qua
 
 def __create_fn__():
  def __repr__(self):
-  return self.__class__.__qualname__ + f"(resources={self.resources!r}, catalog={self.catalog!r}, options={self.options!r}, templates={self.templates!r}, _memo={self._memo!r}, cluster={self.cluster!r}, preflight={self.preflight!r}, origins={self.origins!r})"
+  return self.__class__.__qualname__ + f"(resources={self.resources!r}, catalog={self.catalog!r}, options={self.options!r}, templates={self.templates!r}, _memo={self._memo!r}, cluster={self.cluster!r}, preflight={self.preflight!r}, origins={self.origins!r}, located={self.located!r})"
  return __repr__
-TEXTS['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(resources={self.resources!r}, catalog={self.catalog!r}, options={self.options!r}, templates={self.templates!r}, _memo={self._memo!r}, cluster={self.cluster!r}, preflight={self.preflight!r}, origins={self.origins!r})"\n return __repr__'] = __create_fn__.__code__
+TEXTS['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(resources={self.resources!r}, catalog={self.catalog!r}, options={self.options!r}, templates={self.templates!r}, _memo={self._memo!r}, cluster={self.cluster!r}, preflight={self.preflight!r}, origins={self.origins!r}, located={self.located!r})"\n return __repr__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __repr__(self):
@@ -1784,14 +1784,15 @@ def __create_fn__(_type_file, _type_problems, _type_lines, _type_slices, _type_u
  return __init__
 TEXTS['def __create_fn__(_type_file, _type_problems, _type_lines, _type_slices, _type_usage_error, _type_read, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_problems, _dflt_lines, _dflt_slices, _dflt_usage_error, _dflt_read, _return_type):\n def __init__(self,file:_type_file,problems:_type_problems=_HAS_DEFAULT_FACTORY,lines:_type_lines=_HAS_DEFAULT_FACTORY,slices:_type_slices=_HAS_DEFAULT_FACTORY,usage_error:_type_usage_error=_dflt_usage_error,read:_type_read=_dflt_read)->_return_type:\n  self.file=file\n  self.problems=_dflt_problems() if problems is _HAS_DEFAULT_FACTORY else problems\n  self.lines=_dflt_lines() if lines is _HAS_DEFAULT_FACTORY else lines\n  self.slices=_dflt_slices() if slices is _HAS_DEFAULT_FACTORY else slices\n  self.usage_error=usage_error\n  self.read=read\n return __init__'] = __create_fn__.__code__
 
-def __create_fn__(_type_file, _type_recipe, _type_sourcemap, _type_problems, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_problems, _return_type):
- def __init__(self,file:_type_file,recipe:_type_recipe,sourcemap:_type_sourcemap,problems:_type_problems=_HAS_DEFAULT_FACTORY)->_return_type:
+def __create_fn__(_type_file, _type_recipe, _type_sourcemap, _type_problems, _type_data, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_problems, _dflt_data, _return_type):
+ def __init__(self,file:_type_file,recipe:_type_recipe,sourcemap:_type_sourcemap,problems:_type_problems=_HAS_DEFAULT_FACTORY,data:_type_data=_dflt_data)->_return_type:
   self.file=file
   self.recipe=recipe
   self.sourcemap=sourcemap
   self.problems=_dflt_problems() if problems is _HAS_DEFAULT_FACTORY else problems
+  self.data=data
  return __init__
-TEXTS['def __create_fn__(_type_file, _type_recipe, _type_sourcemap, _type_problems, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_problems, _return_type):\n def __init__(self,file:_type_file,recipe:_type_recipe,sourcemap:_type_sourcemap,problems:_type_problems=_HAS_DEFAULT_FACTORY)->_return_type:\n  self.file=file\n  self.recipe=recipe\n  self.sourcemap=sourcemap\n  self.problems=_dflt_problems() if problems is _HAS_DEFAULT_FACTORY else problems\n return __init__'] = __create_fn__.__code__
+TEXTS['def __create_fn__(_type_file, _type_recipe, _type_sourcemap, _type_problems, _type_data, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_problems, _dflt_data, _return_type):\n def __init__(self,file:_type_file,recipe:_type_recipe,sourcemap:_type_sourcemap,problems:_type_problems=_HAS_DEFAULT_FACTORY,data:_type_data=_dflt_data)->_return_type:\n  self.file=file\n  self.recipe=recipe\n  self.sourcemap=sourcemap\n  self.problems=_dflt_problems() if problems is _HAS_DEFAULT_FACTORY else problems\n  self.data=data\n return __init__'] = __create_fn__.__code__
 
 def __create_fn__(_type_file, _type_sourcemap, _type_data, _type_base, _type_document, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_base, _dflt_document, _return_type):
  def __init__(self,file:_type_file,sourcemap:_type_sourcemap,data:_type_data,base:_type_base=_dflt_base,document:_type_document=_dflt_document)->_return_type:
@@ -2400,17 +2401,18 @@ def __create_fn__(_type_private_nodes, _type_private_endpoint, _type_master_cidr
  return __init__
 TEXTS["def __create_fn__(_type_private_nodes, _type_private_endpoint, _type_master_cidr, _type_authorized_networks, _type_router, _type_nat, _type_firewall, _type_webhook_ports, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,private_nodes:_type_private_nodes,private_endpoint:_type_private_endpoint,master_cidr:_type_master_cidr,authorized_networks:_type_authorized_networks,router:_type_router,nat:_type_nat,firewall:_type_firewall,webhook_ports:_type_webhook_ports)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'private_nodes',private_nodes)\n  __dataclass_builtins_object__.__setattr__(self,'private_endpoint',private_endpoint)\n  __dataclass_builtins_object__.__setattr__(self,'master_cidr',master_cidr)\n  __dataclass_builtins_object__.__setattr__(self,'authorized_networks',authorized_networks)\n  __dataclass_builtins_object__.__setattr__(self,'router',router)\n  __dataclass_builtins_object__.__setattr__(self,'nat',nat)\n  __dataclass_builtins_object__.__setattr__(self,'firewall',firewall)\n  __dataclass_builtins_object__.__setattr__(self,'webhook_ports',webhook_ports)\n return __init__"] = __create_fn__.__code__
 
-def __create_fn__(_type_recipe, _type_catalog, _type_sourcemap, _type_shapes, _type_gpu_shapes, _type_memo, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_shapes, _dflt_gpu_shapes, _dflt_memo, _return_type):
- def __init__(self,recipe:_type_recipe,catalog:_type_catalog,sourcemap:_type_sourcemap,shapes:_type_shapes=_HAS_DEFAULT_FACTORY,gpu_shapes:_type_gpu_shapes=_HAS_DEFAULT_FACTORY,memo:_type_memo=_HAS_DEFAULT_FACTORY)->_return_type:
+def __create_fn__(_type_recipe, _type_catalog, _type_sourcemap, _type_shapes, _type_gpu_shapes, _type_memo, _type_data, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_shapes, _dflt_gpu_shapes, _dflt_memo, _dflt_data, _return_type):
+ def __init__(self,recipe:_type_recipe,catalog:_type_catalog,sourcemap:_type_sourcemap,shapes:_type_shapes=_HAS_DEFAULT_FACTORY,gpu_shapes:_type_gpu_shapes=_HAS_DEFAULT_FACTORY,memo:_type_memo=_HAS_DEFAULT_FACTORY,data:_type_data=_dflt_data)->_return_type:
   self.recipe=recipe
   self.catalog=catalog
   self.sourcemap=sourcemap
   self.shapes=_dflt_shapes() if shapes is _HAS_DEFAULT_FACTORY else shapes
   self.gpu_shapes=_dflt_gpu_shapes() if gpu_shapes is _HAS_DEFAULT_FACTORY else gpu_shapes
   self.memo=_dflt_memo() if memo is _HAS_DEFAULT_FACTORY else memo
+  self.data=data
   self.__post_init__()
  return __init__
-TEXTS['def __create_fn__(_type_recipe, _type_catalog, _type_sourcemap, _type_shapes, _type_gpu_shapes, _type_memo, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_shapes, _dflt_gpu_shapes, _dflt_memo, _return_type):\n def __init__(self,recipe:_type_recipe,catalog:_type_catalog,sourcemap:_type_sourcemap,shapes:_type_shapes=_HAS_DEFAULT_FACTORY,gpu_shapes:_type_gpu_shapes=_HAS_DEFAULT_FACTORY,memo:_type_memo=_HAS_DEFAULT_FACTORY)->_return_type:\n  self.recipe=recipe\n  self.catalog=catalog\n  self.sourcemap=sourcemap\n  self.shapes=_dflt_shapes() if shapes is _HAS_DEFAULT_FACTORY else shapes\n  self.gpu_shapes=_dflt_gpu_shapes() if gpu_shapes is _HAS_DEFAULT_FACTORY else gpu_shapes\n  self.memo=_dflt_memo() if memo is _HAS_DEFAULT_FACTORY else memo\n  self.__post_init__()\n return __init__'] = __create_fn__.__code__
+TEXTS['def __create_fn__(_type_recipe, _type_catalog, _type_sourcemap, _type_shapes, _type_gpu_shapes, _type_memo, _type_data, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_shapes, _dflt_gpu_shapes, _dflt_memo, _dflt_data, _return_type):\n def __init__(self,recipe:_type_recipe,catalog:_type_catalog,sourcemap:_type_sourcemap,shapes:_type_shapes=_HAS_DEFAULT_FACTORY,gpu_shapes:_type_gpu_shapes=_HAS_DEFAULT_FACTORY,memo:_type_memo=_HAS_DEFAULT_FACTORY,data:_type_data=_dflt_data)->_return_type:\n  self.recipe=recipe\n  self.catalog=catalog\n  self.sourcemap=sourcemap\n  self.shapes=_dflt_shapes() if shapes is _HAS_DEFAULT_FACTORY else shapes\n  self.gpu_shapes=_dflt_gpu_shapes() if gpu_shapes is _HAS_DEFAULT_FACTORY else gpu_shapes\n  self.memo=_dflt_memo() if memo is _HAS_DEFAULT_FACTORY else memo\n  self.data=data\n  self.__post_init__()\n return __init__'] = __create_fn__.__code__
 
 def __create_fn__(_type_resource, _type_path, _type_role, _type_job_path, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_role, _dflt_job_path, _return_type):
  def __init__(self,resource:_type_resource,path:_type_path,role:_type_role=_dflt_role,job_path:_type_job_path=_dflt_job_path)->_return_type:
@@ -2441,8 +2443,8 @@ def __create_fn__(_type_resources, _type_catalog, _type_options, _type_templates
  return __init__
 TEXTS['def __create_fn__(_type_resources, _type_catalog, _type_options, _type_templates, _type__memo, _type_cluster, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_templates, _dflt__memo, _dflt_cluster, _return_type):\n def __init__(self,resources:_type_resources,catalog:_type_catalog,options:_type_options,templates:_type_templates=_HAS_DEFAULT_FACTORY,_memo:_type__memo=_HAS_DEFAULT_FACTORY,cluster:_type_cluster=_dflt_cluster)->_return_type:\n  self.resources=resources\n  self.catalog=catalog\n  self.options=options\n  self.templates=_dflt_templates() if templates is _HAS_DEFAULT_FACTORY else templates\n  self._memo=_dflt__memo() if _memo is _HAS_DEFAULT_FACTORY else _memo\n  self.cluster=cluster\n  self.__post_init__()\n return __init__'] = __create_fn__.__code__
 
-def __create_fn__(_type_resources, _type_catalog, _type_options, _type_templates, _type__memo, _type_cluster, _type_preflight, _type_origins, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_templates, _dflt__memo, _dflt_cluster, _dflt_preflight, _dflt_origins, _return_type):
- def __init__(self,resources:_type_resources,catalog:_type_catalog,options:_type_options,templates:_type_templates=_HAS_DEFAULT_FACTORY,_memo:_type__memo=_HAS_DEFAULT_FACTORY,cluster:_type_cluster=_dflt_cluster,preflight:_type_preflight=_dflt_preflight,origins:_type_origins=_HAS_DEFAULT_FACTORY)->_return_type:
+def __create_fn__(_type_resources, _type_catalog, _type_options, _type_templates, _type__memo, _type_cluster, _type_preflight, _type_origins, _type_located, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_templates, _dflt__memo, _dflt_cluster, _dflt_preflight, _dflt_origins, _dflt_located, _return_type):
+ def __init__(self,resources:_type_resources,catalog:_type_catalog,options:_type_options,templates:_type_templates=_HAS_DEFAULT_FACTORY,_memo:_type__memo=_HAS_DEFAULT_FACTORY,cluster:_type_cluster=_dflt_cluster,preflight:_type_preflight=_dflt_preflight,origins:_type_origins=_HAS_DEFAULT_FACTORY,located:_type_located=_dflt_located)->_return_type:
   self.resources=resources
   self.catalog=catalog
   self.options=options
@@ -2451,9 +2453,10 @@ def __create_fn__(_type_resources, _type_catalog, _type_options, _type_templates
   self.cluster=cluster
   self.preflight=preflight
   self.origins=_dflt_origins() if origins is _HAS_DEFAULT_FACTORY else origins
+  self.located=located
   self.__post_init__()
  return __init__
-TEXTS['def __create_fn__(_type_resources, _type_catalog, _type_options, _type_templates, _type__memo, _type_cluster, _type_preflight, _type_origins, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_templates, _dflt__memo, _dflt_cluster, _dflt_preflight, _dflt_origins, _return_type):\n def __init__(self,resources:_type_resources,catalog:_type_catalog,options:_type_options,templates:_type_templates=_HAS_DEFAULT_FACTORY,_memo:_type__memo=_HAS_DEFAULT_FACTORY,cluster:_type_cluster=_dflt_cluster,preflight:_type_preflight=_dflt_preflight,origins:_type_origins=_HAS_DEFAULT_FACTORY)->_return_type:\n  self.resources=resources\n  self.catalog=catalog\n  self.options=options\n  self.templates=_dflt_templates() if templates is _HAS_DEFAULT_FACTORY else templates\n  self._memo=_dflt__memo() if _memo is _HAS_DEFAULT_FACTORY else _memo\n  self.cluster=cluster\n  self.preflight=preflight\n  self.origins=_dflt_origins() if origins is _HAS_DEFAULT_FACTORY else origins\n  self.__post_init__()\n return __init__'] = __create_fn__.__code__
+TEXTS['def __create_fn__(_type_resources, _type_catalog, _type_options, _type_templates, _type__memo, _type_cluster, _type_preflight, _type_origins, _type_located, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_templates, _dflt__memo, _dflt_cluster, _dflt_preflight, _dflt_origins, _dflt_located, _return_type):\n def __init__(self,resources:_type_resources,catalog:_type_catalog,options:_type_options,templates:_type_templates=_HAS_DEFAULT_FACTORY,_memo:_type__memo=_HAS_DEFAULT_FACTORY,cluster:_type_cluster=_dflt_cluster,preflight:_type_preflight=_dflt_preflight,origins:_type_origins=_HAS_DEFAULT_FACTORY,located:_type_located=_dflt_located)->_return_type:\n  self.resources=resources\n  self.catalog=catalog\n  self.options=options\n  self.templates=_dflt_templates() if templates is _HAS_DEFAULT_FACTORY else templates\n  self._memo=_dflt__memo() if _memo is _HAS_DEFAULT_FACTORY else _memo\n  self.cluster=cluster\n  self.preflight=preflight\n  self.origins=_dflt_origins() if origins is _HAS_DEFAULT_FACTORY else origins\n  self.located=located\n  self.__post_init__()\n return __init__'] = __create_fn__.__code__
 
 def __create_fn__(_type_resources, _type_problems, _type_sourcemaps, _type_files, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_resources, _dflt_problems, _dflt_sourcemaps, _dflt_files, _return_type):
  def __init__(self,resources:_type_resources=_HAS_DEFAULT_FACTORY,problems:_type_problems=_HAS_DEFAULT_FACTORY,sourcemaps:_type_sourcemaps=_HAS_DEFAULT_FACTORY,files:_type_files=_HAS_DEFAULT_FACTORY)->_return_type:
