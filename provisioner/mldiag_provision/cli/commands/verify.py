@@ -7,7 +7,9 @@ Scanner where it is installed (:mod:`~mldiag_provision.verify.slurm_health`).
 
 Read-only checks (namespace label, KSA annotation, agents, CRD, webhook CA bundle,
 accelerator nodes); ``--smoke`` also runs the JAX + XProf smoke program on every slice.
-Exit code 1 when any check FAILs, so a pipeline can gate on it.
+Exit code 1 when any check FAILs, so a pipeline can gate on it. With ``--sandbox``,
+``--smoke`` runs the program on this machine for each slice, as ``smoke --local`` does
+(containers do not run in the sandbox; :mod:`mldiag_provision.verify.local_smoke`).
 
 ``--timeout SECONDS`` is an overall deadline on top of each request's own timeout
 (``MLDIAG_REQUEST_TIMEOUT_S``): a server that stalls every call, or trickles its answers,
@@ -44,7 +46,8 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--smoke", action="store_true",
                    help="also run the JAX + XProf smoke program on every slice (GKE: one "
                         "JobSet per slice, multislice included; created and deleted. Slurm: "
-                        "one sbatch job per GPU node set, one task per node)")
+                        "one sbatch job per GPU node set, one task per node. With --sandbox: "
+                        "on this machine, as `smoke --local` does; needs the smoke extra)")
     p.add_argument("--smoke-image", default="python:3.12", metavar="IMAGE",
                    help="with --smoke: the container image the smoke program runs in (it "
                         "needs Python; default python:3.12)")
@@ -124,6 +127,13 @@ def run(args: argparse.Namespace, out: Console) -> int:
     )
 
     budget = args.timeout or DEFAULT_TIMEOUT_S + (args.smoke_timeout if args.smoke else 0.0)
+    from mldiag_provision.cli.sandboxed import requested
+
+    sandboxed = requested(args)
+    if args.smoke and sandboxed:
+        from mldiag_provision.smoke.local import require_packages
+
+        require_packages()  # before anything is asked of the cluster
 
     if args.out and not (args.kubeconfig or args.context):
         api = _client_from_workdir(args.out)
@@ -137,14 +147,12 @@ def run(args: argparse.Namespace, out: Console) -> int:
     results = run_checks(cluster, plan, catalog, deadline)
     if args.smoke and deadline.expired:
         results.append(pending("smoke", deadline.seconds, in_flight=False))
+    elif args.smoke and sandboxed:
+        results.extend(_smoke_in_sandbox(args, cluster, plan, deadline))
     elif args.smoke:
         import os
-        import sys
 
         from mldiag_provision.verify.checks import guarded
-
-        def progress(line: str) -> None:  # on stderr: stdout stays one JSON document
-            print(line, file=sys.stderr, flush=True)
 
         # how often the pods are polled (seconds); tests against stand-ins poll faster
         poll_s = float(os.environ.get("MLDIAG_SMOKE_POLL_S", "5"))
@@ -153,7 +161,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
         results.extend(guarded("smoke", lambda: run_smoke(
             cluster, plan, image=args.smoke_image,
             timeout_s=min(args.smoke_timeout, deadline.remaining()),
-            poll_s=poll_s, progress=progress)))
+            poll_s=poll_s, progress=_progress)))
     failed = any(r.status == FAIL for r in results)
     cut = [r.check for r in results if r.message.startswith(PENDING)]
     if args.output == "json":
@@ -175,6 +183,28 @@ def run(args: argparse.Namespace, out: Console) -> int:
             out.print(f"deadline: --timeout {deadline.seconds:g} s passed; still pending: "
                       f"{', '.join(cut)}")
     return int(ExitCode.INVALID if failed else ExitCode.OK)
+
+
+def _progress(line: str) -> None:
+    """A progress line of the smoke step, on stderr (stdout stays one JSON document)."""
+    import sys
+
+    print(line, file=sys.stderr, flush=True)
+
+
+def _smoke_in_sandbox(args: argparse.Namespace, cluster: Any, plan: Any,
+                      deadline: Any) -> list[Any]:
+    """``--smoke`` in the sandbox: the smoke program runs on this machine for each slice, as
+    ``smoke --local`` runs it (:mod:`mldiag_provision.verify.local_smoke`); its profiles go
+    to ``DIR/.mldiag/sandbox/smoke/<slice>``."""
+    from pathlib import Path
+
+    from mldiag_provision.sandbox.session import sandbox_dir
+    from mldiag_provision.verify.local_smoke import run_smoke_locally
+
+    return run_smoke_locally(cluster, plan, profile_root=sandbox_dir(Path(args.out)) / "smoke",
+                             timeout_s=min(args.smoke_timeout, deadline.remaining()),
+                             progress=_progress)
 
 
 def _client_from_workdir(out: str) -> object:
