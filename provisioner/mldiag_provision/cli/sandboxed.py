@@ -21,6 +21,10 @@ from typing import TextIO
 from mldiag_provision.console import Console
 
 COMMANDS = frozenset({"plan", "apply", "verify", "output", "destroy"})
+"""The commands that run inside a :func:`~mldiag_provision.sandbox.session.session`."""
+LIVE_ONLY = frozenset({"preflight"})
+"""``preflight --sandbox``: no session (nothing is applied); with ``--live`` its checks ask
+the sandbox's Google Cloud APIs (:mod:`mldiag_provision.sandbox.live_project`)."""
 PREFIX = "[SANDBOX] "
 
 
@@ -57,7 +61,7 @@ class MarkedStream:
 
 def requested(args: argparse.Namespace) -> bool:
     """Whether this command runs in the sandbox (its ``--sandbox``, or MLDIAG_SANDBOX)."""
-    if args.command not in COMMANDS or not hasattr(args, "sandbox"):
+    if args.command not in COMMANDS | LIVE_ONLY or not hasattr(args, "sandbox"):
         return False
     from mldiag_provision.sandbox.session import enabled
 
@@ -116,7 +120,7 @@ def _refuse_unsupported(recipe: str) -> None:
                                               "without spec.engine.backend")
 
 
-_SUGGESTED = r"`(mldiag-provision (?:{})\b[^`]*)`".format("|".join(sorted(COMMANDS)))
+_SUGGESTED = r"`(mldiag-provision (?:{})\b[^`]*)`".format("|".join(sorted(COMMANDS | LIVE_ONLY)))
 
 
 def sandbox_hint(hint: str | None) -> str | None:
@@ -148,6 +152,17 @@ def wrap(run: Callable[[argparse.Namespace, Console], int]
         from mldiag_provision.errors import MldiagError, UsageError
         from mldiag_provision.sandbox.session import sandbox_dir, session
 
+        if args.command in LIVE_ONLY:
+            where = (f"the sandbox of {args.out}" if getattr(args, "out", None)
+                     else "a new, empty sandbox project")
+            sys.stderr.write(f"{args.command} asks a local double of Google Cloud's APIs "
+                             f"({where}; no credentials read, nothing sent to Google)\n")
+            sys.stderr.flush()
+            try:
+                return run(args, out)
+            except MldiagError as err:
+                err.hint = sandbox_hint(err.hint)
+                raise
         if not getattr(args, "out", None):
             raise UsageError(f"{args.command} --sandbox needs -o DIR: the sandbox cloud lives "
                              "in the stack's work directory",

@@ -47,6 +47,10 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                    help="the stack's work directory: names its plan has are the stack's own "
                         "(--live asks only whether the others are taken), and it keeps them")
     p.add_argument("--output", "-O", choices=("text", "json"), default="text", help=OUTPUT_HELP)
+    p.add_argument("--sandbox", action="store_true",
+                   help="--live asks the sandbox's local double of Google Cloud's APIs (the "
+                        "sandbox of -o DIR, else a new one) instead of Google: no credentials "
+                        "read; what it does not model is SKIP (also MLDIAG_SANDBOX=1)")
 
 
 def add_live_args(p: argparse.ArgumentParser) -> None:
@@ -115,16 +119,23 @@ def run(args: argparse.Namespace, out: Console) -> int:
     res, plan = _checked_plan(args.recipe, args.out)
     rows: list[Any] = []
     timings: dict[str, float] = {}
+    from mldiag_provision.cli.sandboxed import requested
+
+    sandboxed = requested(args)
     if args.live:
         from mldiag_provision.preflight.live.target import known_names
 
-        rows, timings = run_live(plan, timeout_s=args.live_timeout,
-                                 known=known_names(args.out))
+        known = known_names(args.out)
+        if sandboxed:
+            rows, timings = _run_live_sandbox(plan, args, known)
+        else:
+            rows, timings = run_live(plan, timeout_s=args.live_timeout, known=known)
     failed = any(r.status == "FAIL" for r in rows)
     _, warnings = severity_counts(res.report.problems)
     if args.output == "json":
         out.print(json.dumps({"ok": not failed, "file": res.report.file, "project":
-                              plan.project, "live": args.live, "counts": _counts(rows),
+                              plan.project, "live": args.live, "sandbox": sandboxed,
+                              "counts": _counts(rows),
                               "problems": [p.to_dict() for p in res.report.problems],
                               "checks": [r.to_dict() for r in rows],
                               "elapsedS": round(timings.get("wall_s", 0.0), 3)}, indent=2))
@@ -134,14 +145,29 @@ def run(args: argparse.Namespace, out: Console) -> int:
     out.print(f"{res.report.file}: offline preflight ok"
               + (f" ({warnings} warning(s))" if warnings else ""))
     if not args.live:
-        out.print("  (add --live to ask Google Cloud about project "
-                  f"{plan.project})")
+        out.print(f"  (add --live to ask {'the sandbox' if sandboxed else 'Google Cloud'} "
+                  f"about project {plan.project})")
         return int(ExitCode.OK)
     print_rows(out, rows)
     c = _counts(rows)
     out.print(f"project {plan.project}: {c['FAIL']} failed, {c['WARN']} warning(s), "
               f"{c['PASS']} passed of {len(rows)} checks in {timings['wall_s']:.1f}s")
     return int(ExitCode.INVALID if failed else ExitCode.OK)
+
+
+def _run_live_sandbox(plan: Any, args: argparse.Namespace, known: Any
+                      ) -> tuple[list[Any], dict[str, float]]:
+    """:func:`run_live` against the sandbox's Google Cloud APIs
+    (:mod:`mldiag_provision.sandbox.live_project`): the project as the sandbox of ``-o DIR``
+    holds it (a new one without), checks it does not model as SKIP."""
+    from pathlib import Path
+
+    from mldiag_provision.catalog.tpu import load_catalog
+    from mldiag_provision.sandbox.live_project import live_apis, sandbox_rows
+
+    with live_apis(plan, load_catalog(), Path(args.out) if args.out else None):
+        rows, timings = run_live(plan, timeout_s=args.live_timeout, known=known)
+    return sandbox_rows(rows), timings
 
 
 def live_gate(args: argparse.Namespace, out: Console, err: Console,
