@@ -437,6 +437,13 @@ class ClusterView:
         written)."""
         return False
 
+    def provision(self, pod: dict, nodes: list[dict]) -> list[dict] | None:
+        """The Nodes the platform creates for ``pod``, which fits none of ``nodes`` (GKE
+        Autopilot does, :mod:`mldiag_provision.sandbox.gke_cluster`): ``[]`` when it creates
+        none (the pod stays Pending with the scheduler's words), None when what the platform
+        would do for this pod is not modelled (the pod stays as written, no verdict)."""
+        return []
+
     def runs_controllers(self) -> bool:
         """Whether the store runs the cluster's workload controllers
         (:mod:`mldiag_provision.sandbox.controllers`): the Job controller and garbage
@@ -553,8 +560,18 @@ class Store:
         return None
 
     # -- reads ---------------------------------------------------------------------------------
-    def get(self, res: Resource, namespace: str, name: str) -> dict:
+    def _derived(self, res: Resource) -> list[dict] | None:
+        """The view's derived objects of ``res`` plus those the platform made in the store
+        (Nodes GKE Autopilot provisioned, :meth:`ClusterView.provision`); None when ``res``
+        is stored normally."""
         derived = self.view.derived(res)
+        if derived is None:
+            return None
+        made = [o for _, o in sorted(self.objects.get((res.group, res.plural), {}).items())]
+        return [*derived, *made]
+
+    def get(self, res: Resource, namespace: str, name: str) -> dict:
+        derived = self._derived(res)
         if derived is not None:
             for o in derived:
                 if o["metadata"]["name"] == name:
@@ -567,7 +584,7 @@ class Store:
 
     def list(self, res: Resource, namespace: str, label_selector: str = "",
              field_selector: str = "") -> dict:
-        items = self.view.derived(res)
+        items = self._derived(res)
         if items is None:
             items = [o for (ns, _), o in sorted(self.objects.get((res.group, res.plural),
                                                                   {}).items())
@@ -1106,7 +1123,7 @@ class Store:
         return sum(runs_on(template, node) for node in nodes)
 
     def _nodes(self) -> list[dict]:
-        derived = self.view.derived(self._resource("", "nodes"))
+        derived = self._derived(self._resource("", "nodes"))
         if derived is not None:
             return derived
         return list(self.objects.get(("", "nodes"), {}).values())
@@ -1129,6 +1146,15 @@ class Store:
         nodes = self._nodes()
         for pod in sorted(waiting, key=lambda p: p["metadata"].get("creationTimestamp", "")):
             outcome = place(pod, nodes, pods.values())
+            if outcome.node is None:
+                made = self.view.provision(pod, nodes)
+                if made is None:
+                    continue  # not modelled: the pod stays as written
+                for node in made:
+                    nodes.append(self._put(self._resource("", "nodes"), node,
+                                           "cluster-autoscaler"))
+                if made:
+                    outcome = place(pod, nodes, pods.values())
             now = _now()
             status = pod.setdefault("status", {})
             status.setdefault("phase", "Pending")

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -111,6 +112,12 @@ MLDIAG_CRD = {
 
 
 RECORDED_NODES = Path(__file__).with_name("recorded_nodes.yaml")
+POOL_LABEL = "cloud.google.com/gke-nodepool"
+# Pods per node on a node Autopilot provisioned for a TPU pod: the recorded Autopilot
+# ct6e-standard-4t node (recorded_nodes.yaml, kiwonl/gke-aiml) carries
+# cloud.google.com/gke-max-pods-per-node: "32" (its pool: nap-1roqiaf4).
+AUTOPILOT_MAX_PODS_LABEL = "cloud.google.com/gke-max-pods-per-node"
+AUTOPILOT_MAX_PODS = "32"
 
 
 def _kube_fact(*keys: str) -> Any:
@@ -255,10 +262,72 @@ class GkeCloudView(ClusterView):
         return nodes
 
     def schedules(self) -> bool:
-        """A Standard cluster's Pods are bound to its node pools' Nodes; Autopilot creates
-        nodes for the Pods it admits, which the sandbox does not model yet, so its Pods stay
-        as written."""
-        return self.cluster() is not None and not self.autopilot()
+        """Pods are bound to the cluster's Nodes: a Standard cluster's come from its node
+        pools; an Autopilot cluster's are those it provisioned for earlier Pods
+        (:meth:`provision`)."""
+        return self.cluster() is not None
+
+    def provision(self, pod: dict, nodes: list[dict]) -> list[dict] | None:
+        """What GKE Autopilot creates for a Pod that fits no Node (fact
+        ``kubernetes.tpu.autopilotNodes``, "Deploy TPU workloads on GKE Autopilot"): for a
+        Pod that selects a TPU accelerator and topology (nodeSelector) and requests
+        ``google.com/tpu`` chips, the whole slice at once: as many Nodes as the slice has
+        VMs, of the machine type whose chips per VM equal the request (the catalog's shape,
+        :meth:`mldiag_provision.catalog.tpu.Catalog.resolve`), each labelled with the
+        accelerator and topology, tainted ``google.com/tpu=present:NoSchedule`` (the Pod's
+        request tolerates it), in a zone of the cluster's region the catalog lists for that
+        TPU. With ``cloud.google.com/gke-spot: "true"`` selected, Spot nodes.
+
+        A Standard cluster creates nothing (``[]``: the Pod stays Pending). On Autopilot,
+        None (not modelled: the Pod stays as written) for a Pod with no TPU selector
+        (general-purpose and GPU nodes) or a TPU shape the catalog does not know (Autopilot
+        refuses it at admission; ``lint`` says why).
+        """
+        from mldiag_provision.catalog.tpu import ShapeError, load_catalog
+        from mldiag_provision.sandbox.scheduler import requests_of
+
+        c = self.cluster()
+        if c is None or not c.get("enable_autopilot"):
+            return []
+        selector = (pod.get("spec") or {}).get("nodeSelector") or {}
+        accelerator, topology = selector.get(TPU_LABEL), selector.get(TOPOLOGY_LABEL)
+        chips = requests_of(pod).get(TPU_RESOURCE)
+        if not accelerator or not topology or not chips:
+            return None
+        catalog = load_catalog()
+        try:
+            shape = catalog.resolve(str(accelerator), str(topology), int(chips))
+        except (ShapeError, ValueError):
+            return None
+        if shape.chips_per_vm != int(chips):
+            return None
+        region = str(c.get("location"))
+        zone = next((z for z in shape.version.zones if z.startswith(region + "-")),
+                    region if region.count("-") == 2 else f"{region}-a")
+        pools = {(n.get("metadata") or {}).get("labels", {}).get(POOL_LABEL) for n in nodes}
+        index = 1 + sum(1 for name in pools if str(name).startswith("nap-"))
+        digest = hashlib.sha256(f"{c.get('name')}/{index}".encode()).hexdigest()[:8]
+        machine = shape.machine_type
+        pool = {"name": f"nap-{digest}", "node_count": shape.vms,
+                "node_locations": [zone],
+                "node_config": [{"machine_type": machine.name,
+                                 "spot": str(selector.get(SPOT_LABEL)) == "true"}],
+                "placement_policy": [{"tpu_topology": str(topology)}]}
+        made = pool_nodes(c, pool)
+        recorded = recorded_nodes().get(machine.name) or {}
+        for node in made:
+            node["metadata"]["labels"][AUTOPILOT_MAX_PODS_LABEL] = AUTOPILOT_MAX_PODS
+            status = node["status"]
+            status["allocatable"]["pods"] = AUTOPILOT_MAX_PODS
+            status["capacity"]["pods"] = AUTOPILOT_MAX_PODS
+            if "cpu" not in (recorded.get("allocatable") or {}) and machine.vcpu:
+                # the machine type's vCPUs and memory (catalog tpu.yaml), GKE's reserved
+                # share not subtracted: no allocatable of a TPU VM is on record
+                for key in ("allocatable", "capacity"):
+                    status[key]["cpu"] = f"{machine.vcpu:g}"
+                    if machine.memory_gb:
+                        status[key]["memory"] = f"{machine.memory_gb:g}G"
+        return made
 
     def runs_controllers(self) -> bool:
         """Every GKE cluster runs kube-controller-manager (Job controller, garbage

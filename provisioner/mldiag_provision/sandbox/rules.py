@@ -420,6 +420,12 @@ RULES: tuple[Rule, ...] = (
          "terraform-google-modules/terraform-google-kubernetes-engine#2348, "
          "cert-manager/cert-manager#3713, open-policy-agent/gatekeeper#3045, "
          "tailscale/tailscale#9475, Dynatrace/dynatrace-operator#2194 (gke_cluster.py)"),
+    Rule("autopilot-tpu-nodes", "cluster", "on Autopilot, a Pod that selects a TPU "
+         "accelerator and topology and requests google.com/tpu chips gets the whole slice "
+         "made at once (nodes of the machine type with that many chips, labelled, tainted), "
+         "then is bound; other Pods get no node made (not modelled)",
+         "https://cloud.google.com/kubernetes-engine/docs/how-to/tpus-autopilot (fact "
+         "kubernetes.tpu.autopilotNodes; gke_cluster.py GkeCloudView.provision)"),
     Rule("recorded-nodes", "cluster", "Nodes of a node pool carry the capacity, allocatable "
          "and labels of real GKE Nodes of that machine type where one was recorded",
          "recorded_nodes.yaml (each node with its source)"),
