@@ -2,7 +2,10 @@
 with ``--live`` the checks against its Google Cloud project (project, permissions, roles,
 APIs, GKE version, machine types, reservations, quotas; see
 :mod:`mldiag_provision.preflight.live`). One line per check: PASS / FAIL / WARN / SKIP with
-the object looked at and a hint; ``--output json``; exit 1 on any FAIL.
+the object looked at and a hint; ``--output json``; exit 1 on any FAIL. With ``--sandbox``
+the live checks ask the sandbox's local double of Google Cloud's APIs instead
+(:mod:`mldiag_provision.sandbox.live_project`): no credential is read, nothing is sent to
+Google, and what the sandbox does not model is SKIP.
 
 Also the live gate of ``plan``/``apply`` (:func:`add_live_args`, :func:`live_gate`): run
 the same checks before Terraform when credentials exist, stop on a FAIL unless
