@@ -325,12 +325,27 @@ def test_stack_readme_takes_the_engine_by_hand_steps(monkeypatch: pytest.MonkeyP
 
 def test_multi_host_placement_is_catalog_data() -> None:
     cat = load_catalog()
-    placements = {k: v.multi_host_placement for k, v in cat.versions.items()}
+    placements = {k: cat.versions[k].multi_host_placement
+                  for k in ("v4", "v5e", "v5p", "v6e", "tpu7x")}
     assert placements == {"v4": "compact", "v5e": "compact", "v5p": "compact",
                           "v6e": "compact", "tpu7x": "workload-policy"}
     raw = yaml.safe_load((DATA_DIR / "tpu.yaml").read_text())
     fact = raw["versions"]["tpu7x"]["gke"]["multiHostPlacement"]
     assert fact["source"] == "GKE-IRONWOOD"
+
+
+def test_sandbox_tpu_nodes_are_labelled_from_the_catalog() -> None:
+    """The sandbox labels a TPU node from tpu.yaml (accelerator, single-host topology), so a
+    new TPU generation needs no table there; these are GKE's labels of the known machines."""
+    from mldiag_provision.sandbox.gke_cluster import tpu_machine_labels
+
+    labels = tpu_machine_labels()
+    assert labels["ct5lp-hightpu-8t"] == ("tpu-v5-lite-podslice", "2x4")
+    assert labels["ct6e-standard-4t"] == ("tpu-v6e-slice", "2x2")
+    assert labels["ct4p-hightpu-4t"] == ("tpu-v4-podslice", "2x2x1")
+    assert labels["tpu7x-standard-4t"] == ("tpu7x", "2x2x1")
+    every = {m for v in load_catalog().versions.values() for m in v.machine_types}
+    assert set(labels) == every
 
 
 def _catalog_with(tmp_path: Path, version: str, policy: str) -> Catalog:
