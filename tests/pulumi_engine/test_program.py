@@ -174,7 +174,7 @@ ORDER = [
 ]
 
 
-@pytest.mark.parametrize("recipe", RECIPES, ids=IDS)
+@pytest.mark.parametrize("recipe", SAMPLED)
 def test_program_orders_resources_as_terraform_does(recipe: Path, tmp_path: Path, cli) -> None:
     from fnmatch import fnmatch
 
