@@ -20,7 +20,7 @@ tests/unit/test_samples.py asserts that each sample covers every family of its f
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,19 @@ def recipe_families(recipe: Path) -> set[str]:
     out |= {f"option:{k}" for k in orch if k != "type"}
     out |= {f"section:{k}" for k in spec if k not in _COMMON_SECTIONS}
     return out
+
+
+def fast_sample(recipes: Iterable[Path]) -> set[str]:
+    """The example recipes (stems) that a per-example test keeps in the fast lane, its other
+    cases being marked ``slow``: the first by name of each orchestrator and accelerator kind
+    pair (the ``accelerator:<orchestrator>/<tpu|gpu>`` families of :func:`recipe_families`),
+    so the lane still runs every orchestrator with each accelerator kind it serves."""
+    first: dict[str, str] = {}
+    for recipe in sorted(recipes, key=lambda p: p.stem):
+        for family in sorted(recipe_families(recipe)):
+            if family.startswith("accelerator:"):
+                first.setdefault(family, recipe.stem)
+    return set(first.values())
 
 
 def cover(families: Mapping[str, set[str]]) -> list[str]:

@@ -31,6 +31,7 @@ def history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+@pytest.mark.slow  # a git history and a plan per affected recipe
 def test_plans_exactly_the_affected_recipes_into_one_markdown_summary(
         history: Path, capsys: pytest.CaptureFixture[str]) -> None:
     batch = history / "recipes" / "gamma" / "team-m" / "batch.yaml"

@@ -72,6 +72,7 @@ def inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[str, str
     return _input_shapes(tmp_path_factory.mktemp("inputs"))
 
 
+@pytest.mark.slow  # every reading command as a process, per shape
 @pytest.mark.parametrize("shape", ["fifo", "device", "dangling link", "directory",
                                    "not UTF-8", "too large"])
 def test_every_input_shape_is_a_usage_error_for_every_reading_command(
@@ -180,6 +181,7 @@ SHAPES = {  # name -> (make it, words every command's message holds)
 }
 
 
+@pytest.mark.slow  # every command as a process, per shape
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 def test_every_workdir_shape_is_a_clear_error_for_every_command(
         rendered: Path, tmp_path: Path, shape: str) -> None:

@@ -52,6 +52,7 @@ def forced(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(linter, "workers_for", lambda count, jobs: 2)
 
 
+@pytest.mark.slow  # forks a linting child
 def test_the_split_reports_what_one_process_reports(forced: None,
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     sources = _sources()
@@ -73,6 +74,7 @@ def test_the_split_reports_what_one_process_reports(forced: None,
     assert _report(split) == _report(serial)
 
 
+@pytest.mark.slow  # forks a linting child
 def test_a_failing_child_changes_nothing(forced: None, monkeypatch: pytest.MonkeyPatch) -> None:
     parent = os.getpid()
     real = linter._schema_problems
@@ -90,6 +92,7 @@ def test_a_failing_child_changes_nothing(forced: None, monkeypatch: pytest.Monke
     assert _report(split) == _report(linter.lint_sources(sources, options, jobs=1))
 
 
+@pytest.mark.slow  # forks a linting child
 def test_an_error_in_the_parent_leaves_no_child(forced: None,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     def boom(ctx: object) -> list[object]:
@@ -112,6 +115,7 @@ def test_an_error_in_the_parent_leaves_no_child(forced: None,
         os.waitpid(forks[0], os.WNOHANG)
 
 
+@pytest.mark.slow  # lints the whole corpus twice
 def test_small_sets_and_jobs_1_stay_in_one_process(monkeypatch: pytest.MonkeyPatch) -> None:
     def no_fork() -> int:
         raise AssertionError("forked")

@@ -61,6 +61,7 @@ def test_rendered_stack_same_with_python_emitter_only(recipe: Path,
     assert _render(recipe) == auto
 
 
+@pytest.mark.slow  # 2,500 random documents through both emitters
 def test_random_strings_where_admitted_are_written_alike() -> None:
     seeds = [d for p in GOLDEN_MANIFESTS for d in _docs(p)]
     rng = random.Random(16)
@@ -130,6 +131,7 @@ def _random_node(rng: random.Random, depth: int) -> object:
     return [_random_node(rng, depth + 1) for _ in range(rng.randint(1, 4))]
 
 
+@pytest.mark.slow  # 1,500 random documents through both layouts
 def test_fast_layout_writes_what_pyyaml_writes_on_random_documents() -> None:
     """Every nesting (mappings and sequences in each other, empty ones), every scalar style
     (plain, quoted, ``|`` blocks), plain text folded at the width at every depth, keys that

@@ -155,6 +155,7 @@ def test_injection_corpus_round_trips_through_yaml_1_1() -> None:
     assert _check_rendered(_recipe_with(usable)) == 1
 
 
+@pytest.mark.slow  # 150 rendered stacks
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.one_of(st.sampled_from(CORPUS), st.text(min_size=1, max_size=12)),
                 min_size=1, max_size=4))

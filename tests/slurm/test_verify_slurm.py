@@ -26,6 +26,7 @@ def _verify(cli: Cli, slurm: LocalSlurm, recipe: Path, *extra: str) -> CliResult
     return cli(*argv, *extra)
 
 
+@pytest.mark.slow  # a real slurmctld
 def test_matching_recipe_passes(cli: Cli, local_slurm: LocalSlurm) -> None:
     res = _verify(cli, local_slurm, RECIPE, "--output", "json")
     doc = json.loads(res[1])
@@ -48,6 +49,7 @@ def test_matching_recipe_passes(cli: Cli, local_slurm: LocalSlurm) -> None:
     assert "gpus:cpu" not in by  # a CPU node set has no GPU check
 
 
+@pytest.mark.slow  # a real slurmctld
 def test_text_output_lists_every_check(cli: Cli, local_slurm: LocalSlurm) -> None:
     res = _verify(cli, local_slurm, RECIPE)
     assert res[0] == 0, res[1] + res[2]
@@ -63,6 +65,7 @@ def _changed(tmp_path: Path, old: str, new: str) -> Path:
     return out
 
 
+@pytest.mark.slow  # a real slurmctld
 def test_node_set_size_change_fails_naming_it(cli: Cli, local_slurm: LocalSlurm,
                                               tmp_path: Path) -> None:
     recipe = _changed(tmp_path, "machineType: n2-standard-4\n        staticNodeCount: 1",
@@ -74,6 +77,7 @@ def test_node_set_size_change_fails_naming_it(cli: Cli, local_slurm: LocalSlurm,
     assert "node set cpu has 1 node(s) in Slurm, the recipe wants 2" in failed[0]["message"]
 
 
+@pytest.mark.slow  # a real slurmctld
 def test_slice_size_change_fails_naming_its_node_set(cli: Cli, local_slurm: LocalSlurm,
                                                      tmp_path: Path) -> None:
     recipe = _changed(tmp_path, "machineType: a3-ultragpu-8g\n      nodes: 1",
@@ -84,6 +88,7 @@ def test_slice_size_change_fails_naming_its_node_set(cli: Cli, local_slurm: Loca
         in res[1]
 
 
+@pytest.mark.slow  # a real slurmctld
 def test_missing_partition_fails_naming_it(cli: Cli, local_slurm: LocalSlurm,
                                            tmp_path: Path) -> None:
     recipe = _changed(tmp_path, "      - id: gpu\n        nodeSets: [a3u]",

@@ -30,7 +30,10 @@ CASES = {  # recipe -> (devices, slices, mesh)
 }
 
 
-@pytest.mark.parametrize("stem", sorted(CASES))
+# each case starts JAX in a process; the fast lane keeps the multi-slice one (the most axes)
+@pytest.mark.parametrize("stem", [
+    pytest.param(stem, marks=() if CASES[stem][1] > 1 else pytest.mark.slow)
+    for stem in sorted(CASES)])
 def test_local_smoke_passes_with_real_jax_and_xprof(stem: str, tmp_path: Path, cli) -> None:
     devices, slices, mesh = CASES[stem]
     started = time.monotonic()

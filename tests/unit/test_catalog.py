@@ -44,7 +44,9 @@ def test_every_enumerated_topology_resolves(key: str, topology: str, machine: st
 
 
 def test_every_version_has_topologies_and_known_machine_types() -> None:
-    assert set(CATALOG.versions) == {"v4", "v5e", "v5p", "v6e", "tpu7x"}
+    # the versions the examples and goldens use; a new version in tpu.yaml joins the loop
+    # below with no edit here (docs/development/add-tpu-generation.md)
+    assert set(CATALOG.versions) >= {"v4", "v5e", "v5p", "v6e", "tpu7x"}
     for version in CATALOG.versions.values():
         assert version.topologies
         for mts in version.topologies.values():
@@ -212,7 +214,8 @@ def test_every_structured_source_resolves() -> None:
 
 def test_accelerator_labels() -> None:
     labels = {v.accelerator for v in CATALOG.versions.values()}
-    assert labels == {"tpu-v4-podslice", "tpu-v5-lite-podslice", "tpu-v5p-slice",
+    assert len(labels) == len(CATALOG.versions)  # one GKE label per version
+    assert labels >= {"tpu-v4-podslice", "tpu-v5-lite-podslice", "tpu-v5p-slice",
                       "tpu-v6e-slice", "tpu7x"}
 
 

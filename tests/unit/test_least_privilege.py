@@ -189,6 +189,7 @@ def test_a_recipe_named_node_account_gets_the_same_minimum() -> None:
     assert terraform_grants(files) == expected("custom-role", True, custom)
 
 
+@pytest.mark.slow  # the Pulumi program under mocks
 def test_the_pulumi_program_grants_the_same(tmp_path: Path) -> None:
     """The Pulumi engine's program, run under Pulumi's mock runtime, grants the same roles to
     the same accounts as the Terraform stack (custom-role + hostNetwork)."""

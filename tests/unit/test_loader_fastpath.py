@@ -83,6 +83,7 @@ def _probe_paths(eager: loader.Document) -> list[tuple]:
     return [*probes, ("spec", 0, "x"), (0,), ("",), ()]
 
 
+@pytest.mark.slow  # every corpus manifest, both loaders
 def test_quick_pass_finds_the_positions_the_builder_tables(
         monkeypatch: pytest.MonkeyPatch) -> None:
     """A document built without positions (loader.QUICK) answers locate() and has_key() for
@@ -125,6 +126,7 @@ def test_an_overridden_merged_value_leaves_no_confusable() -> None:
         assert doc.sourcemap.keys[("d", "a")] == (4, 3)
 
 
+@pytest.mark.slow  # every corpus manifest under gc debugging
 def test_loading_leaves_no_reference_cycles() -> None:
     """``lint`` loads with the cyclic collector paused and then freezes what it loaded
     (cli/commands/lint.py, issue 16): loading, and asking the loaded documents for positions

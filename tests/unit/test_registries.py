@@ -63,8 +63,9 @@ def test_the_four_orchestrators_are_registered_in_reading_order() -> None:
 
 
 def test_the_orchestrator_name_table_is_exactly_the_registered_units() -> None:
-    """orchestrator_names.NAMES is what the recipe model knows without importing the registry:
-    every module of the package that defines ``UNIT`` is in it, in the registry's order."""
+    """orchestrator_names.NAMES is what the recipe model knows without importing the registry
+    (read from the file names of orchestrators/): every public module of the package defines
+    the unit its file name says, and the registry's names are exactly these, in its order."""
     import importlib
     import pkgutil
 
@@ -73,12 +74,27 @@ def test_the_orchestrator_name_table_is_exactly_the_registered_units() -> None:
 
     defined = set()
     for info in pkgutil.iter_modules(orchestrators.__path__):
+        if info.name.startswith("_"):
+            continue
         module = importlib.import_module(f"{orchestrators.__name__}.{info.name}")
         unit = getattr(module, "UNIT", None)
-        if unit is not None:
-            defined.add(unit.name)
+        assert isinstance(unit, orchestrators.Orchestrator), module.__name__
+        assert unit.name == info.name.replace("_", "-"), module.__name__
+        defined.add(unit.name)
     assert defined == set(orchestrator_names.NAMES)
     assert orchestrators.names() == orchestrator_names.names() == _ORCHESTRATORS
+
+
+def test_orchestrator_names_come_from_file_names_in_reading_order(tmp_path: Path) -> None:
+    """A new module is a new name, after the ones of ORDER, by name; private modules and
+    other files are not units."""
+    from mldiag_provision import orchestrator_names
+
+    for name in ("slurm.py", "gke_standard.py", "nomad_cluster.py", "aardvark.py",
+                 "_helpers.py", "__init__.py", "notes.txt"):
+        (tmp_path / name).write_text("")
+    assert orchestrator_names.discover(str(tmp_path)) == ("gke-standard", "slurm", "aardvark",
+                                                          "nomad-cluster")
 
 
 def test_unknown_orchestrator_names_the_known_ones() -> None:
@@ -271,7 +287,21 @@ def test_the_engine_name_table_lists_every_module_that_defines_a_unit() -> None:
         if unit is not None:
             defined[unit.name] = module.__name__
     assert defined == engine_names.MODULES
-    assert engines.names() == tuple(u.name for u in engines.units()) == ("pulumi", "terraform")
+    assert engines.names() == tuple(u.name for u in engines.units())
+    assert {"pulumi", "terraform"} <= set(engines.names())
+
+
+def test_engine_modules_are_found_by_their_unit_line(tmp_path: Path) -> None:
+    """A module is an engine unit when a line of it starts ``UNIT = EngineUnit(``; helpers,
+    private modules and a mention inside a line or an indented block are not."""
+    from mldiag_provision import engine_names
+
+    (tmp_path / "open_tofu.py").write_text('"""x"""\nUNIT = EngineUnit(\n    name="open-tofu")\n')
+    (tmp_path / "helper.py").write_text('KIND = "UNIT = EngineUnit("\n')
+    (tmp_path / "nested.py").write_text("if True:\n    UNIT = EngineUnit(\n")
+    (tmp_path / "_private.py").write_text("\nUNIT = EngineUnit(\n")
+    assert engine_names.discover(str(tmp_path)) == {
+        "open-tofu": "mldiag_provision.engines.open_tofu"}
 
 
 def test_a_table_entry_whose_module_defines_another_unit_is_refused(
@@ -325,12 +355,27 @@ def test_stack_readme_takes_the_engine_by_hand_steps(monkeypatch: pytest.MonkeyP
 
 def test_multi_host_placement_is_catalog_data() -> None:
     cat = load_catalog()
-    placements = {k: v.multi_host_placement for k, v in cat.versions.items()}
+    placements = {k: cat.versions[k].multi_host_placement
+                  for k in ("v4", "v5e", "v5p", "v6e", "tpu7x")}
     assert placements == {"v4": "compact", "v5e": "compact", "v5p": "compact",
                           "v6e": "compact", "tpu7x": "workload-policy"}
     raw = yaml.safe_load((DATA_DIR / "tpu.yaml").read_text())
     fact = raw["versions"]["tpu7x"]["gke"]["multiHostPlacement"]
     assert fact["source"] == "GKE-IRONWOOD"
+
+
+def test_sandbox_tpu_nodes_are_labelled_from_the_catalog() -> None:
+    """The sandbox labels a TPU node from tpu.yaml (accelerator, single-host topology), so a
+    new TPU generation needs no table there; these are GKE's labels of the known machines."""
+    from mldiag_provision.sandbox.gke_cluster import tpu_machine_labels
+
+    labels = tpu_machine_labels()
+    assert labels["ct5lp-hightpu-8t"] == ("tpu-v5-lite-podslice", "2x4")
+    assert labels["ct6e-standard-4t"] == ("tpu-v6e-slice", "2x2")
+    assert labels["ct4p-hightpu-4t"] == ("tpu-v4-podslice", "2x2x1")
+    assert labels["tpu7x-standard-4t"] == ("tpu7x", "2x2x1")
+    every = {m for v in load_catalog().versions.values() for m in v.machine_types}
+    assert set(labels) == every
 
 
 def _catalog_with(tmp_path: Path, version: str, policy: str) -> Catalog:

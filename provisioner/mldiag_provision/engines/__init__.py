@@ -1,9 +1,9 @@
 """Engines: what turns a rendered stack into real infrastructure.
 
 Each engine is a unit: a module of this package that defines ``UNIT = EngineUnit(...)``
-(:mod:`~mldiag_provision.engines.terraform`, :mod:`~mldiag_provision.engines.pulumi`), listed
-by name in :data:`mldiag_provision.engine_names.MODULES` and imported by :func:`units` on
-first use. A
+(:mod:`~mldiag_provision.engines.terraform`, :mod:`~mldiag_provision.engines.pulumi`), found
+on disk by :mod:`mldiag_provision.engine_names` (module ``engines/<name>.py`` with a top-level
+``UNIT = EngineUnit(`` line) and imported by :func:`units` on first use. A
 unit declares its :class:`EngineCapability` values, renders its files of a stack, names its
 resource types by what they hold (:class:`ResourceKinds`: danger warnings), translates its
 tool's and Google's errors, and makes the :class:`Engine` that works in one rendered
@@ -460,7 +460,7 @@ class UnknownEngineError(UsageError):
 @cache
 def units() -> tuple[EngineUnit, ...]:
     """Every registered engine unit, by name: the ``UNIT`` of each module that
-    :data:`mldiag_provision.engine_names.MODULES` lists.
+    :data:`mldiag_provision.engine_names.MODULES` lists (found there on disk).
 
     Raises:
       TypeError: a listed module's ``UNIT`` is missing or not an :class:`EngineUnit`, or is

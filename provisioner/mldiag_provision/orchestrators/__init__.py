@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import cache
 
 from mldiag_provision.catalog.requirements import GkeMode
-from mldiag_provision.orchestrator_names import NAMES
+from mldiag_provision.orchestrator_names import ORDER
 
 
 class Capability(enum.Enum):
@@ -97,8 +97,9 @@ class UnknownOrchestratorError(KeyError):
 
 @cache
 def units() -> tuple[Orchestrator, ...]:
-    """Every registered unit, in :data:`ORDER` then by name (modules of this package that
-    define ``UNIT``).
+    """Every registered unit, in :data:`~mldiag_provision.orchestrator_names.ORDER` then by
+    name (modules of this package that define ``UNIT``; the recipe model knows the same names
+    from the file names, :mod:`mldiag_provision.orchestrator_names`).
 
     Raises:
       TypeError: a module's ``UNIT`` is not an :class:`Orchestrator` (a bug in that unit).
@@ -118,10 +119,6 @@ def units() -> tuple[Orchestrator, ...]:
     rank = {n: i for i, n in enumerate(ORDER)}
     return tuple(sorted(found.values(), key=lambda u: (rank.get(u.name, len(ORDER)), u.name)))
 
-
-# The order people read them in (error messages list them so): the name table the recipe model
-# reads too; units not named there follow, by name (and the recipe does not accept them).
-ORDER = NAMES
 
 
 def names() -> tuple[str, ...]:

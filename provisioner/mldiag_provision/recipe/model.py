@@ -19,8 +19,8 @@ from mldiag_provision.recipe import patterns
 from mldiag_provision.recipe.patterns import DNS_LABEL, ENV_NAME, GCE_NAME, IMAGE_REF
 
 # The names the recipe accepts come from the registries' name tables (orchestrator_names,
-# engine_names: a new unit is a new name there; then run
-# `python -m mldiag_provision.recipe.generate` for the schema files). Orchestrators in the
+# engine_names: they find the unit modules on disk, so a new unit module is a new name; then
+# run `python -m mldiag_provision.recipe.generate` for the schema files). Orchestrators in the
 # registry's order; engines: the registered ones and "pulumi", which the recipe format has
 # room for before its unit exists (preflight then refuses it with a clear message).
 _ORCHESTRATORS = orchestrator_names.names()

@@ -66,17 +66,35 @@ AUTOPILOT_WEBHOOK_EXCLUDED = ("kube-system", "gke-gmp-system", "gke-managed-cim"
 AUTOPILOT_WEBHOOK_WARNING = ("AdmissionWebhookController: mutated namespaceselector of the "
                              "webhooks to enforce GKE Autopilot policies.")
 
-# TPU node labels by machine family (GKE "About TPUs in GKE" / "Plan TPUs in GKE":
-# cloud.google.com/gke-tpu-accelerator values per machine type).
-TPU_ACCELERATOR_BY_PREFIX = {"ct4p-": "tpu-v4-podslice", "ct5lp-": "tpu-v5-lite-podslice",
-                             "ct5p-": "tpu-v5p-slice", "ct6e-": "tpu-v6e-slice",
-                             "tpu7x-": "tpu7x"}
-# Topology of a single-host TPU VM when the pool has no placement policy (same GKE tables).
-SINGLE_HOST_TOPOLOGY = {"ct5lp-hightpu-1t": "1x1", "ct5lp-hightpu-4t": "2x2",
-                        "ct5lp-hightpu-8t": "2x4", "ct6e-standard-1t": "1x1",
-                        "ct6e-standard-4t": "2x2", "ct6e-standard-8t": "2x4",
-                        "ct4p-hightpu-4t": "2x2x1", "ct5p-hightpu-4t": "2x2x1",
-                        "tpu7x-standard-4t": "2x2x1"}
+
+
+@functools.cache
+def tpu_machine_labels() -> dict[str, tuple[str, str | None]]:
+    """TPU machine type -> (its ``cloud.google.com/gke-tpu-accelerator`` value, the topology
+    of one VM of it when that VM is a whole single-host slice, else None), read from the TPU
+    catalog (``catalog/data/tpu.yaml``: each version's ``accelerator``, ``machineTypes`` and
+    ``topologies``, with their sources there), so that a new TPU generation in the catalog
+    labels its sandbox nodes with no edit here. A single-host topology is one that lists the
+    machine type and has as many chips as one VM of it (``ct6e-standard-8t`` -> ``2x4``;
+    ``ct6e-standard-4t`` -> ``2x2``)."""
+    from mldiag_provision.catalog.tpu import load_catalog, parse_topology
+
+    found: dict[str, tuple[str, str | None]] = {}
+    for version in load_catalog().versions.values():
+        for name, machine in version.machine_types.items():
+            single = None
+            for topology, machines in version.topologies.items():
+                dims = parse_topology(topology) or ()
+                chips = 1
+                for d in dims:
+                    chips *= d
+                if name in machines and chips == machine.chips_per_vm:
+                    single = topology
+                    break
+            found[name] = (version.accelerator, single)
+    return found
+
+
 DEFAULT_VERSION = "1.35.0-gke.3065000"
 
 # A kind only Autopilot clusters serve (elastic/cloud-on-k8s#6719 detects Autopilot by it;
@@ -393,11 +411,9 @@ def pool_nodes(cluster: dict, pool: dict) -> list[dict]:
     allocatable.update(recorded.get("allocatable") or {})
     capacity.update(recorded.get("capacity") or {})
     taints: list[dict] = []
-    tpu = next((acc for prefix, acc in TPU_ACCELERATOR_BY_PREFIX.items()
-                if machine.startswith(prefix)), None)
+    tpu, single_host = tpu_machine_labels().get(machine, (None, None))
     if tpu:
-        topology = (_first(pool.get("placement_policy")).get("tpu_topology")
-                    or SINGLE_HOST_TOPOLOGY.get(machine))
+        topology = _first(pool.get("placement_policy")).get("tpu_topology") or single_host
         labels[TPU_LABEL] = tpu
         if topology:
             labels[TOPOLOGY_LABEL] = str(topology)
