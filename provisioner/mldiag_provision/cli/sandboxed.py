@@ -197,6 +197,14 @@ def _seed_existing_cluster(recipe: str, cloud: Path, root: Path, endpoint: str) 
     Says so on stderr (a ``[SANDBOX]`` line). A recipe that does not validate is left to the
     command to report.
     """
+    from mldiag_provision.ondisk import open_regular
+
+    try:
+        with open_regular(recipe) as f:  # a FIFO or a device is refused, never waited on
+            if b"existing-kubernetes" not in f.read(1024 * 1024 + 1):
+                return  # not such a recipe: no validation run for it here
+    except (OSError, ValueError):
+        return  # the command itself reports an unreadable recipe
     from mldiag_provision.catalog.tpu import load_catalog
     from mldiag_provision.pipeline import check_file
     from mldiag_provision.plan.agents import GkeAccessPlan
