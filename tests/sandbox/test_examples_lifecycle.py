@@ -177,3 +177,33 @@ def test_example_apply_verify_replan_destroy_in_the_sandbox(recipe: Path, tmp_pa
                    / "google_logging_project_bucket_config").glob("*.json"))
     assert json.loads(bucket.read_text(encoding="utf-8"))["state"]["enable_analytics"] is True
     assert recipe.read_bytes() == as_written  # the recipe stays as written
+
+
+def test_existing_cluster_is_created_once_and_only_for_existing_cluster_recipes(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The cluster an existing-kubernetes recipe names is put into the sandbox cloud before
+    its first plan/apply (with a node pool per slice, served at the sandbox API server's
+    endpoint), said on stderr, and not again once it is there; other recipes get nothing."""
+    from mldiag_provision.cli.sandboxed import _seed_existing_cluster
+    from mldiag_provision.sandbox.apiserver import make_certs
+
+    (tmp_path / "apiserver-ca.pem").write_bytes(make_certs("127.0.0.1")[0])
+    cloud = tmp_path / "cloud"
+    existing = next(r for r in RECIPES if _spec(r)["orchestrator"]["type"]
+                    == "existing-kubernetes")
+    others = [r for r in RECIPES if r != existing]
+    for recipe in others:
+        _seed_existing_cluster(str(recipe), cloud, tmp_path, "127.0.0.1:6443")
+    assert not cloud.exists() or not any(cloud.rglob("*.json"))
+    _seed_existing_cluster(str(existing), cloud, tmp_path, "127.0.0.1:6443")
+    _seed_existing_cluster(str(existing), cloud, tmp_path, "127.0.0.1:6443")
+    err = capsys.readouterr().err
+    assert err.count("is created in the sandbox as it would already exist") == 1, err
+    clusters = [json.loads(p.read_text(encoding="utf-8"))["state"]
+                for p in (cloud / "google_container_cluster").glob("*.json")]
+    assert [(c["name"], c["endpoint"]) for c in clusters] == [
+        (_spec(existing)["orchestrator"]["clusterName"], "127.0.0.1:6443")]
+    assert clusters[0]["workload_identity_config"] == [
+        {"workload_pool": f"{_spec(existing)['project']}.svc.id.goog"}]
+    pools = list((cloud / "google_container_node_pool").glob("*.json"))
+    assert len(pools) == len(_spec(existing)["slices"]), pools
