@@ -1,6 +1,7 @@
 """Checks of the second stage (``agents/``) of a GKE example recipe, run on the one
-lifecycle of the example in tests/engine/test_e2e.py (they were a lifecycle of their own,
-tests/engine/test_agents_stage.py, that applied and destroyed every example a second time).
+lifecycle of the example in the sandbox, tests/sandbox/test_examples_lifecycle.py (they were
+a lifecycle of their own, tests/engine/test_agents_stage.py, that applied and destroyed every
+example a second time).
 
 The stand-in Kubernetes API server (mldiag_provision/sandbox/apiserver.py) plays the cluster
 the google stand-in created, and the stand-in hashicorp/kubernetes and hashicorp/helm
@@ -36,12 +37,12 @@ def terraform(chdir: Path, *args: str, check: bool = True) -> subprocess.Complet
     return proc
 
 
-def k8s(cluster: Any, tmp_path: Path) -> tuple[Any, Any, Any, Any]:
+def k8s(kubeconfig: Path) -> tuple[Any, Any, Any, Any]:
     """(CoreV1Api, AppsV1Api, ApiextensionsV1Api, AdmissionregistrationV1Api) of the
-    stand-in cluster; writes ``tmp_path/kubeconfig``."""
+    stand-in cluster that ``kubeconfig`` names."""
     from kubernetes import client, config
 
-    api = config.new_client_from_config(str(cluster.api.kubeconfig(tmp_path / "kubeconfig")))
+    api = config.new_client_from_config(str(kubeconfig))
     return (client.CoreV1Api(api), client.AppsV1Api(api), client.ApiextensionsV1Api(api),
             client.AdmissionregistrationV1Api(api))
 
@@ -110,11 +111,13 @@ def check_applied(plan: dict, clients: tuple[Any, Any, Any, Any], work: Path) ->
 
 
 def check_verify_without_workloads(cli: Any, recipe: Path, plan: dict,
-                                   kubeconfig: Path) -> None:
+                                   *where: str) -> None:
     """``verify`` once the project and agents stages are applied and the workloads stage is
-    not: it sees the stage's work (and the nodes of the slices on Standard clusters)."""
+    not: it sees the stage's work (and the nodes of the slices on Standard clusters).
+    ``where``: the arguments that name the cluster (``--kubeconfig PATH``, or ``-o DIR
+    --sandbox``)."""
     queued = plan.get("queued") is not None
-    code, out, err = cli("verify", str(recipe), "--kubeconfig", str(kubeconfig), "-O", "json")
+    code, out, err = cli("verify", str(recipe), *where, "-O", "json")
     report = json.loads(out)
     # queued capacity: the Kueue queues come with the workloads stage, not applied here
     failed = {c["check"] for c in report["checks"] if c["status"] == "FAIL"}

@@ -65,7 +65,7 @@ class OfflineCluster:
     """A stand-in cloud with its stand-in API server (see ``offline_cluster``)."""
 
     cloud: Path
-    api: object  # standin.apiserver.ApiServer
+    api: object  # mldiag_provision.sandbox.apiserver.ApiServer
     token: str
     ca_file: Path
     env: dict[str, str]
@@ -74,7 +74,7 @@ class OfflineCluster:
         """Put the GKE cluster an existing-cluster recipe names into the empty cloud, with a
         node pool per slice (machine type, VMs and topology from the recipe's plan), as if
         it had been created outside this tool. Keyword arguments go to
-        :func:`standin.gke_cluster.seed_gke_cluster` (``autopilot``,
+        :func:`mldiag_provision.sandbox.gke_cluster.seed_gke_cluster` (``autopilot``,
         ``managed_ml_diagnostics``, ``version``)."""
         return seed_recipe_cluster(self.cloud, recipe, self.api, **kwargs)
 

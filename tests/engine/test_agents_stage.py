@@ -3,7 +3,8 @@ the real terraform binary against the offline stand-ins: GKE Warden refuses writ
 managed namespaces, so the stage must not label kube-system there.
 
 The stage of every GKE example recipe (applied, verified, re-planned and destroyed) is
-checked on the example's one lifecycle in tests/engine/test_e2e.py, by
+checked on the example's one lifecycle in the sandbox
+(tests/sandbox/test_examples_lifecycle.py), by
 tests/engine/agents_checks.py.
 """
 
@@ -59,7 +60,7 @@ def test_autopilot_manual_agents_leave_managed_namespaces_alone(tmp_path: Path,
                for x in plan["agents"]["reasons"])
     main_tf = (work / "agents" / "main.tf").read_text()
     assert "exempt_existing_namespaces  = []" in main_tf
-    core, apps, _, admission = k8s(offline_cluster, tmp_path)
+    core, apps, _, admission = k8s(offline_cluster.api.kubeconfig(tmp_path / "kubeconfig"))
 
     terraform(work / "agents", "init")
     terraform(work / "agents", "apply", "-auto-approve")
@@ -100,7 +101,7 @@ def test_autopilot_refuses_the_old_exemptionlabels(tmp_path: Path, offline_clust
             '"kube-system" is managed and the request\'s verb "patch" is denied'
             ) in " ".join(proc.stderr.split()), proc.stderr
     # the webhook, which depends on the exemptions, was never installed
-    core, apps, _, _ = k8s(offline_cluster, tmp_path)
+    core, apps, _, _ = k8s(offline_cluster.api.kubeconfig(tmp_path / "kubeconfig"))
     assert apps.list_namespaced_deployment(AGENTS_NS).items == [] or all(
         d.metadata.name != "mldiagnostics-injection-webhook"
         for d in apps.list_namespaced_deployment(AGENTS_NS).items)

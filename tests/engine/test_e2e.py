@@ -1,8 +1,11 @@
 """End to end through OUR commands, with the real terraform binary and the offline stand-in
-providers (real schemas, local "cloud"): apply -> plan (no changes, exit 0 with
---detailed-exitcode) -> output -> destroy, for every example recipe, in one lifecycle per
-example that also serves the checks of the agents/ stage (tests/engine/agents_checks.py);
-plus drift, the destructive-change guard, confirmation and deletion protection."""
+providers wired by the test fixtures (tests/engine/conftest.py): drift, the destructive-change
+guard, confirmation and deletion protection; and the lifecycle of the example recipes the
+sandbox refuses (remote Terraform state), on a local-state copy.
+
+Every other example recipe's one lifecycle (apply -> verify -> re-plan -> destroy, with the
+checks of the agents/ stage) runs through ``--sandbox`` as a user types it, on the recipe as
+written: tests/sandbox/test_examples_lifecycle.py."""
 
 from __future__ import annotations
 
@@ -24,29 +27,6 @@ def _rc(result: tuple[int, str, str]) -> int:
     return result[0]
 
 
-# What Google keeps after a destroy: the project's _Default log bucket (its config is only
-# forgotten, mldiag_provision/sandbox/rules.py forget_only), and a cluster the stack did not create.
-KEPT = {"google_logging_project_bucket_config": 1}
-
-
-def seed_existing_cluster(recipe: Path, cloud: Path) -> dict[str, int]:
-    """An existing-kubernetes recipe runs on a GKE cluster that exists before the stack (the
-    stand-in refuses a Workload Identity binding without one): put it in the stand-in's
-    cloud. Returns what it added."""
-    import yaml
-
-    from mldiag_provision.sandbox.rules import seed_cluster
-
-    spec = yaml.safe_load(recipe.read_text())["spec"]
-    orch = spec["orchestrator"]
-    if orch["type"] != "existing-kubernetes" or not orch.get("workloadIdentity", True):
-        return {}
-    seed_cluster(cloud, project=spec["project"],
-                 location=orch.get("clusterLocation") or spec["region"],
-                 name=orch["clusterName"], workload_pool=f"{spec['project']}.svc.id.goog")
-    return {"google_container_cluster": 1}
-
-
 def _destroyed(cli, r: Path, work: str, cloud: Path, existing: dict[str, int]) -> None:
     """`destroy` of every stage leaves only what the README says is kept (enabled APIs,
     _Default's Log Analytics, a pre-existing cluster)."""
@@ -62,7 +42,18 @@ def _destroyed(cli, r: Path, work: str, cloud: Path, existing: dict[str, int]) -
     assert json.loads(bucket.read_text())["state"]["enable_analytics"] is True
 
 
-@pytest.mark.parametrize("recipe", RECIPES, ids=[r.stem for r in RECIPES])
+def _remote_state(recipe: Path) -> bool:
+    backend = ((yaml.safe_load(recipe.read_text(encoding="utf-8"))["spec"].get("engine") or {})
+               .get("backend") or {})
+    return backend.get("type") not in (None, "local")
+
+
+SANDBOX_REFUSED = [r for r in RECIPES if _remote_state(r)]
+"""Examples the sandbox refuses (tests/sandbox/test_examples_lifecycle.py asserts how): their
+lifecycle runs here, on a copy with local state."""
+
+
+@pytest.mark.parametrize("recipe", SANDBOX_REFUSED, ids=[r.stem for r in SANDBOX_REFUSED])
 def test_apply_verify_replan_destroy(recipe: Path, tmp_path: Path, offline_cluster, gcs,
                                      cli) -> None:
     """From an empty stand-in cloud: ONE `apply` (every stage: project, cluster, workloads)
@@ -104,12 +95,13 @@ def test_apply_verify_replan_destroy(recipe: Path, tmp_path: Path, offline_clust
 
     if has_cluster:
         plan = agents_checks.plan_of(Path(work))
-        clients = agents_checks.k8s(offline_cluster, tmp_path)
+        clients = agents_checks.k8s(offline_cluster.api.kubeconfig(tmp_path / "kubeconfig"))
         agents_checks.check_applied(plan, clients, Path(work))
         code, out, err = cli("destroy", str(r), "-o", work, "--stage", "workloads",
                              "--auto-approve")
         assert code == 0, out + err
-        agents_checks.check_verify_without_workloads(cli, r, plan, tmp_path / "kubeconfig")
+        agents_checks.check_verify_without_workloads(cli, r, plan, "--kubeconfig",
+                                                     str(tmp_path / "kubeconfig"))
         agents_checks.destroy_and_check(plan, clients, Path(work))
 
     _destroyed(cli, r, work, cloud, existing)

@@ -3,7 +3,8 @@ offline stand-in providers (REAL hashicorp/google 8.7.0 schema) and the stand-in
 the example recipe's node pools are created with queued provisioning and scale from 0, Kueue
 is installed by the cluster stage before its objects, the workloads stage applies the Kueue
 objects first and the JobSet suspended with its queue, `verify` checks the queues, `destroy`
-removes them. (test_e2e.py's apply/verify/replan/destroy also runs this recipe.)"""
+removes them. (tests/sandbox/test_examples_lifecycle.py also takes this recipe
+through apply/verify/replan/destroy --sandbox.)"""
 
 from __future__ import annotations
 

@@ -184,6 +184,8 @@ def wrap(run: Callable[[argparse.Namespace, Console], int]
                                  f"Cloud kept in {sb.root} (no credentials read, nothing "
                                  "sent to Google)\n")
                 sys.stderr.flush()
+                if args.command in ("plan", "apply"):
+                    _seed_existing_cluster(args.recipe, sb.cloud, sb.root, sb.apiserver)
                 code = run(args, out)
                 return code
         except MldiagError as err:
@@ -194,6 +196,79 @@ def wrap(run: Callable[[argparse.Namespace, Console], int]
                 _forget(workdir, fresh)
 
     return inner
+
+
+def _seed_existing_cluster(recipe: str, cloud: Path, root: Path, endpoint: str) -> None:
+    """An ``existing-kubernetes`` recipe runs on a GKE cluster made outside the stack (the
+    stack only reads it: ``data.google_container_cluster``). The sandbox cloud starts empty,
+    so before ``plan``/``apply`` it gets that cluster when it does not hold it yet, as the
+    user's project would: the cluster and location the stack reads (``clusterName``,
+    ``clusterLocation`` else the recipe's region), Workload Identity on
+    ``PROJECT.svc.id.goog``, the managed ML Diagnostics add-on on (what the stack assumes of an
+    existing cluster), one Standard node pool per slice (machine type, VMs, TPU topology,
+    GPUs from the recipe's plan), served by the sandbox's API server. ``destroy`` keeps it,
+    as it keeps a real existing cluster.
+
+    Says so on stderr (a ``[SANDBOX]`` line). A recipe that does not validate is left to the
+    command to report.
+    """
+    from mldiag_provision.ondisk import open_regular
+
+    try:
+        with open_regular(recipe) as f:  # a FIFO or a device is refused, never waited on
+            if b"existing-kubernetes" not in f.read(1024 * 1024 + 1):
+                return  # not such a recipe: no validation run for it here
+    except (OSError, ValueError):
+        return  # the command itself reports an unreadable recipe
+    from mldiag_provision.catalog.tpu import load_catalog
+    from mldiag_provision.pipeline import check_file
+    from mldiag_provision.plan.agents import GkeAccessPlan
+    from mldiag_provision.plan.stack import build_plan
+    from mldiag_provision.sandbox.gke_cluster import seed_gke_cluster
+
+    catalog = load_catalog()
+    res = check_file(recipe, catalog)
+    if res.parsed.recipe is None or res.report.errors:
+        return
+    orch = res.parsed.recipe.spec.orchestrator
+    if getattr(orch, "type", None) != "existing-kubernetes":
+        return
+    plan = build_plan(res.parsed.recipe, res.shapes, catalog)
+    access = plan.agents.access if plan.agents is not None else None
+    if not isinstance(access, GkeAccessPlan):  # a kubeconfig context: not a GKE cluster
+        return
+    name, location = access.cluster, access.location
+    import json
+
+    for held in (cloud / "google_container_cluster").glob("*.json"):
+        state = json.loads(held.read_text(encoding="utf-8")).get("state") or {}
+        if (state.get("project"), state.get("name")) == (plan.project, name):
+            return
+    pools = []
+    for sp in plan.slices:
+        for i in range(sp.count):
+            pool: dict[str, object] = {
+                "name": sp.name if sp.count == 1 else f"{sp.name}-{i}",
+                "machine_type": sp.machine_type or "a3-highgpu-8g", "node_count": sp.vms,
+                "zone": plan.zone,
+                "tpu_topology": sp.topology if sp.kind == "tpu" and sp.multi_host else None,
+                "labels": {"mldiag-provision/slice": sp.name}}
+            if sp.kind == "gpu":
+                pool.update(gpu_type=sp.accelerator, gpu_count=sp.chips_per_vm)
+            pools.append(pool)
+
+    class _Served:  # what seed_gke_cluster records of the API server: endpoint and CA
+        def __init__(self) -> None:
+            self.endpoint = endpoint
+            self.ca_pem = (root / "apiserver-ca.pem").read_bytes()
+
+    seed_gke_cluster(cloud, project=plan.project, location=location, name=name,
+                     api=_Served(), node_pools=pools)  # type: ignore[arg-type]
+    sys.stderr.write(f"the recipe's existing cluster {name} ({location}) is created in the "
+                     f"sandbox as it would already exist: {len(pools)} node pool(s), "
+                     "Workload Identity and the managed ML Diagnostics add-on on; destroy "
+                     "keeps it\n")
+    sys.stderr.flush()
 
 
 def _forget(workdir: Path, fresh: bool) -> None:
