@@ -378,12 +378,12 @@ def _chip_positions(d: Drawing, box: _SliceBox, sx: int, y0: int) -> tuple[_Pos,
     return pos, labels
 
 
-def _svg_vm_boxes(d: Drawing, pos: _Pos) -> list[str]:
+def _svg_vm_boxes(d: Drawing, pos: _Pos, vm_at: dict[tuple[int, ...], int]) -> list[str]:
     """One ``vm`` rectangle per VM, around its chips' cells, coloured by VM index (drawn
-    behind the chips)."""
+    behind the chips); ``vm_at``: {chip coordinate: its VM}."""
     vm_cells: dict[int, list[tuple[int, int]]] = {}
     for c, (cx, cy) in pos.items():
-        vm_cells.setdefault(d.vm_of(c), []).append((cx, cy))
+        vm_cells.setdefault(vm_at[c], []).append((cx, cy))
     parts = []
     for vm in sorted(vm_cells):
         cells = vm_cells[vm]
@@ -415,12 +415,13 @@ def _svg_wrap(c: tuple[int, ...], axis: int, pos: _Pos) -> str:
             'd="M{},{} L{},{} M{},{} L{},{}"/>'.format(*ends))
 
 
-def _svg_ici_links(d: Drawing, pos: _Pos) -> list[str]:
+def _svg_ici_links(d: Drawing, pos: _Pos, chips: list[tuple[tuple[int, ...], tuple[int, int]]],
+                   ) -> list[str]:
     """A TPU slice's ICI links between neighbouring chips of a layer (x and y; z links are
     only listed), and a wrap stub pair at the end of each line of a wrapping dimension
-    longer than 2. Chips in coordinate order."""
+    longer than 2. ``chips``: ``pos``'s items in coordinate order."""
     parts = []
-    for c, (cx, cy) in sorted(pos.items()):
+    for c, (cx, cy) in chips:
         for axis in range(min(2, len(c))):
             nxt = list(c)
             nxt[axis] += 1
@@ -434,12 +435,14 @@ def _svg_ici_links(d: Drawing, pos: _Pos) -> list[str]:
     return parts
 
 
-def _svg_chips(d: Drawing, pos: _Pos) -> list[str]:
-    """Each chip (or GPU) in coordinate order: a ``chip`` square and its VM index as label."""
+def _svg_chips(d: Drawing, chips: list[tuple[tuple[int, ...], tuple[int, int]]],
+               vm_at: dict[tuple[int, ...], int]) -> list[str]:
+    """Each chip (or GPU) of ``chips`` (coordinate, cell corner; in coordinate order): a
+    ``chip`` square and its VM index as label."""
     parts = []
-    for c, (cx, cy) in sorted(pos.items()):
+    for c, (cx, cy) in chips:
         coord = ",".join(str(v) for v in c)
-        vm = d.vm_of(c)
+        vm = vm_at[c]
         parts.append(f'<rect class="chip" data-coord="{coord}" data-vm="{vm}" '
                      f'x="{cx}" y="{cy}" width="{CELL}" height="{CELL}" rx="3">'
                      f'<title>{"GPU" if d.kind == "gpu" else "chip"} ({coord}) on VM '
@@ -460,10 +463,12 @@ def _svg_slice(d: Drawing, box: _SliceBox, s: int, sx: int, y0: int) -> list[str
                  f'{escape(label)}</text>')
     pos, layer_labels = _chip_positions(d, box, sx, y0)
     parts += layer_labels
-    parts += _svg_vm_boxes(d, pos)
+    vm_at = {c: d.vm_of(c) for c in pos}
+    parts += _svg_vm_boxes(d, pos, vm_at)  # behind the chips
+    chips = sorted(pos.items())
     if d.kind == "tpu":
-        parts += _svg_ici_links(d, pos)
-    parts += _svg_chips(d, pos)
+        parts += _svg_ici_links(d, pos, chips)
+    parts += _svg_chips(d, chips, vm_at)
     parts.append("</g>")
     return parts
 
