@@ -309,25 +309,22 @@ _Pos = dict[tuple[int, ...], tuple[int, int]]
 """{chip coordinate: (x, y) of its cell's top-left corner, in SVG pixels}."""
 
 
-@dataclass(frozen=True)
 class _SliceBox:
-    """The pixel sizes of one slice of a drawing: ``layers`` z layers side by side, each
-    ``layer_w`` wide; the slice box ``slice_w`` x ``slice_h`` (label and padding included)."""
+    """The pixel sizes of one slice of drawing ``d``: ``layers`` z layers side by side, each
+    ``layer_w`` wide; the slice box ``slice_w`` x ``slice_h`` (label and padding included).
 
-    layers: int
-    layer_w: int
-    slice_w: int
-    slice_h: int
+    A plain class, not a dataclass: a dataclass on the render path would add its generated
+    methods to the start-up code built ahead (:mod:`mldiag_provision.prebuild`)."""
 
-    @classmethod
-    def of(cls, d: Drawing) -> _SliceBox:
-        layers = d.dims[2] if len(d.dims) > 2 else 1
+    __slots__ = ("layer_w", "layers", "slice_h", "slice_w")
+
+    def __init__(self, d: Drawing) -> None:
+        self.layers = d.dims[2] if len(d.dims) > 2 else 1
         xs, ys = d.dims[0], d.dims[1] if len(d.dims) > 1 else 1
-        layer_w = xs * CELL + (xs - 1) * GAP + 2 * GAP
+        self.layer_w = xs * CELL + (xs - 1) * GAP + 2 * GAP
         layer_h = ys * CELL + (ys - 1) * GAP + 2 * GAP
-        return cls(layers=layers, layer_w=layer_w,
-                   slice_w=layers * layer_w + (layers - 1) * 2 * GAP + 2 * PAD,
-                   slice_h=layer_h + 2 * PAD + HEAD)
+        self.slice_w = self.layers * self.layer_w + (self.layers - 1) * 2 * GAP + 2 * PAD
+        self.slice_h = layer_h + 2 * PAD + HEAD
 
 
 def _svg_heading(d: Drawing, y0: int, layers: int) -> tuple[list[str], int]:
@@ -492,7 +489,7 @@ def _svg_dcn(d: Drawing, slice_w: int, y0: int) -> tuple[list[str], int]:
 def _svg_drawn(d: Drawing, y0: int) -> tuple[list[str], int, int]:
     """(a slice drawn chip by chip at height ``y0``: its slices side by side, then the DCN
     of a multislice; the width it takes; ``y0`` below it, padding included)."""
-    box = _SliceBox.of(d)
+    box = _SliceBox(d)
     parts: list[str] = []
     sx = PAD
     for s in range(d.count):
@@ -516,7 +513,7 @@ def svg(drawings: list[Drawing], *, desc: str | None = None) -> str:
     y0 = PAD
     width = 0
     for d in drawings:
-        heading, heading_w = _svg_heading(d, y0, _SliceBox.of(d).layers)
+        heading, heading_w = _svg_heading(d, y0, _SliceBox(d).layers)
         parts += heading
         width = max(width, heading_w)
         y0 += 44
