@@ -69,6 +69,39 @@ def _usage(parser: argparse.ArgumentParser) -> str:
     return "usage: " + " ".join(parts + positionals)
 
 
+def _arg_name(action: argparse.Action) -> str:
+    """An argument's name column: its flags, longest first (``--output, -O``), or a
+    positional's metavar (else its dest)."""
+    if action.option_strings:
+        return ", ".join(sorted(action.option_strings, key=lambda s: (-len(s), s)))
+    return str(action.metavar or action.dest)
+
+
+def _arg_value(action: argparse.Action) -> str:
+    """An argument's value column: its choices (``a \\| b``), else a flag's metavar; then
+    ``(one or more)`` for ``+``/``*``, or what an optional value means when left out."""
+    value = ""
+    if action.choices is not None and not isinstance(action.choices, dict):
+        value = " \\| ".join(f"`{c}`" for c in action.choices)
+    elif action.nargs != 0 and action.option_strings:
+        value = _code(action.metavar or action.dest.upper())
+    if action.nargs in ("+", "*"):
+        value = (value + " " if value else "") + "(one or more)"
+    elif action.nargs == "?" and action.option_strings:
+        value += f" (optional; alone: `{action.const}`)"
+    return value
+
+
+def _arg_default(action: argparse.Action) -> str:
+    """An argument's default column: ``required`` for a required flag, else its default
+    as code; empty for none, False, [], "" or a suppressed default."""
+    if action.required and action.option_strings:
+        return "required"
+    default = action.default
+    return ("" if default is None or default is False or default == argparse.SUPPRESS
+            or default in ([], "") else _code(default))
+
+
 def _arg_rows(parser: argparse.ArgumentParser) -> list[tuple[str, str, str, str]]:
     """(argument, value, default, help) per argument ``parser`` documents."""
     rows = []
@@ -76,25 +109,8 @@ def _arg_rows(parser: argparse.ArgumentParser) -> list[tuple[str, str, str, str]
         if action.help == argparse.SUPPRESS or isinstance(
                 action, argparse._HelpAction | argparse._SubParsersAction):
             continue
-        if action.option_strings:
-            name = ", ".join(sorted(action.option_strings, key=lambda s: (-len(s), s)))
-        else:
-            name = str(action.metavar or action.dest)
-        value = ""
-        if action.choices is not None and not isinstance(action.choices, dict):
-            value = " \\| ".join(f"`{c}`" for c in action.choices)
-        elif action.nargs != 0 and action.option_strings:
-            value = _code(action.metavar or action.dest.upper())
-        if action.nargs in ("+", "*"):
-            value = (value + " " if value else "") + "(one or more)"
-        elif action.nargs == "?" and action.option_strings:
-            value += f" (optional; alone: `{action.const}`)"
-        default = action.default
-        shown = ("" if default is None or default is False or default == argparse.SUPPRESS
-                 or default in ([], "") else _code(default))
-        if action.required and action.option_strings:
-            shown = "required"
-        rows.append((f"`{name}`", value, shown, _cell(action.help or "")))
+        rows.append((f"`{_arg_name(action)}`", _arg_value(action), _arg_default(action),
+                     _cell(action.help or "")))
     return rows
 
 

@@ -314,6 +314,21 @@ class Catalog:
         return shape
 
     def _resolve(self, tpu: str, topology: str, chips_per_vm: int | None) -> SliceShape:
+        """:meth:`resolve` without the memo: version, then topology, then machine type."""
+        version = self._known_version(tpu)
+        dims = self._dims(version, topology)
+        chips = math.prod(dims)
+        names = self._machine_type_names(version, topology, dims)
+        options = [version.machine_types[n] for n in names]
+        mt = self._machine_type(version, topology, chips, options, chips_per_vm)
+        return SliceShape(version=version, topology=topology, machine_type=mt, chips=chips)
+
+    def _known_version(self, tpu: str) -> TpuVersion:
+        """The version ``tpu`` names (key, alias or accelerator label).
+
+        Raises:
+          ShapeError: field ``tpu``, an unknown version ("did you mean" as hint).
+        """
         version = self.version(tpu)
         if version is None:
             from mldiag_provision.suggest import suggest
@@ -321,6 +336,15 @@ class Catalog:
             raise ShapeError("tpu", f"unknown TPU version '{tpu}'",
                              expected=", ".join(sorted(self.versions)) + " (or their GKE "
                              "accelerator labels)", hint=suggest(tpu, self.version_names()))
+        return version
+
+    def _dims(self, version: TpuVersion, topology: str) -> tuple[int, ...]:
+        """``topology`` (``AxB``, ``AxBxC``) as its dimensions, e.g. ``(2, 2, 4)``.
+
+        Raises:
+          ShapeError: field ``topology``, not a topology or not ``version``'s number of
+            dimensions.
+        """
         dims = parse_topology(topology)
         allowed = self.describe_allowed(version)
         if dims is None:
@@ -332,24 +356,47 @@ class Catalog:
                              f"{version.key} topologies are {kind}; '{topology}' has "
                              f"{len(dims)} dimensions", expected=allowed,
                              source=self.source_url(version.source))
-        chips = math.prod(dims)
+        return dims
+
+    def _machine_type_names(self, version: TpuVersion, topology: str,
+                            dims: tuple[int, ...]) -> tuple[str, ...]:
+        """The machine types that can make ``topology``: its enumerated entry, or the large
+        3-D machine type for a shape that passes the large-shape rule
+        (:meth:`_check_large3d`).
+
+        Raises:
+          ShapeError: field ``topology``, a topology the version does not have (hint: the
+            same dimensions smallest first, or the nearest topology's name).
+        """
         names = version.topologies.get(topology)
-        if names is None and version.large3d and chips >= version.large3d.min_chips:
+        if names is None and version.large3d and math.prod(dims) >= version.large3d.min_chips:
             self._check_large3d(version, topology, dims)
             names = (version.large3d.machine_type,)
-        if names is None:
-            from mldiag_provision.suggest import suggest
+        if names is not None:
+            return tuple(names)
+        from mldiag_provision.suggest import suggest
 
-            ordered = "x".join(map(str, sorted(dims)))
-            hint: str | None
-            if ordered != topology and ordered in version.topologies:
-                hint = f"did you mean '{ordered}'? (dimensions are written smallest first)"
-            else:
-                hint = suggest(topology, version.topologies)
-            raise ShapeError("topology",
-                             f"topology '{topology}' does not exist for TPU {version.key}",
-                             expected=allowed, hint=hint, source=self.source_url(version.source))
-        options = [version.machine_types[n] for n in names]
+        ordered = "x".join(map(str, sorted(dims)))
+        hint: str | None
+        if ordered != topology and ordered in version.topologies:
+            hint = f"did you mean '{ordered}'? (dimensions are written smallest first)"
+        else:
+            hint = suggest(topology, version.topologies)
+        raise ShapeError("topology",
+                         f"topology '{topology}' does not exist for TPU {version.key}",
+                         expected=self.describe_allowed(version), hint=hint,
+                         source=self.source_url(version.source))
+
+    def _machine_type(self, version: TpuVersion, topology: str, chips: int,
+                      options: list[MachineType], chips_per_vm: int | None) -> MachineType:
+        """The machine type of ``options`` with ``chips_per_vm`` chips; without
+        ``chips_per_vm`` the only option.
+
+        Raises:
+          ShapeError: field ``chipsPerVm``, ambiguous (several options and no
+            ``chips_per_vm``; each option's VMs x chips listed) or no option with that many
+            chips.
+        """
         if chips_per_vm is None:
             if len(options) > 1:
                 choices = " or ".join(
@@ -362,18 +409,16 @@ class Catalog:
                     hint="set chipsPerVm explicitly: "
                          + ", ".join(f"{m.chips_per_vm} for {m.name}" for m in options),
                     source=self.source_url(version.source))
-            mt = options[0]
-        else:
-            match = [m for m in options if m.chips_per_vm == chips_per_vm]
-            if not match:
-                raise ShapeError(
-                    "chipsPerVm",
-                    f"{version.key} {topology} has no VM with {chips_per_vm} chips",
-                    expected=" or ".join(str(m.chips_per_vm) for m in options),
-                    hint="google.com/tpu per pod must equal the chips of one VM of the slice",
-                    source=self.source_url(version.source))
-            mt = match[0]
-        return SliceShape(version=version, topology=topology, machine_type=mt, chips=chips)
+            return options[0]
+        match = [m for m in options if m.chips_per_vm == chips_per_vm]
+        if not match:
+            raise ShapeError(
+                "chipsPerVm",
+                f"{version.key} {topology} has no VM with {chips_per_vm} chips",
+                expected=" or ".join(str(m.chips_per_vm) for m in options),
+                hint="google.com/tpu per pod must equal the chips of one VM of the slice",
+                source=self.source_url(version.source))
+        return match[0]
 
     def _check_large3d(self, version: TpuVersion, topology: str, dims: tuple[int, ...]) -> None:
         lg = version.large3d

@@ -93,6 +93,67 @@ def _cli_config_files() -> list[Path]:
     return [Path.home() / ".terraformrc"]
 
 
+def _environment_refusal() -> str | None:
+    """Why this process's environment rules reuse out (not Linux, ``REUSE_ENV`` off, a
+    ``TF_REATTACH_PROVIDERS`` of the caller's own, ``dev_overrides`` in the CLI
+    configuration), or None. An unreadable CLI configuration is no reason."""
+    if sys.platform != "linux":
+        return f"provider reuse is implemented for Linux only, not {sys.platform}"
+    if os.environ.get(REUSE_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
+        return f"{REUSE_ENV}={os.environ[REUSE_ENV]}"
+    if os.environ.get("TF_REATTACH_PROVIDERS"):
+        return "TF_REATTACH_PROVIDERS is set in the environment"
+    for cfg in _cli_config_files():
+        try:
+            if "dev_overrides" in cfg.read_text(encoding="utf-8", errors="replace"):
+                return f"{cfg} has provider dev_overrides"
+        except OSError:
+            pass
+    return None
+
+
+def _configuration_refusal(workdir: Path) -> str | None:
+    """Why the stage's configuration rules reuse out (an alias, an unreadable file, a
+    provider configured in more than one module; :func:`_configurations`), or None."""
+    configurations = _configurations(workdir)
+    if isinstance(configurations, str):
+        return configurations
+    several = sorted(name for name, n in configurations.items() if n > 1)
+    if several:
+        return (f"provider {several[0]} has {configurations[several[0]]} configurations "
+                "(provider blocks in more than one module)")
+    return None
+
+
+def _verified_plugin(workdir: Path, source: str, body: dict[str, Any],
+                     log: Callable[[str], None]) -> dict[str, str] | None:
+    """``{"source": source, "exe": "/abs/path"}`` of the lock file entry ``body`` (its
+    ``version`` and ``hashes``): the installed plugin executable, when its package matches
+    one of the entry's ``h1:`` hashes; else None and the reason to ``log``."""
+    version = str(body.get("version", ""))
+    hashes = {h for h in body.get("hashes", []) if str(h).startswith("h1:")}
+    package = workdir / _PROVIDERS_DIR / source / version / _platform()
+    # the plugin is the executable named terraform-provider-TYPE[_vX.Y.Z] (Terraform's
+    # rule: internal/getproviders, "the file whose name starts with terraform-provider-")
+    prefix = f"terraform-provider-{source.rsplit('/', 1)[-1]}"
+    exes = sorted(p for p in package.glob(prefix + "*")
+                  if p.is_file() and os.access(p, os.X_OK)) if package.is_dir() else []
+    if not exes or not hashes:
+        log(f"[mldiag] providers: {source} {version}: Terraform starts it (no "
+            f"{'installed package' if not exes else 'h1: hash in the lock file'})")
+        return None
+    try:
+        actual = package_hash(package.resolve())
+    except OSError as exc:
+        log(f"[mldiag] providers: {source}: Terraform starts it ({exc})")
+        return None
+    if actual not in hashes:
+        log(f"[mldiag] providers: {source} {version}: Terraform starts it (the "
+            f"installed package {actual} matches no hash in the lock file)")
+        return None
+    return {"source": source, "exe": str(exes[0].resolve())}
+
+
 def reusable(workdir: Path, *, log: Callable[[str], None] = lambda _: None,
              ) -> list[dict[str, str]]:
     """The providers of an initialised stage that may be started once and reattached:
@@ -103,25 +164,9 @@ def reusable(workdir: Path, *, log: Callable[[str], None] = lambda _: None,
         log(f"[mldiag] providers: Terraform starts them in every command ({why})")
         return []
 
-    if sys.platform != "linux":
-        return no(f"provider reuse is implemented for Linux only, not {sys.platform}")
-    if os.environ.get(REUSE_ENV, "1").strip().lower() in ("0", "false", "no", "off"):
-        return no(f"{REUSE_ENV}={os.environ[REUSE_ENV]}")
-    if os.environ.get("TF_REATTACH_PROVIDERS"):
-        return no("TF_REATTACH_PROVIDERS is set in the environment")
-    for cfg in _cli_config_files():
-        try:
-            if "dev_overrides" in cfg.read_text(encoding="utf-8", errors="replace"):
-                return no(f"{cfg} has provider dev_overrides")
-        except OSError:
-            pass
-    configurations = _configurations(workdir)
-    if isinstance(configurations, str):
-        return no(configurations)
-    several = sorted(name for name, n in configurations.items() if n > 1)
-    if several:
-        return no(f"provider {several[0]} has {configurations[several[0]]} configurations "
-                  "(provider blocks in more than one module)")
+    why = _environment_refusal() or _configuration_refusal(workdir)
+    if why is not None:
+        return no(why)
     try:
         from mldiag_provision.hclparse import parse_hcl
 
@@ -132,28 +177,9 @@ def reusable(workdir: Path, *, log: Callable[[str], None] = lambda _: None,
     out = []
     for block in lock.get("provider", []):
         for source, body in block.items():
-            version = str(body.get("version", ""))
-            hashes = {h for h in body.get("hashes", []) if str(h).startswith("h1:")}
-            package = workdir / _PROVIDERS_DIR / source / version / _platform()
-            # the plugin is the executable named terraform-provider-TYPE[_vX.Y.Z] (Terraform's
-            # rule: internal/getproviders, "the file whose name starts with terraform-provider-")
-            prefix = f"terraform-provider-{source.rsplit('/', 1)[-1]}"
-            exes = sorted(p for p in package.glob(prefix + "*")
-                          if p.is_file() and os.access(p, os.X_OK)) if package.is_dir() else []
-            if not exes or not hashes:
-                log(f"[mldiag] providers: {source} {version}: Terraform starts it (no "
-                    f"{'installed package' if not exes else 'h1: hash in the lock file'})")
-                continue
-            try:
-                actual = package_hash(package.resolve())
-            except OSError as exc:
-                log(f"[mldiag] providers: {source}: Terraform starts it ({exc})")
-                continue
-            if actual not in hashes:
-                log(f"[mldiag] providers: {source} {version}: Terraform starts it (the "
-                    f"installed package {actual} matches no hash in the lock file)")
-                continue
-            out.append({"source": source, "exe": str(exes[0].resolve())})
+            plugin = _verified_plugin(workdir, source, body, log)
+            if plugin is not None:
+                out.append(plugin)
     return out
 
 
@@ -166,11 +192,10 @@ def _has_alias(doc: Any) -> bool:
     return False
 
 
-def _configurations(workdir: Path) -> dict[str, int] | str:
-    """How many ``provider`` blocks each provider name has over the files Terraform reads
-    for this root (``*.tf`` and ``*.tf.json`` of the root and of every module in
-    ``.terraform/modules/modules.json``; override files, which merge into a block, not
-    counted); or why reuse is off (an alias, an unreadable file)."""
+def _config_dirs(workdir: Path) -> list[Path] | str:
+    """The root and every module of it, as ``terraform init`` resolved them
+    (``.terraform/modules/modules.json``; none without module calls), or why the manifest
+    cannot be read."""
     dirs = [workdir]
     try:  # every module of this root, as `terraform init` resolved them
         manifest = json.loads((workdir / ".terraform/modules/modules.json").read_text())
@@ -180,6 +205,39 @@ def _configurations(workdir: Path) -> dict[str, int] | str:
         pass  # a root without module calls has no manifest
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return f"the module manifest cannot be read: {exc}"
+    return dirs
+
+
+def _provider_blocks(path: Path, rel: Path) -> list[str] | str:
+    """The provider name of each ``provider`` block in one ``*.tf`` or ``*.tf.json`` file
+    (``rel``: its name in messages), or why reuse is off (unreadable, not JSON, an alias)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return f"cannot read {rel}"
+    if not path.name.endswith(".json"):
+        if _ALIAS.search(text):
+            return f"{rel} configures a provider alias"
+        return list(_PROVIDER_BLOCK.findall(text))
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return f"{rel} is not JSON"
+    if _has_alias(doc):
+        return f"{rel} configures a provider alias"
+    blocks = doc.get("provider", {}) if isinstance(doc, dict) else {}
+    return [name for name, body in (blocks.items() if isinstance(blocks, dict) else [])
+            for _ in (body if isinstance(body, list) else [body])]
+
+
+def _configurations(workdir: Path) -> dict[str, int] | str:
+    """How many ``provider`` blocks each provider name has over the files Terraform reads
+    for this root (``*.tf`` and ``*.tf.json`` of the root and of every module in
+    ``.terraform/modules/modules.json``; override files, which merge into a block, not
+    counted); or why reuse is off (an alias, an unreadable file)."""
+    dirs = _config_dirs(workdir)
+    if isinstance(dirs, str):
+        return dirs
     paths = [p for d in dict.fromkeys(dirs) for pattern in ("*.tf", "*.tf.json")
              for p in sorted(d.glob(pattern))]
     counts: dict[str, int] = {}
@@ -187,24 +245,9 @@ def _configurations(workdir: Path) -> dict[str, int] | str:
         rel = path.relative_to(workdir) if path.is_relative_to(workdir) else path
         override = path.name in ("override.tf", "override.tf.json") or path.name.endswith(
             ("_override.tf", "_override.tf.json"))
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return f"cannot read {rel}"
-        if path.name.endswith(".json"):
-            try:
-                doc = json.loads(text)
-            except ValueError:
-                return f"{rel} is not JSON"
-            if _has_alias(doc):
-                return f"{rel} configures a provider alias"
-            blocks = doc.get("provider", {}) if isinstance(doc, dict) else {}
-            names = [name for name, body in (blocks.items() if isinstance(blocks, dict) else [])
-                     for _ in (body if isinstance(body, list) else [body])]
-        else:
-            if _ALIAS.search(text):
-                return f"{rel} configures a provider alias"
-            names = _PROVIDER_BLOCK.findall(text)
+        names = _provider_blocks(path, rel)
+        if isinstance(names, str):
+            return names
         if not override:
             for name in names:
                 counts[name] = counts.get(name, 0) + 1

@@ -304,6 +304,60 @@ def _block_path(path: Path, line: int) -> list[str]:
     return stack
 
 
+def _failed_address(first: dict[str, Any] | None,
+                    events: Sequence[dict[str, Any]]) -> str | None:
+    """The resource a failed command names: the first error diagnostic's ``address``, else
+    the first resource of an ``apply_errored`` event; None when neither says."""
+    failed = [e.get("hook", {}).get("resource", {}).get("addr") for e in events
+              if e.get("type") == "apply_errored"]
+    return (first.get("address") if first else None) or next(filter(None, failed), None)
+
+
+def _failure_message(what: str, where: str, known: tuple[str, str] | None,
+                     result: RunResult, first: dict[str, Any] | None) -> tuple[str, str]:
+    """(message, hint) of a failed command: a known cause's (``known``, from
+    :func:`translate`), a killed command's (negative return code: signal), or the first
+    error's summary, else stderr's last line, else the exit code."""
+    if known:
+        return f"{what} failed{where}: {known[0]}", known[1]
+    if result.returncode < 0:
+        return (f"{what} was killed (signal {-result.returncode}){where}: what it "
+                "finished is in the state",
+                "re-run the same command: it plans from the state and converges")
+    detail = (first.get("summary") if first else None) or next(
+        (line for line in reversed(result.stderr_tail) if line.strip()),
+        f"exit code {result.returncode}")
+    return (f"{what} failed{where}: {detail}",
+            "read the error above and the log; fix the recipe or the environment")
+
+
+def _terraform_detail(first: dict[str, Any] | None) -> str:
+    """The ``\\n  terraform: summary: detail`` line of the first error, detail on one line;
+    "" when it has no detail. A summary ending in ``:`` ("2 problems:") is followed by a
+    space only."""
+    if not (first and first.get("detail")):
+        return ""
+    summary = str(first["summary"])
+    joint = " " if summary.endswith(":") else ": "  # "2 problems:" lists its details
+    return f"\n  terraform: {summary}{joint}{' '.join(first['detail'].split())}"
+
+
+def _attribute_path(blocks: list[str], d: dict[str, Any]) -> list[str]:
+    """The attribute path of diagnostic ``d`` inside its resource: the nested block names
+    (``blocks`` past the resource), then the argument the detail names (``argument named
+    "x"``), else the one the snippet's code starts with (unless that is the last block)."""
+    path = [b for b in blocks[1:] if b]
+    arg = re.search(r'(?:argument|block type) named "([^"]+)"', d.get("detail") or "")
+    if arg:
+        path.append(arg.group(1))
+    elif d.get("snippet", {}).get("code"):
+        code = d["snippet"]["code"].strip()
+        m = re.match(r"([a-z0-9_]+)\s*(=|\{)", code)
+        if m and (not path or path[-1] != m.group(1)):
+            path.append(m.group(1))
+    return path
+
+
 class TerraformEngine:
     """Terraform in one rendered directory. See the module docstring.
 
@@ -365,36 +419,22 @@ class TerraformEngine:
 
     def _fail(self, what: str, result: RunResult, diags: list[dict[str, Any]],
               events: list[dict[str, Any]] = ()) -> EngineError:  # type: ignore[assignment]
+        """The :class:`EngineError` of a failed command ``what``: its first error diagnostic
+        (``diags``, else the ones in stderr), the resource that failed (``events``:
+        ``apply_errored``), a known cause's message and hint (:func:`translate`), and the
+        run's log."""
         # terraform writes its diagnostics to stderr; stdout holds progress ("Initializing
         # the backend..."), which must not run into an error's detail
         errors = [d for d in diags if d.get("severity") == "error"] or stderr_diagnostics(
             result.stderr_tail)
-        failed = [e.get("hook", {}).get("resource", {}).get("addr") for e in events
-                  if e.get("type") == "apply_errored"]
+        first = errors[0] if errors else None
+        address = _failed_address(first, events)
+        where = f" ({address})" if address else ""
         text = "\n".join([_diag_text(d) for d in errors] + list(result.stderr_tail)
                          + list(result.stdout_tail))
-        known = translate(text)
-        first = errors[0] if errors else None
-        address = (first.get("address") if first else None) or next(filter(None, failed), None)
-        where = f" ({address})" if address else ""
+        message, hint = _failure_message(what, where, translate(text), result, first)
+        message += _terraform_detail(first)
         log = f"full log: {self.runner.log_path}" if self.runner.log_path else ""
-        if known:
-            message = f"{what} failed{where}: {known[0]}"
-            hint = known[1]
-        elif result.returncode < 0:
-            message = (f"{what} was killed (signal {-result.returncode}){where}: what it "
-                       "finished is in the state")
-            hint = "re-run the same command: it plans from the state and converges"
-        else:
-            detail = (first.get("summary") if first else None) or next(
-                (line for line in reversed(result.stderr_tail) if line.strip()),
-                f"exit code {result.returncode}")
-            message = f"{what} failed{where}: {detail}"
-            hint = "read the error above and the log; fix the recipe or the environment"
-        if first and first.get("detail"):
-            summary = str(first["summary"])
-            joint = " " if summary.endswith(":") else ": "  # "2 problems:" lists its details
-            message += f"\n  terraform: {summary}{joint}{' '.join(first['detail'].split())}"
         return EngineError(message, hint=f"{hint}; {log}" if log else hint,
                            argv=list(result.argv), returncode=result.returncode,
                            log_path=str(self.runner.log_path) if self.runner.log_path else None,
@@ -481,6 +521,19 @@ class TerraformEngine:
                     m["Key"].split("."))
         return out
 
+    def _resource_address(self, blocks: list[str], filename: str) -> str:
+        """The address (``[module.M.]TYPE.NAME``, ``data.`` for a data source) of the
+        resource whose block opens ``blocks`` (``resource "T" "N"``) in ``filename`` (a
+        path in the work directory; its module from :meth:`module_dirs`); "" when the
+        outermost block is no resource."""
+        head = blocks[0].split() if blocks else []
+        if not (len(head) == 3 and head[0] in ("resource", "data")):
+            return ""
+        kind, rtype, rname = head[0], head[1].strip('"'), head[2].strip('"')
+        address = ("data." if kind == "data" else "") + f"{rtype}.{rname}"
+        module = self.module_dirs().get(Path(filename).parent.as_posix())
+        return f"{module}.{address}" if module else address
+
     def describe(self, d: dict[str, Any]) -> str:
         """``file:line: <resource address>.<attribute path>: summary: detail`` of one
         diagnostic, with the address and the block path worked out from the source."""
@@ -489,24 +542,8 @@ class TerraformEngine:
         line = (rng.get("start") or {}).get("line", 0)
         where = f"{filename}:{line}" if filename else "<config>"
         blocks = _block_path(self.workdir / filename, line) if filename else []
-        address = ""
-        if blocks:
-            head = blocks[0].split()
-            if len(head) == 3 and head[0] in ("resource", "data"):
-                kind, rtype, rname = head[0], head[1].strip('"'), head[2].strip('"')
-                address = ("data." if kind == "data" else "") + f"{rtype}.{rname}"
-                module = self.module_dirs().get(Path(filename).parent.as_posix())
-                if module:
-                    address = f"{module}.{address}"
-        arg = re.search(r'(?:argument|block type) named "([^"]+)"', d.get("detail") or "")
-        path = [b for b in blocks[1:] if b]
-        if arg:
-            path.append(arg.group(1))
-        elif d.get("snippet", {}).get("code"):
-            code = d["snippet"]["code"].strip()
-            m = re.match(r"([a-z0-9_]+)\s*(=|\{)", code)
-            if m and (not path or path[-1] != m.group(1)):
-                path.append(m.group(1))
+        address = self._resource_address(blocks, filename)
+        path = _attribute_path(blocks, d)
         target = ".".join(filter(None, [address, *path])) or "(configuration)"
         detail = " ".join((d.get("detail") or "").split())
         return f"{where}: {target}: {d.get('summary')}" + (f": {detail}" if detail else "")

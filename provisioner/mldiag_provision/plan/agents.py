@@ -15,6 +15,7 @@ strategy. Facts and pins: ``catalog/data/gke.yaml`` ``mlDiagnostics``, ``autopil
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal, cast
@@ -236,6 +237,99 @@ def kueue_addon(catalog: Catalog) -> AddonPlan:
                      crd="clusterqueues.kueue.x-k8s.io")
 
 
+def _manual_charts(recipe: Recipe, catalog: Catalog,
+                   reasons: list[str]) -> tuple[AgentChartsPlan, list[str]]:
+    """(the charts of the ``manual`` strategy, the namespaces they install into): cert-manager
+    (unless the recipe turns it off), the injection webhook and the connection operator with
+    the arguments for the workloads' JAX version (catalog ``mlDiagnostics.manualInstall``).
+    Appends the reasons: the chart versions, and the operator's JAX arguments."""
+    diag = recipe.spec.diagnostics
+    manual_facts = catalog.fact("mlDiagnostics", "manualInstall")
+    agents_ns = str(manual_facts["namespace"]["value"])
+    m = diag.manual
+    cm = manual_facts["certManager"]
+    cert_manager: HelmChartPlan | None = None
+    namespaces: list[str] = []
+    if m is None or m.install_cert_manager:
+        cert_manager = _chart(cm, str(cm["namespace"]),
+                              m.cert_manager_version if m else None,
+                              {str(k): str(v) for k, v in cm["values"].items()})
+        namespaces.append(str(cm["namespace"]))
+    namespaces.append(agents_ns)
+    injection_webhook = _chart(manual_facts["injectionWebhook"], agents_ns,
+                               m.webhook_version if m else None)
+    op = manual_facts["connectionOperator"]
+    args = operator_args(diag.jax_version, catalog)
+    values = {f"{op['argsKey']}": "{" + ",".join(args) + "}"} if args else {}
+    connection_operator = _chart(op, agents_ns, m.operator_version if m else None, values)
+    reasons.append("charts: " + ", ".join(
+        f"{c.chart} {c.version}" for c in (cert_manager, injection_webhook,
+                                           connection_operator) if c))
+    if args:
+        reasons.append(f"connection operator arguments for JAX {diag.jax_version}: "
+                       + " ".join(args))
+    charts = AgentChartsPlan(cert_manager=cert_manager, injection_webhook=injection_webhook,
+                             connection_operator=connection_operator)
+    return charts, namespaces
+
+
+def _diagon_chart(recipe: Recipe, namespace: str, reasons: list[str]) -> HelmChartPlan | None:
+    """The recipe's own Diagon DaemonSet chart (``diagnostics.diagon``, its values as
+    ``--set`` literals), installed into the agents' namespace; None without one or with
+    diagnostics off. Appends its reason."""
+    diag = recipe.spec.diagnostics
+    if not (diag.enabled and diag.diagon is not None):
+        return None
+    d = diag.diagon
+    reasons.append(f"Diagon DaemonSet from your chart {d.chart}")
+    return HelmChartPlan(chart=d.chart, repository=d.repository, version=d.version,
+                         namespace=namespace,
+                         set=tuple(HelmValue(name=k, value=helm_set_literal(v))
+                                   for k, v in d.values.items()))
+
+
+def _addons(catalog: Catalog, workload_kinds: list[str] | None, queued: bool,
+            reasons: list[str]) -> list[AddonPlan]:
+    """The workload kinds' add-ons (:func:`workload_addons`), then Kueue when ``queued``;
+    appends one reason per add-on."""
+    addons = workload_addons(list(workload_kinds or []), catalog)
+    if queued:
+        addons.append(kueue_addon(catalog))
+    for a in addons:
+        reasons.append(f"{a.kind} workloads: the {a.name} controller ({a.chart} "
+                       f"{a.version} from {a.repository}, CRD {a.crd}) is installed "
+                       "before the workload namespace")
+    return addons
+
+
+def _access(recipe: Recipe, creates_cluster: bool,
+            cluster_name: str) -> GkeAccessPlan | KubeconfigAccessPlan:
+    """How the agents stage reaches the cluster: a GKE cluster (the stack's, or an existing
+    one with Workload Identity, in its location else the stack's region) or a kubeconfig
+    context (self-managed Kubernetes)."""
+    orch = recipe.spec.orchestrator
+    if creates_cluster or orch.workload_identity:
+        return GkeAccessPlan(cluster=orch.cluster_name or cluster_name,
+                             location=(orch.cluster_location if not creates_cluster else None)
+                             or recipe.spec.region)
+    return KubeconfigAccessPlan(context=orch.kubeconfig_context)
+
+
+def _profiler_network_policy(recipe: Recipe, catalog: Catalog,
+                             strategy: str) -> ProfilerNetworkPolicyPlan | None:
+    """The NetworkPolicy that lets the agents' namespace (``manual``) or the managed add-on's
+    reach the workloads' profiler port (catalog ``ports.mlDiagnosticsProfiler``); None when
+    the recipe does not ask for one or there are no agents."""
+    if not (recipe.spec.diagnostics.profiler_network_policy and strategy != "none"):
+        return None
+    if strategy == "manual":
+        source_ns = str(catalog.fact("mlDiagnostics", "manualInstall")["namespace"]["value"])
+    else:
+        source_ns = str(catalog.fact("mlDiagnostics", "managedNamespace")["value"])
+    port = int(catalog.fact("ports", "mlDiagnosticsProfiler")["port"])
+    return ProfilerNetworkPolicyPlan(from_namespace=source_ns, port=port)
+
+
 def plan_agents(recipe: Recipe, catalog: Catalog, *, creates_cluster: bool, managed_ok: bool,
                 cluster_name: str, gsa_email: str | None,
                 workload_kinds: list[str] | None = None,
@@ -245,7 +339,6 @@ def plan_agents(recipe: Recipe, catalog: Catalog, *, creates_cluster: bool, mana
     ``managed_namespaces``: see :func:`exempt_namespaces`; ``queued``: a slice has capacity
     type queued, so Kueue (:func:`kueue_addon`) joins the add-ons."""
     diag = recipe.spec.diagnostics
-    orch = recipe.spec.orchestrator
     strategy, why = decide_strategy(recipe, creates_cluster=creates_cluster,
                                     managed_ok=managed_ok)
     manual_facts = catalog.fact("mlDiagnostics", "manualInstall")
@@ -253,64 +346,18 @@ def plan_agents(recipe: Recipe, catalog: Catalog, *, creates_cluster: bool, mana
     exempt = manual_facts["webhookExemptLabel"]
     label = catalog.fact("mlDiagnostics", "namespaceLabel")
     reasons = [why]
-    cert_manager: HelmChartPlan | None = None
-    injection_webhook: HelmChartPlan | None = None
-    connection_operator: HelmChartPlan | None = None
-    diagon: HelmChartPlan | None = None
-    agent_namespaces: list[str] = []
-    if strategy == "manual":
-        m = diag.manual
-        cm = manual_facts["certManager"]
-        if m is None or m.install_cert_manager:
-            cert_manager = _chart(cm, str(cm["namespace"]),
-                                  m.cert_manager_version if m else None,
-                                  {str(k): str(v) for k, v in cm["values"].items()})
-            agent_namespaces.append(str(cm["namespace"]))
-        agent_namespaces.append(agents_ns)
-        injection_webhook = _chart(manual_facts["injectionWebhook"], agents_ns,
-                                   m.webhook_version if m else None)
-        op = manual_facts["connectionOperator"]
-        args = operator_args(diag.jax_version, catalog)
-        values = {f"{op['argsKey']}": "{" + ",".join(args) + "}"} if args else {}
-        connection_operator = _chart(op, agents_ns, m.operator_version if m else None, values)
-        reasons.append("charts: " + ", ".join(
-            f"{c.chart} {c.version}" for c in (cert_manager, injection_webhook,
-                                               connection_operator) if c))
-        if args:
-            reasons.append(f"connection operator arguments for JAX {diag.jax_version}: "
-                           + " ".join(args))
-    if diag.enabled and diag.diagon is not None:
-        d = diag.diagon
-        diagon = HelmChartPlan(chart=d.chart, repository=d.repository, version=d.version,
-                               namespace=agents_ns,
-                               set=tuple(HelmValue(name=k, value=helm_set_literal(v))
-                                         for k, v in d.values.items()))
-        reasons.append(f"Diagon DaemonSet from your chart {d.chart}")
+    charts, agent_namespaces = (_manual_charts(recipe, catalog, reasons) if strategy == "manual"
+                                else (AgentChartsPlan(), []))
+    charts = dataclasses.replace(charts, diagon=_diagon_chart(recipe, agents_ns, reasons))
     ns_labels = {"app.kubernetes.io/managed-by": "mldiag-provision"}
     if strategy != "none":
         ns_labels[str(label["key"])] = str(label["value"])
-    source_ns = agents_ns if strategy == "manual" else str(
-        catalog.fact("mlDiagnostics", "managedNamespace")["value"])
-    port = int(catalog.fact("ports", "mlDiagnosticsProfiler")["port"])
-    access: GkeAccessPlan | KubeconfigAccessPlan
     exempt_ns, skipped = exempt_namespaces(managed_namespaces, catalog)
     if strategy == "manual" and skipped:
         reasons.append("Autopilot-managed namespaces are not labelled (GKE Warden refuses "
                        "writes there; Autopilot keeps webhooks out of them): "
                        + ", ".join(skipped))
-    addons = workload_addons(list(workload_kinds or []), catalog)
-    if queued:
-        addons.append(kueue_addon(catalog))
-    for a in addons:
-        reasons.append(f"{a.kind} workloads: the {a.name} controller ({a.chart} "
-                       f"{a.version} from {a.repository}, CRD {a.crd}) is installed "
-                       "before the workload namespace")
-    if creates_cluster or orch.workload_identity:
-        access = GkeAccessPlan(cluster=orch.cluster_name or cluster_name,
-                               location=(orch.cluster_location if not creates_cluster else None)
-                               or recipe.spec.region)
-    else:
-        access = KubeconfigAccessPlan(context=orch.kubeconfig_context)
+    addons = _addons(catalog, workload_kinds, queued, reasons)
     return AgentsPlan(
         strategy=strategy,
         reasons=tuple(reasons),
@@ -323,11 +370,8 @@ def plan_agents(recipe: Recipe, catalog: Catalog, *, creates_cluster: bool, mana
         exempt_label={str(exempt["key"]): str(exempt["value"])},
         exempt_existing_namespaces=tuple(exempt_ns),
         agent_namespaces=tuple(agent_namespaces),
-        charts=AgentChartsPlan(cert_manager=cert_manager, injection_webhook=injection_webhook,
-                               connection_operator=connection_operator, diagon=diagon),
+        charts=charts,
         addons=tuple(addons),
-        profiler_network_policy=(ProfilerNetworkPolicyPlan(from_namespace=source_ns, port=port)
-                                 if diag.profiler_network_policy and strategy != "none"
-                                 else None),
-        access=access,
+        profiler_network_policy=_profiler_network_policy(recipe, catalog, strategy),
+        access=_access(recipe, creates_cluster, cluster_name),
     )

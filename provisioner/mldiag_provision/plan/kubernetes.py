@@ -409,6 +409,118 @@ def maintenance(recipe: Recipe, decisions: list[str]) -> MaintenancePlan | None:
         for e in m.exclusions))
 
 
+def _cluster(unit: Orchestrator, project: ProjectPlan, recipe: Recipe, catalog: Catalog, *,
+             cluster_name: str, min_version: str | None, managed: bool, wi_binding: bool,
+             agents: str, addons: tuple[str, ...], decisions: list[str],
+             ) -> KubernetesClusterPlan:
+    """The cluster: the one the stack uses (:class:`KubernetesClusterPlan`) without
+    :attr:`Capability.CREATES_CLUSTER`; else the one it creates, with node identity, private
+    cluster and maintenance (:class:`GkeClusterPlan`), plus the system pool and the Cloud
+    Storage FUSE add-on with :attr:`Capability.NODE_POOLS` (:class:`StandardClusterPlan`).
+    Appends the decision lines of the parts it decides. ``addons``: the agents stage's
+    add-on names (their webhooks need firewall ports on a private cluster)."""
+    from mldiag_provision.orchestrators import Capability
+
+    spec = recipe.spec
+    orch = spec.orchestrator
+    workload_pool = f"{spec.project}.svc.id.goog" if wi_binding else None
+    if not unit.has(Capability.CREATES_CLUSTER):
+        return KubernetesClusterPlan(
+            name=cluster_name, type=unit.name, location=spec.region,
+            deletion_protection=orch.deletion_protection, release_channel=orch.release_channel,
+            min_master_version=min_version, managed_ml_diagnostics=managed,
+            network=orch.network, subnetwork=orch.subnetwork, workload_pool=workload_pool)
+    custom_role = (f"projects/{project.project}/roles/{project.iam.custom_role_id}"
+                   if project.iam.mode == "custom-role" else None)
+    nodes_sa = node_identity(recipe, catalog, cluster_name, decisions, project.previous,
+                             custom_role)
+    gke = dict(
+        name=cluster_name, type=unit.name, location=spec.region,
+        deletion_protection=orch.deletion_protection, release_channel=orch.release_channel,
+        min_master_version=min_version, managed_ml_diagnostics=managed,
+        network=orch.network, subnetwork=orch.subnetwork, workload_pool=workload_pool,
+        node_service_account=nodes_sa,
+        private=private_cluster(recipe, catalog, cluster_name, agents, addons, decisions),
+        maintenance=maintenance(recipe, decisions))
+    if not unit.has(Capability.NODE_POOLS):
+        return GkeClusterPlan(**gke)  # type: ignore[arg-type]
+    uses_gcs_fuse = any(v.gcs_fuse is not None for w in spec.workloads
+                        for v in (getattr(w, "volumes", None) or ()))
+    if uses_gcs_fuse:
+        decisions.append("Cloud Storage FUSE volumes: the cluster's GcsFuseCsiDriver "
+                         "add-on is turned on")
+    return StandardClusterPlan(
+        **gke,  # type: ignore[arg-type]
+        node_service_account_id=nodes_sa.account_id,
+        node_service_account_roles=nodes_sa.roles,
+        system_pool_machine_type=orch.system_pool_machine_type,
+        gcs_fuse_csi_driver=uses_gcs_fuse)
+
+
+def _slice_node_pools(project: ProjectPlan, index: int, sp: SlicePlan, zone: str | None,
+                      cluster_name: str, decisions: list[str]) -> list[NodePoolPlan]:
+    """The ``sp.count`` node pools of slice ``index`` (one per slice of a multislice), each
+    with the slice's machines, capacity and placement (a TPU7x workload policy, COMPACT
+    placement for a multi-host TPU slice, or none); appends the slice's decision line."""
+    workload_policy = _workload_policy(project, index, sp)
+    pools: list[NodePoolPlan] = []
+    for name in node_pool_names(sp.name, sp.count):
+        policy_name = (_workload_policy_name(project.previous, cluster_name, name, decisions)
+                       if workload_policy else None)
+        pools.append(NodePoolPlan(
+            name=name, slice=sp.name, zone=zone,
+            machine_type=sp.machine_type, node_count=sp.vms,
+            topology=sp.topology, multi_host=sp.kind == "tpu" and sp.multi_host,
+            gpu_type=sp.accelerator if sp.kind == "gpu" else None,
+            gpu_count=sp.chips_per_vm if sp.kind == "gpu" else None,
+            workload_policy=workload_policy, workload_policy_name=policy_name,
+            capacity=sp.capacity,
+            reservation=sp.reservation,
+            reservation_project=sp.reservation_project,
+            node_labels={SLICE_LABEL: sp.name},
+        ))
+    placement = ("HIGH_THROUGHPUT workload policy" if workload_policy else
+                 "COMPACT placement" if sp.kind == "tpu" and sp.multi_host
+                 else "no placement policy")
+    decisions.append(f"slice {sp.name}: {sp.count} node pool(s) of {sp.vms} x "
+                     f"{sp.machine_type} in {zone}, {placement}, capacity "
+                     f"{sp.capacity}")
+    return pools
+
+
+def _workloads(recipe: Recipe, project: ProjectPlan,
+               decisions: list[str]) -> list[WorkloadPlan]:
+    """One :class:`WorkloadPlan` per recipe workload, in recipe order; appends a line per
+    workload (kind, pods, chips) and one more where a multislice JobSet on Spot capacity gets
+    its default ``failurePolicy.maxRestarts``."""
+    by_name = {s.name: s for s in project.slices}
+    workloads: list[WorkloadPlan] = []
+    for w in recipe.spec.workloads:
+        sp = by_name[w.slice]
+        kind = workload_kind(w.kind, sp)
+        wp = workload_plan(recipe, w, sp)
+        workloads.append(wp)
+        unit_word = "GPUs" if sp.kind == "gpu" else "chips"
+        decisions.append(f"workload {w.name}: {kind}, {sp.vms} pod(s) per slice x "
+                         f"{sp.count} slice(s), {wp.chips_per_pod} {unit_word} per pod")
+        fp = getattr(w, "failure_policy", None)
+        if kind == "JobSet" and wp.max_restarts and (fp is None or fp.max_restarts is None):
+            decisions.append(f"workload {w.name}: failurePolicy.maxRestarts "
+                             f"{wp.max_restarts} (default for a multislice on Spot capacity: "
+                             "one preempted VM fails every slice)")
+    return workloads
+
+
+def _queued_decision(queued: QueuedPlan) -> str:
+    """The decision line of queued capacity: the Kueue queues, the admission check, and
+    where the Kueue objects are applied."""
+    return (f"queued capacity: Kueue LocalQueue {queued.namespace}/{queued.local_queue} -> "
+            f"ClusterQueue {queued.cluster_queue} with the ProvisioningRequest admission check "
+            f"({queued.provisioning_class}, {', '.join(queued.managed_resources)}); applied "
+            "with the workloads (k8s/workloads/00-kueue.yaml, first), which are created "
+            "suspended and carry the queue-name label")
+
+
 def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
           catalog: Catalog) -> StackPlan:
     """The stack of a Kubernetes orchestrator: ``project`` plus the GKE version, agents
@@ -417,6 +529,7 @@ def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
     Call only after preflight reported no errors.
     """
     from mldiag_provision.orchestrators import Capability
+    from mldiag_provision.plan.agents import plan_agents
 
     spec = recipe.spec
     orch = spec.orchestrator
@@ -429,7 +542,6 @@ def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
     by_name = {s.name: s for s in project.slices}
     kinds = [workload_kind(w.kind, by_name[w.slice]) for w in spec.workloads]
     cluster_name = orch.cluster_name or recipe.metadata.name
-    from mldiag_provision.plan.agents import plan_agents
 
     agents_plan = plan_agents(
         recipe, catalog, creates_cluster=creates_cluster, managed_ok=managed,
@@ -442,100 +554,27 @@ def build(unit: Orchestrator, project: ProjectPlan, recipe: Recipe,
     decisions.append(f"ML Diagnostics agents: {agents} ({agents_plan.reasons[0]})")
 
     diagnostics = diagnostics_plan(project, recipe, catalog, agents, wi_binding)
-    workload_pool = f"{spec.project}.svc.id.goog" if wi_binding else None
-    cluster: KubernetesClusterPlan
-    node_pools: list[NodePoolPlan] = []
-    uses_gcs_fuse = any(v.gcs_fuse is not None for w in spec.workloads
-                        for v in (getattr(w, "volumes", None) or ()))
     grants = bucket_grants(recipe) if wi_binding else ()
     for g in grants:
         decisions.append(f"bucket {g.bucket}: {g.role} for the workloads' service account "
                          f"{gsa_email} (Cloud Storage FUSE, through Workload Identity)")
-    if not creates_cluster:
-        cluster = KubernetesClusterPlan(
-            name=cluster_name, type=unit.name, location=spec.region,
-            deletion_protection=orch.deletion_protection, release_channel=orch.release_channel,
-            min_master_version=min_version, managed_ml_diagnostics=managed,
-            network=orch.network, subnetwork=orch.subnetwork, workload_pool=workload_pool)
-    else:
-        custom_role = (f"projects/{project.project}/roles/{project.iam.custom_role_id}"
-                       if project.iam.mode == "custom-role" else None)
-        nodes_sa = node_identity(recipe, catalog, cluster_name, decisions, project.previous,
-                                 custom_role)
-        gke = dict(
-            name=cluster_name, type=unit.name, location=spec.region,
-            deletion_protection=orch.deletion_protection, release_channel=orch.release_channel,
-            min_master_version=min_version, managed_ml_diagnostics=managed,
-            network=orch.network, subnetwork=orch.subnetwork, workload_pool=workload_pool,
-            node_service_account=nodes_sa,
-            private=private_cluster(recipe, catalog, cluster_name, agents,
-                                    tuple(a.name for a in agents_plan.addons), decisions),
-            maintenance=maintenance(recipe, decisions))
-        if not unit.has(Capability.NODE_POOLS):
-            cluster = GkeClusterPlan(**gke)  # type: ignore[arg-type]
-        else:
-            cluster = StandardClusterPlan(
-                **gke,  # type: ignore[arg-type]
-                node_service_account_id=nodes_sa.account_id,
-                node_service_account_roles=nodes_sa.roles,
-                system_pool_machine_type=orch.system_pool_machine_type,
-                gcs_fuse_csi_driver=uses_gcs_fuse)
-            if uses_gcs_fuse:
-                decisions.append("Cloud Storage FUSE volumes: the cluster's GcsFuseCsiDriver "
-                                 "add-on is turned on")
+    cluster = _cluster(unit, project, recipe, catalog, cluster_name=cluster_name,
+                       min_version=min_version, managed=managed, wi_binding=wi_binding,
+                       agents=agents, addons=tuple(a.name for a in agents_plan.addons),
+                       decisions=decisions)
+    node_pools: list[NodePoolPlan] = []
     if unit.has(Capability.NODE_POOLS):
         for i, sp in enumerate(project.slices):
-            workload_policy = _workload_policy(project, i, sp)
-            for name in node_pool_names(sp.name, sp.count):
-                policy_name = (_workload_policy_name(project.previous, cluster_name, name,
-                                                     decisions)
-                               if workload_policy else None)
-                node_pools.append(NodePoolPlan(
-                    name=name, slice=sp.name, zone=spec.zone,
-                    machine_type=sp.machine_type, node_count=sp.vms,
-                    topology=sp.topology, multi_host=sp.kind == "tpu" and sp.multi_host,
-                    gpu_type=sp.accelerator if sp.kind == "gpu" else None,
-                    gpu_count=sp.chips_per_vm if sp.kind == "gpu" else None,
-                    workload_policy=workload_policy, workload_policy_name=policy_name,
-                    capacity=sp.capacity,
-                    reservation=sp.reservation,
-                    reservation_project=sp.reservation_project,
-                    node_labels={SLICE_LABEL: sp.name},
-                ))
-            placement = ("HIGH_THROUGHPUT workload policy" if workload_policy else
-                         "COMPACT placement" if sp.kind == "tpu" and sp.multi_host
-                         else "no placement policy")
-            decisions.append(f"slice {sp.name}: {sp.count} node pool(s) of {sp.vms} x "
-                             f"{sp.machine_type} in {spec.zone}, {placement}, capacity "
-                             f"{sp.capacity}")
+            node_pools += _slice_node_pools(project, i, sp, spec.zone, cluster_name, decisions)
     gpu_networks = _gpu_networks(unit, project, recipe, cluster_name, decisions)
-    workloads: list[WorkloadPlan] = []
-    for w in spec.workloads:
-        sp = by_name[w.slice]
-        kind = workload_kind(w.kind, sp)
-        workloads.append(workload_plan(recipe, w, sp))
-        per_pod = workloads[-1].chips_per_pod
-        unit_word = "GPUs" if sp.kind == "gpu" else "chips"
-        decisions.append(f"workload {w.name}: {kind}, {sp.vms} pod(s) per slice x "
-                         f"{sp.count} slice(s), {per_pod} {unit_word} per pod")
-        wp = workloads[-1]
-        fp = getattr(w, "failure_policy", None)
-        if kind == "JobSet" and wp.max_restarts and (fp is None or fp.max_restarts is None):
-            decisions.append(f"workload {w.name}: failurePolicy.maxRestarts "
-                             f"{wp.max_restarts} (default for a multislice on Spot capacity: "
-                             "one preempted VM fails every slice)")
+    workloads = _workloads(recipe, project, decisions)
     for a in agents_plan.addons:
         decisions.append(f"cluster add-on for {a.kind} workloads: {a.name} "
                          f"{a.version} ({a.repository}/{a.chart}; CRD {a.crd}), "
                          "installed by the agents stage before the workload namespace")
     queued = queued_plan(recipe, catalog, list(project.slices))
     if queued is not None:
-        decisions.append(
-            f"queued capacity: Kueue LocalQueue {queued.namespace}/{queued.local_queue} -> "
-            f"ClusterQueue {queued.cluster_queue} with the ProvisioningRequest admission check "
-            f"({queued.provisioning_class}, {', '.join(queued.managed_resources)}); applied "
-            "with the workloads (k8s/workloads/00-kueue.yaml, first), which are created "
-            "suspended and carry the queue-name label")
+        decisions.append(_queued_decision(queued))
     return StackPlan(
         **project.stack_fields(), services=project.services, cluster=cluster,
         diagnostics=diagnostics, workloads=tuple(workloads), node_pools=tuple(node_pools),

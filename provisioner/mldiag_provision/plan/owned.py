@@ -13,7 +13,7 @@ Kinds and scopes: ``catalog/data/names.yaml`` ``uniqueness`` (with sources).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -66,11 +66,26 @@ def owned_names(plan: Mapping[str, Any]) -> tuple[OwnedName, ...]:
 
 
 def _owned(plan: Mapping[str, Any]) -> Iterator[OwnedName]:
+    """The names of every part of ``plan``: diagnostics, a GKE cluster the stack creates,
+    node pools' workload policies, GPU networks and a Slurm cluster."""
     project = str(plan.get("project") or "")
     region = str(plan.get("region") or "")
     in_project = f"projects/{project}"
     in_region = f"{in_project}/locations/{region}"
-    diag = plan.get("diagnostics") or {}
+    yield from _diagnostics(plan.get("diagnostics") or {}, in_project)
+    cluster = plan.get("cluster") or {}
+    if _get(cluster, "type") in GKE_CLUSTERS:
+        yield from _gke_cluster(cluster, in_project, region)
+    yield from _workload_policies(plan.get("node_pools") or (), in_region)
+    yield from _gpu_networks(plan.get("gpu_networks") or (), in_project, in_region)
+    slurm = plan.get("slurm")
+    if isinstance(slurm, Mapping):
+        yield from _slurm(slurm, in_project)
+
+
+def _diagnostics(diag: Mapping[str, Any], in_project: str) -> Iterator[OwnedName]:
+    """``plan["diagnostics"]``: the profiles bucket, the custom role and the workloads'
+    service account, each when the stack creates it."""
     bucket = _get(diag, "profiles_bucket")
     if isinstance(bucket, Mapping) and bucket.get("create") and bucket.get("name"):
         yield OwnedName("gcsBucket", "global", str(bucket["name"]),
@@ -82,35 +97,55 @@ def _owned(plan: Mapping[str, Any]) -> Iterator[OwnedName]:
     if isinstance(gsa, Mapping) and gsa.get("create") and gsa.get("account_id"):
         yield OwnedName("serviceAccount", in_project, str(gsa["account_id"]),
                         "diagnostics.service_account.account_id")
-    cluster = plan.get("cluster") or {}
-    ctype = _get(cluster, "type")
-    if ctype in GKE_CLUSTERS:
-        location = str(_get(cluster, "location") or region)
-        yield OwnedName("gkeCluster", f"{in_project}/locations/{location}",
-                        str(cluster.get("name")), "cluster.name")
-        nsa = _get(cluster, "node_service_account")
-        if isinstance(nsa, Mapping) and nsa.get("create") and nsa.get("account_id"):
-            yield OwnedName("serviceAccount", in_project, str(nsa["account_id"]),
-                            "cluster.node_service_account.account_id")
-        private = _get(cluster, "private")
-        if isinstance(private, Mapping):
-            if private.get("router"):
-                router = str(private["router"])
-                yield OwnedName("computeRouter", in_region, router, "cluster.private.router")
-                if private.get("nat"):
-                    yield OwnedName("routerNat", f"{in_region}/routers/{router}",
-                                    str(private["nat"]), "cluster.private.nat")
-            if private.get("firewall"):
-                yield OwnedName("computeFirewall", in_project, str(private["firewall"]),
-                                "cluster.private.firewall")
-    for i, pool in enumerate(plan.get("node_pools") or ()):
+
+
+def _gke_cluster(cluster: Mapping[str, Any], in_project: str,
+                 region: str) -> Iterator[OwnedName]:
+    """``plan["cluster"]`` of a cluster the stack creates: the cluster (in its location,
+    else the stack's region), its nodes' service account and its private-cluster parts."""
+    location = str(_get(cluster, "location") or region)
+    yield OwnedName("gkeCluster", f"{in_project}/locations/{location}",
+                    str(cluster.get("name")), "cluster.name")
+    nsa = _get(cluster, "node_service_account")
+    if isinstance(nsa, Mapping) and nsa.get("create") and nsa.get("account_id"):
+        yield OwnedName("serviceAccount", in_project, str(nsa["account_id"]),
+                        "cluster.node_service_account.account_id")
+    private = _get(cluster, "private")
+    if isinstance(private, Mapping):
+        yield from _private_cluster(private, in_project, f"{in_project}/locations/{region}")
+
+
+def _private_cluster(private: Mapping[str, Any], in_project: str,
+                     in_region: str) -> Iterator[OwnedName]:
+    """``cluster.private``: the Cloud Router (in the region), its NAT (in the router) and
+    the webhook firewall rule (in the project)."""
+    if private.get("router"):
+        router = str(private["router"])
+        yield OwnedName("computeRouter", in_region, router, "cluster.private.router")
+        if private.get("nat"):
+            yield OwnedName("routerNat", f"{in_region}/routers/{router}",
+                            str(private["nat"]), "cluster.private.nat")
+    if private.get("firewall"):
+        yield OwnedName("computeFirewall", in_project, str(private["firewall"]),
+                        "cluster.private.firewall")
+
+
+def _workload_policies(pools: Iterable[Any], in_region: str) -> Iterator[OwnedName]:
+    """``plan["node_pools"]``: the workload policy of each pool that has one (TPU7x)."""
+    for i, pool in enumerate(pools):
         if isinstance(pool, Mapping) and pool.get("workload_policy"):
             # plan.json of older versions has no workload_policy_name: the module named the
             # policy <pool>-workload then
             name = pool.get("workload_policy_name") or f"{pool.get('name')}-workload"
             yield OwnedName("computeResourcePolicy", in_region, str(name),
                             f"node_pools[{i}].workload_policy_name")
-    for g in plan.get("gpu_networks") or ():
+
+
+def _gpu_networks(networks: Iterable[Any], in_project: str,
+                  in_region: str) -> Iterator[OwnedName]:
+    """``plan["gpu_networks"]``: each slice's extra VPCs, their internal firewall rules and
+    their subnetworks."""
+    for g in networks:
         for v in _get(g, "vpcs") or ():
             yield OwnedName("computeNetwork", in_project, str(v["name"]),
                             f"gpu_networks[{g.get('slice')}].vpcs")
@@ -120,9 +155,6 @@ def _owned(plan: Mapping[str, Any]) -> Iterator[OwnedName]:
             for sub in v.get("subnets") or ():
                 yield OwnedName("computeSubnetwork", in_region, str(sub["name"]),
                                 f"gpu_networks[{g.get('slice')}].vpcs.subnets")
-    slurm = plan.get("slurm")
-    if isinstance(slurm, Mapping):
-        yield from _slurm(slurm, in_project)
 
 
 def _slurm(slurm: Mapping[str, Any], in_project: str) -> Iterator[OwnedName]:

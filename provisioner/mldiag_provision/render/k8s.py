@@ -60,7 +60,9 @@ def _diagnostics(plan: WorkloadSource) -> KubernetesDiagnosticsPlan:
     return plan.diagnostics
 
 
-def _container(plan: WorkloadSource, w: WorkloadPlan, multi_host: bool) -> dict[str, object]:
+def _limits(w: WorkloadPlan) -> dict[str, object]:
+    """The container's resource limits (also its requests): CPU, memory and ephemeral
+    storage when the workload sets them, then its chips or GPUs (``w.resource``)."""
     limits: dict[str, object] = {}
     if w.cpu is not None:
         limits["cpu"] = w.cpu
@@ -69,7 +71,16 @@ def _container(plan: WorkloadSource, w: WorkloadPlan, multi_host: bool) -> dict[
     if w.ephemeral_storage is not None:
         limits["ephemeral-storage"] = w.ephemeral_storage
     limits[w.resource] = w.chips_per_pod
-    env = [{"name": k, "value": v} for k, v in w.env.items()]
+    return limits
+
+
+def _container_env(plan: WorkloadSource, w: WorkloadPlan,
+                   multi_host: bool) -> list[dict[str, Any]]:
+    """The container's environment: the workload's own, the MLRun region and profiles path
+    (diagnostics on, unless the workload sets them), the multislice variables (a JobSet of
+    several slices) and the GPU rendezvous variables (a multi-host GPU workload with a
+    headless Service or a one-slice JobSet)."""
+    env: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in w.env.items()]
     if plan.diagnostics.enabled:
         # Our convention, not read by the SDK: pass them on in the training code, e.g.
         # machinelearning_run(region=os.environ["MLDIAG_MLRUN_REGION"],
@@ -83,13 +94,29 @@ def _container(plan: WorkloadSource, w: WorkloadPlan, multi_host: bool) -> dict[
     if w.resource != TPU_RESOURCE and multi_host and (
             w.headless_service or (w.kind == "JobSet" and w.slices == 1)):
         env.extend(_rendezvous_env(plan, w))
-    ports = []
+    return env
+
+
+def _container_ports(w: WorkloadPlan, multi_host: bool) -> list[dict[str, object]]:
+    """The named container ports: TPU worker (multi-host TPU) and TPU runtime metrics (TPU),
+    then the megascale coordinator (a JobSet of several slices)."""
+    ports: list[dict[str, object]] = []
     if w.resource == TPU_RESOURCE:
         ports.append({"containerPort": TPU_METRICS_PORT, "name": "tpu-metrics"})
         if multi_host:
             ports.insert(0, {"containerPort": TPU_WORKER_PORT, "name": "tpu-worker"})
     if w.kind == "JobSet" and w.slices > 1:
         ports.append({"containerPort": MEGASCALE_PORT, "name": "megascale"})
+    return ports
+
+
+def _container(plan: WorkloadSource, w: WorkloadPlan, multi_host: bool) -> dict[str, object]:
+    """The workload's one container: name, image, command and args when set, env
+    (:func:`_container_env`), ports (:func:`_container_ports`), requests equal to limits
+    (:func:`_limits`) and the volume mounts; keys in that order."""
+    limits = _limits(w)
+    env = _container_env(plan, w, multi_host)
+    ports = _container_ports(w, multi_host)
     c: dict[str, object] = {"name": w.name, "image": w.image}
     if w.command:
         c["command"] = list(w.command)

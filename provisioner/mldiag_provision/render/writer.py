@@ -150,13 +150,14 @@ def _fill(root: str, files: dict[str, bytes], file_mode: int, dir_mode: int) -> 
         os.chmod(d, dir_mode & ~0o022 if os.path.basename(d) == ".mldiag" else dir_mode)
 
 
-def _write(out: Path, files: dict[str, bytes], *, generator: str, stack: str | None,
-           force: bool) -> WriteResult:
-    for rel in files:
-        _safe_rel(rel, Path("<render>"))
-    manifest = manifest_bytes(files, generator, stack)
-    result = WriteResult(out=out)
-    file_mode, dir_mode = 0o666 & ~_umask(), 0o777 & ~_umask()
+def _check_target(out: Path) -> None:
+    """Refuse an ``out`` the stack cannot go to: a file (exit 2), an existing directory whose
+    ``.mldiag`` is a file, a link or someone else's (exit 3, by
+    :func:`~mldiag_provision.ondisk.state_dir`), or a path under a file (exit 2).
+
+    Raises:
+      UsageError: ``out`` or its nearest existing parent is a file.
+    """
     if out.exists() and not out.is_dir():
         raise UsageError(f"{out} is a file, not a work directory",
                          hint="choose another output directory with -o")
@@ -168,19 +169,31 @@ def _write(out: Path, files: dict[str, bytes], *, generator: str, stack: str | N
     if parent is not None and not parent.is_dir():
         raise UsageError(f"cannot write the stack under {out}: {parent} is a file",
                          hint="choose another output directory with -o")
-    if not out.exists():
-        out.parent.mkdir(parents=True, exist_ok=True)
-        tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
-        try:
-            _fill(str(tmp), {**files, MANIFEST: manifest}, file_mode, dir_mode)
-            os.rename(tmp, out)  # atomic on one filesystem
-        except BaseException:
-            shutil.rmtree(tmp, ignore_errors=True)
-            raise
-        result.written = sorted(files)
-        return result
 
-    old = _read_manifest(out)
+
+def _write_new(out: Path, files: dict[str, bytes], manifest: bytes, file_mode: int,
+               dir_mode: int) -> None:
+    """A new ``out``: every file and the manifest go into a temporary directory beside it,
+    which is renamed into place (atomic on one filesystem); removed again on any failure."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.tmp-", dir=out.parent))
+    try:
+        _fill(str(tmp), {**files, MANIFEST: manifest}, file_mode, dir_mode)
+        os.rename(tmp, out)  # atomic on one filesystem
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def _refuse_overwrite(out: Path, old: _Manifest | None, stack: str | None,
+                      force: bool) -> None:
+    """Unless ``force``, refuse to write into an existing ``out`` that is not empty and was
+    not rendered by the tool, holds another stack, or has rendered files edited by hand
+    (their names listed). The edited files are looked for even with ``force``.
+
+    Raises:
+      ConflictError: one of the three (exit 3).
+    """
     # a directory holding only the tool's own .mldiag/ (e.g. the sandbox's cloud, made
     # before the first render) is as good as empty
     if old is None and any(p.name != ".mldiag" for p in out.iterdir()) and not force:
@@ -199,7 +212,12 @@ def _write(out: Path, files: dict[str, bytes], *, generator: str, stack: str | N
             hint="move your changes into the recipe (or a blueprint), or pass --force to "
                  "overwrite them")
 
-    # 1. stage every changed file beside its target
+
+def _stage(out: Path, files: dict[str, bytes], file_mode: int,
+           result: WriteResult) -> list[tuple[Path, Path, str]]:
+    """Step 1: write every changed file to a temporary file beside its target; list the
+    unchanged ones in ``result.unchanged``. Returns ``[(temporary file, target, rel)]`` in
+    ``rel`` order; on any failure the temporary files are removed and the error re-raised."""
     staged: list[tuple[Path, Path, str]] = []  # (tmp, target, rel)
     try:
         for rel, data in sorted(files.items()):
@@ -220,8 +238,13 @@ def _write(out: Path, files: dict[str, bytes], *, generator: str, stack: str | N
             with contextlib.suppress(OSError):
                 tmp_path.unlink()
         raise
+    return staged
 
-    # 2. replace, keeping backups; on any failure put every original back
+
+def _replace_staged(staged: list[tuple[Path, Path, str]], result: WriteResult) -> None:
+    """Step 2: move each staged file over its target, keeping the original as a backup, and
+    list it in ``result.written``; on any failure put every original back, remove the
+    temporary files not yet moved and re-raise. The backups are removed at the end."""
     done: list[tuple[Path, Path | None]] = []  # (target, backup or None if it was new)
     try:
         for i, (tmp_path, target, rel) in enumerate(staged):
@@ -239,23 +262,33 @@ def _write(out: Path, files: dict[str, bytes], *, generator: str, stack: str | N
             result.written.append(rel)
             staged[i] = (tmp_path, target, "")
     except BaseException:
-        for target, backup in reversed(done):
-            with contextlib.suppress(OSError):
-                if backup is not None:
-                    os.replace(backup, target)
-                else:
-                    target.unlink()
-        for tmp_path, _, rel in staged:
-            if rel:
-                with contextlib.suppress(OSError):
-                    tmp_path.unlink()
+        _restore(done, staged)
         raise
     for _, backup in done:
         if backup is not None:
             with contextlib.suppress(OSError):
                 backup.unlink()
 
-    # 3. drop files this stack no longer has, then write the manifest last
+
+def _restore(done: list[tuple[Path, Path | None]], staged: list[tuple[Path, Path, str]]) -> None:
+    """Undo step 2: each replaced target gets its backup back (a new one is removed), newest
+    first; the staged files not yet moved (``rel`` not blanked) are removed. Errors ignored."""
+    for target, backup in reversed(done):
+        with contextlib.suppress(OSError):
+            if backup is not None:
+                os.replace(backup, target)
+            else:
+                target.unlink()
+    for tmp_path, _, rel in staged:
+        if rel:
+            with contextlib.suppress(OSError):
+                tmp_path.unlink()
+
+
+def _drop_stale(out: Path, old: _Manifest | None, files: dict[str, bytes],
+                result: WriteResult) -> None:
+    """Step 3: remove the files the old manifest lists and this render does not (listed in
+    ``result.removed``), and the directories that leaves empty."""
     for rel in sorted(set(old.files if old else {}) - set(files) - {MANIFEST}):
         p = out / rel
         if p.is_file():
@@ -263,6 +296,10 @@ def _write(out: Path, files: dict[str, bytes], *, generator: str, stack: str | N
             result.removed.append(rel)
             with contextlib.suppress(OSError):  # drop directories left empty
                 p.parent.rmdir()
+
+
+def _write_manifest(out: Path, manifest: bytes, file_mode: int) -> None:
+    """Replace ``out/.mldiag/manifest.json`` through a temporary file (the last step)."""
     mpath = out / MANIFEST
     mpath.parent.mkdir(parents=True, exist_ok=True, mode=0o755)  # .mldiag: see _fill
     fd, tmp_name = tempfile.mkstemp(prefix=".manifest.", suffix=".tmp", dir=mpath.parent)
@@ -270,4 +307,33 @@ def _write(out: Path, files: dict[str, bytes], *, generator: str, stack: str | N
         f.write(manifest)
     os.chmod(tmp_name, _mode_of(MANIFEST, file_mode))
     os.replace(tmp_name, mpath)
+
+
+def _write(out: Path, files: dict[str, bytes], *, generator: str, stack: str | None,
+           force: bool) -> WriteResult:
+    """Write ``files`` ({rel path: bytes}) into ``out``: a new directory at once, an existing
+    one in three steps (stage, replace with backups, drop stale files), the manifest last.
+
+    Raises:
+      ConflictError: a path outside the stack; without ``force``, a directory the tool did
+        not render, another stack's, or one with edited files.
+      UsageError: ``out`` cannot be a directory (:func:`_check_target`).
+    """
+    for rel in files:
+        _safe_rel(rel, Path("<render>"))
+    manifest = manifest_bytes(files, generator, stack)
+    result = WriteResult(out=out)
+    file_mode, dir_mode = 0o666 & ~_umask(), 0o777 & ~_umask()
+    _check_target(out)
+    if not out.exists():
+        _write_new(out, files, manifest, file_mode, dir_mode)
+        result.written = sorted(files)
+        return result
+
+    old = _read_manifest(out)
+    _refuse_overwrite(out, old, stack, force)
+    staged = _stage(out, files, file_mode, result)
+    _replace_staged(staged, result)
+    _drop_stale(out, old, files, result)
+    _write_manifest(out, manifest, file_mode)
     return result

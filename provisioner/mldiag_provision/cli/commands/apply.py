@@ -40,23 +40,12 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                         "still announced")
 
 
-def run(args: argparse.Namespace, out: Console) -> int:
-    from mldiag_provision.cli.commands._stack import (
-        Progress,
-        all_dangers,
-        confirm,
-        err_console,
-        interrupted,
-        open_stack,
-        print_outputs,
-        render_shown,
-        show_stage_plans,
-        warn_dangers,
-    )
-    from mldiag_provision.cli.commands.preflight import live_gate
-    from mldiag_provision.stack.service import stage_names
-    from mldiag_provision.stack.stages import StageName
+def _refuse_contradiction(args: argparse.Namespace) -> None:
+    """Refuse ``--stage workloads`` with ``--no-workloads`` (nothing would be applied).
 
+    Raises:
+      UsageError: both given (exit 2), with the two commands that say either.
+    """
     if args.no_workloads and args.stage and set(args.stage) == {"workloads"}:
         from shlex import quote
 
@@ -67,35 +56,165 @@ def run(args: argparse.Namespace, out: Console) -> int:
                          hint=f"to apply the workloads: `mldiag-provision apply "
                               f"{quote(args.recipe)} -o {quote(args.out)} --stage workloads`; "
                               "to leave them out: drop --stage workloads")
+
+
+class _Confirmation:
+    """The questions one ``apply`` asks: once for the plans of every stage planned up front
+    (with the cost of the change, once ``bills`` is set), and again for a deferred stage that
+    would delete or replace something (:meth:`ask_later`, with the progress lines paused).
+
+    ``out``/``err``: the consoles; ``text``: text output (plans and dangers shown, else only
+    the question's outcome); ``progress``: the progress lines or None.
+    """
+
+    def __init__(self, args: argparse.Namespace, out: Console, err: Console, *, text: bool,
+                 progress: Any) -> None:
+        self.args = args
+        self.out = out
+        self.err = err
+        self.text = text
+        self.progress = progress
+        # the cost of the stack before and after this change (set after the render)
+        self.bills: tuple[Bill | None, Bill | None] | None = None
+        self.first: list[Any] | None = None  # the plans asked first (the cost is shown there)
+
+    def ask(self, plans: list[Any]) -> None:
+        """Show ``plans`` and their dangers and ask for confirmation, when any has changes.
+
+        Raises:
+          whatever :func:`~._stack.confirm` raises when the answer is no.
+        """
+        from mldiag_provision.cli.commands._stack import (
+            all_dangers,
+            confirm,
+            show_stage_plans,
+            warn_dangers,
+        )
+
+        merged = all_dangers(plans)
+        if merged is None or not any(p.has_changes for p in plans):
+            return
+        if self.text:
+            show_stage_plans(self.out, plans)
+            if self.bills and plans is self.first:
+                from mldiag_provision.cost.report import change_text
+
+                self.out.print(change_text(*self.bills))
+            warn_dangers(self.err, merged)
+        confirm(self.out, merged, auto_approve=self.args.auto_approve, verb="apply")
+
+    def ask_later(self, plans: list[Any]) -> None:
+        """:meth:`ask` for a deferred stage that would delete or replace something, with the
+        progress lines paused while it asks."""
+        if self.progress is not None:
+            self.progress.__exit__()
+        try:
+            self.ask(plans)
+        finally:
+            if self.progress is not None:
+                self.progress.__enter__()
+
+
+def _print_results(out: Console, results: list[Any], outputs: dict[str, Any],
+                   log: Any) -> None:
+    """Text output of an apply: one line per stage (created/updated/replaced/deleted, or
+    why skipped), the totals with the log's path, then the project stage's outputs."""
+    from mldiag_provision.cli.commands._stack import print_outputs
+
+    for r in results:
+        s = r.summary
+        out.print(out.style(f"stage {r.stage}:", "green", "bold") + (
+            f" {r.skipped}" if r.skipped else
+            f" {s.create} created, {s.update} updated, {s.replace} replaced, "
+            f"{s.delete} deleted"))
+    out.print(out.style("apply complete:", "green", "bold")
+              + f" {sum(r.summary.create for r in results)} created, "
+              + f"{sum(r.summary.update for r in results)} updated, "
+              + f"{sum(r.summary.delete for r in results)} deleted"
+              + (f" (log: {log})" if log else ""))
+    print_outputs(out, outputs)
+
+
+def _results_json(plans: list[Any], results: list[Any], outputs: dict[str, Any], log: Any,
+                  live: Any, bills: tuple[Bill | None, Bill | None] | None) -> str:
+    """JSON output of an apply: ``{"ok", "applied": true, "live", "stages", "results",
+    "outputs", "log"}`` plus ``"cost"`` (before/after) when the cost is known."""
+    from mldiag_provision.cost.report import change_dict
+
+    return json.dumps({"ok": True, "applied": True, "live": live,
+                       "stages": [p.to_dict() for p in plans],
+                       "results": [r.to_dict() for r in results],
+                       "outputs": outputs, "log": str(log) if log else None,
+                       **({"cost": change_dict(*bills)} if bills else {})},
+                      indent=2)
+
+
+def _stages_to_apply(stack: Any, only: Any, no_workloads: bool) -> list[Any]:
+    """The names of the stack's stages to plan and apply: ``--stage`` (``only``) or all,
+    less the workloads with ``--no-workloads``."""
+    from mldiag_provision.stack.stages import StageName
+
+    stages = [s.name for s in stack.stages(only)]
+    if no_workloads:
+        stages = [s for s in stages if s is not StageName.WORKLOADS]
+    return stages
+
+
+def _plan_gated(args: argparse.Namespace, out: Console, stack: Any, stages: list[Any],
+                progress: Any) -> list[Any]:
+    """Plan ``stages`` (progress lines on) while the policy gate starts, then run the gate
+    over the plans and show its result (the plans too when it fails, in text output).
+
+    Raises:
+      whatever :func:`~.policy.show_gate` raises for a failed gate: nothing is applied.
+    """
+    from mldiag_provision.cli.commands._stack import show_stage_plans
+    from mldiag_provision.cli.commands.policy import StagePlansGate, show_gate
+
+    text = args.output == "text"
+    with StagePlansGate(stack.workdir, args.recipe) as pending:  # starts meanwhile
+        with progress or contextlib.nullcontext():
+            plans: list[Any] = stack.plan(stages)
+        gate = pending.finish(plans)
+    if gate.failed() and text:
+        show_stage_plans(out, plans)
+    show_gate(gate, out, stack.workdir, text=text, verb="nothing was applied",
+              verbose=args.verbose)
+    return plans
+
+
+def _print_unchanged(out: Console, plans: list[Any], live: Any, *, text: bool) -> None:
+    """Output of an apply with nothing to change: the stage plans (text), or
+    ``{"ok": true, "applied": false, "live", "stages"}``."""
+    from mldiag_provision.cli.commands._stack import show_stage_plans
+
+    if text:
+        show_stage_plans(out, plans)
+    else:
+        out.print(json.dumps({"ok": True, "applied": False, "live": live,
+                              "stages": [p.to_dict() for p in plans]}, indent=2))
+
+
+def run(args: argparse.Namespace, out: Console) -> int:
+    """``apply``: render, live gate, plan and policy gate, confirm, apply, report (exit 0);
+    errors raise (:mod:`mldiag_provision.errors`)."""
+    from mldiag_provision.cli.commands._stack import (
+        Progress,
+        err_console,
+        interrupted,
+        open_stack,
+        render_shown,
+    )
+    from mldiag_provision.cli.commands.preflight import live_gate
+    from mldiag_provision.stack.service import stage_names
+    from mldiag_provision.stack.stages import StageName
+
+    _refuse_contradiction(args)
     text = args.output == "text"
     only = stage_names(args.stage)
     progress = Progress(out) if text else None
     err = err_console(args)
-    # the cost of the stack before and after this change (set after the render)
-    bills: tuple[Bill | None, Bill | None] | None = None
-    first: list[Any] | None = None  # the plans of the first confirmation (the cost is shown there)
-
-    def ask(plans: list[Any]) -> None:
-        merged = all_dangers(plans)
-        if merged is None or not any(p.has_changes for p in plans):
-            return
-        if text:
-            show_stage_plans(out, plans)
-            if bills and plans is first:
-                from mldiag_provision.cost.report import change_text
-
-                out.print(change_text(*bills))
-            warn_dangers(err, merged)
-        confirm(out, merged, auto_approve=args.auto_approve, verb="apply")
-
-    def ask_later(plans: list[Any]) -> None:  # a deferred stage would delete or replace
-        if progress is not None:
-            progress.__exit__()
-        try:
-            ask(plans)
-        finally:
-            if progress is not None:
-                progress.__enter__()
+    questions = _Confirmation(args, out, err, text=text, progress=progress)
 
     stack = open_stack(args, NAME, reporter=progress.stack_event if progress else None)
     with stack:
@@ -106,34 +225,19 @@ def run(args: argparse.Namespace, out: Console) -> int:
         render_shown(stack, args, out, quiet=not text)
         from mldiag_provision.cost.report import bills_of
 
-        bills = bills_of(before, stack.saved)
+        questions.bills = bills_of(before, stack.saved)
         live = live_gate(args, out, err, known)  # stops here, before Terraform, on a FAIL
-        stages = [s.name for s in stack.stages(only)]
-        if args.no_workloads:
-            stages = [s for s in stages if s is not StageName.WORKLOADS]
-        from mldiag_provision.cli.commands.policy import StagePlansGate, show_gate
-
+        stages = _stages_to_apply(stack, only, args.no_workloads)
         try:
-            with StagePlansGate(stack.workdir, args.recipe) as pending:  # starts meanwhile
-                with progress or contextlib.nullcontext():
-                    plans = stack.plan(stages)
-                gate = pending.finish(plans)
-            first = plans
-            if gate.failed() and text:
-                show_stage_plans(out, plans)
-            show_gate(gate, out, stack.workdir, text=text, verb="nothing was applied",
-                      verbose=args.verbose)
+            plans = _plan_gated(args, out, stack, stages, progress)
+            questions.first = plans
             if not any(p.has_changes for p in plans):
-                if text:
-                    show_stage_plans(out, plans)
-                else:
-                    out.print(json.dumps({"ok": True, "applied": False, "live": live,
-                                          "stages": [p.to_dict() for p in plans]}, indent=2))
+                _print_unchanged(out, plans, live, text=text)
                 return 0
-            ask(plans)
+            questions.ask(plans)
             with progress or contextlib.nullcontext():
                 results = stack.apply(plans, confirm=lambda ps: None if ps is plans
-                                      else ask_later(ps))
+                                      else questions.ask_later(ps))
         except KeyboardInterrupt as exc:
             interrupted(stack, NAME, exc)
             raise
@@ -141,25 +245,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
         outputs = project[0].outputs if project else {}
         log = stack.log_path
     if text:
-        for r in results:
-            s = r.summary
-            out.print(out.style(f"stage {r.stage}:", "green", "bold") + (
-                f" {r.skipped}" if r.skipped else
-                f" {s.create} created, {s.update} updated, {s.replace} replaced, "
-                f"{s.delete} deleted"))
-        out.print(out.style("apply complete:", "green", "bold")
-                  + f" {sum(r.summary.create for r in results)} created, "
-                  + f"{sum(r.summary.update for r in results)} updated, "
-                  + f"{sum(r.summary.delete for r in results)} deleted"
-                  + (f" (log: {log})" if log else ""))
-        print_outputs(out, outputs)
+        _print_results(out, results, outputs, log)
     else:
-        from mldiag_provision.cost.report import change_dict
-
-        out.print(json.dumps({"ok": True, "applied": True, "live": live,
-                              "stages": [p.to_dict() for p in plans],
-                              "results": [r.to_dict() for r in results],
-                              "outputs": outputs, "log": str(log) if log else None,
-                              **({"cost": change_dict(*bills)} if bills else {})},
-                             indent=2))
+        out.print(_results_json(plans, results, outputs, log, live, questions.bills))
     return 0

@@ -286,11 +286,14 @@ def _matrix(args: argparse.Namespace, out: Console) -> int:
 
 # --- plan -------------------------------------------------------------------------------------
 
-def _plan(args: argparse.Namespace, out: Console) -> int:
-    from mldiag_provision.cli.commands import _fleetplan
-    from mldiag_provision.fleet import collisions, members, summary, tfplan
+def _plan_rows(args: argparse.Namespace, mode: str,
+               ) -> tuple[list[str], list[Any], list[Any], list[str]]:
+    """(every recipe file, a summary row per affected recipe with its path relative to the
+    root and, unless ``mode`` is ``offline``, its Terraform plan; the cross-recipe findings
+    that touch an affected recipe, worked out over the whole fleet; the tool's changed
+    paths)."""
+    from mldiag_provision.fleet import collisions, members, summary
 
-    mode = _fleetplan.mode_of(args)
     files, _docs, hits, root, change = _affected(args)
     loaded = members.load(files)  # the whole fleet: the cross-recipe checks need it
     by_file = {m.file: m for m in loaded}
@@ -298,58 +301,98 @@ def _plan(args: argparse.Namespace, out: Console) -> int:
     for r in rows:
         r.file = _relative(r.file, root)
     if mode != "offline":
-        work = Path(args.work_dir) if args.work_dir else root / tfplan.WORKDIR_ROOT
-        plans = _fleetplan.plan_all([(a.file, r.file, r.errors == 0)
-                                     for a, r in zip(hits, rows, strict=True)], work,
-                                    sandbox=mode == "sandbox", stages=args.stage or ())
-        for r, p in zip(rows, plans, strict=True):
-            p.workdir = _relative(p.workdir, root)
-            p.summaries = [_relative(s, root) for s in p.summaries]
-            r.terraform_plan = p
+        _attach_terraform_plans(args, mode, hits, rows, root)
     touched = {a.file for a in hits}
     findings = [f for f in collisions.find(loaded)
                 if any(s.file in touched for s in f.sides)]
     tool = list(change.tool) if change is not None else []
+    return files, rows, findings, tool
+
+
+def _attach_terraform_plans(args: argparse.Namespace, mode: str, hits: list[Any],
+                            rows: list[Any], root: Path) -> None:
+    """Run Terraform's plan of each affected recipe (``mode``: ``sandbox`` or ``terraform``)
+    in its work directory under ``--work-dir`` (default: the repository's stacks root), and
+    set it as its row's ``terraform_plan``, paths relative to ``root``."""
+    from mldiag_provision.cli.commands import _fleetplan
+    from mldiag_provision.fleet import tfplan
+
+    work = Path(args.work_dir) if args.work_dir else root / tfplan.WORKDIR_ROOT
+    plans = _fleetplan.plan_all([(a.file, r.file, r.errors == 0)
+                                 for a, r in zip(hits, rows, strict=True)], work,
+                                sandbox=mode == "sandbox", stages=args.stage or ())
+    for r, p in zip(rows, plans, strict=True):
+        p.workdir = _relative(p.workdir, root)
+        p.summaries = [_relative(s, root) for s in p.summaries]
+        r.terraform_plan = p
+
+
+def _plan_json(args: argparse.Namespace, mode: str, failed: bool, recipes: int,
+               rows: list[Any], findings: list[Any], tool: list[str]) -> str:
+    """The fleet plan as one JSON document: ok, the change, the affected rows, the
+    findings, the mode, whether any Terraform plan has changes, and where those plans are."""
+    return json.dumps({"ok": not failed, "changed_since": args.changed_since,
+                       "tool_changed": tool, "recipes": recipes,
+                       "affected": [r.to_dict() for r in rows],
+                       "findings": [f.to_dict() for f in findings],
+                       "mode": mode,
+                       "hasChanges": any(r.terraform_plan is not None
+                                         and r.terraform_plan.has_changes
+                                         for r in rows),
+                       "terraform_plan": "not run: offline summary (preflight, "
+                                         "render, plan objects, policy gate)"
+                       if mode == "offline" else f"run per recipe ({mode}): "
+                       "affected[].terraform_plan"},
+                      indent=2)
+
+
+def _print_plan_text(out: Console, mode: str, recipes: int, changed_since: str | None,
+                     rows: list[Any], findings: list[Any], tool: list[str]) -> None:
+    """The fleet plan as text: how many of ``recipes`` are affected (and why all, when the
+    tool changed), one line per affected recipe (preflight, render, gate) and its Terraform
+    plan's line, one per cross-recipe finding, and where Terraform's plan is."""
+    from mldiag_provision.fleet import summary
+
+    since = f" since {changed_since}" if changed_since else ""
+    out.print(f"{len(rows)} of {recipes} recipe(s) affected{since}"
+              + (f"; the tool changed ({', '.join(tool[:3])}), so every recipe is"
+                 if tool else ""))
+    for r in rows:
+        gate = (r.problem or "-" if r.gate is None else
+                f"gate {r.gate['errors']} error(s), {r.gate['warnings']} warning(s)")
+        creates = sum(r.creates.values())
+        out.print(f"  {'ok  ' if r.ok else 'FAIL'} {r.file} ({'; '.join(r.reasons)}): "
+                  f"preflight {r.errors} error(s), {r.warnings} warning(s); "
+                  f"{r.files} file(s) rendered, {creates} named resource(s); {gate}")
+        if r.terraform_plan is not None:
+            out.print(summary.text_line(r.terraform_plan))
+    for f in findings:
+        out.print(f"  {f.severity.value}[{f.rule}]: {f.message} ("
+                  + ", ".join(s.at() for s in f.sides) + ")")
+    out.print("offline summary: Terraform's plan (changes, drift, cost) is `fleet plan "
+              "--sandbox`/`--terraform`, or `mldiag-provision plan RECIPE -o DIR` per "
+              "recipe" if mode == "offline" else
+              f"planned by Terraform per recipe ({mode})")
+
+
+def _plan(args: argparse.Namespace, out: Console) -> int:
+    """``fleet plan``: the summary of every affected recipe (preflight, render, plan
+    objects, policy gate; with ``--sandbox``/``--terraform`` also Terraform's plan) and the
+    cross-recipe findings that touch one; exit code from :func:`~.tfplan.exit_code`."""
+    from mldiag_provision.cli.commands import _fleetplan
+    from mldiag_provision.fleet import summary, tfplan
+
+    mode = _fleetplan.mode_of(args)
+    files, rows, findings, tool = _plan_rows(args, mode)
     failed = (any(not r.ok for r in rows)
               or any(f.severity is Severity.ERROR for f in findings))
     if args.output == "json":
-        out.print(json.dumps({"ok": not failed, "changed_since": args.changed_since,
-                              "tool_changed": tool, "recipes": len(files),
-                              "affected": [r.to_dict() for r in rows],
-                              "findings": [f.to_dict() for f in findings],
-                              "mode": mode,
-                              "hasChanges": any(r.terraform_plan is not None
-                                                and r.terraform_plan.has_changes
-                                                for r in rows),
-                              "terraform_plan": "not run: offline summary (preflight, "
-                                                "render, plan objects, policy gate)"
-                              if mode == "offline" else f"run per recipe ({mode}): "
-                              "affected[].terraform_plan"},
-                             indent=2))
+        out.print(_plan_json(args, mode, failed, len(files), rows, findings, tool))
     elif args.output == "markdown":
         out.print(summary.markdown(rows, findings, len(files), args.changed_since, tool,
                                    mode))
     else:
-        since = f" since {args.changed_since}" if args.changed_since else ""
-        out.print(f"{len(rows)} of {len(files)} recipe(s) affected{since}"
-                  + (f"; the tool changed ({', '.join(tool[:3])}), so every recipe is"
-                     if tool else ""))
-        for r in rows:
-            gate = (r.problem or "-" if r.gate is None else
-                    f"gate {r.gate['errors']} error(s), {r.gate['warnings']} warning(s)")
-            creates = sum(r.creates.values())
-            out.print(f"  {'ok  ' if r.ok else 'FAIL'} {r.file} ({'; '.join(r.reasons)}): "
-                      f"preflight {r.errors} error(s), {r.warnings} warning(s); "
-                      f"{r.files} file(s) rendered, {creates} named resource(s); {gate}")
-            if r.terraform_plan is not None:
-                out.print(summary.text_line(r.terraform_plan))
-        for f in findings:
-            out.print(f"  {f.severity.value}[{f.rule}]: {f.message} ("
-                      + ", ".join(s.at() for s in f.sides) + ")")
-        out.print("offline summary: Terraform's plan (changes, drift, cost) is `fleet plan "
-                  "--sandbox`/`--terraform`, or `mldiag-provision plan RECIPE -o DIR` per "
-                  "recipe" if mode == "offline" else
-                  f"planned by Terraform per recipe ({mode})")
+        _print_plan_text(out, mode, len(files), args.changed_since, rows, findings, tool)
     return tfplan.exit_code([r.terraform_plan for r in rows], failed,
                             detailed=args.detailed_exitcode)
 

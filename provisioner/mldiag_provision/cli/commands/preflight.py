@@ -173,6 +173,52 @@ def _run_live_sandbox(plan: Any, args: argparse.Namespace, known: Any
     return sandbox_rows(rows), timings
 
 
+def _live_checks_skipped(args: argparse.Namespace, out: Console) -> bool:
+    """Whether the live checks are skipped: ``--offline``, ``MLDIAG_OFFLINE``, or no
+    credentials found (said in text output; no network call)."""
+    from mldiag_provision.preflight.live import credentials_present, live_checks_disabled
+
+    if args.offline or live_checks_disabled():
+        return True
+    if not credentials_present():
+        if args.output == "text":
+            out.print(out.style("live checks skipped: no Google Cloud credentials found "
+                                "(application default credentials or "
+                                "GOOGLE_OAUTH_ACCESS_TOKEN)", "dim"))
+        return True
+    return False
+
+
+def _stop_on_failures(failed: list[Any]) -> None:
+    """Stop before Terraform: the first three FAILed checks in the message, each as a
+    problem (``live-<check>``).
+
+    Raises:
+      InputError: always (exit 1).
+    """
+    from mldiag_provision.errors import Problem
+
+    raise InputError(
+        f"{len(failed)} live check(s) failed; nothing was planned or changed: "
+        + "; ".join(r.message for r in failed[:3]) + (" ..." if len(failed) > 3 else ""),
+        hint="fix what the FAIL lines name, or re-run with --ignore-live-failures "
+             "(Terraform will then likely fail the same way)",
+        problems=[Problem(rule=f"live-{r.check}", message=r.message, hint=r.hint)
+                  for r in failed])
+
+
+def _warn_ignored_failures(err: Console, failed: list[Any]) -> None:
+    """The red block on stderr: going on to Terraform despite these FAILed checks
+    (``--ignore-live-failures``)."""
+    bar = "!" * 78
+    err.print(err.style(bar, "red", "bold"))
+    err.print(err.style(f"--ignore-live-failures: going on to Terraform despite "
+                        f"{len(failed)} FAILED live check(s):", "red", "bold"))
+    for r in failed:
+        err.print(err.style(f"  - {r.message}", "red"))
+    err.print(err.style(bar, "red", "bold"))
+
+
 def live_gate(args: argparse.Namespace, out: Console, err: Console,
               known: Any = frozenset()) -> list[dict[str, Any]]:
     """The live checks before Terraform (plan/apply). Returns the rows (as dicts) for JSON
@@ -185,16 +231,7 @@ def live_gate(args: argparse.Namespace, out: Console, err: Console,
       InputError: a check FAILed and ``--ignore-live-failures`` is not set (exit 1), before
         Terraform runs.
     """
-    from mldiag_provision.preflight.live import credentials_present, live_checks_disabled
-
-    text = args.output == "text"
-    if args.offline or live_checks_disabled():
-        return []
-    if not credentials_present():
-        if text:
-            out.print(out.style("live checks skipped: no Google Cloud credentials found "
-                                "(application default credentials or "
-                                "GOOGLE_OAUTH_ACCESS_TOKEN)", "dim"))
+    if _live_checks_skipped(args, out):
         return []
     _, plan = _checked_plan(args.recipe, getattr(args, "out", None))
     try:
@@ -205,28 +242,14 @@ def live_gate(args: argparse.Namespace, out: Console, err: Console,
             err.print(f"  hint: {exc.hint}")
         return []
     failed = [r for r in rows if r.status == "FAIL"]
-    if text:
+    if args.output == "text":
         out.print(out.style(f"live checks of project {plan.project} "
                             f"({timings['wall_s']:.1f}s):", "bold"))
         print_rows(out, [r for r in rows if r.status != "PASS"] or rows[:0])
         c = _counts(rows)
         out.print(f"  {c['PASS']} passed, {c['FAIL']} failed, {c['WARN']} warning(s)")
     if failed and not args.ignore_live_failures:
-        from mldiag_provision.errors import Problem
-
-        raise InputError(
-            f"{len(failed)} live check(s) failed; nothing was planned or changed: "
-            + "; ".join(r.message for r in failed[:3]) + (" ..." if len(failed) > 3 else ""),
-            hint="fix what the FAIL lines name, or re-run with --ignore-live-failures "
-                 "(Terraform will then likely fail the same way)",
-            problems=[Problem(rule=f"live-{r.check}", message=r.message, hint=r.hint)
-                      for r in failed])
+        _stop_on_failures(failed)
     if failed:
-        bar = "!" * 78
-        err.print(err.style(bar, "red", "bold"))
-        err.print(err.style(f"--ignore-live-failures: going on to Terraform despite "
-                            f"{len(failed)} FAILED live check(s):", "red", "bold"))
-        for r in failed:
-            err.print(err.style(f"  - {r.message}", "red"))
-        err.print(err.style(bar, "red", "bold"))
+        _warn_ignored_failures(err, failed)
     return [r.to_dict() for r in rows]

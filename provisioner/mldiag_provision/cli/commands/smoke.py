@@ -35,33 +35,77 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--output", "-O", choices=("text", "json"), default="text", help=OUTPUT_HELP)
 
 
-def run(args: argparse.Namespace, out: Console) -> int:
-    from pathlib import Path
+def _valid_plan(args: argparse.Namespace) -> Any:
+    """The :class:`~mldiag_provision.plan.types.StackPlan` of ``args.recipe``.
 
+    Raises:
+      InputError: the recipe has errors (exit 1).
+    """
     from mldiag_provision.catalog.tpu import load_catalog
     from mldiag_provision.pipeline import check_file
-    from mldiag_provision.plan.smoke import spec_for
     from mldiag_provision.plan.stack import build_plan
-    from mldiag_provision.smoke.local import require_packages, run_local
 
-    if not args.local:
-        raise UsageError("smoke runs locally only (--local)",
-                         hint="in the cluster: mldiag-provision verify RECIPE -o DIR --smoke")
     catalog = load_catalog()
     res = check_file(args.recipe, catalog)
     if res.parsed.recipe is None or res.report.errors:
         raise InputError(f"{res.report.file} has {len(res.report.errors)} error(s)",
                          hint=f"run: mldiag-provision validate {args.recipe}",
                          problems=res.report.errors)
-    plan = build_plan(res.parsed.recipe, res.shapes, catalog)
+    return build_plan(res.parsed.recipe, res.shapes, catalog)
+
+
+def _chosen_slices(plan: Any, names: list[str] | None) -> list[Any]:
+    """The plan's slices that ``--slice`` names (all without it), in plan order.
+
+    Raises:
+      UsageError: a name the recipe has no slice of (the slices listed as hint).
+    """
     slices = list(plan.slices)
-    if args.slice:
-        known = {s.name for s in slices}
-        unknown = [n for n in args.slice if n not in known]
-        if unknown:
-            raise UsageError(f"--slice {unknown[0]}: the recipe has no such slice",
-                             hint="slices: " + ", ".join(sorted(known)))
-        slices = [s for s in slices if s.name in args.slice]
+    if not names:
+        return slices
+    known = {s.name for s in slices}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise UsageError(f"--slice {unknown[0]}: the recipe has no such slice",
+                         hint="slices: " + ", ".join(sorted(known)))
+    return [s for s in slices if s.name in names]
+
+
+def _print_result(out: Console, r: Any) -> None:
+    """One slice's result as text: PASS/FAIL with devices and the collective's value, the
+    profile's XProf views, the timings and log, then each error."""
+    rep = r.report or {}
+    coll = rep.get("collective") or {}
+    prof = r.profile or {}
+    status = out.style("PASS", "green", "bold") if r.ok else out.style("FAIL", "red", "bold")
+    out.print(f"{status} {r.spec.slice}: {rep.get('devices', '?')} of {r.spec.devices} "
+              f"devices in {len(rep.get('devices_by_slice') or {}) or '?'} of "
+              f"{r.spec.slices} slice(s); {coll.get('op', 'collective')} = "
+              f"{coll.get('got', '?')} (expected {coll.get('expected', '?')})")
+    if prof:
+        out.print(f"     profile {r.profile_dir}: XProf overview "
+                  f"{'ok' if prof.get('overview_rows') else 'missing'}, "
+                  f"{prof.get('trace_events', 0)} trace events, "
+                  f"{prof.get('step_events', 0)} of the smoke step")
+    out.print(f"     program {r.program_s:.1f} s, XProf check {r.check_s:.1f} s; log "
+              f"{r.profile_dir / 'smoke.log'}")
+    for e in r.errors:
+        out.print(f"     error: {e}")
+
+
+def run(args: argparse.Namespace, out: Console) -> int:
+    """``smoke --local``: run the smoke program for each chosen slice here and report;
+    exit 0 when every slice passed, 1 otherwise."""
+    from pathlib import Path
+
+    from mldiag_provision.plan.smoke import spec_for
+    from mldiag_provision.smoke.local import require_packages, run_local
+
+    if not args.local:
+        raise UsageError("smoke runs locally only (--local)",
+                         hint="in the cluster: mldiag-provision verify RECIPE -o DIR --smoke")
+    plan = _valid_plan(args)
+    slices = _chosen_slices(plan, args.slice)
     require_packages()
     base = Path(args.profile_dir) if args.profile_dir else Path("mldiag-smoke") / plan.name
     results = []
@@ -79,22 +123,6 @@ def run(args: argparse.Namespace, out: Console) -> int:
                               "slices": [r.to_dict() for r in results]}, indent=2))
         return int(ExitCode.OK if ok else ExitCode.INVALID)
     for r in results:
-        rep = r.report or {}
-        coll = rep.get("collective") or {}
-        prof = r.profile or {}
-        status = out.style("PASS", "green", "bold") if r.ok else out.style("FAIL", "red", "bold")
-        out.print(f"{status} {r.spec.slice}: {rep.get('devices', '?')} of {r.spec.devices} "
-                  f"devices in {len(rep.get('devices_by_slice') or {}) or '?'} of "
-                  f"{r.spec.slices} slice(s); {coll.get('op', 'collective')} = "
-                  f"{coll.get('got', '?')} (expected {coll.get('expected', '?')})")
-        if prof:
-            out.print(f"     profile {r.profile_dir}: XProf overview "
-                      f"{'ok' if prof.get('overview_rows') else 'missing'}, "
-                      f"{prof.get('trace_events', 0)} trace events, "
-                      f"{prof.get('step_events', 0)} of the smoke step")
-        out.print(f"     program {r.program_s:.1f} s, XProf check {r.check_s:.1f} s; log "
-                  f"{r.profile_dir / 'smoke.log'}")
-        for e in r.errors:
-            out.print(f"     error: {e}")
+        _print_result(out, r)
     out.print(f"{sum(r.ok for r in results)} of {len(results)} slice(s) passed")
     return int(ExitCode.OK if ok else ExitCode.INVALID)
