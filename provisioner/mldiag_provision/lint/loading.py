@@ -24,9 +24,10 @@ from typing import Any, BinaryIO
 
 from mldiag_provision.errors import Problem, UsageError
 from mldiag_provision.lazyre import lazy
+from mldiag_provision.lint.positions import compact
 from mldiag_provision.lint.rules import define
 from mldiag_provision.ondisk import dangling, open_regular
-from mldiag_provision.recipe.loader import load_documents
+from mldiag_provision.recipe.loader import Document, load_documents
 from mldiag_provision.recipe.sourcemap import Path, SourceMap, format_path
 from mldiag_provision.yaml11 import confusable
 
@@ -507,6 +508,18 @@ def _lint_paths(problems: list[Problem], data: object) -> list[Problem]:
             if p.rule == "yaml-value" and p.path in shown else p for p in problems]
 
 
+def _compacted(doc: Document) -> Document:
+    """``doc`` with its positions in :class:`~mldiag_provision.lint.positions.Positions`
+    instead of its YAML node tree, where :func:`~mldiag_provision.lint.positions.compact`
+    takes it (issue 32: the trees were most of lint's memory); the tree is freed."""
+    tree = doc.sourcemap.lazy
+    positions = compact(tree) if tree is not None else None
+    if positions is not None:
+        doc.sourcemap = SourceMap(file=doc.sourcemap.file, lines=doc.sourcemap.lines,
+                                  lazy=positions)
+    return doc
+
+
 def load_sources(sources: Iterable[Source]) -> Loaded:
     """Parse every source; never raises for bad input."""
     out = Loaded()
@@ -518,6 +531,8 @@ def load_sources(sources: Iterable[Source]) -> Loaded:
             out.sourcemaps[src.name] = SourceMap(file=src.name, lines=[])
             continue
         docs = load_documents(src.text, src.name)
+        if "&" not in src.text:  # no anchor, so no node sits under two paths
+            docs = [_compacted(doc) for doc in docs]
         out.sourcemaps[src.name] = (docs[0].sourcemap if docs
                                     else SourceMap(file=src.name, lines=src.text.splitlines()))
         for doc in docs:

@@ -81,6 +81,11 @@ class SourceMap:
         self._confusables = confusables if confusables is not None else {}
         self._lazy = lazy
 
+    @property
+    def lazy(self) -> LazyPositions | None:
+        """Where positions come from until the tables are built; None once they are."""
+        return self._lazy
+
     def _tabled(self) -> None:
         if self._lazy is not None:
             self._keys, self._values, self._confusables = self._lazy.tables()
