@@ -76,7 +76,17 @@ def sarif_log(rules: Iterable[SarifRule], problems: Iterable[Problem], *,
               run_properties: dict[str, Any] | None = None,
               suppressions: dict[int, str] | None = None,
               not_read: Iterable[str] = ()) -> str:
-    """The SARIF 2.1.0 log (JSON text) of one run.
+    """The SARIF 2.1.0 log (JSON text) of one run: :func:`sarif_document` as JSON with an
+    indent of 2."""
+    return json.dumps(sarif_document(rules, problems, run_properties=run_properties,
+                                     suppressions=suppressions, not_read=not_read), indent=2)
+
+
+def sarif_document(rules: Iterable[SarifRule], problems: Iterable[Problem], *,
+                   run_properties: dict[str, Any] | None = None,
+                   suppressions: dict[int, str] | None = None,
+                   not_read: Iterable[str] = ()) -> dict[str, Any]:
+    """The SARIF 2.1.0 log of one run, as the JSON document (dicts and lists).
 
     ``suppressions`` maps the index of a problem to the justification of its waiver: such a
     result carries an ``accepted`` external suppression, so code scanning shows it closed.
@@ -127,4 +137,4 @@ def sarif_log(rules: Iterable[SarifRule], problems: Iterable[Problem], *,
     }
     if run_properties:
         run["properties"] = run_properties
-    return json.dumps({"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}, indent=2)
+    return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}

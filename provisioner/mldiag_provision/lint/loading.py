@@ -17,10 +17,10 @@ import dataclasses
 import os
 import stat
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, ClassVar, overload
 
 from mldiag_provision.errors import Problem, UsageError
 from mldiag_provision.lazyre import lazy
@@ -520,6 +520,39 @@ def _compacted(doc: Document) -> Document:
     return doc
 
 
+class _Lines(Sequence[str]):
+    """``text.splitlines()``, split when read: the lines of a file for its source maps
+    (the lines shown under a problem). A run keeps every file's text anyway (its
+    :class:`Source`), and the split lines of 1,000 manifests were ~3 MiB more (issue 32);
+    the last file's split is kept, as problems are shown file by file."""
+
+    __slots__ = ("text",)
+    _last: ClassVar[tuple[_Lines, list[str]] | None] = None
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def _split(self) -> list[str]:
+        last = _Lines._last
+        if last is not None and last[0] is self:
+            return last[1]
+        lines = self.text.splitlines()
+        _Lines._last = (self, lines)
+        return lines
+
+    def __len__(self) -> int:
+        return len(self._split())
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        return self._split()[index]
+
+
 def load_sources(sources: Iterable[Source]) -> Loaded:
     """Parse every source; never raises for bad input."""
     out = Loaded()
@@ -533,8 +566,11 @@ def load_sources(sources: Iterable[Source]) -> Loaded:
         docs = load_documents(src.text, src.name)
         if "&" not in src.text:  # no anchor, so no node sits under two paths
             docs = [_compacted(doc) for doc in docs]
+        lines = _Lines(src.text)
+        for doc in docs:
+            doc.sourcemap.lines = lines
         out.sourcemaps[src.name] = (docs[0].sourcemap if docs
-                                    else SourceMap(file=src.name, lines=src.text.splitlines()))
+                                    else SourceMap(file=src.name, lines=lines))
         for doc in docs:
             found = _lint_paths(doc.problems, doc.data)
             out.problems.extend(found)

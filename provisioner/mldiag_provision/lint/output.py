@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable
+from typing import TextIO
 
 from mldiag_provision.console import Console
 from mldiag_provision.errors import Severity
@@ -20,17 +22,37 @@ def _counts(result: LintResult) -> tuple[int, int, int]:
             result.count(Severity.INFO))
 
 
+# characters of text report gathered before a write (issue 32: the whole report, ~1.2 MB for
+# 1,000 manifests, and its copies were ~4 MiB of lint's peak memory)
+_CHUNK = 64 << 10
+
+
 def write_text(result: LintResult, out: Console, *, strict: bool) -> None:
-    """The text report, written to ``out`` in one piece: line by line it was ~15,000 writes
-    for 1,000 manifests, each a system call when stdout is unbuffered (issue 16)."""
+    """The text report, written to ``out`` in pieces of about :data:`_CHUNK` characters:
+    line by line it was ~15,000 writes for 1,000 manifests, each a system call when stdout
+    is unbuffered (issue 16); in one piece, a few copies of the whole report in memory."""
     text = io.StringIO()
-    _write_text(result, Console(text, color=out.color), strict=strict)
+    _write_text(result, Console(text, color=out.color), strict=strict,
+                flush=lambda: _drain(text, out))
+    _drain(text, out)
+
+
+def _drain(text: io.StringIO, out: Console) -> None:
+    """Writes what ``text`` gathered to ``out`` and empties it."""
     out.stream.write(text.getvalue())
+    text.seek(0)
+    text.truncate()
 
 
-def _write_text(result: LintResult, out: Console, *, strict: bool) -> None:
+def _write_text(result: LintResult, out: Console, *, strict: bool,
+                flush: Callable[[], None] | None = None) -> None:
+    """The text report to ``out``; ``flush`` is called whenever ``out``'s stream (a
+    :class:`io.StringIO`) holds :data:`_CHUNK` characters or more."""
+    stream = out.stream
     for p in result.problems:
         out.problem(p, result.sourcemaps.get(p.file))
+        if flush is not None and stream.tell() >= _CHUNK:
+            flush()
     errors, warnings, infos = _counts(result)
     failed = result.failed(strict)
     parts = []
@@ -50,6 +72,33 @@ def _write_text(result: LintResult, out: Console, *, strict: bool) -> None:
 
 
 def to_json(result: LintResult, *, strict: bool) -> str:
+    """The JSON report (text, without a final newline)."""
+    return json.dumps(_json_document(result, strict=strict), indent=2)
+
+
+def write_json_report(result: LintResult, stream: TextIO, *, strict: bool) -> None:
+    """:func:`to_json` and a newline, written to ``stream`` in pieces (:func:`write_json`)."""
+    write_json(_json_document(result, strict=strict), stream)
+
+
+def write_json(doc: object, stream: TextIO) -> None:
+    """``json.dumps(doc, indent=2)`` and a newline, written to ``stream`` in pieces of about
+    :data:`_CHUNK` characters (the same text: ``dumps`` joins the same encoder's pieces),
+    instead of the whole text and its copies at once (issue 32)."""
+    pieces: list[str] = []
+    size = 0
+    for piece in json.JSONEncoder(indent=2).iterencode(doc):
+        pieces.append(piece)
+        size += len(piece)
+        if size >= _CHUNK:
+            stream.write("".join(pieces))
+            pieces.clear()
+            size = 0
+    pieces.append("\n")
+    stream.write("".join(pieces))
+
+
+def _json_document(result: LintResult, *, strict: bool) -> dict[str, object]:
     errors, warnings, infos = _counts(result)
     o = result.options
     doc = {
@@ -66,4 +115,4 @@ def to_json(result: LintResult, *, strict: bool) -> str:
                    "problems": [p.to_dict() for p in probs]}
                   for f, probs in result.by_file().items()],
     }
-    return json.dumps(doc, indent=2)
+    return doc

@@ -6,20 +6,34 @@ not be read is a notification of an unsuccessful invocation, not a result.
 
 from __future__ import annotations
 
-from mldiag_provision.lint.linter import LintResult
-from mldiag_provision.lint.rules import RULES
-from mldiag_provision.sarif import SCHEMA_URI, SarifRule, sarif_log
+import json
+from typing import Any, TextIO
 
-__all__ = ["SCHEMA_URI", "to_sarif"]
+from mldiag_provision.lint.linter import LintResult
+from mldiag_provision.lint.output import write_json
+from mldiag_provision.lint.rules import RULES
+from mldiag_provision.sarif import SCHEMA_URI, SarifRule, sarif_document
+
+__all__ = ["SCHEMA_URI", "to_sarif", "write_sarif"]
 
 
 def to_sarif(result: LintResult) -> str:
     """The SARIF log (JSON text) of one lint run."""
+    return json.dumps(_document(result), indent=2)
+
+
+def write_sarif(result: LintResult, stream: TextIO) -> None:
+    """:func:`to_sarif` and a newline, written to ``stream`` in pieces
+    (:func:`~mldiag_provision.lint.output.write_json`)."""
+    write_json(_document(result), stream)
+
+
+def _document(result: LintResult) -> dict[str, Any]:
     rules = [SarifRule(id=rid, title=info.title, severity=info.severity, source=info.source,
                        tags=(info.group,)) for rid, info in RULES.items()]
     o = result.options
     unread = [p for p in result.problems if p.rule == "file-unreadable"]
-    return sarif_log(rules, [p for p in result.problems if p.rule != "file-unreadable"],
+    return sarif_document(rules, [p for p in result.problems if p.rule != "file-unreadable"],
                      run_properties={"kubernetesVersion": o.kubernetes_version,
                                      "autopilot": o.autopilot, "diagnostics": o.diagnostics},
                      not_read=[p.message for p in unread])

@@ -318,6 +318,7 @@ class SchemaSet:
         # the (document, definition) pairs that registry holds; None: the whole documents
         self._compiled_refs: set[tuple[str, str]] | None = None
         self._planned: set[tuple[str, str]] = set()
+        self._covered: set[tuple[str, str]] = set()  # the kinds that registry serves
         self._crd: dict[tuple[str, str], CrdKind | None] = {}
         self._defs: dict[str, Any] | None = None
         self._registry: object | None = None
@@ -348,9 +349,11 @@ class SchemaSet:
     def _validator(self, schema: dict[str, Any]) -> object:
         return _validator_class()(schema, registry=self.registry())
 
-    def _compiled_validator(self, schema: dict[str, Any]) -> object | None:
-        """The jsonschema-rs validator of ``schema`` (the same documents behind its $refs),
-        or None when jsonschema-rs is missing, switched off or refuses the schema."""
+    def _compiled_validator(self, key: tuple[str, str],
+                            schema: dict[str, Any]) -> object | None:
+        """The jsonschema-rs validator of ``schema``, the schema of the (apiVersion, kind)
+        ``key`` (the same documents behind its $refs), or None when jsonschema-rs is
+        missing, switched off or refuses the schema."""
         if not self.compiled:
             return None
         try:
@@ -360,7 +363,8 @@ class SchemaSet:
         try:
             # formats are annotations only, as for python-jsonschema without a format checker
             return jsonschema_rs.Draft202012Validator(
-                schema, registry=self._compiled_registry_for(schema), validate_formats=False)
+                schema, registry=self._compiled_registry_for(key, schema),
+                validate_formats=False)
         except Exception:  # a schema it cannot compile: python-jsonschema decides alone
             return None
 
@@ -370,38 +374,46 @@ class SchemaSet:
         once; see :meth:`_compiled_registry_for`)."""
         self._planned.update(kinds)
 
-    def _compiled_registry_for(self, schema: dict[str, Any]) -> jsonschema_rs.Registry:
+    def _compiled_registry_for(self, key: tuple[str, str],
+                               schema: dict[str, Any]) -> jsonschema_rs.Registry:
         """A jsonschema-rs registry that resolves every ``$ref`` reachable from ``schema``
-        (and from the schemas of the :meth:`plan`\\ ned kinds) to the same definition as the
-        whole documents would.
+        (the schema of ``key``) and from the schemas of the kinds given to :meth:`plan` to the
+        same definition as the whole documents would.
 
         It holds only those definitions (issue 32: the whole ``_definitions.json`` in the
         registry was ~7 MiB of lint's peak memory; the kinds of a typical input reach ~150
         of its ~735 definitions), found by :func:`_reachable`; where a reference is not one
-        it can follow, the whole documents. The registry is kept while it covers the next
-        schema; one that needs more gets a new registry with the union (validators built
-        earlier keep theirs)."""
+        it can follow, the whole documents. The registry is kept for the kinds it covers; a
+        kind that needs more gets a new registry with the union (validators built earlier
+        keep theirs). Once built, the parsed ``_definitions.json`` is let go unless
+        python-jsonschema holds it (~3 MiB; :attr:`defs` reads it again when asked).
+        """
         import jsonschema_rs
 
+        if self._compiled_registry is not None and (self._compiled_refs is None
+                                                    or key in self._covered):
+            return self._compiled_registry  # the whole documents, or this kind's
         crd_doc, _ = crd_document()
         docs = {K8S_DEFS_URI: self.defs, CRD_URI: crd_doc}
         need = _reachable(schema, docs)
-        if self._compiled_registry is not None and need is not None and \
-                self._compiled_refs is not None and need <= self._compiled_refs:
-            return self._compiled_registry
-        if need is not None and self._compiled_refs is None and self._planned:
-            for api_version, kind in sorted(self._planned):
-                other = self.schema_for(api_version, kind)[0]
+        covered = {key}
+        if need is not None and self._compiled_refs is not None:  # grow the registry
+            need |= self._compiled_refs
+            covered |= self._covered
+        elif need is not None:  # the first registry: for the planned kinds too
+            for other_key in sorted(self._planned - covered):
+                other = self.schema_for(*other_key)[0]
                 more = _reachable(other, docs) if other is not None else set()
                 if more is None:
                     need = None
                     break
                 need |= more
-        if need is not None and self._compiled_refs is not None:
-            need |= self._compiled_refs
-        self._compiled_refs = need
+                covered.add(other_key)
+        self._compiled_refs, self._covered = need, covered
         self._compiled_registry = jsonschema_rs.Registry(
             [(uri, _trimmed(doc, need, uri)) for uri, doc in docs.items()])
+        if self._registry is None:
+            self._defs = None
         return self._compiled_registry
 
     @staticmethod
@@ -465,7 +477,8 @@ class SchemaSet:
         key = (api_version, kind)
         if key not in self._compiled:
             schema, _ = self.schema_for(api_version, kind)
-            self._compiled[key] = None if schema is None else self._compiled_validator(schema)
+            self._compiled[key] = (None if schema is None
+                                   else self._compiled_validator(key, schema))
         compiled = self._compiled[key]
         if compiled is None:
             return False

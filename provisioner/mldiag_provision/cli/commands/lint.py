@@ -190,13 +190,13 @@ def run(args: argparse.Namespace, out: Console) -> int:
     with _loaded(sources) as loaded:
         result = lint_loaded(loaded, options, catalog, args.jobs)
     if args.output == "json":
-        from mldiag_provision.lint.output import to_json
+        from mldiag_provision.lint.output import write_json_report
 
-        out.print(to_json(result, strict=args.strict))
+        write_json_report(result, out.stream, strict=args.strict)
     elif args.output == "sarif":
-        from mldiag_provision.lint.sarif import to_sarif
+        from mldiag_provision.lint.sarif import write_sarif
 
-        out.print(to_sarif(result))
+        write_sarif(result, out.stream)
     else:
         from mldiag_provision.lint.output import write_text
 
