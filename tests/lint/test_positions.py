@@ -157,7 +157,8 @@ def test_trimmed_registry_decides_as_the_whole_one() -> None:
             whole.accepts(api_version, kind, data), (kind, data)
     assert trimmed._compiled_refs is not None and whole._compiled_refs is None
     assert ("v1", "Pod") in trimmed._covered
-    assert trimmed._defs is None  # let go once the registry was built
+    assert trimmed._defs is None  # planned: let go once the registry was built
+    assert whole._defs is not None  # unplanned (the sandbox): kept for the next kind
     assert trimmed.defs["$defs"]  # and read again when asked
 
 
@@ -182,12 +183,18 @@ def test_reports_are_the_same_without_the_savings(tmp_path: Path,
         schema.schema_set.cache_clear()
         return _reports(lint_sources([Source(n, t) for n, t in texts], options))
 
+    def compacted() -> bool:
+        loaded = load_sources([Source(*texts[-1])])
+        return isinstance(loaded.resources[0].sourcemap.lazy, positions.Positions)
+
     saved = run()
     assert saved[0].count("\n") > 1000  # findings to compare
-    monkeypatch.setattr(loading, "compact", lambda tree: None)
+    assert compacted()
+    monkeypatch.setattr(positions, "compact", lambda tree: None)
     monkeypatch.setattr(loading, "_Lines", lambda text: text.splitlines())
     monkeypatch.setattr(schema, "_reachable", lambda *_: None)
     monkeypatch.setattr(output, "_CHUNK", 1 << 40)  # one piece, as before
+    assert not compacted()
     plain = run()
     schema.schema_set.cache_clear()
     assert saved == plain

@@ -17,18 +17,17 @@ import dataclasses
 import os
 import stat
 import sys
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import Any, BinaryIO, ClassVar, overload
 
 from mldiag_provision.errors import Problem, UsageError
 from mldiag_provision.lazyre import lazy
-from mldiag_provision.lint.positions import compact
 from mldiag_provision.lint.rules import define
 from mldiag_provision.ondisk import dangling, open_regular
 from mldiag_provision.recipe.loader import Document, load_documents
-from mldiag_provision.recipe.sourcemap import Path, SourceMap, format_path
+from mldiag_provision.recipe.sourcemap import LazyPositions, Path, SourceMap, format_path
 from mldiag_provision.yaml11 import confusable
 
 OBJECT = define("k8s-object", "each YAML document is a Kubernetes object with apiVersion and kind",
@@ -508,7 +507,7 @@ def _lint_paths(problems: list[Problem], data: object) -> list[Problem]:
             if p.rule == "yaml-value" and p.path in shown else p for p in problems]
 
 
-def _compacted(doc: Document) -> Document:
+def _compacted(doc: Document, compact: Callable[[Any], LazyPositions | None]) -> Document:
     """``doc`` with its positions in :class:`~mldiag_provision.lint.positions.Positions`
     instead of its YAML node tree, where :func:`~mldiag_provision.lint.positions.compact`
     takes it (issue 32: the trees were most of lint's memory); the tree is freed."""
@@ -555,6 +554,7 @@ class _Lines(Sequence[str]):
 
 def load_sources(sources: Iterable[Source]) -> Loaded:
     """Parse every source; never raises for bad input."""
+    from mldiag_provision.lint.positions import compact  # not for validate's Resources
     out = Loaded()
     for src in sources:
         out.files.append(src.name)
@@ -565,7 +565,7 @@ def load_sources(sources: Iterable[Source]) -> Loaded:
             continue
         docs = load_documents(src.text, src.name)
         if "&" not in src.text:  # no anchor, so no node sits under two paths
-            docs = [_compacted(doc) for doc in docs]
+            docs = [_compacted(doc, compact) for doc in docs]
         lines = _Lines(src.text)
         for doc in docs:
             doc.sourcemap.lines = lines

@@ -385,8 +385,8 @@ class SchemaSet:
         of its ~735 definitions), found by :func:`_reachable`; where a reference is not one
         it can follow, the whole documents. The registry is kept for the kinds it covers; a
         kind that needs more gets a new registry with the union (validators built earlier
-        keep theirs). Once built, the parsed ``_definitions.json`` is let go unless
-        python-jsonschema holds it (~3 MiB; :attr:`defs` reads it again when asked).
+        keep theirs). Once built for planned kinds, the parsed ``_definitions.json`` is let go
+        unless python-jsonschema holds it (~3 MiB; :attr:`defs` reads it again when asked).
         """
         import jsonschema_rs
 
@@ -412,7 +412,10 @@ class SchemaSet:
         self._compiled_refs, self._covered = need, covered
         self._compiled_registry = jsonschema_rs.Registry(
             [(uri, _trimmed(doc, need, uri)) for uri, doc in docs.items()])
-        if self._registry is None:
+        if self._planned and self._registry is None:
+            # planned (lint): the kinds to come are covered, so the definitions are not
+            # needed again unless python-jsonschema explains a rejected object; unplanned
+            # callers (the sandbox) keep them for the next kind's registry
             self._defs = None
         return self._compiled_registry
 
