@@ -12,7 +12,7 @@ tests/policy/test_policy_cli.py); spec: https://docs.oasis-open.org/sarif/sarif/
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -65,6 +65,37 @@ def _message(p: Problem) -> str:
     return text + ("" if text.endswith((".", "?")) else ".")
 
 
+def rule_index(rules: Iterable[SarifRule]) -> dict[str, int]:
+    """Rule id -> its index in the log's ``rules`` (sorted by id)."""
+    return {r.id: i for i, r in enumerate(sorted(rules, key=lambda r: r.id))}
+
+
+def sarif_results(index: dict[str, int], problems: Iterable[Problem],
+                  suppressions: dict[int, str] | None = None) -> Iterator[dict[str, Any]]:
+    """The log's ``results``, one per problem, as they are asked for (``index``: from
+    :func:`rule_index`; ``suppressions`` as :func:`sarif_document`'s)."""
+    for i, p in enumerate(problems):
+        location: dict[str, Any] = {"physicalLocation": {"artifactLocation": {
+            "uri": uri(p.file or ".")}}}
+        if p.line >= 1:
+            location["physicalLocation"]["region"] = {"startLine": p.line,
+                                                      "startColumn": max(p.column, 1)}
+        if p.path:
+            location["logicalLocations"] = [{"fullyQualifiedName": p.path, "kind": "member"}]
+        props = {k: v for k, v in p.to_dict().items()
+                 if k in ("path", "value", "expected", "hint", "source") and v is not None}
+        entry: dict[str, Any] = {"ruleId": p.rule, "level": LEVEL[p.severity],
+                                 "message": {"text": _message(p)}, "locations": [location]}
+        if p.rule in index:
+            entry["ruleIndex"] = index[p.rule]
+        if props:
+            entry["properties"] = props
+        if suppressions and i in suppressions:
+            entry["suppressions"] = [{"kind": "external", "status": "accepted",
+                                      "justification": suppressions[i]}]
+        yield entry
+
+
 def _invocation(not_read: list[str]) -> dict[str, Any]:
     if not not_read:
         return {"executionSuccessful": True}
@@ -95,7 +126,7 @@ def sarif_document(rules: Iterable[SarifRule], problems: Iterable[Problem], *,
     §3.20.14, §3.20.21), not results: they say nothing about the code.
     """
     ordered = sorted(rules, key=lambda r: r.id)
-    index = {r.id: i for i, r in enumerate(ordered)}
+    index = rule_index(ordered)
     descriptors = []
     for r in ordered:
         d: dict[str, Any] = {"id": r.id, "name": _camel(r.id),
@@ -107,27 +138,7 @@ def sarif_document(rules: Iterable[SarifRule], problems: Iterable[Problem], *,
         if _is_url(r.source):
             d["helpUri"] = r.source
         descriptors.append(d)
-    results = []
-    for i, p in enumerate(problems):
-        location: dict[str, Any] = {"physicalLocation": {"artifactLocation": {
-            "uri": uri(p.file or ".")}}}
-        if p.line >= 1:
-            location["physicalLocation"]["region"] = {"startLine": p.line,
-                                                      "startColumn": max(p.column, 1)}
-        if p.path:
-            location["logicalLocations"] = [{"fullyQualifiedName": p.path, "kind": "member"}]
-        props = {k: v for k, v in p.to_dict().items()
-                 if k in ("path", "value", "expected", "hint", "source") and v is not None}
-        entry: dict[str, Any] = {"ruleId": p.rule, "level": LEVEL[p.severity],
-                                 "message": {"text": _message(p)}, "locations": [location]}
-        if p.rule in index:
-            entry["ruleIndex"] = index[p.rule]
-        if props:
-            entry["properties"] = props
-        if suppressions and i in suppressions:
-            entry["suppressions"] = [{"kind": "external", "status": "accepted",
-                                      "justification": suppressions[i]}]
-        results.append(entry)
+    results = list(sarif_results(index, problems, suppressions))
     run: dict[str, Any] = {
         "tool": {"driver": {"name": "mldiag-provision", "version": __version__,
                             "semanticVersion": __version__, "rules": descriptors}},

@@ -17,6 +17,7 @@ The peak memory itself is measured by ``tests/benchmarks/lint_1000.py``, not her
 from __future__ import annotations
 
 import io
+import json
 import sys
 from pathlib import Path
 
@@ -200,3 +201,21 @@ def test_reports_are_the_same_without_the_savings(tmp_path: Path,
     assert saved == plain
     # the pieces join to the one-shot texts
     assert saved[1] == saved[3] and saved[2] == saved[4]
+
+
+@pytest.mark.parametrize("items", [
+    [],
+    [1],
+    [{"a": "line\nbreak", "b": [1, {"c": "é ✓"}], "d": {}}, [], "x", None, {"e": []}],
+    [{"deep": {"er": [{"est": i}]}} for i in range(3000)],  # over several pieces
+])
+def test_streamed_json_is_what_dumps_writes(items: list[object]) -> None:
+    def doc() -> dict[str, object]:
+        return {"$schema": "s", "runs": [{"tool": {"x": 1}, "results": None, "after": [2]}]}
+
+    whole = doc()
+    whole["runs"][0]["results"] = list(items)  # type: ignore[index]
+    streamed, out = doc(), io.StringIO()
+    output.write_json(streamed, out, streamed=(streamed["runs"][0], "results",  # type: ignore[index]
+                                               iter(items)))
+    assert out.getvalue() == json.dumps(whole, indent=2) + "\n"

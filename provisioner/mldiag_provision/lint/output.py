@@ -8,9 +8,10 @@ last. JSON: the same problems as :meth:`Problem.to_dict`, grouped by file, with 
 from __future__ import annotations
 
 import io
+import itertools
 import json
-from collections.abc import Callable
-from typing import TextIO
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any, TextIO
 
 from mldiag_provision.console import Console
 from mldiag_provision.errors import Severity
@@ -81,21 +82,76 @@ def write_json_report(result: LintResult, stream: TextIO, *, strict: bool) -> No
     write_json(_json_document(result, strict=strict), stream)
 
 
-def write_json(doc: object, stream: TextIO) -> None:
+# stands for the streamed list's items while the rest of the document is encoded
+_MARK = "\x00mldiag-provision: the streamed items\x00"
+
+
+def write_json(doc: object, stream: TextIO, *,
+               streamed: tuple[dict[str, Any], str, Iterable[object]] | None = None) -> None:
     """``json.dumps(doc, indent=2)`` and a newline, written to ``stream`` in pieces of about
     :data:`_CHUNK` characters (the same text: ``dumps`` joins the same encoder's pieces),
-    instead of the whole text and its copies at once (issue 32)."""
-    pieces: list[str] = []
-    size = 0
+    instead of the whole text and its copies at once (issue 32).
+
+    ``streamed``: ``(holder, key, items)``, ``holder`` a mapping inside ``doc``: the text is
+    that of ``doc`` with ``holder[key]`` the list of ``items``, but each item is made and
+    encoded only when its turn comes (a SARIF log's results; ``holder[key]`` is set and
+    left as a one-element placeholder). An item of a list at indent ``pad`` is its own
+    ``dumps(item, indent=2)`` with ``pad`` after every newline (JSON text has no raw newline
+    inside a string), items joined by ``",\n" + pad``: what ``dumps`` writes for the list.
+    """
+    items: Iterator[object] = iter(())
+    if streamed is not None:
+        holder, key, given = streamed
+        items = iter(given)
+        first = next(items, _MARK)
+        if first is _MARK:  # no items: an empty list, as dumps writes it
+            holder[key] = []
+        else:
+            holder[key] = [_MARK]
+            items = itertools.chain([first], items)
+    marker = json.dumps(_MARK)
+    out = _Pieces(stream)
     for piece in json.JSONEncoder(indent=2).iterencode(doc):
-        pieces.append(piece)
-        size += len(piece)
-        if size >= _CHUNK:
-            stream.write("".join(pieces))
-            pieces.clear()
-            size = 0
-    pieces.append("\n")
-    stream.write("".join(pieces))
+        at = piece.find(marker) if streamed is not None else -1
+        if at < 0:
+            out.write(piece)
+            continue
+        out.write(piece[:at])
+        pad = out.line_start()
+        for n, item in enumerate(items):
+            if n:
+                out.write(",\n" + pad)
+            out.write(json.dumps(item, indent=2).replace("\n", "\n" + pad))
+        out.write(piece[at + len(marker):])
+    out.write("\n")
+    out.flush()
+
+
+class _Pieces:
+    """Gathers text and writes it to a stream in pieces of about :data:`_CHUNK`."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.pieces: list[str] = []
+        self.size = 0
+        self.last = ""  # the text written since the last newline
+
+    def write(self, text: str) -> None:
+        self.pieces.append(text)
+        self.size += len(text)
+        newline = text.rfind("\n")
+        self.last = text[newline + 1:] if newline >= 0 else self.last + text
+        if self.size >= _CHUNK:
+            self.flush()
+
+    def line_start(self) -> str:
+        """What the current line holds so far (the indent, before a list's item)."""
+        return self.last
+
+    def flush(self) -> None:
+        self.stream.write("".join(self.pieces))
+        self.pieces.clear()
+        self.size = 0
 
 
 def _json_document(result: LintResult, *, strict: bool) -> dict[str, object]:
