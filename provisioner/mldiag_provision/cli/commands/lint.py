@@ -118,7 +118,7 @@ def _loaded(sources: list[Source]) -> Iterator[Loaded]:
     cyclic garbage collector paused, and left out of its collections (``gc.freeze``) while
     the block lints them.
 
-    The documents (YAML node trees and data: most of the objects of a run) live until lint
+    The documents (their data and positions: most of the objects of a run) live until lint
     ends and form no reference cycles (tests/unit/test_loader_fastpath.py checks that
     loading leaves none), so the collector can free none of them: it only scanned them, ~7 %
     of linting 1,000 manifests (issue 16). Reference counting frees them as usual and the
