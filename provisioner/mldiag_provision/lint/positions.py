@@ -122,8 +122,9 @@ class Positions:
 
 
 def compact(tree: Any) -> Positions | None:
-    """The :class:`Positions` of a loader ``_Tree`` (its ``root`` node, ``keys`` per mapping
-    as read, ``own`` merge bookkeeping, ``confusable`` flag and line ``offset``), or ``None``
+    """The :class:`Positions` of a loader ``_Tree`` (its ``root`` node, ``keys``: the keys of
+    a mapping as read, where the quick pass kept them, else its key nodes' text; ``own``
+    merge bookkeeping, ``confusable`` flag and line ``offset``), or ``None``
     where they could differ from the tree's answers (see the module docstring). The caller
     must not pass the tree of a text with anchors (``&``)."""
     if tree.own or tree.confusable:
@@ -161,7 +162,9 @@ class _Walk:
         cls = node.__class__
         if cls is _MAPPING:
             kind.append("m")
-            for (k, v), name_ in zip(node.value, self.keys_of[id(node)], strict=True):
+            kept = self.keys_of.get(id(node))  # the loader keeps only keys that differ
+            for j, (k, v) in enumerate(node.value):  # from their nodes' text (or a merge's)
+                name_ = kept[j] if kept is not None else k.value
                 km = k.start_mark
                 if v.__class__ is _MAPPING or v.__class__ is _SEQUENCE:
                     self.node(v, km.line, km.column, name_)
