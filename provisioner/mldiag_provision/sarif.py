@@ -12,7 +12,7 @@ tests/policy/test_policy_cli.py); spec: https://docs.oasis-open.org/sarif/sarif/
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -65,39 +65,15 @@ def _message(p: Problem) -> str:
     return text + ("" if text.endswith((".", "?")) else ".")
 
 
-def _invocation(not_read: list[str]) -> dict[str, Any]:
-    if not not_read:
-        return {"executionSuccessful": True}
-    return {"executionSuccessful": False, "toolExecutionNotifications": [
-        {"level": "error", "message": {"text": text}} for text in not_read]}
+def rule_index(rules: Iterable[SarifRule]) -> dict[str, int]:
+    """Rule id -> its index in the log's ``rules`` (sorted by id)."""
+    return {r.id: i for i, r in enumerate(sorted(rules, key=lambda r: r.id))}
 
 
-def sarif_log(rules: Iterable[SarifRule], problems: Iterable[Problem], *,
-              run_properties: dict[str, Any] | None = None,
-              suppressions: dict[int, str] | None = None,
-              not_read: Iterable[str] = ()) -> str:
-    """The SARIF 2.1.0 log (JSON text) of one run.
-
-    ``suppressions`` maps the index of a problem to the justification of its waiver: such a
-    result carries an ``accepted`` external suppression, so code scanning shows it closed.
-    ``not_read``: why each input that could not be read was not (one line each): error-level
-    tool execution notifications of an invocation that was not successful (SARIF 2.1.0
-    §3.20.14, §3.20.21), not results: they say nothing about the code.
-    """
-    ordered = sorted(rules, key=lambda r: r.id)
-    index = {r.id: i for i, r in enumerate(ordered)}
-    descriptors = []
-    for r in ordered:
-        d: dict[str, Any] = {"id": r.id, "name": _camel(r.id),
-                             "shortDescription": {"text": r.title},
-                             "defaultConfiguration": {"level": LEVEL[r.severity]},
-                             "properties": {"tags": list(r.tags)}}
-        if r.description:
-            d["fullDescription"] = {"text": r.description}
-        if _is_url(r.source):
-            d["helpUri"] = r.source
-        descriptors.append(d)
-    results = []
+def sarif_results(index: dict[str, int], problems: Iterable[Problem],
+                  suppressions: dict[int, str] | None = None) -> Iterator[dict[str, Any]]:
+    """The log's ``results``, one per problem, as they are asked for (``index``: from
+    :func:`rule_index`; ``suppressions`` as :func:`sarif_document`'s)."""
     for i, p in enumerate(problems):
         location: dict[str, Any] = {"physicalLocation": {"artifactLocation": {
             "uri": uri(p.file or ".")}}}
@@ -117,7 +93,52 @@ def sarif_log(rules: Iterable[SarifRule], problems: Iterable[Problem], *,
         if suppressions and i in suppressions:
             entry["suppressions"] = [{"kind": "external", "status": "accepted",
                                       "justification": suppressions[i]}]
-        results.append(entry)
+        yield entry
+
+
+def _invocation(not_read: list[str]) -> dict[str, Any]:
+    if not not_read:
+        return {"executionSuccessful": True}
+    return {"executionSuccessful": False, "toolExecutionNotifications": [
+        {"level": "error", "message": {"text": text}} for text in not_read]}
+
+
+def sarif_log(rules: Iterable[SarifRule], problems: Iterable[Problem], *,
+              run_properties: dict[str, Any] | None = None,
+              suppressions: dict[int, str] | None = None,
+              not_read: Iterable[str] = ()) -> str:
+    """The SARIF 2.1.0 log (JSON text) of one run: :func:`sarif_document` as JSON with an
+    indent of 2."""
+    return json.dumps(sarif_document(rules, problems, run_properties=run_properties,
+                                     suppressions=suppressions, not_read=not_read), indent=2)
+
+
+def sarif_document(rules: Iterable[SarifRule], problems: Iterable[Problem], *,
+                   run_properties: dict[str, Any] | None = None,
+                   suppressions: dict[int, str] | None = None,
+                   not_read: Iterable[str] = ()) -> dict[str, Any]:
+    """The SARIF 2.1.0 log of one run, as the JSON document (dicts and lists).
+
+    ``suppressions`` maps the index of a problem to the justification of its waiver: such a
+    result carries an ``accepted`` external suppression, so code scanning shows it closed.
+    ``not_read``: why each input that could not be read was not (one line each): error-level
+    tool execution notifications of an invocation that was not successful (SARIF 2.1.0
+    §3.20.14, §3.20.21), not results: they say nothing about the code.
+    """
+    ordered = sorted(rules, key=lambda r: r.id)
+    index = rule_index(ordered)
+    descriptors = []
+    for r in ordered:
+        d: dict[str, Any] = {"id": r.id, "name": _camel(r.id),
+                             "shortDescription": {"text": r.title},
+                             "defaultConfiguration": {"level": LEVEL[r.severity]},
+                             "properties": {"tags": list(r.tags)}}
+        if r.description:
+            d["fullDescription"] = {"text": r.description}
+        if _is_url(r.source):
+            d["helpUri"] = r.source
+        descriptors.append(d)
+    results = list(sarif_results(index, problems, suppressions))
     run: dict[str, Any] = {
         "tool": {"driver": {"name": "mldiag-provision", "version": __version__,
                             "semanticVersion": __version__, "rules": descriptors}},
@@ -127,4 +148,4 @@ def sarif_log(rules: Iterable[SarifRule], problems: Iterable[Problem], *,
     }
     if run_properties:
         run["properties"] = run_properties
-    return json.dumps({"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}, indent=2)
+    return {"$schema": SCHEMA_URI, "version": "2.1.0", "runs": [run]}

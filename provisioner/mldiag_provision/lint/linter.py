@@ -208,6 +208,7 @@ def _a_cpu_is_idle() -> bool:
 def _schema_problems(resources: list[Resource], options: LintOptions) -> list[Problem]:
     """The Kubernetes schema problems of every object, in input order."""
     schemas = schema_set(options.kubernetes_version, options.crd_versions)
+    schemas.plan({(res.api_version, res.kind) for res in resources})
     return [p for res in resources for p in validate_resource(res, schemas)]
 
 

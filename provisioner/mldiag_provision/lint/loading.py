@@ -17,17 +17,17 @@ import dataclasses
 import os
 import stat
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, ClassVar, overload
 
 from mldiag_provision.errors import Problem, UsageError
 from mldiag_provision.lazyre import lazy
 from mldiag_provision.lint.rules import define
 from mldiag_provision.ondisk import dangling, open_regular
-from mldiag_provision.recipe.loader import load_documents
-from mldiag_provision.recipe.sourcemap import Path, SourceMap, format_path
+from mldiag_provision.recipe.loader import Document, load_documents
+from mldiag_provision.recipe.sourcemap import LazyPositions, Path, SourceMap, format_path
 from mldiag_provision.yaml11 import confusable
 
 OBJECT = define("k8s-object", "each YAML document is a Kubernetes object with apiVersion and kind",
@@ -507,8 +507,54 @@ def _lint_paths(problems: list[Problem], data: object) -> list[Problem]:
             if p.rule == "yaml-value" and p.path in shown else p for p in problems]
 
 
+def _compacted(doc: Document, compact: Callable[[Any], LazyPositions | None]) -> Document:
+    """``doc`` with its positions in :class:`~mldiag_provision.lint.positions.Positions`
+    instead of its YAML node tree, where :func:`~mldiag_provision.lint.positions.compact`
+    takes it (issue 32: the trees were most of lint's memory); the tree is freed."""
+    tree = doc.sourcemap.lazy
+    positions = compact(tree) if tree is not None else None
+    if positions is not None:
+        doc.sourcemap = SourceMap(file=doc.sourcemap.file, lines=doc.sourcemap.lines,
+                                  lazy=positions)
+    return doc
+
+
+class _Lines(Sequence[str]):
+    """``text.splitlines()``, split when read: the lines of a file for its source maps
+    (the lines shown under a problem). A run keeps every file's text anyway (its
+    :class:`Source`), and the split lines of 1,000 manifests were ~3 MiB more (issue 32);
+    the last file's split is kept, as problems are shown file by file."""
+
+    __slots__ = ("text",)
+    _last: ClassVar[tuple[_Lines, list[str]] | None] = None
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def _split(self) -> list[str]:
+        last = _Lines._last
+        if last is not None and last[0] is self:
+            return last[1]
+        lines = self.text.splitlines()
+        _Lines._last = (self, lines)
+        return lines
+
+    def __len__(self) -> int:
+        return len(self._split())
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[str]: ...
+
+    def __getitem__(self, index: int | slice) -> str | Sequence[str]:
+        return self._split()[index]
+
+
 def load_sources(sources: Iterable[Source]) -> Loaded:
     """Parse every source; never raises for bad input."""
+    from mldiag_provision.lint.positions import compact  # not for validate's Resources
     out = Loaded()
     for src in sources:
         out.files.append(src.name)
@@ -518,8 +564,13 @@ def load_sources(sources: Iterable[Source]) -> Loaded:
             out.sourcemaps[src.name] = SourceMap(file=src.name, lines=[])
             continue
         docs = load_documents(src.text, src.name)
+        if "&" not in src.text:  # no anchor, so no node sits under two paths
+            docs = [_compacted(doc, compact) for doc in docs]
+        lines = _Lines(src.text)
+        for doc in docs:
+            doc.sourcemap.lines = lines
         out.sourcemaps[src.name] = (docs[0].sourcemap if docs
-                                    else SourceMap(file=src.name, lines=src.text.splitlines()))
+                                    else SourceMap(file=src.name, lines=lines))
         for doc in docs:
             found = _lint_paths(doc.problems, doc.data)
             out.problems.extend(found)

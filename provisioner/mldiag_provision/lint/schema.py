@@ -44,6 +44,8 @@ from mldiag_provision.quantity import NONNEGATIVE_SOURCE, parse_quantity
 from mldiag_provision.recipe.sourcemap import Path
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     import jsonschema_rs
 
     from mldiag_provision.catalog.tpu import Catalog
@@ -313,6 +315,10 @@ class SchemaSet:
         self._schemas: dict[tuple[str, str], tuple[dict[str, Any] | None, str]] = {}
         self._compiled: dict[tuple[str, str], object | None] = {}
         self._compiled_registry: jsonschema_rs.Registry | None = None
+        # the (document, definition) pairs that registry holds; None: the whole documents
+        self._compiled_refs: set[tuple[str, str]] | None = None
+        self._planned: set[tuple[str, str]] = set()
+        self._covered: set[tuple[str, str]] = set()  # the kinds that registry serves
         self._crd: dict[tuple[str, str], CrdKind | None] = {}
         self._defs: dict[str, Any] | None = None
         self._registry: object | None = None
@@ -343,9 +349,11 @@ class SchemaSet:
     def _validator(self, schema: dict[str, Any]) -> object:
         return _validator_class()(schema, registry=self.registry())
 
-    def _compiled_validator(self, schema: dict[str, Any]) -> object | None:
-        """The jsonschema-rs validator of ``schema`` (the same documents behind its $refs),
-        or None when jsonschema-rs is missing, switched off or refuses the schema."""
+    def _compiled_validator(self, key: tuple[str, str],
+                            schema: dict[str, Any]) -> object | None:
+        """The jsonschema-rs validator of ``schema``, the schema of the (apiVersion, kind)
+        ``key`` (the same documents behind its $refs), or None when jsonschema-rs is
+        missing, switched off or refuses the schema."""
         if not self.compiled:
             return None
         try:
@@ -353,15 +361,63 @@ class SchemaSet:
         except ImportError:
             return None
         try:
-            if self._compiled_registry is None:
-                crd_doc, _ = crd_document()
-                self._compiled_registry = jsonschema_rs.Registry(
-                    [(K8S_DEFS_URI, self.defs), (CRD_URI, crd_doc)])
             # formats are annotations only, as for python-jsonschema without a format checker
             return jsonschema_rs.Draft202012Validator(
-                schema, registry=self._compiled_registry, validate_formats=False)
+                schema, registry=self._compiled_registry_for(key, schema),
+                validate_formats=False)
         except Exception:  # a schema it cannot compile: python-jsonschema decides alone
             return None
+
+    def plan(self, kinds: Iterable[tuple[str, str]]) -> None:
+        """Say which (apiVersion, kind) pairs are coming, so that the first compiled
+        validator's registry holds the definitions all of them need (one registry, built
+        once; see :meth:`_compiled_registry_for`)."""
+        self._planned.update(kinds)
+
+    def _compiled_registry_for(self, key: tuple[str, str],
+                               schema: dict[str, Any]) -> jsonschema_rs.Registry:
+        """A jsonschema-rs registry that resolves every ``$ref`` reachable from ``schema``
+        (the schema of ``key``) and from the schemas of the kinds given to :meth:`plan` to the
+        same definition as the whole documents would.
+
+        It holds only those definitions (issue 32: the whole ``_definitions.json`` in the
+        registry was ~7 MiB of lint's peak memory; the kinds of a typical input reach ~150
+        of its ~735 definitions), found by :func:`_reachable`; where a reference is not one
+        it can follow, the whole documents. The registry is kept for the kinds it covers; a
+        kind that needs more gets a new registry with the union (validators built earlier
+        keep theirs). Once built for planned kinds, the parsed ``_definitions.json`` is let go
+        unless python-jsonschema holds it (~3 MiB; :attr:`defs` reads it again when asked).
+        """
+        import jsonschema_rs
+
+        if self._compiled_registry is not None and (self._compiled_refs is None
+                                                    or key in self._covered):
+            return self._compiled_registry  # the whole documents, or this kind's
+        crd_doc, _ = crd_document()
+        docs = {K8S_DEFS_URI: self.defs, CRD_URI: crd_doc}
+        need = _reachable(schema, docs)
+        covered = {key}
+        if need is not None and self._compiled_refs is not None:  # grow the registry
+            need |= self._compiled_refs
+            covered |= self._covered
+        elif need is not None:  # the first registry: for the planned kinds too
+            for other_key in sorted(self._planned - covered):
+                other = self.schema_for(*other_key)[0]
+                more = _reachable(other, docs) if other is not None else set()
+                if more is None:
+                    need = None
+                    break
+                need |= more
+                covered.add(other_key)
+        self._compiled_refs, self._covered = need, covered
+        self._compiled_registry = jsonschema_rs.Registry(
+            [(uri, _trimmed(doc, need, uri)) for uri, doc in docs.items()])
+        if self._planned and self._registry is None:
+            # planned (lint): the kinds to come are covered, so the definitions are not
+            # needed again unless python-jsonschema explains a rejected object; unplanned
+            # callers (the sandbox) keep them for the next kind's registry
+            self._defs = None
+        return self._compiled_registry
 
     @staticmethod
     def _gvk_matches(schema: dict[str, Any], api_version: str, kind: str) -> bool:
@@ -424,7 +480,8 @@ class SchemaSet:
         key = (api_version, kind)
         if key not in self._compiled:
             schema, _ = self.schema_for(api_version, kind)
-            self._compiled[key] = None if schema is None else self._compiled_validator(schema)
+            self._compiled[key] = (None if schema is None
+                                   else self._compiled_validator(key, schema))
         compiled = self._compiled[key]
         if compiled is None:
             return False
@@ -449,6 +506,72 @@ class SchemaSet:
         """Names of the built-in kinds (CamelCase), for "did you mean"."""
         return sorted({name.rsplit(".", 1)[1] for name, d in self.defs.get("$defs", {}).items()
                        if isinstance(d, dict) and d.get("x-kubernetes-group-version-kind")})
+
+
+_DEFS_PREFIX = "#/$defs/"
+# keywords that change where a reference points, or refer by other means than a JSON pointer
+_UNFOLLOWED = frozenset({"$id", "$anchor", "$dynamicRef", "$dynamicAnchor", "$recursiveRef",
+                         "$recursiveAnchor"})
+
+
+def _reachable(schema: object, docs: dict[str, dict[str, Any]],
+               ) -> set[tuple[str, str]] | None:
+    """The (document URI, definition name) pairs that the ``$ref`` s reachable from
+    ``schema`` name, following each definition's own references, for documents ``docs``
+    (URI -> a document of ``$defs``). ``None`` where a reference is not of the forms this
+    follows: ``#/$defs/NAME`` within a document, ``URI#/$defs/NAME`` of one of ``docs``,
+    and ``/api/_definitions.json#/$defs/NAME`` from a built-in kind's schema (whose ``$id``
+    lies on kubernetes.io), or a definition is missing, or a nested ``$id``/anchor could move
+    the base."""
+    found: set[tuple[str, str]] = set()
+    top_id = schema.get("$id") if isinstance(schema, dict) else None
+    # the schema itself is no document of docs: a "#/..." reference in it is not followed
+    work: list[tuple[object, str | None]] = [(schema, None)]
+    k8s_path = K8S_DEFS_URI.removeprefix("https://kubernetes.io")
+    while work:
+        node, doc = work.pop()
+        stack = [node]
+        while stack:
+            item = stack.pop()
+            if isinstance(item, dict):
+                ref = item.get("$ref")
+                if ref is not None:
+                    if not isinstance(ref, str):
+                        return None
+                    uri, hash_, fragment = ref.partition("#")
+                    if not hash_ or not fragment.startswith("/$defs/"):
+                        return None
+                    name = fragment[len("/$defs/"):]
+                    if not uri:
+                        target = doc
+                    elif uri in docs:
+                        target = uri
+                    elif uri == k8s_path and isinstance(top_id, str) and \
+                            top_id.startswith("https://kubernetes.io/"):
+                        target = K8S_DEFS_URI
+                    else:
+                        return None
+                    if target is None or "/" in name or "~" in name or \
+                            name not in docs[target].get("$defs", {}):
+                        return None
+                    if (target, name) not in found:
+                        found.add((target, name))
+                        work.append((docs[target]["$defs"][name], target))
+                if item is not node and _UNFOLLOWED.intersection(item):
+                    return None
+                stack.extend(item.values())
+            elif isinstance(item, list):
+                stack.extend(item)
+    return found
+
+
+def _trimmed(doc: dict[str, Any], need: set[tuple[str, str]] | None,
+             uri: str) -> dict[str, Any]:
+    """``doc`` with only the definitions in ``need`` (all of them when it is None)."""
+    if need is None:
+        return doc
+    defs = doc.get("$defs", {})
+    return {**doc, "$defs": {name: defs[name] for u, name in sorted(need) if u == uri}}
 
 
 @functools.lru_cache(maxsize=1)

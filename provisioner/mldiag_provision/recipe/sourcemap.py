@@ -13,7 +13,7 @@ reads them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Protocol
 
 Path = tuple[str | int, ...]
@@ -69,17 +69,22 @@ class SourceMap:
 
     __slots__ = ("_confusables", "_keys", "_lazy", "_values", "file", "lines")
 
-    def __init__(self, file: str, lines: list[str] | None = None, *,
+    def __init__(self, file: str, lines: Sequence[str] | None = None, *,
                  keys: dict[Path, Position] | None = None,
                  values: dict[Path, Position] | None = None,
                  confusables: dict[Path, str] | None = None,
                  lazy: LazyPositions | None = None) -> None:
         self.file = file
-        self.lines: list[str] = lines if lines is not None else []
+        self.lines: Sequence[str] = lines if lines is not None else []
         self._keys = keys if keys is not None else {}
         self._values = values if values is not None else {}
         self._confusables = confusables if confusables is not None else {}
         self._lazy = lazy
+
+    @property
+    def lazy(self) -> LazyPositions | None:
+        """Where positions come from until the tables are built; None once they are."""
+        return self._lazy
 
     def _tabled(self) -> None:
         if self._lazy is not None:

@@ -118,7 +118,7 @@ def _loaded(sources: list[Source]) -> Iterator[Loaded]:
     cyclic garbage collector paused, and left out of its collections (``gc.freeze``) while
     the block lints them.
 
-    The documents (YAML node trees and data: most of the objects of a run) live until lint
+    The documents (their data and positions: most of the objects of a run) live until lint
     ends and form no reference cycles (tests/unit/test_loader_fastpath.py checks that
     loading leaves none), so the collector can free none of them: it only scanned them, ~7 %
     of linting 1,000 manifests (issue 16). Reference counting frees them as usual and the
@@ -190,13 +190,13 @@ def run(args: argparse.Namespace, out: Console) -> int:
     with _loaded(sources) as loaded:
         result = lint_loaded(loaded, options, catalog, args.jobs)
     if args.output == "json":
-        from mldiag_provision.lint.output import to_json
+        from mldiag_provision.lint.output import write_json_report
 
-        out.print(to_json(result, strict=args.strict))
+        write_json_report(result, out.stream, strict=args.strict)
     elif args.output == "sarif":
-        from mldiag_provision.lint.sarif import to_sarif
+        from mldiag_provision.lint.sarif import write_sarif
 
-        out.print(to_sarif(result))
+        write_sarif(result, out.stream)
     else:
         from mldiag_provision.lint.output import write_text
 
