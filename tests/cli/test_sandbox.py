@@ -220,16 +220,27 @@ def test_sandbox_rules_lists_each_behaviour_with_its_source(tmp_path: Path) -> N
     assert text.startswith("SANDBOX rules:") and "source: " in text
 
 
-def test_a_recipe_with_remote_state_is_refused_before_anything_runs(tmp_path: Path) -> None:
-    """The gcs backend would talk to storage.googleapis.com: refused (exit 2), nothing
-    written, no sandbox made."""
+def test_a_recipe_with_remote_state_keeps_it_in_the_sandbox_bucket(tmp_path: Path) -> None:
+    """The gcs backend reaches the sandbox's Cloud Storage double (the session sets the
+    backend's endpoint and token), never storage.googleapis.com: the state bucket is made in
+    the sandbox, as it would exist before the first init, and said so. A work directory whose
+    `terraform init` set the backend up outside the sandbox is refused (exit 2)."""
+    recipe = "recipes/tpu-v6e-4x4-multislice-autopilot.yaml"
     work = tmp_path / "stack"
-    r = _cli("plan", "recipes/tpu-v6e-4x4-multislice-autopilot.yaml", "-o", str(work),
-             "--sandbox", env=_user_env(tmp_path))
-    assert r.returncode == 2, r.stdout + r.stderr
-    assert "the sandbox has no remote Terraform state yet" in r.stderr
+    r = _cli("plan", recipe, "-o", str(work), "--sandbox", env=_user_env(tmp_path))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert ("the recipe's state bucket gs://my-ml-project-tfstate is created in the sandbox"
+            in r.stderr), r.stderr
     assert _all_marked(r.stderr)
-    assert not work.exists()
+    assert (work / ".mldiag/sandbox/cloud/gcs-objects/my-ml-project-tfstate").is_dir()
+    assert not list(work.glob("*.tfstate"))  # no local state
+    elsewhere = tmp_path / "set-up-for-google"
+    (elsewhere / ".terraform").mkdir(parents=True)
+    (elsewhere / ".terraform/terraform.tfstate").write_text('{"backend": {"type": "gcs"}}')
+    r = _cli("plan", recipe, "-o", str(elsewhere), "--sandbox", env=_user_env(tmp_path))
+    assert r.returncode == 2, r.stdout + r.stderr
+    assert "holds a Terraform state or backend set up against Google Cloud" in r.stderr
+    assert not (elsewhere / ".mldiag").exists()
 
 
 def test_serve_and_kubeconfig_let_a_client_use_the_sandbox_cluster(tmp_path: Path) -> None:
@@ -288,7 +299,7 @@ def test_a_sandbox_stack_and_a_google_cloud_stack_never_share_a_directory(
     (real / "terraform.tfstate").write_text("{}", encoding="utf-8")
     r = _cli("apply", RECIPE, "-o", str(real), "--sandbox", "--auto-approve", env=env)
     assert r.returncode == 2, r.stdout + r.stderr
-    assert "holds a Terraform state applied against Google Cloud" in r.stderr
+    assert "holds a Terraform state or backend set up against Google Cloud" in r.stderr
     assert not (real / ".mldiag").exists()
 
 

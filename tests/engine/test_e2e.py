@@ -1,9 +1,8 @@
 """End to end through OUR commands, with the real terraform binary and the offline stand-in
 providers wired by the test fixtures (tests/engine/conftest.py): drift, the destructive-change
-guard, confirmation and deletion protection; and the lifecycle of the example recipes the
-sandbox refuses (remote Terraform state), on a local-state copy.
+guard, confirmation and deletion protection.
 
-Every other example recipe's one lifecycle (apply -> verify -> re-plan -> destroy, with the
+Every example recipe's one lifecycle (apply -> verify -> re-plan -> destroy, with the
 checks of the agents/ stage) runs through ``--sandbox`` as a user types it, on the recipe as
 written: tests/sandbox/test_examples_lifecycle.py."""
 
@@ -16,7 +15,6 @@ from pathlib import Path
 import pytest
 import yaml
 
-from engine import agents_checks
 from engine.conftest import cloud_objects, offline_recipe
 from stack_support import RECIPES
 
@@ -40,71 +38,6 @@ def _destroyed(cli, r: Path, work: str, cloud: Path, existing: dict[str, int]) -
                                  "google_logging_project_bucket_config")}, cloud_objects(cloud)
     bucket = next((cloud / "google_logging_project_bucket_config").glob("*.json"))
     assert json.loads(bucket.read_text())["state"]["enable_analytics"] is True
-
-
-def _remote_state(recipe: Path) -> bool:
-    backend = ((yaml.safe_load(recipe.read_text(encoding="utf-8"))["spec"].get("engine") or {})
-               .get("backend") or {})
-    return backend.get("type") not in (None, "local")
-
-
-SANDBOX_REFUSED = [r for r in RECIPES if _remote_state(r)]
-"""Examples the sandbox refuses (tests/sandbox/test_examples_lifecycle.py asserts how): their
-lifecycle runs here, on a copy with local state."""
-
-
-@pytest.mark.parametrize("recipe", SANDBOX_REFUSED, ids=[r.stem for r in SANDBOX_REFUSED])
-def test_apply_verify_replan_destroy(recipe: Path, tmp_path: Path, offline_cluster, gcs,
-                                     cli) -> None:
-    """From an empty stand-in cloud: ONE `apply` (every stage: project, cluster, workloads)
-    -> `verify` passes -> re-`plan` has no changes in any stage -> `destroy` leaves only what
-    the README says is kept (enabled APIs, _Default's Log Analytics, a pre-existing cluster).
-
-    The one lifecycle of the example: on a GKE example the checks of the agents/ stage
-    (tests/engine/agents_checks.py) run on it too, before the stack goes: its objects in
-    the cluster, no drift in agents/, `verify` with the workloads stage destroyed, then
-    `terraform destroy` in agents/. A destroy of a whole applied stack in one command is
-    covered by test_drift_check_exit_codes."""
-    if offline_cluster is None:
-        return  # explicitly allowed by MLDIAG_ALLOW_NO_TERRAFORM=1
-    cloud = offline_cluster.cloud
-    r = offline_recipe(recipe, tmp_path / "recipe.yaml")
-    work = str(tmp_path / "work")
-    existing = {}
-    if "existing" in recipe.stem:
-        offline_cluster.seed_existing_cluster(r)
-        existing = {k: v for k, v in cloud_objects(cloud).items()}
-
-    code, out, err = cli("apply", str(r), "-o", work, "--auto-approve")
-    assert code == 0, out + err
-    assert "apply complete:" in out and " created" in out
-    assert "terraform -chdir" not in out  # no step left for the user
-    assert sum(cloud_objects(cloud).values()) >= 5, cloud_objects(cloud)
-    has_cluster = (Path(work) / "agents" / "main.tf").is_file()
-    is_gke = yaml.safe_load(recipe.read_text())["spec"]["orchestrator"]["type"] != "slurm"
-    assert has_cluster == is_gke  # every GKE example gets the agents/ checks below
-    if has_cluster:
-        assert "stage cluster:" in out and "stage workloads:" in out, out
-        code, vout, verr = cli("verify", str(r), "-o", work)
-        assert code == 0, vout + verr
-        assert "FAIL" not in vout
-
-    code, out, err = cli("plan", str(r), "-o", work, "--detailed-exitcode")
-    assert code == 0, out + err
-    assert "no changes" in out and "deferred" not in out
-
-    if has_cluster:
-        plan = agents_checks.plan_of(Path(work))
-        clients = agents_checks.k8s(offline_cluster.api.kubeconfig(tmp_path / "kubeconfig"))
-        agents_checks.check_applied(plan, clients, Path(work))
-        code, out, err = cli("destroy", str(r), "-o", work, "--stage", "workloads",
-                             "--auto-approve")
-        assert code == 0, out + err
-        agents_checks.check_verify_without_workloads(cli, r, plan, "--kubeconfig",
-                                                     str(tmp_path / "kubeconfig"))
-        agents_checks.destroy_and_check(plan, clients, Path(work))
-
-    _destroyed(cli, r, work, cloud, existing)
 
 
 AUTOPILOT = next(r for r in RECIPES if r.stem == "tpu-v4-2x2x4-autopilot")

@@ -30,9 +30,10 @@ What each lifecycle checks:
     JobSet CRD that helm leaves in it;
   * the recipe file is byte for byte what it was.
 
-A recipe whose Terraform state is remote (``spec.engine.backend`` gcs) is refused by every
-command before anything runs (a usage error, docs/guides/sandbox.md: "remote (gcs) Terraform state
-... refused"); its lifecycle runs on a local-state copy in tests/engine/test_e2e.py.
+A recipe whose Terraform state is remote (``spec.engine.backend`` gcs) runs as written: its
+state bucket is made in the sandbox before the first plan/apply (said on stderr), Terraform's
+own gcs backend keeps the state there (through the sandbox's Cloud Storage double), no local
+state is written, and destroy keeps the bucket with the (empty) state in it.
 """
 
 from __future__ import annotations
@@ -80,17 +81,12 @@ def _ls(cli: Any, work: Path) -> list[dict[str, str]]:
     return objects
 
 
-def _refused(cli: Any, recipe: Path, work: Path) -> None:
-    """Every command refuses a recipe with remote state, before anything runs."""
-    for argv in (("apply", "--auto-approve"), ("plan", "--detailed-exitcode"), ("verify",),
-                 ("output",), ("destroy", "--auto-approve")):
-        code, out, err = cli(argv[0], str(recipe), "-o", str(work), "--sandbox", *argv[1:])
-        # a usage error (2); 1 under --detailed-exitcode, where 2 means drift
-        # (docs/reference/exit-codes.md)
-        assert code == (1 if "--detailed-exitcode" in argv else 2), (argv, out + err)
-        assert "[SANDBOX] error: the sandbox has no remote Terraform state yet" in err, err
-        assert "keeps its state in a 'gcs' backend (spec.engine.backend)" in err, err
-        assert not work.exists()
+def _state_objects(recipe: Path, held: list[dict[str, str]]) -> list[str]:
+    """The state objects a gcs-backend recipe keeps in its bucket (``PREFIX/default.tfstate``
+    per stage: the project stage at PREFIX, the in-cluster stage at PREFIX/agents)."""
+    backend = _spec(recipe)["engine"]["backend"]
+    return sorted(o["name"] for o in held if o["kind"] == "storage#object"
+                  and o["where"] == f"gs://{backend['bucket']}")
 
 
 def _agents_stage(cli: Any, recipe: Path, work: Path) -> None:
@@ -121,10 +117,7 @@ def test_example_apply_verify_replan_destroy_in_the_sandbox(recipe: Path, tmp_pa
     as_written = recipe.read_bytes()
     work = tmp_path / "stack"
     r, w = str(recipe), str(work)
-    if _remote_state(recipe):
-        _refused(cli, recipe, work)
-        assert recipe.read_bytes() == as_written
-        return
+    remote = _remote_state(recipe)
     orchestrator = _spec(recipe)["orchestrator"]["type"]
     is_gke = orchestrator != "slurm"
     existing = orchestrator == "existing-kubernetes"
@@ -137,6 +130,12 @@ def test_example_apply_verify_replan_destroy_in_the_sandbox(recipe: Path, tmp_pa
     if existing:
         assert "existing cluster" in err and "is created in the sandbox" in err, err
     held = _ls(cli, work)
+    if remote:  # the state is in the sandbox's bucket, never in a local file
+        assert "state bucket gs://" in err and "is created in the sandbox" in err, err
+        assert [p for p in (*work.glob("*.tfstate"), *work.glob("*/*.tfstate"))
+                if p.parent.name not in (".terraform", ".mldiag")] == []  # init's record only
+        prefix = _spec(recipe)["engine"]["backend"]["prefix"]
+        assert f"{prefix}/default.tfstate" in _state_objects(recipe, held), held
     assert len(held) >= 5, held
     assert (work / "agents" / "main.tf").is_file() == is_gke  # GKE: the in-cluster stage
     if is_gke:
@@ -168,6 +167,10 @@ def test_example_apply_verify_replan_destroy_in_the_sandbox(recipe: Path, tmp_pa
     assert "destroy complete:" in out, out
     left = _ls(cli, work)
     allowed = KEPT | (KEPT_WITH_EXISTING_CLUSTER if existing else set())
+    if remote:  # the state bucket is not the stack's: it keeps the emptied states
+        assert _state_objects(recipe, left), left
+        left = [o for o in left if o["kind"] != "storage#object"
+                or o["name"] not in _state_objects(recipe, left)]
     assert {o["kind"] for o in left} <= allowed, left
     if existing:
         assert [o["name"] for o in left if o["kind"] == "google_container_cluster"] == [

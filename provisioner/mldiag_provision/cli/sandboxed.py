@@ -85,11 +85,14 @@ def mark_streams(args: argparse.Namespace) -> Callable[[], None]:
     return restore
 
 
-def _refuse_unsupported(recipe: str) -> None:
-    """Stop before anything runs when the recipe needs what the sandbox does not have yet, so
-    that nothing is sent to Google: a remote Terraform state (``spec.engine.backend`` of type
-    ``gcs``: the gcs backend would talk to storage.googleapis.com) or engine ``pulumi``
-    (its providers are not doubled).
+def _refuse_unsupported(recipe: str) -> str | None:
+    """Stop before anything runs when the recipe needs what the sandbox does not have, so
+    that nothing is sent to Google: engine ``pulumi`` (its providers are not doubled), or a
+    state backend other than ``local`` and ``gcs``. A ``gcs`` backend is served by the
+    sandbox's Cloud Storage double (the session points Terraform's gcs backend at it).
+
+    Returns the recipe's ``gcs`` state bucket, or None (local state, or a recipe the command
+    itself will report as unreadable or invalid).
 
     Raises:
       UsageError: either of those.
@@ -103,21 +106,45 @@ def _refuse_unsupported(recipe: str) -> None:
         with open_regular(recipe) as f:  # a FIFO or a device is refused, never waited on
             doc = yaml.safe_load(f.read(1024 * 1024 + 1).decode("utf-8"))
     except (OSError, ValueError, yaml.YAMLError):
-        return  # the command itself reports an unreadable or invalid recipe
-    engine = ((doc or {}).get("spec") or {}).get("engine") if isinstance(doc, dict) else None
+        return None  # the command itself reports an unreadable or invalid recipe
+    spec = (doc or {}).get("spec") if isinstance(doc, dict) else None
+    engine = spec.get("engine") if isinstance(spec, dict) else None
     if not isinstance(engine, dict):
-        return
+        return None
     name = engine.get("name") or "terraform"
-    backend = (engine.get("backend") or {}).get("type") if isinstance(
-        engine.get("backend"), dict) else None
+    backend = engine.get("backend") if isinstance(engine.get("backend"), dict) else {}
+    kind = backend.get("type")
     if name != "terraform":
         raise UsageError(f"the sandbox runs engine terraform only; {recipe} uses engine "
                          f"{name!r}", hint="try the sandbox with a terraform recipe")
-    if backend not in (None, "local"):
-        raise UsageError(f"the sandbox has no remote Terraform state yet: {recipe} keeps its "
-                         f"state in a {backend!r} backend (spec.engine.backend), which would "
-                         "reach Google", hint="run the sandbox on a copy of the recipe "
-                                              "without spec.engine.backend")
+    if kind not in (None, "local", "gcs"):
+        raise UsageError(f"the sandbox keeps Terraform state locally or in its Cloud Storage "
+                         f"double: {recipe} keeps its state in a {kind!r} backend "
+                         "(spec.engine.backend), which would reach outside this machine",
+                         hint="run the sandbox on a copy of the recipe with backend type "
+                              "gcs or local")
+    bucket = backend.get("bucket") if kind == "gcs" else None
+    return bucket if isinstance(bucket, str) and bucket else None
+
+
+def _state_bucket(bucket: str, cloud: Path) -> None:
+    """The recipe's ``gcs`` state bucket in the sandbox cloud, made when it is not there: on
+    Google Cloud it is made before the first ``terraform init`` (Terraform's gcs backend
+    needs an existing bucket: https://developer.hashicorp.com/terraform/language/backend/gcs),
+    outside the stack. Says so on stderr (a ``[SANDBOX]`` line) when it makes it; ``destroy``
+    keeps it, with the state in it."""
+    import re
+
+    if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]", bucket):
+        return  # preflight reports a bad bucket name; nothing is made for it
+    where = cloud / "gcs-objects" / bucket
+    if where.is_dir():
+        return
+    where.mkdir(parents=True)
+    sys.stderr.write(f"the recipe's state bucket gs://{bucket} is created in the sandbox, as "
+                     "it would exist before the first terraform init; destroy keeps it and "
+                     "the state in it\n")
+    sys.stderr.flush()
 
 
 _SUGGESTED = r"`(mldiag-provision (?:{})\b[^`]*)`".format("|".join(sorted(COMMANDS | LIVE_ONLY)))
@@ -168,7 +195,7 @@ def wrap(run: Callable[[argparse.Namespace, Console], int]
                              "in the stack's work directory",
                              hint=f"mldiag-provision {args.command} {args.recipe} -o DIR "
                                   "--sandbox")
-        _refuse_unsupported(args.recipe)
+        bucket = _refuse_unsupported(args.recipe)
         workdir = Path(args.out)
         if workdir.exists() and not workdir.is_dir():
             raise UsageError(f"{workdir} is a file, not a work directory",
@@ -185,6 +212,8 @@ def wrap(run: Callable[[argparse.Namespace, Console], int]
                                  "sent to Google)\n")
                 sys.stderr.flush()
                 if args.command in ("plan", "apply"):
+                    if bucket:
+                        _state_bucket(bucket, sb.cloud)
                     _seed_existing_cluster(args.recipe, sb.cloud, sb.root, sb.apiserver)
                 code = run(args, out)
                 return code
@@ -301,10 +330,15 @@ def _forget(workdir: Path, fresh: bool) -> None:
 
 
 def _states(workdir: Path) -> list[Path]:
-    """Terraform local states of the stack's stages (``DIR/*.tfstate``, ``DIR/*/*.tfstate``),
-    not the sandbox's own files."""
-    return [p for p in (*workdir.glob("*.tfstate"), *workdir.glob("*/*.tfstate"))
-            if ".mldiag" not in p.parts]
+    """Terraform states of the stack's stages made outside the sandbox: local states
+    (``DIR/*.tfstate``, ``DIR/*/*.tfstate``, not the sandbox's own files) and the backend
+    records ``terraform init`` writes (``.terraform/terraform.tfstate``: a remote state)."""
+    local = [p for p in (*workdir.glob("*.tfstate"), *workdir.glob("*/*.tfstate"))
+             if ".mldiag" not in p.parts]
+    # a remote state: `terraform init` records the backend in .terraform/terraform.tfstate
+    remote = [p for p in (workdir / ".terraform/terraform.tfstate",
+                          *workdir.glob("*/.terraform/terraform.tfstate")) if p.is_file()]
+    return list(dict.fromkeys(local + remote))
 
 
 def _refuse_mixed(workdir: Path, command: str, *, sandbox: bool) -> None:
@@ -329,7 +363,7 @@ def _refuse_mixed(workdir: Path, command: str, *, sandbox: bool) -> None:
                  "recipe into another -o DIR")
     if sandbox and not root.is_dir() and _states(workdir):
         raise UsageError(
-            f"{workdir} holds a Terraform state applied against Google Cloud "
+            f"{workdir} holds a Terraform state or backend set up against Google Cloud "
             f"({_states(workdir)[0]}): the sandbox would plan against it",
             hint="give the sandbox its own work directory: -o another DIR")
 

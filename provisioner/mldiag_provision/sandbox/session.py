@@ -64,6 +64,9 @@ SCRUBBED = frozenset({
     # Terraform and clients pointed elsewhere
     "TF_CLI_CONFIG_FILE", "TF_REATTACH_PROVIDERS", "TF_PLUGIN_CACHE_DIR",
     "STORAGE_EMULATOR_HOST", "MLDIAG_GOOGLE_API_ENDPOINT",
+    # the gcs backend's endpoint (a remote state elsewhere); the session sets its own
+    # (https://developer.hashicorp.com/terraform/language/backend/gcs, storage_custom_endpoint)
+    "GOOGLE_BACKEND_STORAGE_CUSTOM_ENDPOINT", "GOOGLE_STORAGE_CUSTOM_ENDPOINT",
     # the sandbox plugins' fault injection (tests only)
     "MLDIAG_STANDIN_FAIL", "MLDIAG_STANDIN_DELAY",
 })
@@ -282,6 +285,12 @@ def _serve(root: Path) -> Iterator[Running]:
                    "MLDIAG_STANDIN_APISERVER_CA": str(root / "apiserver-ca.pem"),
                    "GOOGLE_OAUTH_ACCESS_TOKEN": str(doc["token"]),
                    "STORAGE_EMULATOR_HOST": gcs.url,
+                   # Terraform's gcs backend (a recipe's remote state) reaches the same
+                   # double: storage_custom_endpoint's backend-scoped variable, a URL ending
+                   # in the JSON API's path; its access_token comes from
+                   # GOOGLE_OAUTH_ACCESS_TOKEN (both documented at
+                   # https://developer.hashicorp.com/terraform/language/backend/gcs)
+                   "GOOGLE_BACKEND_STORAGE_CUSTOM_ENDPOINT": f"{gcs.url}/storage/v1/",
                    "CLOUDSDK_CONFIG": str(gcloud),
                    "MLDIAG_OFFLINE": "1",
                    ACTIVE_ENV: str(root)}
