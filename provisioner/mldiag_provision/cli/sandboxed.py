@@ -16,7 +16,7 @@ import re
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from mldiag_provision.console import Console
 
@@ -112,7 +112,8 @@ def _refuse_unsupported(recipe: str) -> str | None:
     if not isinstance(engine, dict):
         return None
     name = engine.get("name") or "terraform"
-    backend = engine.get("backend") if isinstance(engine.get("backend"), dict) else {}
+    found = engine.get("backend")
+    backend: dict[str, Any] = found if isinstance(found, dict) else {}
     kind = backend.get("type")
     if name != "terraform":
         raise UsageError(f"the sandbox runs engine terraform only; {recipe} uses engine "
