@@ -134,8 +134,6 @@ def _state_bucket(bucket: str, cloud: Path) -> None:
     needs an existing bucket: https://developer.hashicorp.com/terraform/language/backend/gcs),
     outside the stack. Says so on stderr (a ``[SANDBOX]`` line) when it makes it; ``destroy``
     keeps it, with the state in it."""
-    import re
-
     if not re.fullmatch(r"[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]", bucket):
         return  # preflight reports a bad bucket name; nothing is made for it
     where = cloud / "gcs-objects" / bucket
