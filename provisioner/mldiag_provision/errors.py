@@ -160,3 +160,12 @@ class Report:
     @property
     def ok(self) -> bool:
         return not self.errors
+
+
+def extra_hint(extra: str, more: str = "") -> str:
+    """The hint for a missing optional extra (``live``, ``sandbox``, ``smoke``): how to
+    install it from PyPI and from a clone (an editable install names the checkout, not the
+    package); ``more`` is added in parentheses (what the extra brings)."""
+    what = f" ({more})" if more else ""
+    return (f"pip install 'mldiag-provision[{extra}]'{what}; in a clone: "
+            f"pip install -e '.[{extra}]'")

@@ -129,3 +129,20 @@ def test_without_live_the_sandbox_preflight_is_the_offline_one(tmp_path: Path) -
     assert r.returncode == 0, r.stdout + r.stderr
     assert _marked(r.stdout)
     assert "(add --live to ask the sandbox about project my-ml-project)" in r.stdout
+
+
+def test_without_the_live_extra_it_says_how_to_install_it(cli, monkeypatch) -> None:
+    """The sandbox's Google API stand-in serves the official clients' wire types: without
+    the ``[live]`` extra (a quick-start install has ``[sandbox]`` only) it is a usage error
+    naming the missing module and both ways to install the extra, never an internal error.
+    The extra's absence is played by naming a module no install has."""
+    from mldiag_provision.sandbox import live_project
+
+    monkeypatch.setattr(live_project, "LIVE_MODULES",
+                        (*live_project.LIVE_MODULES, "google.cloud.not_installed_v1"))
+    code, out, err = cli("preflight", V5P, "--live", "--sandbox")
+    assert code == 2, out + err
+    assert "the live checks need the Google Cloud client libraries " \
+           "(google.cloud.not_installed_v1 is missing)" in err, err
+    assert "pip install 'mldiag-provision[live]'; in a clone: pip install -e '.[live]'" in err
+    assert "internal error" not in err and "Traceback" not in err

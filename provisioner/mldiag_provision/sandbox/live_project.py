@@ -152,6 +152,13 @@ def sandbox_rows(rows: list[LiveResult]) -> list[LiveResult]:
     return out
 
 
+LIVE_MODULES = ("google.cloud.iam_admin_v1", "google.cloud.resourcemanager_v3",
+                "google.cloud.service_usage_v1", "google.cloud.container_v1",
+                "google.cloud.compute_v1")
+"""What the ``[live]`` extra installs that the live checks and the sandbox's Google API
+stand-in import (pyproject.toml)."""
+
+
 @contextlib.contextmanager
 def live_apis(plan: StackPlan, catalog: Catalog, workdir: Path | None) -> Iterator[GcpApis]:
     """While the body runs: the sandbox's Google Cloud APIs serve :func:`project_of` (from
@@ -164,7 +171,7 @@ def live_apis(plan: StackPlan, catalog: Catalog, workdir: Path | None) -> Iterat
     """
     import importlib.util
 
-    from mldiag_provision.errors import UsageError
+    from mldiag_provision.errors import UsageError, extra_hint
     from mldiag_provision.sandbox.session import (
         EXTRA_MODULES,
         SCRUBBED,
@@ -175,12 +182,16 @@ def live_apis(plan: StackPlan, catalog: Catalog, workdir: Path | None) -> Iterat
     missing = [m for m in EXTRA_MODULES if importlib.util.find_spec(m) is None]
     if missing:
         raise UsageError(f"the sandbox needs the [sandbox] extra ({', '.join(missing)} "
-                         "missing)", hint="pip install 'mldiag-provision[sandbox]'")
+                         "missing)", hint=extra_hint("sandbox"))
     try:
         from mldiag_provision.sandbox.gcp_apis import GcpApis
+
+        for module in LIVE_MODULES:  # the stand-in serves their wire types (gcp_apis.py)
+            if importlib.util.find_spec(module) is None:
+                raise ModuleNotFoundError(name=module)
     except ImportError as exc:
         raise UsageError(f"the live checks need the Google Cloud client libraries ({exc.name} "
-                         "is missing)", hint="pip install 'mldiag-provision[live]'") from None
+                         "is missing)", hint=extra_hint("live")) from None
     cloud = sandbox_dir(workdir) / "cloud" if workdir is not None else None
     fp = project_of(plan, catalog, cloud if cloud is not None and cloud.is_dir() else None)
     saved = dict(os.environ)

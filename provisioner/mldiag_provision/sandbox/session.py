@@ -203,12 +203,12 @@ def session(workdir: Path, command: str | None = None) -> Iterator[Running]:
     """
     import importlib.util
 
-    from mldiag_provision.errors import UsageError
+    from mldiag_provision.errors import UsageError, extra_hint
 
     missing = [m for m in EXTRA_MODULES if importlib.util.find_spec(m) is None]
     if missing:
         raise UsageError(f"the sandbox needs the [sandbox] extra ({', '.join(missing)} "
-                         "missing)", hint="pip install 'mldiag-provision[sandbox]'")
+                         "missing)", hint=extra_hint("sandbox"))
     from mldiag_provision import ondisk
 
     root = sandbox_dir(workdir)

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from mldiag_provision.errors import UsageError
+from mldiag_provision.errors import UsageError, extra_hint
 from mldiag_provision.plan.smoke import PROGRAM, SmokeSpec, program_args
 
 # More simulated devices only make the CPU run slow; no example slice comes near it.
@@ -63,9 +63,10 @@ def require_packages() -> None:
     """
     missing = [m for m in ("jax", "xprof") if importlib.util.find_spec(m) is None]
     if missing:
-        raise UsageError(f"smoke --local needs {' and '.join(missing)} in this Python "
-                         f"({sys.executable})",
-                         hint="pip install 'mldiag-provision[smoke]' (jax for the CPU, xprof)")
+        raise UsageError(f"running the smoke program on this machine (smoke --local, and "
+                         f"verify --smoke in the sandbox) needs {' and '.join(missing)} in "
+                         f"this Python ({sys.executable})",
+                         hint=extra_hint("smoke", "jax for the CPU, xprof"))
 
 
 def local_env(devices: int, base: dict[str, str] | None = None) -> dict[str, str]:

@@ -61,7 +61,7 @@ def live_table(timeout_s: float) -> Any:
     """
     import os
 
-    from mldiag_provision.errors import UsageError
+    from mldiag_provision.errors import UsageError, extra_hint
     from mldiag_provision.preflight.live import ENDPOINT_ENV, credentials_present
 
     hint = ("run `gcloud auth application-default login`, set GOOGLE_APPLICATION_CREDENTIALS "
@@ -78,7 +78,7 @@ def live_table(timeout_s: float) -> Any:
         catalog = BillingCatalog.fetch(creds, endpoint=endpoint, timeout_s=timeout_s)
     except ImportError as exc:
         raise UsageError(f"cost --live needs the Google Cloud Billing client ({exc.name} is "
-                         "missing)", hint="pip install 'mldiag-provision[live]'") from None
+                         "missing)", hint=extra_hint("live")) from None
     except UsageError:
         raise
     except Exception as exc:  # the API's refusal or failure, named

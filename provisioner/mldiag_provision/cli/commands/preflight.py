@@ -21,7 +21,7 @@ from typing import Any
 from mldiag_provision.cli.commands import SUMMARIES
 from mldiag_provision.cli.commands._args import OUTPUT_HELP, RECIPE_HELP, describe
 from mldiag_provision.console import Console, severity_counts
-from mldiag_provision.errors import ExitCode, InputError, UsageError
+from mldiag_provision.errors import ExitCode, InputError, UsageError, extra_hint
 
 NAME = "preflight"
 COLOUR = {"PASS": "green", "FAIL": "red", "WARN": "yellow", "SKIP": "cyan"}
@@ -98,7 +98,7 @@ def run_live(plan: Any, *, timeout_s: float, known: Any = frozenset(),
     except ImportError as exc:
         raise UsageError(f"the live checks need the Google Cloud client libraries ({exc.name} "
                          "is missing)",
-                         hint="pip install 'mldiag-provision[live]', or run with --offline"
+                         hint=extra_hint("live") + ", or run with --offline"
                          ) from None
     from mldiag_provision.preflight.live.target import build_target
     from mldiag_provision.render.stack import render_stack
