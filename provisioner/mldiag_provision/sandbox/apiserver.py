@@ -58,6 +58,7 @@ stand-in providers read.
 from __future__ import annotations
 
 import base64
+import builtins
 import copy
 import datetime
 import ipaddress
@@ -172,14 +173,14 @@ class ApiError(Exception):
     """An error answered as a ``Status`` object."""
 
     def __init__(self, code: int, reason: str, message: str,
-                 details: dict | None = None) -> None:
+                 details: dict[str, Any] | None = None) -> None:
         super().__init__(message)
         self.code = code
         self.reason = reason
         self.message = message
         self.details = details
 
-    def status(self) -> dict:
+    def status(self) -> dict[str, Any]:
         body = {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
                 "message": self.message, "reason": self.reason, "code": self.code}
         if self.details is not None:
@@ -267,7 +268,7 @@ def field_terms(selector: str) -> list[tuple[str, bool, str]]:
     return terms
 
 
-def _field(obj: dict, dotted: str) -> str:
+def _field(obj: dict[str, Any], dotted: str) -> str:
     """The value at ``dotted`` in ``obj`` as a field selector compares it ("" if absent)."""
     node: Any = obj
     for part in dotted.split("."):
@@ -288,7 +289,7 @@ def merge_patch(target: Any, patch: Any) -> Any:
     return out
 
 
-def json_patch(doc: Any, ops: list[dict]) -> Any:
+def json_patch(doc: Any, ops: list[dict[str, Any]]) -> Any:
     """RFC 6902 JSON patch (add, remove, replace, move, copy, test)."""
     doc = copy.deepcopy(doc)
 
@@ -350,18 +351,18 @@ IGNORED_FIELDS = {("apiVersion",), ("kind",), ("metadata", "name"), ("metadata",
                   ("status",)}
 
 
-def leaf_paths(value: Any, prefix: tuple = ()) -> set[tuple]:
+def leaf_paths(value: Any, prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
     """Paths of the leaves of ``value``; lists count as one (atomic) leaf. A simplification of
     structured-merge-diff: associative lists (e.g. containers keyed by name) are atomic here."""
     if isinstance(value, dict) and value:
-        out: set[tuple] = set()
+        out: set[tuple[str, ...]] = set()
         for k, v in value.items():
             out |= leaf_paths(v, (*prefix, k))
         return out
     return {prefix} if prefix else set()
 
 
-def get_path(obj: Any, path: tuple) -> Any:
+def get_path(obj: Any, path: tuple[str, ...]) -> Any:
     cur = obj
     for p in path:
         if not isinstance(cur, dict) or p not in cur:
@@ -370,14 +371,14 @@ def get_path(obj: Any, path: tuple) -> Any:
     return cur
 
 
-def set_path(obj: dict, path: tuple, value: Any) -> None:
+def set_path(obj: dict[str, Any], path: tuple[str, ...], value: Any) -> None:
     cur = obj
     for p in path[:-1]:
         cur = cur.setdefault(p, {})
     cur[path[-1]] = copy.deepcopy(value)
 
 
-def del_path(obj: dict, path: tuple) -> None:
+def del_path(obj: dict[str, Any], path: tuple[str, ...]) -> None:
     cur, stack = obj, []
     for p in path[:-1]:
         if not isinstance(cur, dict) or p not in cur:
@@ -393,9 +394,9 @@ def del_path(obj: dict, path: tuple) -> None:
             break
 
 
-def fields_v1(paths: set[tuple]) -> dict:
+def fields_v1(paths: set[tuple[str, ...]]) -> dict[str, Any]:
     """``managedFields[].fieldsV1`` of a set of leaf paths (``f:<name>`` nesting)."""
-    out: dict = {}
+    out: dict[str, Any] = {}
     for path in sorted(paths):
         cur = out
         for p in path:
@@ -403,8 +404,9 @@ def fields_v1(paths: set[tuple]) -> dict:
     return out
 
 
-def paths_of_fields_v1(fv1: dict, prefix: tuple = ()) -> set[tuple]:
-    out: set[tuple] = set()
+def paths_of_fields_v1(fv1: dict[str, Any] | None,
+                       prefix: tuple[str, ...] = ()) -> set[tuple[str, ...]]:
+    out: set[tuple[str, ...]] = set()
     for k, v in (fv1 or {}).items():
         if not k.startswith("f:"):
             continue
@@ -428,20 +430,20 @@ class ClusterView:
     def identity(self) -> str | None:
         return "cluster"
 
-    def version(self) -> dict:
+    def version(self) -> dict[str, Any]:
         return {"major": "1", "minor": "35", "gitVersion": "v1.35.0", "platform":
                 "linux/amd64", "gitCommit": "0" * 40, "gitTreeState": "clean",
                 "buildDate": "2026-01-01T00:00:00Z", "goVersion": "go1.25", "compiler": "gc"}
 
-    def system_objects(self) -> list[dict]:
+    def system_objects(self) -> list[dict[str, Any]]:
         return []
 
-    def derived(self, res: Resource) -> list[dict] | None:
+    def derived(self, res: Resource) -> list[dict[str, Any]] | None:
         """Read-only objects of ``res`` computed from elsewhere (None: stored normally)."""
         return None
 
     def admit(self, verb: str, res: Resource, namespace: str, name: str,
-              obj: dict | None) -> list[str]:
+              obj: dict[str, Any] | None) -> list[str]:
         """Raise :class:`ApiError` to refuse; may mutate ``obj``; returns warnings."""
         return []
 
@@ -451,7 +453,8 @@ class ClusterView:
         written)."""
         return False
 
-    def provision(self, pod: dict, nodes: list[dict]) -> list[dict] | None:
+    def provision(self, pod: dict[str, Any],
+                  nodes: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
         """The Nodes the platform creates for ``pod``, which fits none of ``nodes`` (GKE
         Autopilot does, :mod:`mldiag_provision.sandbox.gke_cluster`): ``[]`` when it creates
         none (the pod stays Pending with the scheduler's words), None when what the platform
@@ -486,7 +489,7 @@ class Store:
     def __init__(self, view: ClusterView) -> None:
         self.view = view
         self.lock = threading.RLock()
-        self.objects: dict[tuple[str, str], dict[tuple[str, str], dict]] = {}
+        self.objects: dict[tuple[str, str], dict[tuple[str, str], dict[str, Any]]] = {}
         self.rv = 0
         self.cluster_id: str | None = None
         self.user = "standin-user@example.com"
@@ -529,7 +532,7 @@ class Store:
                     items.pop((ns, name))
         self._reconcile()
 
-    def _key(self, obj: dict) -> tuple[str, str, str, str]:
+    def _key(self, obj: dict[str, Any]) -> tuple[str, str, str, str]:
         res = self._resource_for(obj)
         meta = obj["metadata"]
         return (res.group if res else "", res.plural if res else "", meta.get("namespace", ""),
@@ -566,7 +569,7 @@ class Store:
                 return r
         return None
 
-    def _resource_for(self, obj: dict) -> Resource | None:
+    def _resource_for(self, obj: dict[str, Any]) -> Resource | None:
         group, _, version = str(obj.get("apiVersion", "")).rpartition("/")
         for r in self.resources():
             if r.group == group and r.version == version and r.kind == obj.get("kind"):
@@ -574,7 +577,7 @@ class Store:
         return None
 
     # -- reads ---------------------------------------------------------------------------------
-    def _derived(self, res: Resource) -> list[dict] | None:
+    def _derived(self, res: Resource) -> list[dict[str, Any]] | None:
         """The view's derived objects of ``res`` plus those the platform made in the store
         (Nodes GKE Autopilot provisioned, :meth:`ClusterView.provision`); None when ``res``
         is stored normally."""
@@ -584,7 +587,7 @@ class Store:
         made = [o for _, o in sorted(self.objects.get((res.group, res.plural), {}).items())]
         return [*derived, *made]
 
-    def get(self, res: Resource, namespace: str, name: str) -> dict:
+    def get(self, res: Resource, namespace: str, name: str) -> dict[str, Any]:
         derived = self._derived(res)
         if derived is not None:
             for o in derived:
@@ -597,7 +600,7 @@ class Store:
         return self._shape(res, obj)
 
     def list(self, res: Resource, namespace: str, label_selector: str = "",
-             field_selector: str = "") -> dict:
+             field_selector: str = "") -> dict[str, Any]:
         items = self._derived(res)
         if items is None:
             items = [o for (ns, _), o in sorted(self.objects.get((res.group, res.plural),
@@ -616,7 +619,7 @@ class Store:
                 "metadata": {"resourceVersion": str(self.rv)}, "items": out}
 
     @staticmethod
-    def _shape(res: Resource, obj: dict) -> dict:
+    def _shape(res: Resource, obj: dict[str, Any]) -> dict[str, Any]:
         out = copy.deepcopy(obj)
         out["apiVersion"] = res.group_version
         out["kind"] = res.kind
@@ -628,7 +631,7 @@ class Store:
             raise ApiError(405, "MethodNotAllowed", f"{res.plural} are derived from the "
                            "stand-in cloud (node pools) and are read-only here")
 
-    def _validate(self, res: Resource, obj: dict, namespace: str) -> None:
+    def _validate(self, res: Resource, obj: dict[str, Any], namespace: str) -> None:
         meta = obj.setdefault("metadata", {})
         name = meta.get("name")
         if not name and meta.get("generateName"):
@@ -667,7 +670,7 @@ class Store:
         else:
             meta.pop("namespace", None)
 
-    def _field_validation(self, req: Request, res: Resource, obj: dict) -> None:
+    def _field_validation(self, req: Request, res: Resource, obj: dict[str, Any]) -> None:
         """Server-side field validation, as a request's ``fieldValidation`` asks (kubectl
         sends ``Strict`` by default once the server's OpenAPI says it is supported):
         ``Strict`` refuses an unknown field with 400 BadRequest ("strict decoding error:
@@ -731,8 +734,9 @@ class Store:
             raise ApiError(404, "NotFound", f'namespaces "{namespace}" not found',
                            {"name": namespace, "kind": "namespaces"})
 
-    def _put(self, res: Resource, obj: dict, manager: str, *, paths: set[tuple] | None = None,
-             operation: str = "Update", old: dict | None = None) -> dict:
+    def _put(self, res: Resource, obj: dict[str, Any], manager: str, *,
+             paths: set[tuple[str, ...]] | None = None, operation: str = "Update",
+             old: dict[str, Any] | None = None) -> dict[str, Any]:
         self.rv += 1
         meta = obj.setdefault("metadata", {})
         meta["resourceVersion"] = str(self.rv)
@@ -775,7 +779,7 @@ class Store:
             (meta.get("namespace", ""), meta["name"])] = obj
         return obj
 
-    def create(self, req: Request) -> dict:
+    def create(self, req: Request) -> dict[str, Any]:
         res = req.res
         assert res is not None
         self._check_writable(res)
@@ -804,7 +808,7 @@ class Store:
             (out["metadata"].get("namespace", ""), out["metadata"]["name"])])
 
     @staticmethod
-    def _check_kind(res: Resource, obj: dict) -> None:
+    def _check_kind(res: Resource, obj: dict[str, Any]) -> None:
         if obj.get("kind") not in (None, res.kind) or obj.get("apiVersion") not in (
                 None, res.group_version):
             raise ApiError(400, "BadRequest", f"the API version in the data "
@@ -812,11 +816,11 @@ class Store:
                            f"({res.group_version}) or the kind ({obj.get('kind')}) is not "
                            f"{res.kind}")
 
-    def _existing(self, res: Resource, namespace: str, name: str) -> dict | None:
+    def _existing(self, res: Resource, namespace: str, name: str) -> dict[str, Any] | None:
         return self.objects.get((res.group, res.plural), {}).get(
             (namespace if res.namespaced else "", name))
 
-    def update(self, req: Request) -> dict:
+    def update(self, req: Request) -> dict[str, Any]:
         res = req.res
         assert res is not None
         self._check_writable(res)
@@ -842,9 +846,10 @@ class Store:
             obj.setdefault("metadata", {})["name"] = req.name
         return self._write_existing(req, res, old, obj, "update")
 
-    def _write_existing(self, req: Request, res: Resource, old: dict, obj: dict, verb: str,
-                        *, paths: set[tuple] | None = None, operation: str = "Update",
-                        manager: str | None = None) -> dict:
+    def _write_existing(self, req: Request, res: Resource, old: dict[str, Any],
+                        obj: dict[str, Any], verb: str,
+                        *, paths: set[tuple[str, ...]] | None = None, operation: str = "Update",
+                        manager: str | None = None) -> dict[str, Any]:
         self._validate(res, obj, req.namespace)
         self._field_validation(req, res, obj)
         if obj["metadata"]["name"] != req.name:
@@ -859,7 +864,7 @@ class Store:
         self._after_write(res, out)
         return self._shape(res, self._existing(res, req.namespace, req.name) or out)
 
-    def patch(self, req: Request) -> dict:
+    def patch(self, req: Request) -> dict[str, Any]:
         res = req.res
         assert res is not None
         self._check_writable(res)
@@ -887,7 +892,7 @@ class Store:
             new["status"] = copy.deepcopy(old.get("status"))
         return self._write_existing(req, res, old, new, "patch")
 
-    def _apply(self, req: Request, res: Resource, old: dict | None) -> dict:
+    def _apply(self, req: Request, res: Resource, old: dict[str, Any] | None) -> dict[str, Any]:
         manager = req.query.get("fieldManager")
         if not manager:
             raise ApiError(400, "BadRequest", "PATCH requests with apply patch type must "
@@ -918,7 +923,7 @@ class Store:
             self._after_write(res, out)
             return self._shape(res, self._existing(res, req.namespace, req.name) or out)
         conflicts = []
-        previous: set[tuple] = set()
+        previous: set[tuple[str, ...]] = set()
         for m in old["metadata"].get("managedFields") or []:
             owned = paths_of_fields_v1(m.get("fieldsV1"))
             if m.get("manager") == manager and m.get("operation") == "Apply":
@@ -939,7 +944,7 @@ class Store:
                                         "field": "." + ".".join(map(str, p))}
                                        for mgr, p in conflicts]})
         new = copy.deepcopy(old)
-        others: set[tuple] = set()
+        others: set[tuple[str, ...]] = set()
         for m in old["metadata"].get("managedFields") or []:
             if not (m.get("manager") == manager and m.get("operation") == "Apply"):
                 others |= paths_of_fields_v1(m.get("fieldsV1"))
@@ -951,7 +956,7 @@ class Store:
         return self._write_existing(req, res, old, new, "patch", paths=applied,
                                     operation="Apply", manager=manager)
 
-    def delete(self, req: Request) -> dict:
+    def delete(self, req: Request) -> dict[str, Any]:
         res = req.res
         assert res is not None
         self._check_writable(res)
@@ -983,7 +988,7 @@ class Store:
                             "uid": old["metadata"].get("uid")}}
 
     # -- controllers ------------------------------------------------------------------------
-    def _after_write(self, res: Resource, obj: dict) -> None:
+    def _after_write(self, res: Resource, obj: dict[str, Any]) -> None:
         self._reconcile()
 
     def _reconcile(self) -> None:
@@ -1125,7 +1130,7 @@ class Store:
             status["ready"] = 0  # no container runs
             job["status"] = status
 
-    def _daemon_nodes(self, template: dict) -> int:
+    def _daemon_nodes(self, template: dict[str, Any]) -> int:
         """How many nodes a DaemonSet with pod ``template`` runs on: those it fits
         (:func:`mldiag_provision.sandbox.scheduler.runs_on`); 1 in a store that holds no
         Nodes (a bare test server)."""
@@ -1136,7 +1141,7 @@ class Store:
 
         return sum(runs_on(template, node) for node in nodes)
 
-    def _nodes(self) -> list[dict]:
+    def _nodes(self) -> builtins.list[dict[str, Any]]:  # `list` here is Store.list
         derived = self._derived(self._resource("", "nodes"))
         if derived is not None:
             return derived
@@ -1183,7 +1188,8 @@ class Store:
             self._event(pod, "Warning", "FailedScheduling", str(outcome.message),
                         "default-scheduler")
 
-    def _event(self, obj: dict, kind: str, reason: str, message: str, source: str) -> None:
+    def _event(self, obj: dict[str, Any], kind: str, reason: str, message: str,
+               source: str) -> None:
         """A core/v1 Event about ``obj`` (what ``kubectl describe`` lists under Events)."""
         meta = obj["metadata"]
         namespace = meta.get("namespace") or "default"
@@ -1228,14 +1234,14 @@ STANDIN_WEBHOOK_CA = (b"-----BEGIN CERTIFICATE-----\nc3RhbmQtaW4gd2ViaG9vayBDQQ=
                       b"-----END CERTIFICATE-----\n")
 
 
-def _established(crd: dict) -> bool:
+def _established(crd: dict[str, Any]) -> bool:
     return any(c.get("type") == "Established" and c.get("status") == "True"
                for c in (crd.get("status") or {}).get("conditions") or [])
 
 
 # --- HTTP ------------------------------------------------------------------------------------
 
-def _discovery_resource(r: Resource) -> list[dict]:
+def _discovery_resource(r: Resource) -> list[dict[str, Any]]:
     out = [{"name": r.plural, "singularName": r.singular or r.kind.lower(),
             "namespaced": r.namespaced, "kind": r.kind, "verbs": list(r.verbs),
             **({"shortNames": list(r.short_names)} if r.short_names else {})}]
@@ -1283,6 +1289,8 @@ class ApiServer:
     def endpoint(self) -> str:
         """``host:port``, as GKE's ``endpoint`` (without scheme)."""
         host, port = self.httpd.server_address[:2]
+        if isinstance(host, bytes):  # typeshed's str | bytes; an AF_INET server gives str
+            host = host.decode()
         return f"{host}:{port}"
 
     @property
@@ -1321,7 +1329,7 @@ class ApiServer:
         }), encoding="utf-8")
         return path
 
-    def objects(self, kind: str, namespace: str | None = None) -> list[dict]:
+    def objects(self, kind: str, namespace: str | None = None) -> list[dict[str, Any]]:
         """Stored objects of a kind (test helper; no HTTP)."""
         with self.store.lock:
             out = []
@@ -1368,7 +1376,7 @@ class ApiServer:
             except ApiError as err:
                 return err.code, err.status(), []
 
-    def _discovery(self, path: str) -> dict | None:
+    def _discovery(self, path: str) -> dict[str, Any] | None:
         res = self.store.resources()
         if path == "/openapi/v3" or path.startswith("/openapi/v3/"):
             from mldiag_provision.sandbox.openapi import group_version_document, root_document
@@ -1391,7 +1399,7 @@ class ApiServer:
             if r.group and r.version not in groups.setdefault(r.group, []):
                 groups[r.group].append(r.version)
 
-        def group_doc(g: str) -> dict:
+        def group_doc(g: str) -> dict[str, Any]:
             versions = [{"groupVersion": f"{g}/{v}", "version": v} for v in groups[g]]
             return {"name": g, "versions": versions, "preferredVersion": versions[0]}
 

@@ -39,6 +39,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 JETSTACK = "https://charts.jetstack.io"
 MLDIAG_OCI = "oci://us-docker.pkg.dev/ai-on-gke/mldiagnostics-webhook-and-operator-helm"
@@ -58,8 +59,8 @@ SELF_SIGNED_CA = base64.b64encode(b"stand-in chart-managed webhook CA").decode()
 
 @dataclass
 class Rendered:
-    crds: list[dict] = field(default_factory=list)  # crds/ directory: kept on uninstall
-    objects: list[dict] = field(default_factory=list)  # templates
+    crds: list[dict[str, Any]] = field(default_factory=list)  # crds/ directory: kept on uninstall
+    objects: list[dict[str, Any]] = field(default_factory=list)  # templates
     notes: str = ""
     app_version: str = ""
 
@@ -78,18 +79,18 @@ def fullname(release: str, chart: str) -> str:
     return name[:63].rstrip("-")
 
 
-def _meta(name: str, namespace: str | None = None, **extra: object) -> dict:
-    meta: dict = {"name": name, **extra}
+def _meta(name: str, namespace: str | None = None, **extra: object) -> dict[str, Any]:
+    meta: dict[str, Any] = {"name": name, **extra}
     if namespace is not None:
         meta["namespace"] = namespace
     return meta
 
 
-def _sa(name: str, ns: str) -> dict:
+def _sa(name: str, ns: str) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": _meta(name, ns)}
 
 
-def _deployment(name: str, ns: str, app: str, image: str, replicas: int = 1) -> dict:
+def _deployment(name: str, ns: str, app: str, image: str, replicas: int = 1) -> dict[str, Any]:
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": _meta(name, ns),
             "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": app}},
                      "template": {"metadata": {"labels": {"app": app}},
@@ -97,12 +98,12 @@ def _deployment(name: str, ns: str, app: str, image: str, replicas: int = 1) -> 
                                            "containers": [{"name": app, "image": image}]}}}}
 
 
-def _service(name: str, ns: str, app: str, port: int) -> dict:
+def _service(name: str, ns: str, app: str, port: int) -> dict[str, Any]:
     return {"apiVersion": "v1", "kind": "Service", "metadata": _meta(name, ns),
             "spec": {"selector": {"app": app}, "ports": [{"port": port, "protocol": "TCP"}]}}
 
 
-def _role(name: str, ns: str, rules: list[dict]) -> list[dict]:
+def _role(name: str, ns: str, rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
              "metadata": _meta(name, ns), "rules": rules},
             {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
@@ -117,7 +118,7 @@ LEASES = [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
 
 
 def _crd(group: str, kind: str, plural: str, versions: list[str], namespaced: bool = True,
-         short: list[str] | None = None) -> dict:
+         short: list[str] | None = None) -> dict[str, Any]:
     return {"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
             "metadata": _meta(f"{plural}.{group}"),
             "spec": {"group": group, "scope": "Namespaced" if namespaced else "Cluster",

@@ -34,6 +34,7 @@ import re
 import sys
 import tarfile
 import zipfile
+from typing import Any
 
 FLAG_RE = re.compile(r"^    // ([a-z0-9_]+) - computed: (true|false), optional: (true|false), "
                      r"required: (true|false)$", re.M)
@@ -58,10 +59,15 @@ def _provider_files(wheel: str) -> tuple[str, str, str]:
     js = dts = ""
     with tarfile.open(fileobj=io.BytesIO(tgz), mode="r:gz") as tf:
         for m in tf:
-            if m.name == "package/lib/provider/index.js":
-                js = tf.extractfile(m).read().decode()
-            elif m.name == "package/lib/provider/index.d.ts":
-                dts = tf.extractfile(m).read().decode()
+            if m.name not in ("package/lib/provider/index.js", "package/lib/provider/index.d.ts"):
+                continue
+            member = tf.extractfile(m)
+            if member is None:
+                raise ValueError(f"{wheel}: {m.name} in {name} is not a regular file")
+            if m.name.endswith(".js"):
+                js = member.read().decode()
+            else:
+                dts = member.read().decode()
     return name, js, dts
 
 
@@ -78,7 +84,7 @@ def _block_docs(dts: str, iface: str) -> set[str]:
     return set(re.findall(r"^\s+\* ([a-z0-9_]+) block\n", m.group(1) if m else "", re.M))
 
 
-def _struct(js: str, dts: str, fn: str) -> dict:
+def _struct(js: str, dts: str, fn: str) -> dict[str, Any]:
     """Attributes and blocks of the nested struct whose HCL mapper is ``<fn>ToHclTerraform``.
 
     A struct field documented as "<name> block" is a block; any other struct field is a
@@ -93,8 +99,8 @@ def _struct(js: str, dts: str, fn: str) -> dict:
     iface = fn[0].upper() + fn[1:]
     optional_map = _iface_optional(dts, iface)
     block_names = _block_docs(dts, iface)
-    attributes: dict[str, dict] = {}
-    blocks: dict[str, dict] = {}
+    attributes: dict[str, dict[str, Any]] = {}
+    blocks: dict[str, dict[str, Any]] = {}
     for ne in NESTED_ENTRY_RE.finditer(body):
         n_name, value, is_block, typ, n_storage = ne.groups()
         opt = optional_map.get(camel.get(n_name, ""), True)
@@ -108,9 +114,12 @@ def _struct(js: str, dts: str, fn: str) -> dict:
             "blocks": dict(sorted(blocks.items()))}
 
 
-def _field(js: str, dts: str, name: str, value: str, typ: str, flags: dict, is_block: bool,
-           attributes: dict, blocks: dict) -> None:
-    fn = re.search(r"(\w+)ToHclTerraform", value.replace("cdktn.listMapperHcl(", "")).group(1)
+def _field(js: str, dts: str, name: str, value: str, typ: str, flags: dict[str, Any],
+           is_block: bool, attributes: dict[str, Any], blocks: dict[str, Any]) -> None:
+    mapper = re.search(r"(\w+)ToHclTerraform", value.replace("cdktn.listMapperHcl(", ""))
+    if mapper is None:
+        raise ValueError(f"{name}: no <struct>ToHclTerraform mapper in {value!r}")
+    fn = mapper.group(1)
     inner = _struct(js, dts, fn)
     if is_block:
         blocks[name] = {"nesting": "list" if typ == "struct" else typ,
@@ -122,7 +131,7 @@ def _field(js: str, dts: str, name: str, value: str, typ: str, flags: dict, is_b
                             "nested_attribute": True, **inner}
 
 
-def extract(wheel: str) -> dict:
+def extract(wheel: str) -> dict[str, Any]:
     tgz_name, js, dts = _provider_files(wheel)
     version_m = re.search(r"providerVersion: '([\w.\-]+)'", js)
     source_m = re.search(r"terraformProviderSource: '([\w/-]+)'", js)
@@ -131,8 +140,8 @@ def extract(wheel: str) -> dict:
     config_iface = re.search(r"^export interface (\w+ProviderConfig) ", dts, re.M)
     block_names = _block_docs(dts, config_iface.group(1)) if config_iface else set()
     synth = js[js.index("synthesizeHclAttributes()"):]
-    attributes: dict[str, dict] = {}
-    blocks: dict[str, dict] = {}
+    attributes: dict[str, dict[str, Any]] = {}
+    blocks: dict[str, dict[str, Any]] = {}
     for e in HCL_ENTRY_RE.finditer(synth):
         name, value, is_block, typ, storage = e.groups()
         if name == "alias":

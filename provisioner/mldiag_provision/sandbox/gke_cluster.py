@@ -167,7 +167,7 @@ MACHINE_LABELS = frozenset({
 
 
 @functools.cache
-def recorded_nodes() -> dict[str, dict]:
+def recorded_nodes() -> dict[str, dict[str, Any]]:
     """Machine type -> what a real GKE node of it showed (recorded_nodes.yaml): ``source``
     (URL) and, where the source shows them, ``capacity``, ``allocatable``, ``labels``,
     ``taints`` and ``user_set`` (keys the source's user asked for)."""
@@ -176,7 +176,7 @@ def recorded_nodes() -> dict[str, dict]:
     return dict(yaml.safe_load(RECORDED_NODES.read_text(encoding="utf-8"))["nodes"])
 
 
-def _docs(cloud: Path, type_name: str) -> list[dict]:
+def _docs(cloud: Path, type_name: str) -> list[dict[str, Any]]:
     out = []
     for p in sorted((cloud / type_name).glob("*.json")):
         try:
@@ -186,12 +186,12 @@ def _docs(cloud: Path, type_name: str) -> list[dict]:
     return out
 
 
-def _first(value: Any) -> dict:
+def _first(value: Any) -> dict[str, Any]:
     return value[0] if isinstance(value, list) and value and isinstance(value[0], dict) else {}
 
 
 def find_cluster(cloud: Path, *, project: str | None = None, location: str | None = None,
-                 name: str | None = None) -> dict | None:
+                 name: str | None = None) -> dict[str, Any] | None:
     """The stored state of a ``google_container_cluster`` in a stand-in cloud (the first one
     matching the given fields), or None."""
     for doc in _docs(cloud, "google_container_cluster"):
@@ -209,7 +209,7 @@ class GkeCloudView(ClusterView):
         self.cloud = Path(cloud)
         self.cluster_name = cluster_name
 
-    def cluster(self) -> dict | None:
+    def cluster(self) -> dict[str, Any] | None:
         return find_cluster(self.cloud, name=self.cluster_name)
 
     def identity(self) -> str | None:
@@ -220,7 +220,7 @@ class GkeCloudView(ClusterView):
         c = self.cluster() or {}
         return bool(c.get("enable_autopilot"))
 
-    def version(self) -> dict:
+    def version(self) -> dict[str, Any]:
         c = self.cluster() or {}
         version = next((str(v) for v in (c.get("master_version"), c.get("min_master_version"))
                         if v and re.match(r"^\d+\.\d+", str(v))), DEFAULT_VERSION)
@@ -229,10 +229,10 @@ class GkeCloudView(ClusterView):
                 "gitVersion": f"v{version}"}
 
     # -- what the platform owns ------------------------------------------------------------
-    def system_objects(self) -> list[dict]:
+    def system_objects(self) -> list[dict[str, Any]]:
         c = self.cluster() or {}
         owned = {SYSTEM_OWNER_LABEL: "gke"}
-        out: list[dict] = []
+        out: list[dict[str, Any]] = []
         if c.get("enable_autopilot"):
             out += [{"apiVersion": "v1", "kind": "Namespace",
                      "metadata": {"name": ns, "labels": dict(owned)}}
@@ -265,13 +265,13 @@ class GkeCloudView(ClusterView):
             ]
         return out
 
-    def derived(self, res: Resource) -> list[dict] | None:
+    def derived(self, res: Resource) -> list[dict[str, Any]] | None:
         if (res.group, res.plural) != ("", "nodes"):
             return None
         c = self.cluster()
         if c is None:
             return []
-        nodes: list[dict] = []
+        nodes: list[dict[str, Any]] = []
         for doc in _docs(self.cloud, "google_container_node_pool"):
             pool = doc.get("state") or {}
             if str(pool.get("cluster", "")).rsplit("/", 1)[-1] != c.get("name"):
@@ -285,7 +285,8 @@ class GkeCloudView(ClusterView):
         (:meth:`provision`)."""
         return self.cluster() is not None
 
-    def provision(self, pod: dict, nodes: list[dict]) -> list[dict] | None:
+    def provision(self, pod: dict[str, Any],
+                  nodes: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
         """What GKE Autopilot creates for a Pod that fits no Node (fact
         ``kubernetes.tpu.autopilotNodes``, "Deploy TPU workloads on GKE Autopilot"): for a
         Pod that selects a TPU accelerator and topology (nodeSelector) and requests
@@ -354,7 +355,7 @@ class GkeCloudView(ClusterView):
 
     # -- GKE Warden and the webhook controller ---------------------------------------------------
     def admit(self, verb: str, res: Resource, namespace: str, name: str,
-              obj: dict | None) -> list[str]:
+              obj: dict[str, Any] | None) -> list[str]:
         if not self.autopilot():
             return []
         ns = name if res.plural == "namespaces" and not res.group else namespace
@@ -383,7 +384,7 @@ class GkeCloudView(ClusterView):
 STANDIN_USER = "standin-user@example.com"
 
 
-def pool_nodes(cluster: dict, pool: dict) -> list[dict]:
+def pool_nodes(cluster: dict[str, Any], pool: dict[str, Any]) -> list[dict[str, Any]]:
     """The Node objects GKE would show for one node pool (one per VM)."""
     cfg = _first(pool.get("node_config"))
     machine = str(cfg.get("machine_type") or "e2-medium")
@@ -410,7 +411,7 @@ def pool_nodes(cluster: dict, pool: dict) -> list[dict]:
     recorded = recorded_nodes().get(machine) or {}
     allocatable.update(recorded.get("allocatable") or {})
     capacity.update(recorded.get("capacity") or {})
-    taints: list[dict] = []
+    taints: list[dict[str, Any]] = []
     tpu, single_host = tpu_machine_labels().get(machine, (None, None))
     if tpu:
         topology = _first(pool.get("placement_policy")).get("tpu_topology") or single_host
@@ -431,7 +432,7 @@ def pool_nodes(cluster: dict, pool: dict) -> list[dict]:
                    if k in MACHINE_LABELS})
     if recorded.get("taints"):
         taints = [dict(t) for t in recorded["taints"] if t["key"] not in user_set]
-    nodes = []
+    nodes: list[dict[str, Any]] = []
     for zi, zone in enumerate(zones):
         n = per_zone[zi] if per_zone is not None else int(count)
         for i in range(n):
@@ -458,7 +459,7 @@ def serve_cloud(cloud: Path, *, token: str | None = None, port: int = 0,
 def seed_gke_cluster(cloud: Path, *, project: str, location: str, name: str,
                      api: ApiServer | None = None, autopilot: bool = False,
                      managed_ml_diagnostics: bool = True, version: str = DEFAULT_VERSION,
-                     node_pools: list[dict] | None = None) -> dict:
+                     node_pools: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """Put a GKE cluster that "already exists" into a stand-in cloud (for existing-cluster
     recipes): a ``google_container_cluster`` object (endpoint and CA of ``api``) and its
     ``google_container_node_pool`` objects.
@@ -486,8 +487,9 @@ def seed_gke_cluster(cloud: Path, *, project: str, location: str, name: str,
               state)
     for p in node_pools or []:
         zone = p.get("zone") or f"{location}-a"
-        cfg: dict = {"machine_type": p["machine_type"], "labels": dict(p.get("labels") or {}),
-                     "spot": bool(p.get("spot")), "guest_accelerator": []}
+        cfg: dict[str, Any] = {"machine_type": p["machine_type"],
+                               "labels": dict(p.get("labels") or {}),
+                               "spot": bool(p.get("spot")), "guest_accelerator": []}
         if p.get("gpu_type"):
             cfg["guest_accelerator"] = [{"type": p["gpu_type"], "count": p.get("gpu_count", 1)}]
         pool = {"id": f"projects/{project}/locations/{location}/clusters/{name}/nodePools/"

@@ -99,10 +99,10 @@ class KubeClient:
         if insecure:
             self.ctx.check_hostname = False
             self.ctx.verify_mode = ssl.CERT_NONE
-        self._discovery: dict[str, list[dict]] = {}
+        self._discovery: dict[str, list[dict[str, Any]]] = {}
 
     @classmethod
-    def from_config(cls, cfg: dict) -> KubeClient:
+    def from_config(cls, cfg: dict[str, Any]) -> KubeClient:
         """From the provider's (or helm's ``kubernetes = {...}``) configuration."""
         host, token, ca = cfg.get("host"), cfg.get("token"), cfg.get("cluster_ca_certificate")
         path = cfg.get("config_path") or (cfg.get("config_paths") or [None])[0]
@@ -114,7 +114,7 @@ class KubeClient:
             if ctx is None:
                 raise KubeError(0, f'context "{ctx_name}" does not exist in {path}')
             cluster = next(c["cluster"] for c in doc["clusters"] if c["name"] == ctx["cluster"])
-            user = next((u["user"] for u in doc.get("users") or []
+            user: dict[str, Any] = next((u["user"] for u in doc.get("users") or []
                          if u.get("name") == ctx.get("user")), {})
             host = cluster.get("server")
             ca = (base64.b64decode(cluster["certificate-authority-data"]).decode()
@@ -122,7 +122,7 @@ class KubeClient:
             token = user.get("token")
         return cls(str(host or ""), token, ca, bool(cfg.get("insecure")))
 
-    def call(self, method: str, path: str, body: Any = None, *, query: dict | None = None,
+    def call(self, method: str, path: str, body: Any = None, *, query: dict[str, Any] | None = None,
              content_type: str = "application/json") -> Any:
         url = self.host.rstrip("/") + path + (f"?{urlencode(query)}" if query else "")
         data = json.dumps(body).encode() if body is not None else None
@@ -152,7 +152,7 @@ class KubeClient:
             raise KubeError(0, f'{verb} "{url}": {reason}') from None
         return json.loads(raw) if raw else None
 
-    def resource(self, api_version: str, kind: str) -> tuple[str, dict]:
+    def resource(self, api_version: str, kind: str) -> tuple[str, dict[str, Any]]:
         """(group-version base path, APIResource) of a kind; KubeError when not served."""
         base = "/api/v1" if api_version == "v1" else f"/apis/{api_version}"
         if api_version not in self._discovery:
@@ -175,16 +175,19 @@ class KubeClient:
         ns = f"/namespaces/{namespace or 'default'}" if r.get("namespaced") else ""
         return f"{base}{ns}/{r['name']}" + (f"/{name}" if name else "")
 
-    def get(self, api_version: str, kind: str, namespace: str | None, name: str) -> dict | None:
+    def get(self, api_version: str, kind: str, namespace: str | None,
+            name: str) -> dict[str, Any] | None:
         try:
-            return self.call("GET", self.path(api_version, kind, namespace, name))
+            obj: dict[str, Any] | None = self.call("GET",
+                                                   self.path(api_version, kind, namespace, name))
+            return obj
         except KubeError as err:
             if err.code == 404:
                 return None
             raise
 
 
-def _load_kubeconfig(path: Path) -> dict:
+def _load_kubeconfig(path: Path) -> dict[str, Any]:
     import yaml
 
     try:
@@ -198,10 +201,10 @@ def _camel(name: str) -> str:
     return head + "".join(p[:1].upper() + p[1:] for p in rest)
 
 
-def to_k8s(block: Any, value: dict) -> dict:
+def to_k8s(block: Any, value: dict[str, Any]) -> dict[str, Any]:
     """A Terraform block value (snake_case, max-one blocks as lists) as the Kubernetes
     object field (camelCase, max-one blocks as objects), as the provider's expanders do."""
-    out: dict = {}
+    out: dict[str, Any] = {}
     for name in block.attributes:
         v = value.get(name)
         if v is None or name == "id":
@@ -219,8 +222,8 @@ def to_k8s(block: Any, value: dict) -> dict:
     return out
 
 
-def _meta_request(meta: dict, namespaced: bool) -> dict:
-    out: dict = {}
+def _meta_request(meta: dict[str, Any], namespaced: bool) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for k in ("name", "generate_name", "labels", "annotations"):
         if meta.get(k) not in (None, {}):
             out[_camel(k)] = meta[k]
@@ -229,7 +232,8 @@ def _meta_request(meta: dict, namespaced: bool) -> dict:
     return out
 
 
-def _meta_state(meta: dict, obj: dict, *, read_maps: bool = False) -> dict:
+def _meta_state(meta: dict[str, Any], obj: dict[str, Any], *,
+                read_maps: bool = False) -> dict[str, Any]:
     om = obj.get("metadata") or {}
     m = dict(meta)
     m["name"] = om.get("name")
@@ -255,8 +259,8 @@ class KubeProvider(Provider):
         return KubeClient.from_config(cfg or {})
 
     # -- plan ----------------------------------------------------------------------------------
-    def plan(self, type_name: str, prior: dict | None, proposed: dict | None,
-             config: dict | None) -> tuple[dict | None, list[str]]:
+    def plan(self, type_name: str, prior: dict[str, Any] | None, proposed: dict[str, Any] | None,
+             config: dict[str, Any] | None) -> tuple[dict[str, Any] | None, list[str]]:
         if proposed is None:
             return None, []
         block = self.block(type_name)
@@ -275,7 +279,7 @@ class KubeProvider(Provider):
         else:
             replace = []
             if prior is not None:
-                def ident(v: dict) -> list:
+                def ident(v: dict[str, Any]) -> list[tuple[Any, Any]]:
                     return [((m or {}).get("name"), (m or {}).get("namespace"))
                             for m in v.get("metadata") or []]
 
@@ -292,8 +296,8 @@ class KubeProvider(Provider):
         return planned, replace
 
     # -- apply ---------------------------------------------------------------------------------
-    def apply(self, type_name: str, prior: dict | None, planned: dict | None,
-              ) -> tuple[dict | None, str | None]:
+    def apply(self, type_name: str, prior: dict[str, Any] | None, planned: dict[str, Any] | None,
+              ) -> tuple[dict[str, Any] | None, str | None]:
         delay = _fault("MLDIAG_STANDIN_DELAY", type_name)
         if delay:
             time.sleep(float(delay))
@@ -313,9 +317,11 @@ class KubeProvider(Provider):
                                str(state.get("id")))
         return state, None
 
-    def _apply_kubernetes_namespace_v1(self, prior: dict | None, planned: dict | None) -> Any:
+    def _apply_kubernetes_namespace_v1(self, prior: dict[str, Any] | None,
+                                       planned: dict[str, Any] | None) -> Any:
         c = self.client()
         if planned is None:
+            assert prior is not None  # a destroy: Terraform sends the prior state
             name = prior["metadata"][0]["name"]
             try:
                 c.call("DELETE", f"/api/v1/namespaces/{name}")
@@ -343,7 +349,7 @@ class KubeProvider(Provider):
         return state
 
     @staticmethod
-    def _map_patch(old: dict, new: dict) -> dict:
+    def _map_patch(old: dict[str, Any], new: dict[str, Any]) -> dict[str, Any]:
         out = {}
         for k in ("labels", "annotations"):
             before, after = old.get(k) or {}, new.get(k) or {}
@@ -371,7 +377,8 @@ class KubeProvider(Provider):
                 raise
 
     @staticmethod
-    def _create_or_replace(c: Any, base: str, name: str, body: dict, *, exists: bool) -> Any:
+    def _create_or_replace(c: Any, base: str, name: str, body: dict[str, Any], *,
+                           exists: bool) -> Any:
         """POST a new object, or PUT it over the existing one at its resourceVersion."""
         if not exists:
             return c.call("POST", base, body)
@@ -379,8 +386,8 @@ class KubeProvider(Provider):
         body["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"]
         return c.call("PUT", f"{base}/{name}", body)
 
-    def _apply_kubernetes_service_account_v1(self, prior: dict | None,
-                                             planned: dict | None) -> Any:
+    def _apply_kubernetes_service_account_v1(self, prior: dict[str, Any] | None,
+                                             planned: dict[str, Any] | None) -> Any:
         c = self.client()
         src = planned or prior
         assert src is not None
@@ -390,7 +397,7 @@ class KubeProvider(Provider):
         if planned is None:
             self._delete_named(c, base, meta["name"])
             return None
-        body: dict = {"apiVersion": "v1", "kind": "ServiceAccount",
+        body: dict[str, Any] = {"apiVersion": "v1", "kind": "ServiceAccount",
                       "metadata": _meta_request(meta, True)}
         if planned.get("automount_service_account_token") is not None:
             body["automountServiceAccountToken"] = planned["automount_service_account_token"]
@@ -404,8 +411,8 @@ class KubeProvider(Provider):
         state["default_secret_name"] = ""
         return state
 
-    def _apply_kubernetes_network_policy_v1(self, prior: dict | None,
-                                            planned: dict | None) -> Any:
+    def _apply_kubernetes_network_policy_v1(self, prior: dict[str, Any] | None,
+                                            planned: dict[str, Any] | None) -> Any:
         c = self.client()
         src = planned or prior
         assert src is not None
@@ -426,7 +433,8 @@ class KubeProvider(Provider):
         state["id"] = f"{ns}/{obj['metadata']['name']}"
         return state
 
-    def _apply_kubernetes_labels(self, prior: dict | None, planned: dict | None) -> Any:
+    def _apply_kubernetes_labels(self, prior: dict[str, Any] | None,
+                                 planned: dict[str, Any] | None) -> Any:
         c = self.client()
         src = planned or prior
         assert src is not None
@@ -439,7 +447,7 @@ class KubeProvider(Provider):
             if planned is None:
                 return None
             raise KubeError(404, f'The resource "{name}" does not exist')
-        patch_meta: dict = {"name": name, "labels": {} if planned is None else
+        patch_meta: dict[str, Any] = {"name": name, "labels": {} if planned is None else
                             dict(planned.get("labels") or {})}
         if ns:
             patch_meta["namespace"] = ns
@@ -454,11 +462,13 @@ class KubeProvider(Provider):
             f",namespace={ns}" if ns else "")
         return state
 
-    def _apply_kubernetes_manifest(self, prior: dict | None, planned: dict | None) -> Any:
+    def _apply_kubernetes_manifest(self, prior: dict[str, Any] | None,
+                                   planned: dict[str, Any] | None) -> Any:
         raise KubeError(0, "kubernetes_manifest is not implemented by the offline stand-in")
 
     # -- helm ----------------------------------------------------------------------------------
-    def _apply_helm_release(self, prior: dict | None, planned: dict | None) -> Any:
+    def _apply_helm_release(self, prior: dict[str, Any] | None,
+                            planned: dict[str, Any] | None) -> Any:
         c = self.client()
         if planned is None:
             assert prior is not None
@@ -476,7 +486,7 @@ class KubeProvider(Provider):
             c.call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
                                                   "metadata": {"name": ns}})
         revision = 1
-        old_objects: list[dict] = []
+        old_objects: list[dict[str, Any]] = []
         if prior is not None:
             revision = int(((prior.get("metadata") or [{}])[0] or {}).get("revision") or 0) + 1
             old_objects = charts.resolve(prior["chart"], prior.get("repository"),
@@ -484,7 +494,7 @@ class KubeProvider(Provider):
                 name, ns, _values(prior)).objects
         elif self._release_secrets(c, name, ns):
             raise KubeError(0, "cannot re-use a name that is still in use")
-        created: list[dict] = []
+        created: list[dict[str, Any]] = []
         try:
             if not planned.get("skip_crds"):
                 for crd in rendered.crds:  # crds/ first; left alone when present
@@ -538,8 +548,8 @@ class KubeProvider(Provider):
         return state
 
     @staticmethod
-    def _install_object(c: KubeClient, obj: dict, release: str, ns: str,
-                        created: list[dict]) -> None:
+    def _install_object(c: KubeClient, obj: dict[str, Any], release: str, ns: str,
+                        created: list[dict[str, Any]]) -> None:
         obj = json.loads(json.dumps(obj))
         meta = obj["metadata"]
         meta.setdefault("labels", {})["app.kubernetes.io/managed-by"] = "Helm"
@@ -565,7 +575,7 @@ class KubeProvider(Provider):
         c.call("PUT", c.path(obj["apiVersion"], obj["kind"], target_ns, meta["name"]), obj)
 
     @staticmethod
-    def _delete_object(c: KubeClient, obj: dict, ns: str) -> None:
+    def _delete_object(c: KubeClient, obj: dict[str, Any], ns: str) -> None:
         try:
             c.call("DELETE", c.path(obj["apiVersion"], obj["kind"],
                                     obj["metadata"].get("namespace") or ns,
@@ -575,7 +585,7 @@ class KubeProvider(Provider):
                 raise
 
     @staticmethod
-    def _release_secrets(c: KubeClient, name: str, ns: str) -> list[dict]:
+    def _release_secrets(c: KubeClient, name: str, ns: str) -> list[dict[str, Any]]:
         try:
             doc = c.call("GET", f"/api/v1/namespaces/{ns}/secrets",
                          query={"labelSelector": f"owner=helm,name={name}"})
@@ -586,7 +596,7 @@ class KubeProvider(Provider):
         return (doc or {}).get("items") or []
 
     def _write_release_secret(self, c: KubeClient, name: str, ns: str, revision: int,
-                              chart: str, version: str, values: dict) -> None:
+                              chart: str, version: str, values: dict[str, Any]) -> None:
         for old in self._release_secrets(c, name, ns):
             if old["metadata"]["labels"].get("status") == "deployed":
                 c.call("PATCH", f"/api/v1/namespaces/{ns}/secrets/{old['metadata']['name']}",
@@ -605,7 +615,7 @@ class KubeProvider(Provider):
                                     "version": str(revision)}},
             "data": {"release": base64.b64encode(payload.encode()).decode()}})
 
-    def _uninstall(self, c: KubeClient, prior: dict) -> None:
+    def _uninstall(self, c: KubeClient, prior: dict[str, Any]) -> None:
         name = prior["name"]
         ns = prior.get("namespace") or "default"
         if not self._release_secrets(c, name, ns):
@@ -618,7 +628,7 @@ class KubeProvider(Provider):
             c.call("DELETE", f"/api/v1/namespaces/{ns}/secrets/{s['metadata']['name']}")
 
     # -- read ----------------------------------------------------------------------------------
-    def read(self, type_name: str, current: dict | None) -> dict | None:
+    def read(self, type_name: str, current: dict[str, Any] | None) -> dict[str, Any] | None:
         if current is None:
             return None
         c = self.client()
@@ -652,7 +662,7 @@ class KubeProvider(Provider):
             return None
         return {**current, "metadata": [_meta_state(meta, obj, read_maps=True)]}
 
-    def read_data(self, type_name: str, config: dict) -> dict:
+    def read_data(self, type_name: str, config: dict[str, Any]) -> dict[str, Any]:
         if type_name == "kubernetes_namespace_v1":
             c = self.client()
             meta = (config.get("metadata") or [{}])[0] or {}
@@ -663,11 +673,13 @@ class KubeProvider(Provider):
             state = self._plan_block(block, config, None, config)
             state["metadata"] = [_meta_state(state["metadata"][0], obj, read_maps=True)]
             state["id"] = obj["metadata"]["name"]
-            return self._fill(block.implied_type(), state, type_name, "", state, state["id"])
+            filled: dict[str, Any] = self._fill(block.implied_type(), state, type_name, "", state,
+                                                state["id"])
+            return filled
         raise LookupError(f"data source {type_name} is not implemented by the offline stand-in")
 
 
-def _values(release: dict) -> dict[str, str]:
+def _values(release: dict[str, Any]) -> dict[str, str]:
     """A release's values, flattened to dotted keys (``set`` over ``values`` YAML)."""
     import yaml
 
@@ -687,17 +699,17 @@ def _values(release: dict) -> dict[str, str]:
     return out
 
 
-def _install_rank(obj: dict) -> int:
+def _install_rank(obj: dict[str, Any]) -> int:
     kind = obj.get("kind")
     return INSTALL_ORDER.index(kind) if kind in INSTALL_ORDER else len(INSTALL_ORDER)
 
 
-def _key(obj: dict) -> tuple[str, str, str, str]:
+def _key(obj: dict[str, Any]) -> tuple[str, str, str, str]:
     m = obj["metadata"]
     return (obj["apiVersion"], obj["kind"], m.get("namespace", ""), m["name"])
 
 
-def _available(dep: dict | None) -> bool | None:
+def _available(dep: dict[str, Any] | None) -> bool | None:
     if dep is None:
         return None
     want = (dep.get("spec") or {}).get("replicas", 1)

@@ -155,14 +155,15 @@ class Cloud:
         digest = hashlib.sha256(object_id.encode()).hexdigest()[:24]
         return self.root / type_name / f"{digest}.json"
 
-    def get(self, type_name: str, object_id: str) -> dict | None:
+    def get(self, type_name: str, object_id: str) -> dict[str, Any] | None:
         try:
             doc = json.loads(self._path(type_name, object_id).read_text(encoding="utf-8"))
         except FileNotFoundError:
             return None
-        return doc["state"]
+        state: dict[str, Any] | None = doc["state"]
+        return state
 
-    def put(self, type_name: str, object_id: str, state: dict) -> None:
+    def put(self, type_name: str, object_id: str, state: dict[str, Any]) -> None:
         path = self._path(type_name, object_id)
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
@@ -193,15 +194,15 @@ class Provider:
         self.sch = sch
         self.schema = schema
         self.cloud = cloud
-        self.config: dict = {}
+        self.config: dict[str, Any] = {}
 
     def block(self, type_name: str, data: bool = False) -> Any:
         table = self.schema.data_sources if data else self.schema.resources
         return table[type_name]
 
     # -- plan ----------------------------------------------------------------------------------
-    def plan(self, type_name: str, prior: dict | None, proposed: dict | None,
-             config: dict | None) -> tuple[dict | None, list[str]]:
+    def plan(self, type_name: str, prior: dict[str, Any] | None, proposed: dict[str, Any] | None,
+             config: dict[str, Any] | None) -> tuple[dict[str, Any] | None, list[str]]:
         if proposed is None:
             return None, []
         block = self.block(type_name)
@@ -214,10 +215,10 @@ class Provider:
             planned = self._plan_block(block, config or {}, None, proposed)
         return rules.adjust_plan(type_name, prior, planned), replace  # provider diff rules
 
-    def _plan_block(self, block: Any, config: dict, prior: dict | None,
-                    proposed: dict) -> dict:
+    def _plan_block(self, block: Any, config: dict[str, Any], prior: dict[str, Any] | None,
+                    proposed: dict[str, Any]) -> dict[str, Any]:
         UNKNOWN = self.sch.UNKNOWN
-        out: dict = {}
+        out: dict[str, Any] = {}
         for name, a in block.attributes.items():
             value = proposed.get(name)
             if a.computed and config.get(name) is None:
@@ -234,7 +235,7 @@ class Provider:
                     continue
                 cfgs = cfg if isinstance(cfg, list) else []
                 olds = old if isinstance(old, list) else []
-                planned = []
+                planned: list[Any] = []
                 for i, e in enumerate(elems):
                     if e is UNKNOWN:
                         planned.append(e)
@@ -252,13 +253,13 @@ class Provider:
         return out
 
     @staticmethod
-    def _same_settable(block: Any, a: dict, b: dict) -> bool:
+    def _same_settable(block: Any, a: dict[str, Any], b: dict[str, Any]) -> bool:
         return all(a.get(n) == b.get(n) for n, x in block.attributes.items()
                    if x.optional or x.required)
 
     # -- apply ---------------------------------------------------------------------------------
-    def apply(self, type_name: str, prior: dict | None, planned: dict | None,
-              ) -> tuple[dict | None, str | None]:
+    def apply(self, type_name: str, prior: dict[str, Any] | None, planned: dict[str, Any] | None,
+              ) -> tuple[dict[str, Any] | None, str | None]:
         delay = _fault("MLDIAG_STANDIN_DELAY", type_name)
         if delay:
             time.sleep(float(delay))
@@ -291,14 +292,14 @@ class Provider:
         self.cloud.put(type_name, str(object_id), state)
         return state, None
 
-    def _new_id(self, type_name: str, block: Any, planned: dict) -> str:
+    def _new_id(self, type_name: str, block: Any, planned: dict[str, Any]) -> str:
         parts = [str(planned.get(n)) for n in _identity_attrs(type_name, block)]
         if not parts:
             parts = [hashlib.sha256(json.dumps(planned, default=str, sort_keys=True)
                                     .encode()).hexdigest()[:12]]
         return "/".join([type_name, *parts])
 
-    def _fill(self, t: Any, value: Any, type_name: str, path: str, top: dict,
+    def _fill(self, t: Any, value: Any, type_name: str, path: str, top: dict[str, Any],
               object_id: str) -> Any:
         """Replace unknowns under ``value`` (of type ``t``) with deterministic values."""
         if value is self.sch.UNKNOWN:
@@ -314,7 +315,8 @@ class Provider:
                     for k, v in value.items()}
         return [self._fill(inner, v, type_name, path, top, object_id) for v in value]
 
-    def _invent(self, t: Any, type_name: str, path: str, top: dict, object_id: str) -> Any:
+    def _invent(self, t: Any, type_name: str, path: str, top: dict[str, Any],
+                object_id: str) -> Any:
         name = path.rstrip(".")
         project = top.get("project")
         if project is self.sch.UNKNOWN or not project:  # e.g. google_client_config.project
@@ -366,25 +368,26 @@ class Provider:
         return []
 
     # -- read ----------------------------------------------------------------------------------
-    def read(self, type_name: str, current: dict | None) -> dict | None:
+    def read(self, type_name: str, current: dict[str, Any] | None) -> dict[str, Any] | None:
         if current is None:
             return None
         stored = self.cloud.get(type_name, str(current.get("id")))
         return stored  # None: the object is gone, Terraform plans to create it again
 
-    def read_data(self, type_name: str, config: dict) -> dict:
+    def read_data(self, type_name: str, config: dict[str, Any]) -> dict[str, Any]:
         if type_name == "google_container_cluster":
             return self._read_cluster(config)
         block = self.block(type_name, data=True)
         planned = self._plan_block(block, config, None, config)
         object_id = "/".join([type_name] + [str(config.get(n)) for n in sorted(config)
                                             if isinstance(config.get(n), str)])
-        state = self._fill(block.implied_type(), planned, type_name, "", planned, object_id)
+        state: dict[str, Any] = self._fill(block.implied_type(), planned, type_name, "", planned,
+                                           object_id)
         if "id" in block.attributes and not state.get("id"):
             state["id"] = object_id
         return state
 
-    def _read_cluster(self, config: dict) -> dict:
+    def _read_cluster(self, config: dict[str, Any]) -> dict[str, Any]:
         """``data.google_container_cluster`` reads the stored cluster; a missing one fails as
         the real data source does: ``projects/P/locations/L/clusters/N not found``
         (terraform-provider-google data_source_google_container_cluster.go)."""
@@ -398,9 +401,9 @@ class Provider:
             raise LookupError(f"projects/{project}/locations/{location}/clusters/{name} "
                               "not found")
         block = self.block("google_container_cluster", data=True)
-        state = self.sch.conform({k: stored.get(k) for k in block.attributes}
-                                 | {k: stored.get(k) for k in block.blocks},
-                                 block.implied_type())
+        state: dict[str, Any] = self.sch.conform({k: stored.get(k) for k in block.attributes}
+                                                 | {k: stored.get(k) for k in block.blocks},
+                                                 block.implied_type())
         # a cluster seeded without its computed endpoint/CA (created outside the stack) has
         # them as any GKE cluster does
         if not state.get("endpoint"):
@@ -527,35 +530,35 @@ def _serve(provider_name: str) -> int:  # pragma: no cover - runs as Terraform's
     for n, b in schema.data_sources.items():
         schema_response.data_source_schemas[n].CopyFrom(pb.Schema(block=sch.block_pb(pb, b)))
 
-    class ProviderService(pb_grpc.ProviderServicer):
-        def GetProviderSchema(self, request, context):
+    class ProviderService(pb_grpc.ProviderServicer):  # type: ignore[misc,name-defined]  # generated at run time (stubs.py): Any
+        def GetProviderSchema(self, request: Any, context: Any) -> Any:
             return schema_response
 
-        def ValidateProviderConfig(self, request, context):
+        def ValidateProviderConfig(self, request: Any, context: Any) -> Any:
             return pb.ValidateProviderConfig.Response()
 
-        def ValidateResourceConfig(self, request, context):
+        def ValidateResourceConfig(self, request: Any, context: Any) -> Any:
             return pb.ValidateResourceConfig.Response(diagnostics=[diag(m) for m in rules.validate(
                 request.type_name, sch.decode(request.config.msgpack))])  # provider checks
 
-        def ValidateDataResourceConfig(self, request, context):
+        def ValidateDataResourceConfig(self, request: Any, context: Any) -> Any:
             return pb.ValidateDataResourceConfig.Response()
 
-        def ConfigureProvider(self, request, context):
+        def ConfigureProvider(self, request: Any, context: Any) -> Any:
             logic.config = sch.decode(request.config.msgpack) or {}
             return pb.ConfigureProvider.Response()
 
-        def UpgradeResourceState(self, request, context):
+        def UpgradeResourceState(self, request: Any, context: Any) -> Any:
             t = logic.block(request.type_name).implied_type()
             raw = json.loads(request.raw_state.json or b"null")
             return pb.UpgradeResourceState.Response(upgraded_state=dv(raw, t))
 
-        def ReadResource(self, request, context):
+        def ReadResource(self, request: Any, context: Any) -> Any:
             t = logic.block(request.type_name).implied_type()
             new = logic.read(request.type_name, sch.decode(request.current_state.msgpack))
             return pb.ReadResource.Response(new_state=dv(new, t), private=request.private)
 
-        def PlanResourceChange(self, request, context):
+        def PlanResourceChange(self, request: Any, context: Any) -> Any:
             t = logic.block(request.type_name).implied_type()
             planned, replace = logic.plan(request.type_name,
                                           sch.decode(request.prior_state.msgpack),
@@ -567,7 +570,7 @@ def _serve(provider_name: str) -> int:  # pragma: no cover - runs as Terraform's
                 requires_replace=[pb.AttributePath(steps=[
                     pb.AttributePath.Step(attribute_name=n)]) for n in replace])
 
-        def ApplyResourceChange(self, request, context):
+        def ApplyResourceChange(self, request: Any, context: Any) -> Any:
             t = logic.block(request.type_name).implied_type()
             new, error = logic.apply(request.type_name, sch.decode(request.prior_state.msgpack),
                                      sch.decode(request.planned_state.msgpack))
@@ -579,11 +582,11 @@ def _serve(provider_name: str) -> int:  # pragma: no cover - runs as Terraform's
                 resp.diagnostics.append(diag(f"Error {verb} {request.type_name}: {error}"))
             return resp
 
-        def ImportResourceState(self, request, context):
+        def ImportResourceState(self, request: Any, context: Any) -> Any:
             return pb.ImportResourceState.Response(diagnostics=[diag(
                 "import is not supported by the offline stand-in")])
 
-        def ReadDataSource(self, request, context):
+        def ReadDataSource(self, request: Any, context: Any) -> Any:
             t = logic.block(request.type_name, data=True).implied_type()
             try:
                 state = logic.read_data(request.type_name,
@@ -592,16 +595,16 @@ def _serve(provider_name: str) -> int:  # pragma: no cover - runs as Terraform's
                 return pb.ReadDataSource.Response(diagnostics=[diag(str(exc.args[0]))])
             return pb.ReadDataSource.Response(state=dv(state, t))
 
-        def StopProvider(self, request, context):
+        def StopProvider(self, request: Any, context: Any) -> Any:
             return pb.StopProvider.Response()
 
-    class Controller(gp_grpc.GRPCControllerServicer):
-        def Shutdown(self, request, context):
+    class Controller(gp_grpc.GRPCControllerServicer):  # type: ignore[misc,name-defined]  # generated at run time (stubs.py): Any
+        def Shutdown(self, request: Any, context: Any) -> Any:
             done.set()
             return gp.Empty()
 
-    class Health(hp_grpc.HealthServicer):
-        def Check(self, request, context):
+    class Health(hp_grpc.HealthServicer):  # type: ignore[misc,name-defined]  # generated at run time (stubs.py): Any
+        def Check(self, request: Any, context: Any) -> Any:
             return hp.HealthCheckResponse(status=hp.HealthCheckResponse.SERVING)
 
     cert_pem, key_pem, cert_der = _server_cert()

@@ -34,7 +34,7 @@ def _root(cloud: Any) -> Path:
     return Path(cloud.root if hasattr(cloud, "root") else cloud)
 
 
-def objects(cloud: Any, type_name: str) -> list[dict]:
+def objects(cloud: Any, type_name: str) -> list[dict[str, Any]]:
     """States of every object of ``type_name`` in the cloud directory (plugin.Cloud layout:
     ``<root>/<type>/<digest>.json`` holding ``{"id", "type", "state"}``)."""
     out = []
@@ -46,11 +46,11 @@ def objects(cloud: Any, type_name: str) -> list[dict]:
     return out
 
 
-def _first(block: Any) -> dict:
+def _first(block: Any) -> dict[str, Any]:
     return block[0] if isinstance(block, list) and block and isinstance(block[0], dict) else {}
 
 
-def _project(state: dict, config: dict) -> str:
+def _project(state: dict[str, Any], config: dict[str, Any]) -> str:
     """The object's project (a known string), else the provider's."""
     for value in (state.get("project"), config.get("project")):
         if isinstance(value, str) and value:
@@ -107,7 +107,7 @@ def _gcs_name(value: str) -> list[str]:
     return errors
 
 
-def validate(type_name: str, config: dict | None) -> list[str]:
+def validate(type_name: str, config: dict[str, Any] | None) -> list[str]:
     """Errors the provider's ValidateFuncs report for ``config`` (unknown values skipped).
 
     Sources (hashicorp/terraform-provider-google): google_storage_bucket.name
@@ -137,7 +137,8 @@ def validate(type_name: str, config: dict | None) -> list[str]:
 _DEFAULT_BUCKETS = ("_Default", "_Required")
 
 
-def adjust_plan(type_name: str, prior: dict | None, planned: dict | None) -> dict | None:
+def adjust_plan(type_name: str, prior: dict[str, Any] | None,
+                planned: dict[str, Any] | None) -> dict[str, Any] | None:
     """Log Analytics, once on, stays on: hashicorp/google suppresses a diff of
     enable_analytics from true to false (resource_logging_project_bucket_config.go
     ``enableAnalyticsBackwardsChangeDiffSuppress``; "Cannot be disabled once enabled"), so
@@ -197,7 +198,7 @@ def _api_disabled(cloud: Any, type_name: str, project: str) -> str | None:
 _POOL_MEMBER = re.compile(r"^serviceAccount:(?P<pool>[^\[\s]+\.svc\.id\.goog)\[")
 
 
-def _identity_pool_missing(cloud: Any, planned: dict) -> str | None:
+def _identity_pool_missing(cloud: Any, planned: dict[str, Any]) -> str | None:
     """Granting a role to serviceAccount:PROJECT.svc.id.goog[NS/KSA] before the project has a
     Workload Identity cluster: Google creates the pool with the first such cluster, and
     until then answers (terraform-google-modules/terraform-google-kubernetes-engine#916,
@@ -214,7 +215,7 @@ def _identity_pool_missing(cloud: Any, planned: dict) -> str | None:
             "configuration API., badRequest")
 
 
-def _cluster_of(cloud: Any, project: str, location: str, cluster: str) -> dict | None:
+def _cluster_of(cloud: Any, project: str, location: str, cluster: str) -> dict[str, Any] | None:
     name = cluster.rsplit("/", 1)[-1]
     for c in objects(cloud, "google_container_cluster"):
         if (c.get("name") == name and str(c.get("location")) == location
@@ -223,7 +224,7 @@ def _cluster_of(cloud: Any, project: str, location: str, cluster: str) -> dict |
     return None
 
 
-def _node_pool(cloud: Any, planned: dict, project: str) -> str | None:
+def _node_pool(cloud: Any, planned: dict[str, Any], project: str) -> str | None:
     location = str(planned.get("location") or "")
     cluster = str(planned.get("cluster") or "")
     name = str(planned.get("name") or "")
@@ -259,7 +260,7 @@ def _node_pool(cloud: Any, planned: dict, project: str) -> str | None:
     return None
 
 
-def _cluster(planned: dict) -> str | None:
+def _cluster(planned: dict[str, Any]) -> str | None:
     name = str(planned.get("name") or "")
     # GKE's 400 for a cluster name (quoted in rancher/rancher#12720)
     if not re.match(r"^(?:[a-z](?:[-a-z0-9]{0,38}[a-z0-9])?)$", name):
@@ -270,7 +271,7 @@ def _cluster(planned: dict) -> str | None:
     return None
 
 
-def _bucket_not_empty(cloud: Any, prior: dict) -> str | None:
+def _bucket_not_empty(cloud: Any, prior: dict[str, Any]) -> str | None:
     """Deleting a bucket that holds objects: Google answers 409 unless the provider empties it
     first (``force_destroy``). Objects are the files the stand-in Cloud Storage listing serves
     (gcs.py). Source: https://cloud.google.com/storage/docs/deleting-buckets
@@ -287,7 +288,7 @@ def _bucket_not_empty(cloud: Any, prior: dict) -> str | None:
     return None
 
 
-def _firewall(planned: dict) -> str | None:
+def _firewall(planned: dict[str, Any]) -> str | None:
     """A firewall rule whose source range is not an IPv4 CIDR (Compute Engine answers 400
     for firewalls.insert; wording of the message unverified), e.g. a control-plane range that
     was never known."""
@@ -303,8 +304,8 @@ def _firewall(planned: dict) -> str | None:
     return None
 
 
-def refuse(cloud: Any, type_name: str, prior: dict | None, planned: dict | None,
-           config: dict | None = None) -> str | None:
+def refuse(cloud: Any, type_name: str, prior: dict[str, Any] | None,
+           planned: dict[str, Any] | None, config: dict[str, Any] | None = None) -> str | None:
     """Google's error for this create (or for deleting a non-empty bucket), or None when
     Google accepts it. Updates are not judged here (deletion protection is in plugin.py)."""
     if planned is None and prior is not None and type_name == "google_storage_bucket":
@@ -326,7 +327,7 @@ def refuse(cloud: Any, type_name: str, prior: dict | None, planned: dict | None,
     return None
 
 
-def forget_only(type_name: str, prior: dict | None) -> bool:
+def forget_only(type_name: str, prior: dict[str, Any] | None) -> bool:
     """A delete that leaves the object in Google Cloud: the _Default and _Required log
     buckets cannot be deleted, and the provider's Delete only drops the config from the state
     (resource_logging_bucket_config.go ``resourceLoggingBucketConfigDelete``)."""

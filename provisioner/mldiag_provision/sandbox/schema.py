@@ -61,7 +61,7 @@ UNKNOWN = _Unknown()
 CtyType = Any
 
 
-def parse_type(text: str, nested: dict | None = None) -> CtyType:
+def parse_type(text: str, nested: dict[str, Any] | None = None) -> CtyType:
     """The extractor's type strings (``list(string)``, ``set(object)``...) as cty types."""
     if text in ("string", "number", "bool"):
         return text
@@ -78,7 +78,7 @@ def parse_type(text: str, nested: dict | None = None) -> CtyType:
     raise ValueError(f"unsupported type {text!r}")
 
 
-def object_type(node: dict) -> CtyType:
+def object_type(node: dict[str, Any]) -> CtyType:
     """Object type of a nested computed struct (its blocks become list(object))."""
     attrs = {n: parse_type(a["type"], a.get("nested") or a) for n, a in
              node.get("attributes", {}).items()}
@@ -129,7 +129,7 @@ class Block:
         return ("object", attrs)
 
 
-def block_from_json(node: dict) -> Block:
+def block_from_json(node: dict[str, Any]) -> Block:
     out = Block()
     for name, a in node.get("attributes", {}).items():
         attr = Attribute(name, parse_type(a["type"], a.get("nested") or a),
@@ -233,7 +233,8 @@ def encode(value: Any, t: CtyType) -> bytes:
             return msgpack.ExtType(0, b"\x00")
         raise TypeError(f"cannot encode {obj!r}")
 
-    return msgpack.packb(conform(value, t), default=default, use_bin_type=True)
+    packed: bytes = msgpack.packb(conform(value, t), default=default, use_bin_type=True)
+    return packed
 
 
 def optional_computed_block(b: NestedBlock) -> bool:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 import sys
 from pathlib import Path
+from typing import Any
 
 PROTO_DIR = Path(__file__).resolve().parent / "protos"
 PROTOS = ("tfplugin6.proto", "goplugin.proto", "health.proto")
@@ -30,8 +31,9 @@ def generate(out: Path) -> Path:
     return out
 
 
-def load(out: Path) -> dict[str, object]:
-    """Import the generated modules from ``out``: name -> module."""
+def load(out: Path) -> dict[str, Any]:
+    """Import the generated modules from ``out``: name -> module (``Any``: the modules are
+    generated at run time by :func:`generate`, so no type information exists for them)."""
     if str(out) not in sys.path:
         sys.path.insert(0, str(out))
     names = ("tfplugin6_pb2", "tfplugin6_pb2_grpc", "goplugin_pb2", "goplugin_pb2_grpc",

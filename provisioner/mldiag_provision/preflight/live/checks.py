@@ -119,7 +119,7 @@ class Session:
 
             grpc_endpoint = os.environ.get(GRPC_ENDPOINT_ENV, "").strip()
             if grpc_endpoint:  # a local plaintext server (mldiag_provision/sandbox/gcp_apis.py)
-                import grpc  # type: ignore[import-untyped]
+                import grpc
                 from google.cloud.iam_admin_v1.services.iam.transports import IAMGrpcTransport
 
                 return iam_admin_v1.IAMClient(transport=IAMGrpcTransport(
