@@ -118,6 +118,26 @@ def test_capacity_rules_spot_unknown_reservation_already_paid() -> None:
     assert table.cluster_fee("existing-kubernetes", "us-central1") is None
 
 
+def test_capacity_rules_of_a_kind_speak_of_that_kind() -> None:
+    """A reservation, flex-start or queued line cites what holds for its kind: TPU
+    reservations need a committed use discount (the TPU consumption page), a VM reservation
+    is billed while it exists (the Compute Engine reservations page); queued TPUs are priced
+    on the TPU page, queued GPU machines on the GPU page (fresh-user review: a GPU
+    reservation cited the TPU rule, queued TPUs the GPU page)."""
+    table = PriceTable()
+    tpu = table.tpu_chip("v5p", "us-east5", "reservation")
+    vm = table.machine("a3-ultragpu-8g", "europe-west1", "reservation", gpu=True)
+    assert tpu.status == vm.status == "reserved"
+    assert "committed use discount" in (tpu.reserved or "") and "tpu/docs" in tpu.source
+    assert "TPU" not in (vm.reserved or "") and "reservations-overview" in vm.source
+    for capacity in ("queued", "flex-start"):
+        chips = table.tpu_chip("v6e", "us-east5", capacity)
+        gpus = table.machine("a3-ultragpu-8g", "europe-west1", capacity, gpu=True)
+        assert chips.source == "https://cloud.google.com/tpu/pricing", capacity
+        assert gpus.source == "https://cloud.google.com/compute/gpus-pricing", capacity
+        assert chips.usd is None and gpus.usd is None  # no figure stored: unknown
+
+
 def _copy_store(tmp_path: Path, edit) -> FactStore:  # type: ignore[no-untyped-def]
     data = tmp_path / "data"
     shutil.copytree(DATA_DIR, data)

@@ -118,13 +118,17 @@ class PriceTable:
                                  f"{', '.join(fact.data.get('regions') or [])}, not {region}")
         return Price(float(fact[key]), unit, fact, floor=bool(fact.data.get("floor", False)))
 
-    def _with_capacity(self, base: Price, capacity: str) -> Price:
+    def _with_capacity(self, base: Price, capacity: str, kind: str) -> Price:
         """``base`` (the on-demand answer) under ``capacity``: on-demand as is; the others
-        by the table's ``capacity`` rule, with the on-demand figure kept for reference."""
+        by the table's ``capacity`` rule, with the on-demand figure kept for reference.
+        ``kind`` (``tpu``, ``vm``): a rule of that kind (``capacity/<type>-<kind>``, e.g.
+        TPU reservations, billed unlike VM ones) before the general one."""
         if capacity == PRICED_CAPACITY:
             return base
+        rules = self.doc["capacity"]
+        key = f"{capacity}-{kind}" if f"{capacity}-{kind}" in rules else capacity
         try:
-            rule = self.facts.fact(TABLE, "capacity", capacity)
+            rule = self.facts.fact(TABLE, "capacity", key)
         except CatalogError:
             raise CatalogError(f"prices.yaml has no rule for capacity type {capacity!r}") from None
         answer = self._price(rule, "usdPerHour", base.unit, "*")
@@ -160,7 +164,7 @@ class PriceTable:
             raise CatalogError(f"prices.yaml has no entry for TPU {version!r}",
                                ) from None
         base = self._price(fact, "usdPerChipHour", "chip-hour", region)
-        return self._with_capacity(self._on_demand_tpu(version, region, base), capacity)
+        return self._with_capacity(self._on_demand_tpu(version, region, base), capacity, "tpu")
 
     def machine(self, machine_type: str, region: str, capacity: str, *, gpu: bool) -> Price:
         """Price per VM-hour of ``machine_type``: a GPU machine (gpu.yaml; every one has an
@@ -175,7 +179,7 @@ class PriceTable:
                                f"{machine_type!r}") from None
         base = self._price(fact, "usdPerHour", "VM-hour", region)
         return self._with_capacity(self._on_demand_machine(machine_type, region, base, gpu=gpu),
-                                   capacity)
+                                   capacity, "vm")
 
     def storage(self, kind: str) -> Price:
         """``filestore`` or ``lustre``: per GiB-month (unknown today)."""
