@@ -169,3 +169,27 @@ def extra_hint(extra: str, more: str = "") -> str:
     what = f" ({more})" if more else ""
     return (f"pip install 'mldiag-provision[{extra}]'{what}; in a clone: "
             f"pip install -e '.[{extra}]'")
+
+
+def not_utf8(name: str, raw: bytes, exc: UnicodeDecodeError, what: str) -> UsageError:
+    """The error for a file that is not UTF-8 text: where the first bad byte is (line and
+    column, counted in bytes from 1, and its offset) and how to convert the file. ``what``
+    names the kind of file (``a recipe``, ``a manifest``). A UTF-16/32 byte-order mark at the
+    start is named as such (editors on Windows save that way)."""
+    start = exc.start
+    line = raw.count(b"\n", 0, start) + 1
+    column = start - (raw.rfind(b"\n", 0, start) + 1) + 1
+    boms = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+            (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
+    found = next((enc for bom, enc in boms if raw.startswith(bom)), None)
+    source = found or "ISO-8859-1"
+    how = (f"convert it before piping it in, e.g. through iconv -f {source} -t UTF-8"
+           if name.startswith("<") else
+           f"iconv -f {source} -t UTF-8 {name} > converted.yaml")
+    if found:
+        return UsageError(f"{name}: {found} text (byte-order mark at the start), not UTF-8",
+                          hint=f"save it as UTF-8, e.g. {how}; {what} is a YAML text file "
+                               "in UTF-8")
+    return UsageError(f"{name}:{line}:{column}: not UTF-8 text ({exc.reason} at byte {start})",
+                      hint=f"save it as UTF-8 (from Latin-1, e.g. {how}); {what} is a YAML "
+                           "text file in UTF-8")

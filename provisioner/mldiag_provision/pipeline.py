@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from mldiag_provision.catalog.tpu import Catalog, SliceShape, load_catalog
-from mldiag_provision.errors import Problem, Report, Severity, UsageError
+from mldiag_provision.errors import Problem, Report, Severity, UsageError, not_utf8
 from mldiag_provision.lint.loading import read_capped
 from mldiag_provision.preflight import run_preflight
 from mldiag_provision.recipe.parse import ParsedRecipe, parse_recipe_text
@@ -77,8 +77,7 @@ def read_text(path: str) -> tuple[str, str]:
     try:
         return name, raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})",
-                         hint="a recipe is a YAML text file") from None
+        raise not_utf8(name, raw, exc, "a recipe") from None
 
 
 def check_text(text: str, file: str, catalog: Catalog | None = None) -> CheckResult:

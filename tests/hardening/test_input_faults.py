@@ -23,7 +23,8 @@ def test_lint_non_utf8_stdin_is_a_clear_usage_error_not_exit_70() -> None:
     proc = _cli("--no-color", "lint", "-", stdin=b"a: \xff\n")
     out, err = proc.stdout.decode(), proc.stderr.decode()
     assert proc.returncode == 2, err
-    assert "<stdin>: error[file-unreadable]: <stdin>: not UTF-8 text" in out and "byte 3" in out
+    assert "<stdin>: error[file-unreadable]: <stdin>:1:4: not UTF-8 text" in out, out
+    assert "byte 3" in out and "before piping it in" in out, out
     assert "internal error" not in out + err and "Traceback" not in out + err
 
 
@@ -78,3 +79,24 @@ def test_validate_exits_2_for_every_unreadable_file_as_lint_does(tmp_path: Path)
         assert f"{bad}: error[file-unreadable]" in proc.stdout.decode()
     proc = _cli("--no-color", "validate", str(tmp_path))
     assert "hint: name the recipe files (e.g. DIR/*.yaml)" in proc.stdout.decode()
+
+
+def test_a_file_that_is_not_utf8_names_where_and_how_to_convert_it(tmp_path) -> None:
+    """Fresh-user review: a Latin-1 recipe gave only a byte offset and "a recipe is a YAML
+    text file"; a UTF-16 one "invalid start byte at byte 0". Now: line and column of the
+    first bad byte and the conversion; a byte-order mark is named as UTF-16/32."""
+    latin1 = tmp_path / "latin1.yaml"
+    latin1.write_bytes(b"apiVersion: mldiag.dev/v1\nkind: Recipe\nmetadata:\n  name: caf\xe9\n")
+    utf16 = tmp_path / "utf16.yaml"
+    utf16.write_bytes("kind: Recipe\n".encode("utf-16"))
+    for cmd in ("validate", "lint"):
+        proc = _cli("--no-color", cmd, str(latin1))
+        out = proc.stdout.decode() + proc.stderr.decode()
+        assert proc.returncode in (1, 2), out
+        assert f"{latin1}:4:12: not UTF-8 text (invalid continuation byte at byte 60)" in out
+        assert f"iconv -f ISO-8859-1 -t UTF-8 {latin1} > converted.yaml" in out, out
+        proc = _cli("--no-color", cmd, str(utf16))
+        out = proc.stdout.decode() + proc.stderr.decode()
+        assert f"{utf16}: UTF-16 text (byte-order mark at the start), not UTF-8" in out, out
+        assert f"iconv -f UTF-16 -t UTF-8 {utf16}" in out, out
+        assert "Traceback" not in out and "internal error" not in out

@@ -168,8 +168,9 @@ def test_an_unreadable_path_does_not_hide_the_others(cli, tmp_path: Path) -> Non
                 if p["rule"] == "file-unreadable"}
     assert messages == {
         f"{tmp_path / 'nope.yaml'}: no such file or directory": "check the path",
-        f"{binary}: not UTF-8 text (invalid start byte at byte 6)":
-            "a manifest is a YAML text file in UTF-8",
+        f"{binary}:1:7: not UTF-8 text (invalid start byte at byte 6)":
+            "save it as UTF-8 (from Latin-1, e.g. iconv -f ISO-8859-1 -t UTF-8 "
+            f"{binary} > converted.yaml); a manifest is a YAML text file in UTF-8",
         f"{empty}: no *.yaml or *.yml files in this directory":
             "name YAML files or a directory that holds some (hidden directories are skipped)"}
     code, out, _ = cli("lint", *args, "-O", "sarif")

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import Any, BinaryIO, ClassVar, overload
 
-from mldiag_provision.errors import Problem, UsageError
+from mldiag_provision.errors import Problem, UsageError, not_utf8
 from mldiag_provision.lazyre import lazy
 from mldiag_provision.lint.rules import define
 from mldiag_provision.ondisk import dangling, open_regular
@@ -88,8 +88,7 @@ def _decode(raw: bytes, name: str) -> Source:
     try:
         return Source(name, raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
-        raise UsageError(f"{name}: not UTF-8 text ({exc.reason} at byte {exc.start})",
-                         hint="a manifest is a YAML text file in UTF-8") from None
+        raise not_utf8(name, raw, exc, "a manifest") from None
 
 
 def _read_stdin() -> Source:
