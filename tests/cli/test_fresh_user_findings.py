@@ -65,3 +65,29 @@ def test_a_file_given_as_the_sandbox_work_directory_is_named_as_a_file(
         rc, _, err = cli("sandbox", action, "-o", str(afile))
         assert rc == 2 and "is a file, not a work directory" in err, (action, err)
     assert afile.read_text() == "x: 1\n"
+
+
+def test_a_mistyped_command_gets_the_closest_one(cli) -> None:
+    """Python 3.11's argparse lists the choices but names none (second review: `aply`)."""
+    for argv, close in ((("aply", RECIPE), "apply"), (("sandbox", "lss"), "ls"),
+                        (("fleet", "valdate"), "validate")):
+        rc, _, err = cli(*argv)
+        assert rc == 2 and f"(did you mean '{close}'?)" in err, (argv, err)
+    rc, _, err = cli("zzzz", RECIPE)
+    assert rc == 2 and "did you mean" not in err and "invalid choice: 'zzzz'" in err
+
+
+def test_the_top_level_help_names_every_sandbox_action(cli) -> None:
+    """Second review: the one-line help listed ls and reset only."""
+    rc, out, _ = cli("--help")
+    text = " ".join(out.split())  # the help wraps
+    entry = text[text.index(" sandbox the local double"):text.index(" fleet many recipes")]
+    assert rc == 0 and all(a in entry for a in ("ls", "reset", "rules", "kubeconfig", "serve"))
+
+
+def test_lint_of_a_recipe_says_to_validate_it(cli) -> None:
+    """Second review: `lint recipes/X.yaml` said only that Kubernetes has no kind Recipe."""
+    rc, out, _ = cli("lint", RECIPE)
+    assert rc == 1, out
+    assert "this is an mldiag-provision recipe, not a Kubernetes manifest: check it with " \
+           "mldiag-provision validate FILE" in out

@@ -36,7 +36,7 @@ mldiag-provision schema."""
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:  # argparse prints usage and exits 2 = USAGE
         self.print_usage(sys.stderr)
-        self.exit(int(ExitCode.USAGE), f"{self.prog}: error: {message}\n")
+        self.exit(int(ExitCode.USAGE), f"{self.prog}: error: {message}{_did_you_mean(message)}\n")
 
     def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
                    namespace: argparse.Namespace | None = None) -> argparse.Namespace:
@@ -46,6 +46,20 @@ class _Parser(argparse.ArgumentParser):
         if extras:
             _innermost(self, parsed).error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed
+
+
+def _did_you_mean(message: str) -> str:
+    """For argparse's "invalid choice: 'aply' (choose from 'a', 'b')": the closest choice
+    (Python 3.11's argparse names none), as " (did you mean 'apply'?)"; else ""."""
+    import difflib
+    import re
+
+    found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+    if not found:
+        return ""
+    choices = re.findall(r"'([^']*)'", found.group(2))
+    close = difflib.get_close_matches(found.group(1), choices, n=1, cutoff=0.6)
+    return f" (did you mean '{close[0]}'?)" if close else ""
 
 
 def _innermost(parser: argparse.ArgumentParser,

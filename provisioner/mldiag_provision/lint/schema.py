@@ -849,10 +849,13 @@ def _unknown_kind(res: Resource, schemas: SchemaSet, emit: _Emit) -> None:
                      f"{res.api_version}", value=res.api_version, expected=", ".join(served),
                      hint=f"use apiVersion: {served[-1]}")
         else:
+            recipe = res.kind == "Recipe" and res.api_version.startswith("mldiag-provision/")
             emit.add(API_VERSION, ("kind",),
                      f"Kubernetes {schemas.version} has no kind '{res.kind}' in "
                      f"'{res.api_version}'", value=res.kind,
-                     hint=suggest(res.kind, schemas.kinds()))
+                     hint=("this is an mldiag-provision recipe, not a Kubernetes manifest: "
+                           "check it with mldiag-provision validate FILE" if recipe
+                           else suggest(res.kind, schemas.kinds())))
         return
     _, kinds = crd_document()
     shipped = kinds.get((res.api_version, res.kind))

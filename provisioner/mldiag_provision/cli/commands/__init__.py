@@ -24,8 +24,8 @@ SUMMARIES: dict[str, str] = {
                  "can succeed",
     "policy": "run the policy gate (Rego) over a recipe's stack or a rendered directory, and "
               "its saved plan",
-    "sandbox": "list (ls) or empty (reset) the sandbox cloud of a work directory (--sandbox "
-               "on plan/apply/verify/output/destroy)",
+    "sandbox": "the local double of Google Cloud behind --sandbox: ls, reset, rules, "
+               "kubeconfig, serve (--sandbox on plan/apply/verify/output/destroy)",
     "fleet": "many recipes: validate them together (names, state, _Default log bucket "
              "shared), list the ones a change affects as a CI matrix, write atlantis.yaml",
     "completion": "print a shell completion script (bash, zsh or fish)",
