@@ -62,7 +62,31 @@ def test_hand_edit_is_refused_then_forced(cli, tmp_path: Path) -> None:
     code, stdout, err = render(cli, out, "--force")
     assert code == 0, stdout + err
     assert "# my own change" not in (out / "main.tf").read_text()
+    # nothing lost: the edited copy is kept under .mldiag/replaced/ and named
+    [kept] = (out / ".mldiag" / "replaced").glob("*/main.tf")
+    assert kept.read_text() == edited
+    assert "--force replaced 1 file(s)" in stdout and str(kept.parent) in stdout, stdout
     assert render(cli, out)[0] == 0  # and the manifest agrees with the files again
+
+
+def test_force_into_a_directory_it_did_not_render_keeps_the_files_it_replaces(
+        cli, tmp_path: Path) -> None:
+    """Second fresh-user review: `render --force` into a directory holding the user's own
+    main.tf replaced it and said nothing. Now the replaced files are copied under
+    .mldiag/replaced/<time>/ first and listed (text and JSON); files the render does not
+    write are left alone."""
+    out = tmp_path / "mine"
+    out.mkdir()
+    (out / "main.tf").write_text("# my own stack\n")
+    (out / "notes.txt").write_text("keep me")
+    code, stdout, err = render(cli, out, "--force", "-O", "json")
+    assert code == 0, stdout + err
+    doc = json.loads(stdout)
+    assert doc["kept"] == ["main.tf"] and doc["keptIn"], doc
+    assert (Path(doc["keptIn"]) / "main.tf").read_text() == "# my own stack\n"
+    assert (out / "notes.txt").read_text() == "keep me"
+    assert (Path(doc["keptIn"]).stat().st_mode & 0o077) == 0  # private, like .mldiag
+    assert render(cli, out, "--check")[0] == 0  # the kept copies are not part of the stack
 
 
 def test_foreign_nonempty_dir_is_refused(cli, tmp_path: Path) -> None:

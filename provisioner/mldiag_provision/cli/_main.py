@@ -381,6 +381,8 @@ def cmd_render(args: argparse.Namespace, out: Console) -> int:
     if args.output == "json":
         out.print(json.dumps({"ok": True, "out": str(written.out), "written": written.written,
                               "unchanged": written.unchanged, "removed": written.removed,
+                              "kept": written.kept,
+                              "keptIn": str(written.kept_in) if written.kept_in else None,
                               "decisions": plan.decisions,
                               "problems": [p.to_dict() for p in res.report.problems]},
                              indent=2))
@@ -393,6 +395,10 @@ def cmd_render(args: argparse.Namespace, out: Console) -> int:
               + (f" ({len(written.unchanged)} unchanged)" if written.unchanged else "")
               + (f", removed {len(written.removed)}" if written.removed else "")
               + (f"; {warnings} warning(s)" if warnings else ""))
+    if written.kept:
+        out.print(f"  --force replaced {len(written.kept)} file(s) it had not written or that "
+                  f"were edited by hand: {', '.join(written.kept)}; the previous copies are in "
+                  f"{written.kept_in}")
     return int(ExitCode.OK)
 
 

@@ -44,6 +44,10 @@ class WriteResult:
     written: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
+    # with --force: files the tool did not write (or that were edited by hand) that this
+    # render replaced, each copied first under ``kept_in`` (relative paths)
+    kept: list[str] = field(default_factory=list)
+    kept_in: Path | None = None
 
 
 @dataclass
@@ -309,6 +313,33 @@ def _write_manifest(out: Path, manifest: bytes, file_mode: int) -> None:
     os.replace(tmp_name, mpath)
 
 
+def _keep_replaced(out: Path, old: _Manifest | None, files: dict[str, bytes],
+                   result: WriteResult) -> None:
+    """With ``force``: before a file the tool did not write (``old`` is None: the directory
+    was not rendered by it) or one edited by hand is replaced, copy it under
+    ``out/.mldiag/replaced/<UTC time>/`` (same relative path) and list it in
+    ``result.kept``: --force never loses a person's file.
+
+    Raises:
+      OSError: a copy cannot be written (nothing is replaced then).
+    """
+    import datetime as dt
+    import shutil
+
+    theirs = set(edited_files(out)) if old else None
+    replaced = [rel for rel, data in sorted(files.items())
+                if (out / rel).is_file() and (theirs is None or rel in theirs)
+                and (out / rel).read_bytes() != data]
+    if not replaced:
+        return
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%S.%fZ")
+    where = out / ".mldiag" / "replaced" / stamp
+    for rel in replaced:  # private, like the tool's other state (ondisk.private_dir)
+        os.makedirs((where / rel).parent, mode=0o700, exist_ok=True)
+        shutil.copy2(out / rel, where / rel)
+    result.kept, result.kept_in = replaced, where
+
+
 def _write(out: Path, files: dict[str, bytes], *, generator: str, stack: str | None,
            force: bool) -> WriteResult:
     """Write ``files`` ({rel path: bytes}) into ``out``: a new directory at once, an existing
@@ -332,6 +363,8 @@ def _write(out: Path, files: dict[str, bytes], *, generator: str, stack: str | N
 
     old = _read_manifest(out)
     _refuse_overwrite(out, old, stack, force)
+    if force:
+        _keep_replaced(out, old, files, result)
     staged = _stage(out, files, file_mode, result)
     _replace_staged(staged, result)
     _drop_stale(out, old, files, result)
