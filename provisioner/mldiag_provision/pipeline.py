@@ -67,7 +67,8 @@ def read_text(path: str) -> tuple[str, str]:
         raise UsageError(f"{path}: no such file", hint="check the path") from None
     except IsADirectoryError:
         raise UsageError(f"{path}: is a directory, not a recipe file",
-                         hint="name the recipe files (e.g. DIR/*.yaml)") from None
+                         hint="name a recipe file, e.g. DIR/NAME.yaml (validate and fleet "
+                              "also take several: DIR/*.yaml)") from None
     except OSError as exc:
         raise UsageError(f"{path}: cannot be read ({exc.strerror})",
                          hint=_unreadable_hint(exc)) from None

@@ -78,7 +78,13 @@ def test_validate_exits_2_for_every_unreadable_file_as_lint_does(tmp_path: Path)
         assert proc.returncode == 2, (bad, proc.stdout.decode())
         assert f"{bad}: error[file-unreadable]" in proc.stdout.decode()
     proc = _cli("--no-color", "validate", str(tmp_path))
-    assert "hint: name the recipe files (e.g. DIR/*.yaml)" in proc.stdout.decode()
+    assert "hint: name a recipe file, e.g. DIR/NAME.yaml (validate and fleet also take " \
+           "several: DIR/*.yaml)" in proc.stdout.decode()
+    # render and cost take one recipe: the hint does not send them to a glob alone
+    for cmd in (("render", str(tmp_path), "-o", str(tmp_path / "out")), ("cost", str(tmp_path))):
+        proc = _cli("--no-color", *cmd)
+        text = proc.stdout.decode() + proc.stderr.decode()
+        assert proc.returncode == 2 and "name a recipe file, e.g. DIR/NAME.yaml" in text, text
 
 
 def test_a_file_that_is_not_utf8_names_where_and_how_to_convert_it(tmp_path) -> None:
