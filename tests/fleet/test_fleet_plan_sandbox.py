@@ -98,7 +98,9 @@ def test_plans_the_affected_recipes_then_sees_an_apply_then_an_edits_dangers(
     planned = sorted(p.parent.parent.relative_to(history / "stacks").as_posix()
                      for p in (history / "stacks").rglob(".mldiag/plan-summary.json"))
     assert planned == ["recipes/gamma/team-l/eval", "recipes/gamma/team-m/batch"]
-    assert err.count("fleet plan: planning ") == 2
+    assert err.count("[SANDBOX] fleet plan: planning ") == 2
+    # every line on stderr says SANDBOX, the per-recipe plans' own lines too
+    assert all(line.startswith("[SANDBOX] ") for line in err.splitlines() if line.strip()), err
 
     # apply one of them in its fleet work directory: the next fleet plan sees no changes there
     code, _, err = run_cli(capsys, ["apply", BATCH, "-o", "stacks/recipes/gamma/team-m/batch",

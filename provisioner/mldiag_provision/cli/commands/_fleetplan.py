@@ -89,6 +89,23 @@ def plan_all(pairs: Sequence[tuple[str, str, bool]], work_root: Path, *, sandbox
     """One plan per ``(recipe file, path relative to the repository root, preflight ok)``,
     in order, each in ``work_root/<relative path without its suffix>``; a recipe whose
     preflight failed is not planned (its plan says so). Progress goes to stderr."""
+
+    if sandbox:  # every line on stderr says SANDBOX, as a single command's do
+        from mldiag_provision.cli.sandboxed import MarkedStream
+
+        saved = sys.stderr
+        if not isinstance(saved, MarkedStream):
+            sys.stderr = MarkedStream(saved)
+        try:
+            return _plan_each(pairs, work_root, sandbox=True, stages=stages)
+        finally:
+            sys.stderr = saved
+    return _plan_each(pairs, work_root, sandbox=False, stages=stages)
+
+
+def _plan_each(pairs: Sequence[tuple[str, str, bool]], work_root: Path, *, sandbox: bool,
+               stages: Sequence[str]) -> list[TerraformPlan]:
+    """:func:`plan_all`'s loop."""
     from mldiag_provision.fleet import tfplan
 
     err = Console(sys.stderr)
