@@ -7,7 +7,10 @@ lint's peak memory (issue 32 item 4). Lint holds every document until its rules 
 Job's Service may be in another file), so :func:`compact` turns each tree, right after its
 file is read, into :class:`Positions`: per node, in document order, the line and column of
 its key and of its value, the size of its subtree and its key (~30 bytes a node). The node
-tree is then freed.
+tree is then freed. The loader records these lists in the same pass that builds the data
+(``recipe.loader._Located``, :func:`located`); :func:`compact` makes them from a kept tree
+(a second walk over every node, ~5 % of lint's instructions on 1,000 manifests, so lint
+does not use it; tests compare the two).
 
 :class:`Positions` answers exactly what the tree answers (``find``, ``tables``,
 ``shift_lines``, ``confusable``; tests/lint/test_positions.py compares them on the lint
@@ -19,6 +22,7 @@ declines for a text with anchors, where one node may sit under several paths.
 
 from __future__ import annotations
 
+import struct
 from array import array
 from typing import Any
 
@@ -37,20 +41,20 @@ class Positions:
     Node ``i`` has its key's line and column at ``where[4i]``, ``where[4i + 1]`` (a list
     item's are its own; the root's are 0, it has no key), its value's at ``where[4i + 2]``,
     ``where[4i + 3]`` (0-based, as PyYAML's marks), ``size[i]`` nodes in its subtree (itself
-    included), ``key[i]`` its mapping key (``None`` for a list item and the root) and
-    ``kind[i]``: ``"m"`` a mapping, ``"s"`` a list, ``" "`` a scalar. Lines are reported
+    included) and ``key[i]`` its mapping key (``None`` for a list item and the root). A node
+    with a subtree is a list when its first child has no key, else a mapping; a node of size
+    1 (a scalar, an empty mapping or list) has no child a path can reach. Lines are reported
     ``offset`` further down (:meth:`shift_lines`)."""
 
-    __slots__ = ("key", "kind", "offset", "size", "where")
+    __slots__ = ("key", "offset", "size", "where")
 
-    confusable = False  # compact() declines a document that may have a confusable scalar
+    confusable = False  # neither the loader nor compact() keeps a confusable scalar's
 
     def __init__(self, where: array[int], size: array[int], key: tuple[str | None, ...],
-                 kind: str, offset: int) -> None:
+                 offset: int) -> None:
         self.where = where
         self.size = size
         self.key = key
-        self.kind = kind
         self.offset = offset
 
     def shift_lines(self, offset: int) -> None:
@@ -59,31 +63,28 @@ class Positions:
     def _node(self, path: Path) -> int:
         """The index of the node at ``path``, or -1 when there is none."""
         i = 0
-        size, kind, key = self.size, self.kind, self.key
+        size, key = self.size, self.key
         for part in path:
-            k = kind[i]
-            if k == "m":
+            end = i + size[i]
+            child = i + 1
+            if child >= end:  # a scalar or an empty collection
+                return -1
+            if key[child] is not None:  # a mapping
                 if not isinstance(part, str):
                     return -1
-                child, end = i + 1, i + size[i]
                 while child < end and key[child] != part:
                     child += size[child]
                 if child >= end:
                     return -1
                 i = child
-            elif k == "s":
+            else:
                 if not isinstance(part, int) or part < 0:
                     return -1
-                child, end = i + 1, i + size[i]
                 for _ in range(part):
+                    child += size[child]
                     if child >= end:
                         return -1
-                    child += size[child]
-                if child >= end:
-                    return -1
                 i = child
-            else:
-                return -1
         return i
 
     def find(self, path: Path) -> tuple[Position | None, Position | None]:
@@ -107,18 +108,38 @@ class Positions:
             values.setdefault(path, (w[4 * i + 2] + line, w[4 * i + 3] + 1))
             if path:
                 keys.setdefault(path, (w[4 * i] + line, w[4 * i + 1] + 1))
-            k = self.kind[i]
-            if k == " ":
-                continue
             children: list[tuple[int, Path]] = []
             child, end, n = i + 1, i + self.size[i], 0
             while child < end:
-                step = self.key[child] if k == "m" else n
-                children.append((child, (*path, step)))  # type: ignore[arg-type]
+                name = self.key[child]
+                children.append((child, (*path, name if name is not None else n)))
                 child += self.size[child]
                 n += 1
             stack.extend(reversed(children))
         return keys, values, {}
+
+
+def _ints(values: list[int]) -> array[int]:
+    """``array("i", values)``, packed by :mod:`struct` (array's own conversion parses a
+    format per item, several times slower). 32-bit: a manifest is at most 64 MiB
+    (lint.loading.MAX_BYTES), so are its lines, columns and node counts."""
+    return array("i", struct.pack(f"{len(values)}i", *values))
+
+
+_ONE = array("i", [1])
+
+
+def located(flat: tuple[list[int], list[int], list[str | None]]) -> Positions:
+    """The :class:`Positions` of a document from what the loader recorded while it built
+    the document (``recipe.loader._Located``): ``where`` and ``key`` as :class:`Positions`
+    has them, in lists, and the ``index, size`` of every node with a subtree, one after the
+    other (a node not listed has size 1). No second walk over the node tree (what
+    :func:`compact` does)."""
+    where, spans, key = flat
+    size = _ONE * len(key)
+    for j in range(0, len(spans), 2):
+        size[spans[j]] = spans[j + 1]
+    return Positions(_ints(where), size, tuple(key), 0)
 
 
 def compact(tree: Any) -> Positions | None:
@@ -126,15 +147,14 @@ def compact(tree: Any) -> Positions | None:
     a mapping as read, where the quick pass kept them, else its key nodes' text; ``own``
     merge bookkeeping, ``confusable`` flag and line ``offset``), or ``None``
     where they could differ from the tree's answers (see the module docstring). The caller
-    must not pass the tree of a text with anchors (``&``)."""
+    must not pass the tree of a text with anchors (``&``). Lint does not use it (the loader
+    records the same lists while it builds a document, :func:`located`); the tests compare
+    the two."""
     if tree.own or tree.confusable:
         return None
     walk = _Walk(tree.keys)
     walk.node(tree.root, 0, 0, None)
-    # 32-bit: a manifest is at most 64 MiB (lint.loading.MAX_BYTES), so are its lines and
-    # columns
-    return Positions(array("i", walk.where), array("i", walk.size), tuple(walk.key),
-                     "".join(walk.kind), tree.offset)
+    return Positions(_ints(walk.where), _ints(walk.size), tuple(walk.key), tree.offset)
 
 
 class _Walk:
@@ -142,17 +162,16 @@ class _Walk:
     closure that calls itself: that cycle would keep the lists until the next collection,
     and lint pauses the collector while it loads)."""
 
-    __slots__ = ("key", "keys_of", "kind", "size", "where")
+    __slots__ = ("key", "keys_of", "size", "where")
 
     def __init__(self, keys_of: dict[int, list[str]]) -> None:
         self.keys_of = keys_of
         self.where: list[int] = []
         self.size: list[int] = []
         self.key: list[str | None] = []
-        self.kind: list[str] = []
 
     def node(self, node: Any, kline: int, kcol: int, name: str | None) -> None:
-        where, size, key, kind = self.where, self.size, self.key, self.kind
+        where, size, key = self.where, self.size, self.key
         put = where.extend
         i = len(size)
         mark = node.start_mark
@@ -161,7 +180,6 @@ class _Walk:
         key.append(name)
         cls = node.__class__
         if cls is _MAPPING:
-            kind.append("m")
             kept = self.keys_of.get(id(node))  # the loader keeps only keys that differ
             for j, (k, v) in enumerate(node.value):  # from their nodes' text (or a merge's)
                 name_ = kept[j] if kept is not None else k.value
@@ -173,9 +191,7 @@ class _Walk:
                     put((km.line, km.column, vm.line, vm.column))
                     size.append(1)
                     key.append(name_)
-                    kind.append(" ")
         elif cls is _SEQUENCE:
-            kind.append("s")
             for item in node.value:
                 m = item.start_mark
                 if item.__class__ is _MAPPING or item.__class__ is _SEQUENCE:
@@ -184,7 +200,4 @@ class _Walk:
                     put((m.line, m.column, m.line, m.column))
                     size.append(1)
                     key.append(None)
-                    kind.append(" ")
-        else:
-            kind.append(" ")
         size[i] = len(size) - i
