@@ -8,9 +8,9 @@ Job's Service may be in another file), so :func:`compact` turns each tree, right
 file is read, into :class:`Positions`: per node, in document order, the line and column of
 its key and of its value, the size of its subtree and its key (~30 bytes a node). The node
 tree is then freed. The loader records these lists in the same pass that builds the data
-(``recipe.loader._Located``, :func:`located`); :func:`compact` makes them from a kept tree
-(a second walk over every node, ~5 % of lint's instructions on 1,000 manifests, so lint
-does not use it; tests compare the two).
+(:class:`_Recorder`, a subclass of its ``_Quick``; :func:`located`); :func:`compact` makes
+them from a kept tree (a second walk over every node, ~5 % of lint's instructions on 1,000
+manifests, so lint does not use it; tests compare the two).
 
 :class:`Positions` answers exactly what the tree answers (``find``, ``tables``,
 ``shift_lines``, ``confusable``; tests/lint/test_positions.py compares them on the lint
@@ -28,7 +28,16 @@ from typing import Any
 
 import yaml
 
+from mldiag_provision.recipe.loader import (
+    _FLATTENED,
+    _STR,
+    MAX_NODES,
+    _NeedsPaths,
+    _Quick,
+    _ScalarNode,
+)
 from mldiag_provision.recipe.sourcemap import Path, Position
+from mldiag_provision.yaml11 import NUMERIC_START, WORDS
 
 _MAPPING = yaml.MappingNode
 _SEQUENCE = yaml.SequenceNode
@@ -129,17 +138,15 @@ def _ints(values: list[int]) -> array[int]:
 _ONE = array("i", [1])
 
 
-def located(flat: tuple[list[int], list[int], list[str | None]]) -> Positions:
-    """The :class:`Positions` of a document from what the loader recorded while it built
-    the document (``recipe.loader._Located``): ``where`` and ``key`` as :class:`Positions`
-    has them, in lists, and the ``index, size`` of every node with a subtree, one after the
-    other (a node not listed has size 1). No second walk over the node tree (what
-    :func:`compact` does)."""
-    where, spans, key = flat
-    size = _ONE * len(key)
-    for j in range(0, len(spans), 2):
-        size[spans[j]] = spans[j + 1]
-    return Positions(_ints(where), size, tuple(key), 0)
+def located(loader: Any, decimal: bool, node: Any) -> tuple[object, _Quick, Positions | None]:
+    """The data of the document at ``node``, built by the loader's quick pass while it
+    records every node's position (:class:`_Recorder`); the builder; and the document's
+    :class:`Positions`, or ``None`` where the node tree must answer. For
+    ``recipe.loader.load_documents(positions=located)``: no second walk over the node tree
+    (what :func:`compact` does)."""
+    recorder = _Recorder(loader, decimal)
+    data = recorder.located(node)
+    return data, recorder, recorder.positions()
 
 
 def compact(tree: Any) -> Positions | None:
@@ -201,3 +208,115 @@ class _Walk:
                     size.append(1)
                     key.append(None)
         size[i] = len(size) - i
+
+
+class _Recorder(_Quick):
+    """The loader's quick builder (``recipe.loader._Quick``) that also records, in the same
+    pass, every node's position in document (pre-)order, for lint, which keeps every
+    document (issue 32): a few flat lists instead of the node tree, which is then freed
+    without a second walk over it.
+
+    Node ``i`` has its key's line and column at ``where[4i]``, ``where[4i + 1]`` (a list
+    item's are its own; the root's are 0), its value's at ``where[4i + 2]``,
+    ``where[4i + 3]`` (0-based, PyYAML's marks) and ``key[i]`` its mapping key as read
+    (``None`` for a list item and the root); ``spans`` holds ``index, size`` (nodes in its
+    subtree, itself included) of each mapping and list, one after the other (a node not
+    there has size 1). Only for a text without anchors (no node under two paths); the lists
+    are not used (:meth:`flat` is ``None``) for a document with merge keys or a confusable
+    plain scalar, whose positions stay in the loader's node tree (``_Tree``)."""
+
+    def __init__(self, loader: yaml.SafeLoader, decimal: bool = False) -> None:
+        super().__init__(loader, decimal, aliases=False)
+        self.where: list[int] = []
+        self.spans: list[int] = []
+        self.key: list[str | None] = []
+
+    def located(self, node: yaml.Node) -> object:
+        """The document's data, recording the root and (through the loops) every node."""
+        mark = node.start_mark
+        self.where += (0, 0, mark.line, mark.column)
+        self.key.append(None)
+        data = self.build(node)
+        if node.__class__ is not _ScalarNode:
+            self.spans += (0, len(self.key))
+        return data
+
+    def positions(self) -> Positions | None:
+        """The recorded :class:`Positions`, or ``None`` where they could differ from the
+        tree's answers (merge keys, a confusable scalar)."""
+        if self.own or self.confusable:
+            return None
+        size = _ONE * len(self.key)
+        spans = self.spans
+        for j in range(0, len(spans), 2):
+            size[spans[j]] = spans[j + 1]
+        return Positions(_ints(self.where), size, tuple(self.key), 0)
+
+    def _sequence(self, node: yaml.Node) -> list[object]:
+        out: list[object] = []
+        append = out.append
+        where, names = self.where, self.key
+        scalars = 0
+        for item in node.value:
+            mark = item.start_mark
+            line, column = mark.line, mark.column
+            where += (line, column, line, column)
+            if item.__class__ is _ScalarNode:  # build(item), inline
+                names.append(None)
+                scalars += 1
+                if item.tag == _STR:
+                    value = item.value
+                    if not item.style and (value in WORDS or value[0] in NUMERIC_START):
+                        self._plain(value)
+                    append(value)
+                else:
+                    append(self._scalar(item))
+            else:
+                i = len(names)
+                names.append(None)
+                append(self.build(item))
+                self.spans += (i, len(names) - i)
+        self.count += scalars
+        if self.count > MAX_NODES:
+            raise _NeedsPaths
+        return out
+
+    def _mapping(self, node: yaml.MappingNode) -> dict[str, object]:
+        for k, _ in node.value:
+            if k.tag in _FLATTENED:  # flat() is None then: the tree answers
+                return super()._mapping(node)
+        out: dict[str, object] = {}
+        read = False  # a key YAML read as another type than a string (1, true, ...)
+        where, names = self.where, self.key
+        scalars = 0
+        for key_node, value_node in node.value:
+            if key_node.tag == _STR and key_node.__class__ is _ScalarNode:
+                key = key_node.value
+            else:
+                key = self._key(key_node)
+                read = True
+            if key in out:
+                raise _NeedsPaths  # a duplicate key
+            km, vm = key_node.start_mark, value_node.start_mark
+            where += (km.line, km.column, vm.line, vm.column)
+            if value_node.__class__ is _ScalarNode:  # build(value_node), inline
+                names.append(key)
+                scalars += 1
+                if value_node.tag == _STR:
+                    value = value_node.value
+                    if not value_node.style and (value in WORDS or value[0] in NUMERIC_START):
+                        self._plain(value)
+                    out[key] = value
+                else:
+                    out[key] = self._scalar(value_node)
+            else:
+                i = len(names)
+                names.append(key)
+                out[key] = self.build(value_node)
+                self.spans += (i, len(names) - i)
+        self.count += scalars
+        if self.count > MAX_NODES:
+            raise _NeedsPaths
+        if read:
+            self.keys[id(node)] = list(out)
+        return out

@@ -18,15 +18,14 @@ from __future__ import annotations
 import dataclasses
 import functools
 import operator
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
 from mldiag_provision.errors import Problem
 from mldiag_provision.lazyre import lazy
-from mldiag_provision.recipe.sourcemap import LazyPositions, Path, SourceMap
+from mldiag_provision.recipe.sourcemap import Path, SourceMap
 from mldiag_provision.yaml11 import NUMERIC_START, WORDS, confusable
 
 try:  # the C loader is several times faster; fall back to pure Python when libyaml is absent
@@ -511,114 +510,15 @@ class _Quick:
         return out
 
 
-# what load_documents(positions=...) is given the recorded positions of a document as, and
-# makes its LazyPositions from: (where, spans, key), see _Located
-Flat = tuple[list[int], list[int], list["str | None"]]
+if TYPE_CHECKING:  # annotations only: nothing for validate to import or build
+    from collections.abc import Callable
 
+    from mldiag_provision.recipe.sourcemap import LazyPositions
 
-class _Located(_Quick):
-    """:class:`_Quick` that also records, in the same pass, every node's position in
-    document (pre-)order, for a caller that keeps many documents (lint, issue 32): a few
-    flat lists instead of the node tree, which is then freed without a second walk over it.
-
-    Node ``i`` has its key's line and column at ``where[4i]``, ``where[4i + 1]`` (a list
-    item's are its own; the root's are 0), its value's at ``where[4i + 2]``,
-    ``where[4i + 3]`` (0-based, PyYAML's marks) and ``key[i]`` its mapping key as read
-    (``None`` for a list item and the root); ``spans`` holds ``index, size`` (nodes in its
-    subtree, itself included) of each mapping and list, one after the other (a node not
-    there has size 1). Only for a text without anchors (no node under two paths); the lists
-    are not used (:meth:`flat` is ``None``) for a document with merge keys or a confusable
-    plain scalar, whose positions stay in :class:`_Tree`."""
-
-    def __init__(self, loader: yaml.SafeLoader, decimal: bool = False) -> None:
-        super().__init__(loader, decimal, aliases=False)
-        self.where: list[int] = []
-        self.spans: list[int] = []
-        self.key: list[str | None] = []
-
-    def located(self, node: yaml.Node) -> object:
-        """The document's data, recording the root and (through the loops) every node."""
-        mark = node.start_mark
-        self.where += (0, 0, mark.line, mark.column)
-        self.key.append(None)
-        data = self.build(node)
-        if node.__class__ is not _ScalarNode:
-            self.spans += (0, len(self.key))
-        return data
-
-    def flat(self) -> Flat | None:
-        if self.own or self.confusable:
-            return None
-        return self.where, self.spans, self.key
-
-    def _sequence(self, node: yaml.Node) -> list[object]:
-        out: list[object] = []
-        append = out.append
-        where, names = self.where, self.key
-        scalars = 0
-        for item in node.value:
-            mark = item.start_mark
-            line, column = mark.line, mark.column
-            where += (line, column, line, column)
-            if item.__class__ is _ScalarNode:  # build(item), inline
-                names.append(None)
-                scalars += 1
-                if item.tag == _STR:
-                    value = item.value
-                    if not item.style and (value in WORDS or value[0] in NUMERIC_START):
-                        self._plain(value)
-                    append(value)
-                else:
-                    append(self._scalar(item))
-            else:
-                i = len(names)
-                names.append(None)
-                append(self.build(item))
-                self.spans += (i, len(names) - i)
-        self.count += scalars
-        if self.count > MAX_NODES:
-            raise _NeedsPaths
-        return out
-
-    def _mapping(self, node: yaml.MappingNode) -> dict[str, object]:
-        for k, _ in node.value:
-            if k.tag in _FLATTENED:  # flat() is None then: the tree answers
-                return super()._mapping(node)
-        out: dict[str, object] = {}
-        read = False  # a key YAML read as another type than a string (1, true, ...)
-        where, names = self.where, self.key
-        scalars = 0
-        for key_node, value_node in node.value:
-            if key_node.tag == _STR and key_node.__class__ is _ScalarNode:
-                key = key_node.value
-            else:
-                key = self._key(key_node)
-                read = True
-            if key in out:
-                raise _NeedsPaths  # a duplicate key
-            km, vm = key_node.start_mark, value_node.start_mark
-            where += (km.line, km.column, vm.line, vm.column)
-            if value_node.__class__ is _ScalarNode:  # build(value_node), inline
-                names.append(key)
-                scalars += 1
-                if value_node.tag == _STR:
-                    value = value_node.value
-                    if not value_node.style and (value in WORDS or value[0] in NUMERIC_START):
-                        self._plain(value)
-                    out[key] = value
-                else:
-                    out[key] = self._scalar(value_node)
-            else:
-                i = len(names)
-                names.append(key)
-                out[key] = self.build(value_node)
-                self.spans += (i, len(names) - i)
-        self.count += scalars
-        if self.count > MAX_NODES:
-            raise _NeedsPaths
-        if read:
-            self.keys[id(node)] = list(out)
-        return out
+    # what load_documents(positions=...) is: (loader, decimal, document's root node) -> its
+    # data, the _Quick that built it (for _Tree) and its positions, None where the tree
+    # answers
+    Located = Callable[[Any, bool, Any], tuple[object, "_Quick", LazyPositions | None]]
 
 
 class _Tree:
@@ -727,10 +627,9 @@ class _Tree:
 
 def _quick_part(text: str, file: str, lines: list[str], first_index: int,
                 decimal: bool = False,
-                positions: Callable[[Flat], LazyPositions] | None = None) -> list[Document]:
-    """Every document of ``text`` built by :class:`_Quick` (by :class:`_Located`, its
-    positions turned into the source map's by ``positions``, where that is given and the
-    text has no anchor).
+                positions: Located | None = None) -> list[Document]:
+    """Every document of ``text`` built by :class:`_Quick` (by ``positions``, where that is
+    given and the text has no anchor).
 
     Raises:
       _NeedsPaths: a document has something to report, or the text does not parse.
@@ -747,12 +646,7 @@ def _quick_part(text: str, file: str, lines: list[str], first_index: int,
                 continue
             lazy: LazyPositions | None = None
             if positions is not None and not aliases:
-                located = _Located(loader, decimal)
-                data = located.located(node)
-                flat = located.flat()
-                if flat is not None:
-                    lazy = positions(flat)
-                quick: _Quick = located
+                data, quick, lazy = positions(loader, decimal, node)
             else:
                 quick = _Quick(loader, decimal, aliases)
                 data = quick.build(node)
@@ -788,18 +682,17 @@ def _shift(doc: Document, offset: int) -> Document:
 
 
 def load_documents(text: str, file: str, *, decimal: bool = False,
-                   positions: Callable[[Flat], LazyPositions] | None = None,
-                   ) -> list[Document]:
+                   positions: Located | None = None) -> list[Document]:
     """Parse every YAML document in ``text``.
 
     Returns one :class:`Document` per document. A syntax error yields a document whose
     ``data`` is ``None`` and whose ``problems`` holds the error; parsing then resumes at the
     next ``---`` line, so one broken document does not hide the ones after it. Never raises
     for bad input. ``decimal``: an integer YAML 1.1 reads in another base (octal ``030``,
-    base-60 ``1:30``) is a ``yaml-value`` problem instead of a value. ``positions``: makes
-    the source map's positions of a quickly built document without anchors, merge keys or
-    confusable scalars from the lists :class:`_Located` records while building it (lint:
-    flat arrays instead of the node tree); otherwise the node tree answers (:class:`_Tree`).
+    base-60 ``1:30``) is a ``yaml-value`` problem instead of a value. ``positions``: builds
+    a document of a text without anchors in place of :class:`_Quick` (a subclass that also
+    records its positions: lint's ``lint.positions.located``, flat arrays instead of the
+    node tree), see :data:`Located`; where it gives no positions the tree answers.
     """
     lines = text.splitlines()
     docs: list[Document] = []
@@ -819,8 +712,7 @@ def load_documents(text: str, file: str, *, decimal: bool = False,
 
 def _load_part(text: str, file: str, lines: list[str], first_index: int,
                decimal: bool = False,
-               positions: Callable[[Flat], LazyPositions] | None = None,
-               ) -> tuple[list[Document], int | None]:
+               positions: Located | None = None) -> tuple[list[Document], int | None]:
     """Documents of ``text``; and the 0-based line of a syntax error in it, if one stopped it."""
     if QUICK:
         try:
