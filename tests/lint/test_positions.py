@@ -80,6 +80,12 @@ def test_positions_answer_what_the_node_tree_answers() -> None:
                 continue
             keys, values, confusables = tree.tables()
             assert pos.tables() == (keys, values, confusables)
+            # what the loader records while it builds the document is the same
+            (rec,) = [d.sourcemap.lazy for d in load_documents(text, str(file),
+                                                                 positions=positions.located)
+                      if d.index == doc.index]
+            assert isinstance(rec, positions.Positions), (file, doc.index)
+            assert (rec.where, rec.size, rec.key) == (pos.where, pos.size, pos.key)
             assert [list(t) for t in pos.tables()[:2]] == [list(keys), list(values)]
             for path in _probes(keys):
                 assert pos.find(path) == tree.find(path), (file, path)
@@ -100,6 +106,30 @@ def test_compact_declines_merges_and_confusable_scalars() -> None:
     (doc,) = load_documents("a: y\n", "c.yaml")  # Kubernetes' YAML 1.1 reads y as true
     assert doc.sourcemap.lazy is not None
     assert positions.compact(doc.sourcemap.lazy) is None
+    # the loader's own record declines the same (a merge needs no anchor when inline)
+    for text in ("x:\n  <<: {a: 1}\n  c: 2\n", "a: y\n", "- [1, {b: y}]\n"):
+        (doc,) = load_documents(text, "t.yaml", positions=positions.located)
+        assert doc.sourcemap.lazy is not None
+        assert not isinstance(doc.sourcemap.lazy, positions.Positions), text
+    (doc,) = load_documents("x:\n  <<: {a: 1}\n  c: 2\n", "t.yaml",
+                            positions=positions.located)
+    assert doc.data == {"x": {"a": 1, "c": 2}}
+    assert doc.sourcemap.lazy.find(("x", "a")) == ((2, 8), (2, 11))  # inside the braces
+
+
+def test_recorded_positions_after_a_syntax_error_are_shifted() -> None:
+    text = "a: 1\n---\nb: [\n---\nc:\n  - d: 2\n  - 3\n"
+    docs = load_documents(text, "s.yaml", positions=positions.located)
+    last = docs[-1]
+    assert isinstance(last.sourcemap.lazy, positions.Positions)
+    assert last.data == {"c": [{"d": 2}, 3]}
+    assert last.sourcemap.lazy.find(("c", 0, "d")) == ((6, 5), (6, 8))
+    assert last.sourcemap.lazy.find(("c", 1)) == ((7, 5), (7, 5))
+    assert last.sourcemap.lazy.find(("c", 2)) == (None, None)
+    assert last.sourcemap.lazy.find(("c", "x")) == (None, None)
+    (plain,) = [d for d in load_documents(text, "s.yaml") if d.index == last.index]
+    assert plain.sourcemap.lazy is not None
+    assert last.sourcemap.lazy.tables() == plain.sourcemap.lazy.tables()
 
 
 def test_lines_are_split_when_read() -> None:
@@ -191,7 +221,7 @@ def test_reports_are_the_same_without_the_savings(tmp_path: Path,
     saved = run()
     assert saved[0].count("\n") > 1000  # findings to compare
     assert compacted()
-    monkeypatch.setattr(positions, "compact", lambda tree: None)
+    monkeypatch.setattr(positions, "located", None)  # the loader keeps the node trees
     monkeypatch.setattr(loading, "_Lines", lambda text: text.splitlines())
     monkeypatch.setattr(schema, "_reachable", lambda *_: None)
     monkeypatch.setattr(output, "_CHUNK", 1 << 40)  # one piece, as before

@@ -17,7 +17,7 @@ import dataclasses
 import os
 import stat
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path as FsPath
 from typing import Any, BinaryIO, ClassVar, overload
@@ -26,8 +26,8 @@ from mldiag_provision.errors import Problem, UsageError, not_utf8
 from mldiag_provision.lazyre import lazy
 from mldiag_provision.lint.rules import define
 from mldiag_provision.ondisk import dangling, open_regular
-from mldiag_provision.recipe.loader import Document, load_documents
-from mldiag_provision.recipe.sourcemap import LazyPositions, Path, SourceMap, format_path
+from mldiag_provision.recipe.loader import load_documents
+from mldiag_provision.recipe.sourcemap import Path, SourceMap, format_path
 from mldiag_provision.yaml11 import confusable
 
 OBJECT = define("k8s-object", "each YAML document is a Kubernetes object with apiVersion and kind",
@@ -506,18 +506,6 @@ def _lint_paths(problems: list[Problem], data: object) -> list[Problem]:
             if p.rule == "yaml-value" and p.path in shown else p for p in problems]
 
 
-def _compacted(doc: Document, compact: Callable[[Any], LazyPositions | None]) -> Document:
-    """``doc`` with its positions in :class:`~mldiag_provision.lint.positions.Positions`
-    instead of its YAML node tree, where :func:`~mldiag_provision.lint.positions.compact`
-    takes it (issue 32: the trees were most of lint's memory); the tree is freed."""
-    tree = doc.sourcemap.lazy
-    positions = compact(tree) if tree is not None else None
-    if positions is not None:
-        doc.sourcemap = SourceMap(file=doc.sourcemap.file, lines=doc.sourcemap.lines,
-                                  lazy=positions)
-    return doc
-
-
 class _Lines(Sequence[str]):
     """``text.splitlines()``, split when read: the lines of a file for its source maps
     (the lines shown under a problem). A run keeps every file's text anyway (its
@@ -553,7 +541,7 @@ class _Lines(Sequence[str]):
 
 def load_sources(sources: Iterable[Source]) -> Loaded:
     """Parse every source; never raises for bad input."""
-    from mldiag_provision.lint.positions import compact  # not for validate's Resources
+    from mldiag_provision.lint import positions  # not for validate's Resources
     out = Loaded()
     for src in sources:
         out.files.append(src.name)
@@ -562,9 +550,9 @@ def load_sources(sources: Iterable[Source]) -> Loaded:
                                         file=src.name, hint=src.hint or "fix or remove the file"))
             out.sourcemaps[src.name] = SourceMap(file=src.name, lines=[])
             continue
-        docs = load_documents(src.text, src.name)
-        if "&" not in src.text:  # no anchor, so no node sits under two paths
-            docs = [_compacted(doc, compact) for doc in docs]
+        # positions as flat arrays, recorded while each document is built (issue 32: the
+        # node trees were most of lint's memory); a text with anchors keeps its trees
+        docs = load_documents(src.text, src.name, positions=positions.located)
         lines = _Lines(src.text)
         for doc in docs:
             doc.sourcemap.lines = lines

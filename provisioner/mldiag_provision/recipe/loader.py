@@ -19,7 +19,7 @@ import dataclasses
 import functools
 import operator
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
@@ -510,6 +510,17 @@ class _Quick:
         return out
 
 
+if TYPE_CHECKING:  # annotations only: nothing for validate to import or build
+    from collections.abc import Callable
+
+    from mldiag_provision.recipe.sourcemap import LazyPositions
+
+    # what load_documents(positions=...) is: (loader, decimal, document's root node) -> its
+    # data, the _Quick that built it (for _Tree) and its positions, None where the tree
+    # answers
+    Located = Callable[[Any, bool, Any], tuple[object, "_Quick", LazyPositions | None]]
+
+
 class _Tree:
     """Positions of a quickly built document, found in its node tree when asked
     (:class:`~mldiag_provision.recipe.sourcemap.LazyPositions`).
@@ -615,8 +626,10 @@ class _Tree:
 
 
 def _quick_part(text: str, file: str, lines: list[str], first_index: int,
-                decimal: bool = False) -> list[Document]:
-    """Every document of ``text`` built by :class:`_Quick`.
+                decimal: bool = False,
+                positions: Located | None = None) -> list[Document]:
+    """Every document of ``text`` built by :class:`_Quick` (by ``positions``, where that is
+    given and the text has no anchor).
 
     Raises:
       _NeedsPaths: a document has something to report, or the text does not parse.
@@ -631,10 +644,16 @@ def _quick_part(text: str, file: str, lines: list[str], first_index: int,
                 docs.append(Document(data=None, sourcemap=SourceMap(file=file, lines=lines),
                                      problems=[], index=first_index + len(docs)))
                 continue
-            quick = _Quick(loader, decimal, aliases)
-            data = quick.build(node)
+            lazy: LazyPositions | None = None
+            if positions is not None and not aliases:
+                data, quick, lazy = positions(loader, decimal, node)
+            else:
+                quick = _Quick(loader, decimal, aliases)
+                data = quick.build(node)
+            if lazy is None:
+                lazy = _Tree(node, quick)
             docs.append(Document(data=data, sourcemap=SourceMap(
-                file=file, lines=lines, lazy=_Tree(node, quick)), problems=[],
+                file=file, lines=lines, lazy=lazy), problems=[],
                 index=first_index + len(docs)))
     except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError):
         raise _NeedsPaths from None
@@ -662,21 +681,25 @@ def _shift(doc: Document, offset: int) -> Document:
     return doc
 
 
-def load_documents(text: str, file: str, *, decimal: bool = False) -> list[Document]:
+def load_documents(text: str, file: str, *, decimal: bool = False,
+                   positions: Located | None = None) -> list[Document]:
     """Parse every YAML document in ``text``.
 
     Returns one :class:`Document` per document. A syntax error yields a document whose
     ``data`` is ``None`` and whose ``problems`` holds the error; parsing then resumes at the
     next ``---`` line, so one broken document does not hide the ones after it. Never raises
     for bad input. ``decimal``: an integer YAML 1.1 reads in another base (octal ``030``,
-    base-60 ``1:30``) is a ``yaml-value`` problem instead of a value.
+    base-60 ``1:30``) is a ``yaml-value`` problem instead of a value. ``positions``: builds
+    a document of a text without anchors in place of :class:`_Quick` (a subclass that also
+    records its positions: lint's ``lint.positions.located``, flat arrays instead of the
+    node tree), see :data:`Located`; where it gives no positions the tree answers.
     """
     lines = text.splitlines()
     docs: list[Document] = []
     offset = 0
     while True:
         part = "\n".join(lines[offset:]) if offset else text
-        found, error_line = _load_part(part, file, lines, len(docs), decimal)
+        found, error_line = _load_part(part, file, lines, len(docs), decimal, positions)
         docs.extend(_shift(d, offset) for d in found)
         if error_line is None:
             return docs
@@ -688,11 +711,12 @@ def load_documents(text: str, file: str, *, decimal: bool = False) -> list[Docum
 
 
 def _load_part(text: str, file: str, lines: list[str], first_index: int,
-               decimal: bool = False) -> tuple[list[Document], int | None]:
+               decimal: bool = False,
+               positions: Located | None = None) -> tuple[list[Document], int | None]:
     """Documents of ``text``; and the 0-based line of a syntax error in it, if one stopped it."""
     if QUICK:
         try:
-            return _quick_part(text, file, lines, first_index, decimal), None
+            return _quick_part(text, file, lines, first_index, decimal, positions), None
         except _NeedsPaths:
             pass
     docs: list[Document] = []
