@@ -237,10 +237,10 @@ TEXTS['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is s
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
-   return (self.out,self.written,self.removed,self.unchanged,)==(other.out,other.written,other.removed,other.unchanged,)
+   return (self.out,self.written,self.removed,self.unchanged,self.kept,self.kept_in,)==(other.out,other.written,other.removed,other.unchanged,other.kept,other.kept_in,)
   return NotImplemented
  return __eq__
-TEXTS['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.out,self.written,self.removed,self.unchanged,)==(other.out,other.written,other.removed,other.unchanged,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+TEXTS['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.out,self.written,self.removed,self.unchanged,self.kept,self.kept_in,)==(other.out,other.written,other.removed,other.unchanged,other.kept,other.kept_in,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __eq__(self,other):
@@ -692,9 +692,9 @@ TEXTS['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qua
 
 def __create_fn__():
  def __repr__(self):
-  return self.__class__.__qualname__ + f"(out={self.out!r}, written={self.written!r}, removed={self.removed!r}, unchanged={self.unchanged!r})"
+  return self.__class__.__qualname__ + f"(out={self.out!r}, written={self.written!r}, removed={self.removed!r}, unchanged={self.unchanged!r}, kept={self.kept!r}, kept_in={self.kept_in!r})"
  return __repr__
-TEXTS['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(out={self.out!r}, written={self.written!r}, removed={self.removed!r}, unchanged={self.unchanged!r})"\n return __repr__'] = __create_fn__.__code__
+TEXTS['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(out={self.out!r}, written={self.written!r}, removed={self.removed!r}, unchanged={self.unchanged!r}, kept={self.kept!r}, kept_in={self.kept_in!r})"\n return __repr__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __repr__(self):
@@ -1078,14 +1078,16 @@ def __create_fn__(_type_name, _type_value, MISSING, _HAS_DEFAULT_FACTORY, __data
  return __init__
 TEXTS["def __create_fn__(_type_name, _type_value, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,name:_type_name,value:_type_value)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'value',value)\n return __init__"] = __create_fn__.__code__
 
-def __create_fn__(_type_out, _type_written, _type_removed, _type_unchanged, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_written, _dflt_removed, _dflt_unchanged, _return_type):
- def __init__(self,out:_type_out,written:_type_written=_HAS_DEFAULT_FACTORY,removed:_type_removed=_HAS_DEFAULT_FACTORY,unchanged:_type_unchanged=_HAS_DEFAULT_FACTORY)->_return_type:
+def __create_fn__(_type_out, _type_written, _type_removed, _type_unchanged, _type_kept, _type_kept_in, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_written, _dflt_removed, _dflt_unchanged, _dflt_kept, _dflt_kept_in, _return_type):
+ def __init__(self,out:_type_out,written:_type_written=_HAS_DEFAULT_FACTORY,removed:_type_removed=_HAS_DEFAULT_FACTORY,unchanged:_type_unchanged=_HAS_DEFAULT_FACTORY,kept:_type_kept=_HAS_DEFAULT_FACTORY,kept_in:_type_kept_in=_dflt_kept_in)->_return_type:
   self.out=out
   self.written=_dflt_written() if written is _HAS_DEFAULT_FACTORY else written
   self.removed=_dflt_removed() if removed is _HAS_DEFAULT_FACTORY else removed
   self.unchanged=_dflt_unchanged() if unchanged is _HAS_DEFAULT_FACTORY else unchanged
+  self.kept=_dflt_kept() if kept is _HAS_DEFAULT_FACTORY else kept
+  self.kept_in=kept_in
  return __init__
-TEXTS['def __create_fn__(_type_out, _type_written, _type_removed, _type_unchanged, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_written, _dflt_removed, _dflt_unchanged, _return_type):\n def __init__(self,out:_type_out,written:_type_written=_HAS_DEFAULT_FACTORY,removed:_type_removed=_HAS_DEFAULT_FACTORY,unchanged:_type_unchanged=_HAS_DEFAULT_FACTORY)->_return_type:\n  self.out=out\n  self.written=_dflt_written() if written is _HAS_DEFAULT_FACTORY else written\n  self.removed=_dflt_removed() if removed is _HAS_DEFAULT_FACTORY else removed\n  self.unchanged=_dflt_unchanged() if unchanged is _HAS_DEFAULT_FACTORY else unchanged\n return __init__'] = __create_fn__.__code__
+TEXTS['def __create_fn__(_type_out, _type_written, _type_removed, _type_unchanged, _type_kept, _type_kept_in, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_written, _dflt_removed, _dflt_unchanged, _dflt_kept, _dflt_kept_in, _return_type):\n def __init__(self,out:_type_out,written:_type_written=_HAS_DEFAULT_FACTORY,removed:_type_removed=_HAS_DEFAULT_FACTORY,unchanged:_type_unchanged=_HAS_DEFAULT_FACTORY,kept:_type_kept=_HAS_DEFAULT_FACTORY,kept_in:_type_kept_in=_dflt_kept_in)->_return_type:\n  self.out=out\n  self.written=_dflt_written() if written is _HAS_DEFAULT_FACTORY else written\n  self.removed=_dflt_removed() if removed is _HAS_DEFAULT_FACTORY else removed\n  self.unchanged=_dflt_unchanged() if unchanged is _HAS_DEFAULT_FACTORY else unchanged\n  self.kept=_dflt_kept() if kept is _HAS_DEFAULT_FACTORY else kept\n  self.kept_in=kept_in\n return __init__'] = __create_fn__.__code__
 
 def __create_fn__(_type_path, _type_fd, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_fd, _return_type):
  def __init__(self,path:_type_path,fd:_type_fd=_dflt_fd)->_return_type:
