@@ -142,6 +142,10 @@ def test_quick_start_apply_verify_plan_destroy_in_the_sandbox(tmp_path: Path) ->
     assert _none_left(work) == []  # no server or plugin outlives the commands
     r = _cli("sandbox", "reset", "-o", str(work), env=env)
     assert r.returncode == 0 and "emptied" in r.stdout
+    # the way back is named (second fresh-user review: verify and destroy then failed with
+    # hints about kubeconfig and the recipe)
+    assert f"mldiag-provision apply RECIPE -o {work} --sandbox` to recreate them" in \
+        " ".join(r.stdout.split()), r.stdout
     assert _ls(work, env) == []
     assert (REPO_ROOT / RECIPE).read_bytes() == recipe_before  # the recipe stays as written
 

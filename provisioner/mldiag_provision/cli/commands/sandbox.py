@@ -71,7 +71,10 @@ def run(args: argparse.Namespace, out: Console) -> int:
         else:
             out.print(f"SANDBOX {root}: emptied ({removed} object(s) removed); the stack's "
                       "Terraform state still lists what it applied, so its next plan "
-                      "creates it again")
+                      "creates it again, and verify or destroy now fail on the missing "
+                      "objects: run `mldiag-provision apply RECIPE -o "
+                      f"{workdir} --sandbox` to recreate them, then destroy; to start over, "
+                      "use a new -o DIR")
         return 0
     entries = inventory(workdir)
     if args.output == "json":
