@@ -27,16 +27,23 @@ def history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A repository holding the fixture fleet under recipes/, the tool's pyproject.toml and
     a shared constraints file, committed on main; HEAD is a branch `change` off it."""
     root = tmp_path / "fleet"
-    shutil.copytree(REPO, root / "recipes")
+    root.mkdir()
     (root / "pyproject.toml").write_text('[project]\nname = "x"\n')
     (root / "constraints.txt").write_text("mldiag-provision==0.1.0\n")
+    fleet_repository(root)
+    monkeypatch.chdir(root)
+    return root
+
+
+def fleet_repository(root: Path) -> Path:
+    """``root`` (made if missing, its files kept) as a git repository holding the fixture
+    fleet under recipes/, committed on main; HEAD is a branch ``change`` off it."""
+    shutil.copytree(REPO, root / "recipes")
     git(root, "init", "-q", "-b", "main")
     git(root, "config", "user.email", "t@example.com")
     git(root, "config", "user.name", "t")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "base")
+    commit(root, "base")
     git(root, "checkout", "-qb", "change")
-    monkeypatch.chdir(root)
     return root
 
 

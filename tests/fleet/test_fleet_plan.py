@@ -13,20 +13,14 @@ from pathlib import Path
 
 import pytest
 from tests.cli_support import run_cli
-from tests.fleet.test_fleet_matrix import REPO, commit, git
+from tests.fleet.test_fleet_matrix import commit, fleet_repository
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
 
 
 @pytest.fixture
 def history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    root = tmp_path / "fleet"
-    shutil.copytree(REPO, root / "recipes")
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.email", "t@example.com")
-    git(root, "config", "user.name", "t")
-    commit(root, "base")
-    git(root, "checkout", "-qb", "change")
+    root = fleet_repository(tmp_path / "fleet")
     monkeypatch.chdir(root)
     return root
 

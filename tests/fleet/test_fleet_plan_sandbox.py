@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from tests.cli_support import run_cli
-from tests.fleet.test_fleet_matrix import REPO, commit, git
+from tests.fleet.test_fleet_matrix import commit, fleet_repository
 from tests.stack_support import terraform_binary
 
 pytestmark = [pytest.mark.terraform,
@@ -33,13 +33,7 @@ EVAL = "recipes/gamma/team-l/eval.yaml"
 def history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     if terraform_binary() is None:
         pytest.skip("terraform is not on PATH (MLDIAG_ALLOW_NO_TERRAFORM=1)")
-    root = tmp_path / "fleet"
-    shutil.copytree(REPO, root / "recipes")
-    git(root, "init", "-q", "-b", "main")
-    git(root, "config", "user.email", "t@example.com")
-    git(root, "config", "user.name", "t")
-    commit(root, "base")
-    git(root, "checkout", "-qb", "change")
+    root = fleet_repository(tmp_path / "fleet")
     monkeypatch.chdir(root)
     monkeypatch.delenv("MLDIAG_SANDBOX", raising=False)
     return root
