@@ -19,6 +19,7 @@ from pydantic import ValidationError as ModelError
 
 from mldiag_provision.recipe import validator
 from mldiag_provision.recipe.model import Recipe
+from recipe_mutation import random_place
 
 RECIPES = sorted((Path(__file__).resolve().parents[2] / "recipes").glob("*.yaml"))
 
@@ -63,15 +64,7 @@ SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-5, 100), st.floats(al
 def test_mutated_examples_give_the_same_errors(data: st.DataObject) -> None:
     base = yaml.safe_load(data.draw(st.sampled_from(RECIPES)).read_text(encoding="utf-8"))
     # replace one value somewhere in the recipe with an arbitrary scalar, or add a key
-    node, path = base, []
-    while isinstance(node, (dict, list)) and node and data.draw(st.booleans()):
-        key = data.draw(st.sampled_from(list(node) if isinstance(node, dict)
-                                        else list(range(len(node)))))
-        path.append(key)
-        node = node[key]
-    target = base
-    for key in path[:-1]:
-        target = target[key]
+    node, path, target = random_place(data, base)
     if path and data.draw(st.booleans()):
         target[path[-1]] = data.draw(SCALARS)
     elif isinstance(node, dict):

@@ -16,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mldiag_provision.recipe import validator
+from recipe_mutation import random_place
 
 ROOT = Path(__file__).resolve().parents[2]
 RECIPES = sorted((ROOT / "recipes").glob("*.yaml"))
@@ -103,15 +104,7 @@ SCALARS = st.one_of(st.none(), st.booleans(), st.integers(-5, 10**20),
 @given(st.data())
 def test_mutated_recipes_agree_or_go_to_pydantic_core(data: st.DataObject) -> None:
     base = yaml.safe_load(data.draw(st.sampled_from(RECIPES)).read_text(encoding="utf-8"))
-    node, path = base, []
-    while isinstance(node, (dict, list)) and node and data.draw(st.booleans()):
-        key = data.draw(st.sampled_from(list(node) if isinstance(node, dict)
-                                        else list(range(len(node)))))
-        path.append(key)
-        node = node[key]
-    target = base
-    for key in path[:-1]:
-        target = target[key]
+    node, path, target = random_place(data, base)
     if path and data.draw(st.booleans()):
         target[path[-1]] = data.draw(SCALARS)
     elif path and data.draw(st.booleans()):
