@@ -1,4 +1,5 @@
-"""The sandbox API server's HTTP server (mldiag_provision/sandbox/apiserver.py ``_Server``):
+"""The sandbox doubles' HTTP server (mldiag_provision/sandbox/httpserve.py, used by the API
+server, the Google API stand-in and the Cloud Storage double):
 a client that hangs up mid-answer (an apply stopped with Ctrl-C, a closed kubectl) is not a
 traceback on the user's terminal; any other error in a request still is."""
 
@@ -9,7 +10,7 @@ from http.server import BaseHTTPRequestHandler
 
 import pytest
 
-from mldiag_provision.sandbox.apiserver import _Server
+from mldiag_provision.sandbox.httpserve import QuietServer as _Server
 
 
 @pytest.mark.parametrize("gone", [

@@ -69,26 +69,14 @@ import tempfile
 import threading
 import uuid
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlparse
 
 import yaml
 
-
-class _Server(ThreadingHTTPServer):
-    """The API server's HTTP server; a client that hangs up mid-answer (a command stopped
-    with Ctrl-C, a closed kubectl) ends its connection quietly instead of printing
-    socketserver's traceback on the user's terminal. Other errors are reported as before."""
-
-    def handle_error(self, request: Any, client_address: Any) -> None:
-        import sys
-
-        if isinstance(sys.exc_info()[1], (ConnectionError, ssl.SSLError, TimeoutError)):
-            return
-        super().handle_error(request, client_address)
-
+from mldiag_provision.sandbox.httpserve import QuietServer
 
 # --- resources -------------------------------------------------------------------------------
 
@@ -1277,7 +1265,7 @@ class ApiServer:
         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         ctx.load_cert_chain(cert_file)
         cert_file.unlink()
-        self.httpd = _Server((host, port), self._handler())
+        self.httpd = QuietServer((host, port), self._handler())
         self.httpd.daemon_threads = True
         self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True,
                                             do_handshake_on_connect=False)

@@ -43,10 +43,12 @@ import os
 import secrets
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlparse
+
+from mldiag_provision.sandbox.httpserve import QuietServer
 
 
 def put_object(cloud: Path, bucket: str, name: str, data: bytes = b"x") -> Path:
@@ -378,7 +380,7 @@ class GcsStandIn:
             def do_DELETE(self) -> None:
                 self._route("DELETE")
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = QuietServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
