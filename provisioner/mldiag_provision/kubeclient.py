@@ -218,8 +218,10 @@ def check_kubeconfig(path: str | None) -> None:
             raise UsageError(f"kubeconfig {p}: cannot be read ({exc.strerror})",
                              hint=hint) from None
         except UnicodeDecodeError as exc:
-            raise UsageError(f"kubeconfig {p}: not UTF-8 text (byte {exc.start})",
-                             hint=hint) from None
+            from mldiag_provision.errors import not_utf8
+
+            bad = not_utf8(str(p), raw, exc, "a kubeconfig")
+            raise UsageError(f"kubeconfig {bad.message}", hint=bad.hint) from None
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f" at line {mark.line + 1}" if mark is not None else ""

@@ -95,6 +95,8 @@ KUBECONFIGS = {
     "clusters-not-a-list": ("clusters: 3\n", "clusters must be a list"),
     "cluster-entry-not-a-mapping": ("clusters: [1]\n", "clusters[0] must be a mapping"),
     "not-utf8": (b"a: \xff\n", "not UTF-8"),
+    # line and column of the first bad byte, as for recipes and manifests (errors.not_utf8)
+    "not-utf8-second-line": (b"apiVersion: v1\nkind: Conf\xe9g\n", ":2:11: not UTF-8 text"),
 }
 
 
