@@ -266,3 +266,30 @@ def test_plan_result_of_the_saved_preview_keeps_dangers(tmp_path: Path) -> None:
     changes, _ = changes_from_preview(json.loads((tmp_path / PREVIEW_FILE).read_text()))
     again = PlanResult(has_changes=True, summary=plan.summary, changes=changes)
     assert again.dangers == plan.dangers
+
+
+def test_terraform_unit_reads_the_saved_plan_through_its_runner(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``terraform show -json`` of ``.mldiag/tfplan`` runs through the runner it is given (the
+    process seam), in the stage directory, and its document comes back unchanged."""
+    from mldiag_provision import engines
+    from mldiag_provision.runner import RecordingRunner
+
+    unit = engines.get("terraform")
+    monkeypatch.setenv("MLDIAG_TERRAFORM", str(tmp_path / "no-terraform"))
+    # no saved plan: None, and terraform is not even looked for
+    assert unit.saved_plan(tmp_path, RecordingRunner()) is None
+    monkeypatch.setenv("MLDIAG_TERRAFORM", sys.executable)
+    (tmp_path / ".mldiag").mkdir()
+    (tmp_path / ".mldiag" / "tfplan").write_bytes(b"stand-in")
+    show = _terraform_show()
+    runner = RecordingRunner(responder=lambda argv, cwd: (0, json.dumps(show, indent=1)))
+    assert unit.saved_plan(tmp_path, runner) == show
+    [call] = runner.calls
+    assert call.argv[1:] == ("show", "-json", "-no-color", ".mldiag/tfplan")
+    assert call.cwd == tmp_path.resolve()
+    for answer, why in (((1, ""), "terraform show"), ((0, "not json"), "is not JSON"),
+                        ((0, "[]"), "is not a JSON object")):
+        with pytest.raises(EngineError) as info:
+            unit.saved_plan(tmp_path, RecordingRunner(responder=lambda a, c, r=answer: r))
+        assert why in info.value.message, info.value.message

@@ -233,9 +233,15 @@ def changes_from_preview(doc: Mapping[str, Any]) -> tuple[list[ResourceChange],
     def state(s: Any) -> tuple[Any, Any] | None:
         return (s.get("inputs"), s.get("outputs")) if isinstance(s, dict) else None
 
-    return _changes((str(s.get("op", "")), str(s.get("urn", "")),
-                     str((s.get("newState") or s.get("oldState") or {}).get("type")
-                         or _urn_type(str(s.get("urn", "")))),
+    def token(step: dict[str, Any]) -> str:
+        """The type token: the states carry it (``apitype.ResourceV3.type``), else the URN."""
+        for key in ("newState", "oldState"):
+            st = step.get(key)
+            if isinstance(st, dict) and st.get("type"):
+                return str(st["type"])
+        return _urn_type(str(step.get("urn", "")))
+
+    return _changes((str(s.get("op", "")), str(s.get("urn", "")), token(s),
                      state(s.get("oldState")), state(s.get("newState")),
                      s.get("replaceReasons"), s.get("diffReasons")) for s in raw)
 
