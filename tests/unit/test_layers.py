@@ -21,6 +21,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 PACKAGE = REPO / "provisioner" / "mldiag_provision"
 CONTRACT = "mldiag_provision layers (cli on top, leaf utilities at the bottom)"
+POLICY_CONTRACT = "the policy gate imports no engine"
 
 _RUN = ("import sys\nfrom importlinter.cli import lint_imports_command\n"
         "sys.exit(lint_imports_command())")
@@ -79,6 +80,18 @@ def test_the_package_keeps_the_layers(copy: Path) -> None:
     proc = _lint(copy / "src", copy / "pyproject.toml")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert f"{CONTRACT} KEPT" in proc.stdout
+    assert f"{POLICY_CONTRACT} KEPT" in proc.stdout
+
+
+def test_the_policy_gate_running_an_engine_breaks_its_contract(copy: Path) -> None:
+    """policy sits above engines in the layers, so only the forbidden contract stops the
+    gate from running an engine's tool itself (as it ran ``terraform show`` before)."""
+    root = _plant(copy, "policy/inputs.py", "\n\ndef _planted() -> None:\n"
+                  "    from mldiag_provision.engines.terraform import PLAN_FILE  # noqa\n")
+    proc = _lint(root / "src", root / "pyproject.toml")
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert f"{POLICY_CONTRACT} BROKEN" in proc.stdout and f"{CONTRACT} KEPT" in proc.stdout
+    assert "mldiag_provision.policy.inputs -> mldiag_provision.engines.terraform" in proc.stdout
 
 
 @pytest.mark.parametrize(("module", "planted", "arrow"), [

@@ -327,6 +327,7 @@ def test_engine_units_are_complete() -> None:
         assert unit.kinds.cluster and unit.kinds.kept
         assert unit.by_hand.project and unit.by_hand.cluster
         assert "{name}" in unit.by_hand.output and "{name}" in unit.by_hand.output_raw
+        assert callable(unit.saved_plan)  # policy --plan reads every engine's saved plan
 
 
 def test_stack_readme_takes_the_engine_by_hand_steps(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -393,6 +393,19 @@ modules/, the renderer's :class:`RenderKit`) -> the engine's files of the stack,
 path -> bytes. A pure function: it reads the data root and writes nothing."""
 
 
+SavedPlanReader = Callable[[Path, "CommandRunner"], "dict[str, Any] | None"]
+"""(stage directory, the runner its tool runs through) -> the plan ``mldiag-provision plan``
+saved in that stage, as the policy gate reads it: a document whose ``resource_changes`` are in
+``terraform show -json``'s shape (each ``{"address", "type", "change": {"actions", "before",
+"after"}}``, Terraform type names; https://developer.hashicorp.com/terraform/internals/json-format)
+with whatever else the engine's own format holds; None when the stage holds no saved plan.
+Writes nothing.
+
+Raises:
+  EngineError: the saved plan cannot be read (the tool failed, or the file is not its
+    format), or the engine's tool is missing while a saved plan is there."""
+
+
 @dataclass(frozen=True)
 class ByHand:
     """The shell lines a person runs to apply a stack by hand (the stack's README.md).
@@ -429,6 +442,8 @@ class EngineUnit:
         root: ``blueprints/...``, ``modules/...``) :attr:`render` reads for it; the tests
         check that each exists for every blueprint that lists the engine.
       by_hand: the commands the stack README shows for applying it by hand.
+      saved_plan: a stage's saved plan as the policy gate reads it (:data:`SavedPlanReader`;
+        ``policy --plan``).
     """
 
     name: str
@@ -441,6 +456,7 @@ class EngineUnit:
     make: EngineFactory
     sources: Callable[[Mapping[str, Any]], list[str]]
     by_hand: ByHand
+    saved_plan: SavedPlanReader
 
     def has(self, capability: EngineCapability) -> bool:
         """Whether this engine has ``capability``."""

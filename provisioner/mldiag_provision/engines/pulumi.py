@@ -12,6 +12,14 @@ driven through Pulumi's Automation API (``pulumi.automation``), which runs the `
   * ``apply``: ``up`` (or ``destroy``). Pulumi has no saved plan by default (update plans are
     experimental), so ``up`` previews again and applies that: :data:`EngineCapability.PLAN_FILE`
     is not claimed;
+  * the saved preview: ``plan`` also writes each stage's preview to
+    ``<stage>/.mldiag/pulumi-preview.json`` (:data:`PREVIEW_FILE`) in the shape of
+    ``pulumi preview --json`` (so a person may write it by hand with that command instead), and
+    ``apply`` removes it; the policy gate reads it (``policy DIR --plan``,
+    :func:`saved_plan_document`). Not an update plan (``pulumi preview --save-plan``): those are
+    experimental (``PULUMI_EXPERIMENTAL=true``, https://www.pulumi.com/docs/concepts/update-plans/)
+    and record each resource's planned input diff, not its values before (``GoalV1.inputDiff``
+    of pulumi/pulumi sdk/go/common/apitype/plan.go);
   * ``outputs``: the stack outputs, ``{"value", "sensitive"}`` like Terraform's.
 
 The ``pulumi`` CLI is not a Python package (its npm/pip-less installers download a binary):
@@ -21,6 +29,7 @@ when it is missing every command says so in one line with how to install it
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -57,6 +66,8 @@ INSTALL_HINT = ("install the Pulumi CLI (https://www.pulumi.com/docs/iac/downloa
 SDK_HINT = "pip install 'mldiag-provision[pulumi]' (pulumi, pulumi-gcp, pulumi-kubernetes)"
 STACK = "default"
 STATE_DIR = ".mldiag/pulumi-state"
+# the preview ``plan`` saved in a stage directory, for the policy gate (module docstring)
+PREVIEW_FILE = ".mldiag/pulumi-preview.json"
 
 
 @cache
@@ -120,39 +131,119 @@ _OPS = {"create": "create", "update": "update", "delete": "delete", "replace": "
         "import-replacement": "replace", "discard": "delete", "discard-replaced": "replace"}
 
 
-def changes_from_events(events: Iterable[Any]) -> tuple[list[ResourceChange],
-                                                         list[ResourceChange]]:
-    """(changes, drift) of a preview from its engine events: one :class:`ResourceChange` per
-    resource (a replacement's several steps are one ``replace``), named by its logical name
-    (the Terraform address) and typed by its Terraform type; provider resources and the stack
-    itself are left out. ``refresh`` steps that found a difference are the drift."""
+def _state(state: Any) -> dict[str, Any] | None:
+    """A step's old/new resource state from an engine event, as ``pulumi preview --json``
+    writes it (``apitype.ResourceV3``: ``urn``, ``custom``, ``type``, ``inputs``,
+    ``outputs``; secrets are already ``"[secret]"`` in the events)."""
+    if state is None:
+        return None
+    return {"urn": state.urn, "custom": bool(state.custom), "type": str(state.type),
+            "inputs": dict(state.inputs or {}), "outputs": dict(state.outputs or {})}
+
+
+def preview_step(ev: Any) -> dict[str, Any] | None:
+    """One engine event as a step of ``pulumi preview --json`` (``op``, ``urn``,
+    ``provider``, ``oldState``, ``newState``, ``diffReasons``, ``replaceReasons``: the
+    ``previewStep`` of pulumi/pulumi pkg/backend/display/json.go, ShowPreviewDigest); None for
+    an event that is not a step (only ``resourcePreEvent`` is)."""
+    pre = getattr(ev, "resource_pre_event", None)
+    if pre is None or pre.metadata is None:
+        return None
+    md = pre.metadata
+    step: dict[str, Any] = {"op": str(getattr(md.op, "value", md.op)), "urn": md.urn,
+                            "provider": md.provider or ""}
+    for key, state in (("oldState", md.old), ("newState", md.new)):
+        doc = _state(state)
+        if doc is not None:
+            step[key] = doc
+    if md.diffs:
+        step["diffReasons"] = [str(k) for k in md.diffs]
+    if md.keys:
+        step["replaceReasons"] = [str(k) for k in md.keys]
+    return step
+
+
+def _urn_type(urn: str) -> str:
+    """The type token of a URN ``urn:pulumi:STACK::PROJECT::[PARENT$]TYPE::NAME``."""
+    parts = urn.split("::")
+    return parts[2].rsplit("$", 1)[-1] if len(parts) >= 4 else ""
+
+
+def _changes(steps: Iterable[tuple[str, str, str, Any, Any, Any, Any]]
+             ) -> tuple[list[ResourceChange], list[ResourceChange]]:
+    """(changes, drift) from steps ``(op, urn, type token, old state, new state, replace
+    keys, diff keys)``, each state None or with ``inputs``/``outputs``."""
     changes: dict[str, ResourceChange] = {}
     drift: list[ResourceChange] = []
-    for ev in events:
-        pre = getattr(ev, "resource_pre_event", None)
-        if pre is None or pre.metadata is None:
-            continue
-        md = pre.metadata
-        ptype = str(md.type)
+    for op, urn, ptype, old, new, keys, diffs in steps:
         if ptype.startswith("pulumi:providers:") or ptype == "pulumi:pulumi:Stack":
             continue
-        op = str(getattr(md.op, "value", md.op))
-        address = _name(md.urn)
+        address = _name(urn)
         rtype = PULUMI_TO_TERRAFORM.get(ptype, ptype)
-        before = snake_tree(md.old.outputs or md.old.inputs or {}) if md.old else None
-        after = snake_tree(md.new.inputs or {}) if md.new else None
+        before = snake_tree(old[1] or old[0] or {}) if old is not None else None
+        after = snake_tree(new[0] or {}) if new is not None else None
         if op == "refresh":
-            if md.diffs:
+            if diffs:
                 drift.append(ResourceChange(address, rtype, "update", before, after))
             continue
         action = _OPS.get(op, op)
         prev = changes.get(address)
         if prev is not None and prev.action == "replace":
             continue
-        paths = tuple(str(k) for k in (md.keys or ())) if action == "replace" else ()
+        paths = tuple(str(k) for k in (keys or ())) if action == "replace" else ()
         changes[address] = ResourceChange(address, rtype, action, before, after,
                                           replace_paths=paths)
     return list(changes.values()), drift
+
+
+def changes_from_events(events: Iterable[Any]) -> tuple[list[ResourceChange],
+                                                         list[ResourceChange]]:
+    """(changes, drift) of a preview from its engine events: one :class:`ResourceChange` per
+    resource (a replacement's several steps are one ``replace``), named by its logical name
+    (the Terraform address) and typed by its Terraform type; provider resources and the stack
+    itself are left out. ``refresh`` steps that found a difference are the drift."""
+    def steps() -> Iterable[tuple[str, str, str, Any, Any, Any, Any]]:
+        for ev in events:
+            pre = getattr(ev, "resource_pre_event", None)
+            if pre is None or pre.metadata is None:
+                continue
+            md = pre.metadata
+            yield (str(getattr(md.op, "value", md.op)), md.urn, str(md.type),
+                   (md.old.inputs, md.old.outputs) if md.old else None,
+                   (md.new.inputs, md.new.outputs) if md.new else None, md.keys, md.diffs)
+    return _changes(steps())
+
+
+def changes_from_preview(doc: Mapping[str, Any]) -> tuple[list[ResourceChange],
+                                                           list[ResourceChange]]:
+    """(changes, drift) of a ``pulumi preview --json`` document (``{"steps": [...], ...}``,
+    https://www.pulumi.com/docs/iac/cli/commands/pulumi_preview/ ``--json``; each step as
+    :func:`preview_step` writes it), the same as :func:`changes_from_events` makes of the
+    preview's events.
+
+    Raises:
+      ValueError: ``doc`` has no list of step objects.
+    """
+    raw = doc.get("steps")
+    if raw is None:
+        raw = []
+    if not isinstance(raw, list) or not all(isinstance(s, dict) for s in raw):
+        raise ValueError("its 'steps' is not a list of objects")
+
+    def state(s: Any) -> tuple[Any, Any] | None:
+        return (s.get("inputs"), s.get("outputs")) if isinstance(s, dict) else None
+
+    def token(step: dict[str, Any]) -> str:
+        """The type token: the states carry it (``apitype.ResourceV3.type``), else the URN."""
+        for key in ("newState", "oldState"):
+            st = step.get(key)
+            if isinstance(st, dict) and st.get("type"):
+                return str(st["type"])
+        return _urn_type(str(step.get("urn", "")))
+
+    return _changes((str(s.get("op", "")), str(s.get("urn", "")), token(s),
+                     state(s.get("oldState")), state(s.get("newState")),
+                     s.get("replaceReasons"), s.get("diffReasons")) for s in raw)
 
 
 def summarize(changes: Iterable[ResourceChange]) -> PlanSummary:
@@ -333,8 +424,23 @@ class PulumiEngine:
             raise self._fail("pulumi preview", exc, events) from None
         changes, drift = changes_from_events(events)
         summary = summarize(changes)
+        self._save_preview(events)
         return PlanResult(has_changes=summary.total > 0, summary=summary, changes=changes,
                           destroy=destroy, drift=drift)
+
+    def _save_preview(self, events: Iterable[Any]) -> None:
+        """Write the preview to :data:`PREVIEW_FILE` as ``pulumi preview --json`` would
+        (``steps``, and ``changeSummary`` from the summary event) for the policy gate."""
+        steps = [step for ev in events if (step := preview_step(ev)) is not None]
+        doc: dict[str, Any] = {"steps": steps}
+        for ev in events:
+            summary = getattr(ev, "summary_event", None)
+            if summary is not None:
+                doc["changeSummary"] = dict(summary.resource_changes or {})
+        from mldiag_provision import ondisk
+
+        ondisk.write_state(self.workdir / PREVIEW_FILE,
+                           (json.dumps(doc, indent=2, sort_keys=True) + "\n").encode())
 
     def apply(self, plan: PlanResult, *, progress: ProgressHandler | None = None,
               ) -> ApplyResult:
@@ -352,6 +458,7 @@ class PulumiEngine:
         except Exception as exc:
             raise self._fail("pulumi destroy" if plan.destroy else "pulumi up", exc,
                              events) from None
+        (self.workdir / PREVIEW_FILE).unlink(missing_ok=True)  # applied: the preview is old
         counts = dict((res.summary.resource_changes or {}) if res.summary else {})
         summary = PlanSummary(create=counts.get("create", 0), update=counts.get("update", 0),
                               replace=counts.get("replace", 0), delete=counts.get("delete", 0))
@@ -410,6 +517,44 @@ def translate(text: str) -> tuple[str, str] | None:
     return google_translate(text)
 
 
+# a change's action as ``terraform show -json`` lists it (change.actions)
+_TERRAFORM_ACTIONS = {"create": ["create"], "update": ["update"], "delete": ["delete"],
+                      "replace": ["delete", "create"], "read": ["read"], "no-op": ["no-op"]}
+
+
+def saved_plan_document(workdir: Path, runner: CommandRunner) -> dict[str, Any] | None:
+    """The preview ``plan`` saved in the stage ``workdir`` (:data:`PREVIEW_FILE`, or the same
+    file written by ``pulumi preview --json``) as the policy gate reads a plan:
+    ``{"resource_changes": [{"address", "type", "change": {"actions", "before", "after"}}],
+    "pulumi_preview": the file's document}``, each change typed with its Terraform name
+    (data/pulumi_types.yaml) and its values with Terraform's attribute names
+    (:func:`snake_tree`), as the engine reports plans; None when the file is not there.
+    Nothing runs (``runner`` is not used: the preview is already saved), so neither the
+    pulumi CLI nor its SDK is needed.
+
+    Raises:
+      EngineError: the file cannot be read or is not a ``pulumi preview --json`` document.
+    """
+    path = workdir / PREVIEW_FILE
+    if not path.is_file():
+        return None
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(doc, dict):
+            raise ValueError("not a JSON object")
+        changes, _ = changes_from_preview(doc)
+    except (OSError, ValueError) as exc:
+        raise EngineError(f"cannot read the saved Pulumi preview {path}: {exc}",
+                          hint="re-run `mldiag-provision plan RECIPE -o DIR` (or, in that "
+                               "directory, `pulumi preview --json > " + PREVIEW_FILE + "`)"
+                          ) from None
+    return {"resource_changes": [
+        {"address": c.address, "type": c.type,
+         "change": {"actions": _TERRAFORM_ACTIONS.get(c.action, [c.action]),
+                    "before": c.before, "after": c.after}} for c in changes],
+        "pulumi_preview": doc}
+
+
 def _make(workdir: Path, runner: CommandRunner, keep_fds: Iterable[int]) -> PulumiEngine:
     return PulumiEngine(workdir, runner, keep_fds=keep_fds)
 
@@ -452,4 +597,5 @@ UNIT = EngineUnit(
                    cluster=("(cd agents && pulumi stack select --create default && pulumi up)",),
                    output="pulumi stack output {name}",
                    output_raw="pulumi stack output {name}"),
+    saved_plan=saved_plan_document,
 )

@@ -586,6 +586,33 @@ class TerraformEngine:
             doc = {}  # a dry run records the command and has no plan to read
         return parse_plan_json(doc, plan_file=plan_file, destroy=destroy)
 
+    def saved_plan(self) -> dict[str, Any] | None:
+        """The plan :meth:`plan` saved here (:data:`PLAN_FILE`) as ``terraform show -json``
+        gives it (https://developer.hashicorp.com/terraform/internals/json-format), unchanged;
+        None when there is none. Run through the runner without the provider pool (one short
+        read); the runner keeps the JSON's sensitive values out of its log.
+
+        Raises:
+          EngineError: ``terraform show`` fails or does not print one JSON document.
+        """
+        if not (self.workdir / PLAN_FILE).is_file():
+            return None
+        result = self._run(["show", "-json", "-no-color", PLAN_FILE],
+                           "terraform show (saved plan, policy gate)", capture=True,
+                           sensitive_json=True)
+        if result.returncode != 0:
+            raise self._fail("terraform show", result, [])
+        try:
+            doc = json.loads(result.stdout or "")
+        except ValueError as exc:
+            raise EngineError(f"terraform show -json of {self.workdir / PLAN_FILE} is not JSON "
+                              f"({exc})", hint="re-run `mldiag-provision plan RECIPE -o DIR`"
+                              ) from None
+        if not isinstance(doc, dict):
+            raise EngineError(f"terraform show -json of {self.workdir / PLAN_FILE} is not a "
+                              "JSON object", hint="re-run `mldiag-provision plan RECIPE -o DIR`")
+        return doc
+
     # -- apply ---------------------------------------------------------------------------------
     def apply(self, plan: PlanResult, *, progress: ProgressHandler | None = None,
               ) -> ApplyResult:
@@ -828,6 +855,14 @@ def _make(workdir: Path, runner: CommandRunner, keep_fds: Iterable[int]) -> Terr
     return TerraformEngine(workdir, runner, keep_fds=keep_fds)
 
 
+def _saved_plan(workdir: Path, runner: CommandRunner) -> dict[str, Any] | None:
+    """The stage's saved plan (:meth:`TerraformEngine.saved_plan`); without one, None and
+    terraform is not looked for."""
+    if not (workdir / PLAN_FILE).is_file():
+        return None
+    return TerraformEngine(workdir, runner).saved_plan()
+
+
 def _render(plan: StackPlan, manifest: Mapping[str, Any], root: Path,
             kit: RenderKit) -> dict[str, bytes]:
     from mldiag_provision.engines.terraform_files import terraform_files
@@ -860,4 +895,5 @@ UNIT = EngineUnit(
                             "terraform apply tfplan"),
                    cluster=("terraform -chdir=agents init", "terraform -chdir=agents apply"),
                    output="terraform output {name}", output_raw="terraform output -raw {name}"),
+    saved_plan=_saved_plan,
 )

@@ -11,7 +11,7 @@ Shape (every key always present)::
         "resources": [{"address", "module", "type", "name", "config"}],
         "manifests": {"k8s/workloads/x.yaml": [docs]},
         "external_waivers": [{"tool": "checkov", "check", "reason", "file"}]},
-     "plan": {...} | null,                   # `terraform show -json` of the saved plan(s)
+     "plan": {...} | null,                   # the saved plan(s), `terraform show -json`'s shape
      "params": {"required_labels": [], "allowed_regions": [], "allowed_zones": [],
                 "allow_deletes": []}}
 
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -225,38 +226,17 @@ def read_stack_dir(workdir: Path) -> dict[str, bytes]:
     return files
 
 
-def read_plans(workdir: Path) -> dict[str, Any] | None:
-    """The saved plans of the work directory (``.mldiag/tfplan``, ``agents/.mldiag/tfplan``,
-    written by ``mldiag-provision plan``) as ``terraform show -json`` gives them, merged:
-    ``{"resource_changes": [... each with "stage"], "stages": {"project": doc, ...}}``;
-    None when no saved plan exists. Nothing is written (the JSON holds sensitive values).
-
-    Raises:
-      PolicyError: ``terraform show`` fails on a saved plan (with its message).
-      UsageError: terraform is not installed (:func:`find_terraform`).
-    """
-    import subprocess
-
-    from mldiag_provision.engines.terraform import PLAN_FILE, find_terraform
-
-    stages: dict[str, Any] = {}
-    for stage, root in (("project", workdir), ("cluster", workdir / "agents")):
-        if not (root / PLAN_FILE).is_file():
-            continue
-        proc = subprocess.run([find_terraform(), "show", "-json", "-no-color", PLAN_FILE],
-                              cwd=root, capture_output=True, text=True, check=False)
-        try:
-            if proc.returncode != 0:
-                raise ValueError(" ".join(proc.stderr.split())[:300])
-            stages[stage] = json.loads(proc.stdout)
-        except ValueError as exc:
-            raise PolicyError(f"cannot read the saved plan {root / PLAN_FILE}: {exc}",
-                              hint="re-run `mldiag-provision plan RECIPE -o DIR`") from None
+def saved_plans_document(stages: Mapping[str, dict[str, Any]]) -> dict[str, Any] | None:
+    """``input.plan`` from the saved plans of a work directory's stages (stage name ->
+    the plan document its engine unit reads, :data:`~mldiag_provision.engines.SavedPlanReader`:
+    Terraform's ``terraform show -json`` of ``.mldiag/tfplan``, Pulumi's saved preview with
+    ``resource_changes`` in that shape), merged: ``{"resource_changes": [... each with
+    "stage"], "stages": {"project": doc, ...}}``; None when no stage has one."""
     if not stages:
         return None
     changes = [dict(rc, stage=stage) for stage, doc in stages.items()
                for rc in doc.get("resource_changes", [])]
-    return {"resource_changes": changes, "stages": stages}
+    return {"resource_changes": changes, "stages": dict(stages)}
 
 
 _ACTIONS = {"create": ["create"], "update": ["update"], "delete": ["delete"],

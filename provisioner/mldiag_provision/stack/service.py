@@ -233,6 +233,28 @@ class Stack:
             self._engines[stage.name] = unit.make(stage.path, self._runner, keep)
         return self._engines[stage.name]
 
+    def saved_plans(self) -> dict[str, dict[str, Any]]:
+        """The plan ``plan`` saved in each engine-driven stage, as the stack's engine unit
+        reads it (:data:`~mldiag_provision.engines.SavedPlanReader`): stage name -> document,
+        in apply order, stages without a saved plan left out. Only reads: needs no lock and
+        writes nothing (the tool runs without a log: a plan's JSON holds sensitive values).
+
+        Raises:
+          UnknownEngineError: no unit has the stack's engine.
+          EngineError: a saved plan cannot be read (or its engine's tool is missing).
+        """
+        from mldiag_provision.runner import CommandRunner
+
+        unit = self.engine_unit
+        runner = CommandRunner(None)
+        out: dict[str, dict[str, Any]] = {}
+        for stage in self.stages():
+            if stage.engine_driven:
+                doc = unit.saved_plan(stage.path, runner)
+                if doc is not None:
+                    out[str(stage.name)] = doc
+        return out
+
     def _progress(self, stage: Stage) -> Callable[[ProgressEvent], None]:
         return lambda ev: self._emit("resource", stage.name, event=ev)
 

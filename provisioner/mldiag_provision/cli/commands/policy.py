@@ -2,7 +2,8 @@
 
 RECIPE: preflight and render in memory (nothing is written), then evaluate the bundled Rego
 policies, the recipe's ``spec.policy.directories`` and every ``--policy DIR`` over the stack;
-with ``--plan -o DIR`` also over the saved plans in ``DIR`` (``terraform show -json``).
+with ``--plan -o DIR`` also over the saved plans in ``DIR``, as the stack's engine reads
+them (Terraform: ``terraform show -json``; Pulumi: the preview ``plan`` saved).
 DIR: evaluate the stack rendered in DIR (settings from its ``.mldiag/policy.json``); with
 ``--plan`` also its saved plans. Exit 0 when no error-severity finding is left unwaived
 (``--strict``: no warning either), 1 otherwise, 2 for a broken policy or bad arguments.
@@ -163,11 +164,37 @@ def show_gate(result: Any, out: Console, workdir: Path, *, text: bool, verb: str
                          problems=[f.to_problem(str(workdir)) for f in result.errors])
 
 
+def saved_plans(workdir: Path) -> dict[str, Any]:
+    """``input.plan`` of the work directory: each stage's saved plan as the engine unit the
+    stack was rendered for reads it (``.mldiag/plan.json`` ``engine``; Terraform's ``terraform
+    show -json`` of ``.mldiag/tfplan``, Pulumi's saved preview), merged
+    (:func:`~mldiag_provision.policy.inputs.saved_plans_document`).
+
+    Raises:
+      UsageError: no stage holds a saved plan (run ``plan`` first), or the engine is unknown.
+      EngineError: a saved plan cannot be read.
+    """
+    from mldiag_provision.errors import UsageError
+    from mldiag_provision.policy.inputs import saved_plans_document
+    from mldiag_provision.stack.service import Stack
+
+    stack = Stack(workdir, NAME)  # only reads: no lock
+    try:
+        doc = saved_plans_document(stack.saved_plans())
+    finally:
+        stack.__exit__()
+    if doc is None:
+        raise UsageError(f"{workdir} holds no saved plan",
+                         hint="run `mldiag-provision plan RECIPE -o DIR` first: it saves the "
+                              f"plan of each stage (engine {stack.engine_name})")
+    return doc
+
+
 def run(args: argparse.Namespace, out: Console) -> int:
     from mldiag_provision.errors import ExitCode, UsageError
     from mldiag_provision.policy import report
     from mldiag_provision.policy.gate import run_gate, settings_for
-    from mldiag_provision.policy.inputs import read_plans, read_stack_dir, stack_document
+    from mldiag_provision.policy.inputs import read_stack_dir, stack_document
 
     target = Path(args.target)
     waive = _waivers(args.waive)
@@ -194,10 +221,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
         if workdir is None:
             raise UsageError("--plan with a recipe needs -o DIR (where `plan` saved it)",
                              hint=f"mldiag-provision policy {args.target} -o DIR --plan")
-        plan_doc = read_plans(workdir)
-        if plan_doc is None:
-            raise UsageError(f"{workdir} holds no saved plan",
-                             hint="run `mldiag-provision plan RECIPE -o DIR` first")
+        plan_doc = saved_plans(workdir)
     settings = settings_for(recipe, recipe_path, files, args.policy, waive)
     result = run_gate(lambda: stack_document(files), plan_doc, settings,
                       use_bundled=not args.no_default_policies)
