@@ -403,6 +403,116 @@ def paths_of_fields_v1(fv1: dict[str, Any] | None,
     return out
 
 
+_OWNABLE_METADATA = (("metadata", "labels"), ("metadata", "annotations"))
+
+
+def owned_paths(paths: set[tuple[str, ...]]) -> set[tuple[str, ...]]:
+    """The leaf paths among ``paths`` that a field manager can own: under ``metadata`` only
+    labels and annotations, never the identity fields (:data:`IGNORED_FIELDS`) nor status."""
+    return {p for p in paths if p not in IGNORED_FIELDS and p[:1] != ("status",)
+            and (p[:1] != ("metadata",) or p[:2] in _OWNABLE_METADATA)}
+
+
+def written_paths(obj: dict[str, Any], old: dict[str, Any] | None) -> set[tuple[str, ...]]:
+    """The leaf paths ``obj`` sets or changes against ``old`` (all of them when ``old`` is
+    None): what an Update writer comes to own."""
+    before = leaf_paths(old) if old else set()
+    return {p for p in leaf_paths(obj) if old is None or p not in before
+            or get_path(obj, p) != get_path(old, p)}
+
+
+def managed_fields_after(previous: list[dict[str, Any]], manager: str, operation: str,
+                         api_version: str, paths: set[tuple[str, ...]]) -> list[dict[str, Any]]:
+    """``metadata.managedFields`` after ``manager`` wrote ``paths`` with ``operation``: the
+    other entries give those paths up (an entry left owning nothing goes), the writer's own
+    entry is replaced by a fresh one (an Update that owns nothing adds none)."""
+    def mine(m: dict[str, Any]) -> bool:
+        return m.get("manager") == manager and m.get("operation") == operation
+
+    managed = [dict(m) for m in previous]
+    for m in managed:
+        if not mine(m):
+            m["fieldsV1"] = fields_v1(paths_of_fields_v1(m.get("fieldsV1")) - paths)
+    managed = [m for m in managed if m.get("fieldsV1") and not mine(m)]
+    if operation == "Apply" or paths:
+        managed.append({"manager": manager, "operation": operation,
+                        "apiVersion": api_version, "time": _now(),
+                        "fieldsType": "FieldsV1", "fieldsV1": fields_v1(paths)})
+    return managed
+
+
+def _stamp_identity(meta: dict[str, Any], obj: dict[str, Any],
+                    old: dict[str, Any] | None) -> None:
+    """uid, creationTimestamp and generation of a written object: new ones for a new object;
+    kept from ``old`` otherwise, the generation going up by one when anything but metadata
+    and status changed."""
+    if old is None:
+        meta["uid"] = str(uuid.uuid4())
+        meta["creationTimestamp"] = _now()
+        meta["generation"] = 1
+        return
+    for k in ("uid", "creationTimestamp"):
+        meta[k] = old["metadata"].get(k)
+    changed = {k: v for k, v in obj.items() if k not in ("metadata", "status")} != {
+        k: v for k, v in old.items() if k not in ("metadata", "status")}
+    meta["generation"] = int(old["metadata"].get("generation", 1)) + (1 if changed else 0)
+
+
+def _applies(m: dict[str, Any], manager: str) -> bool:
+    return m.get("manager") == manager and m.get("operation") == "Apply"
+
+
+def apply_conflicts(old: dict[str, Any], cfg: dict[str, Any], manager: str,
+                    applied: set[tuple[str, ...]]) -> tuple[list[tuple[Any, tuple[str, ...]]],
+                                                            set[tuple[str, ...]]]:
+    """What an apply of ``cfg`` by ``manager`` over the ``applied`` paths meets in ``old``:
+    the (other manager, path) pairs where it would change a value another manager owns, and
+    the paths this manager applied last time."""
+    conflicts = []
+    previous: set[tuple[str, ...]] = set()
+    for m in old["metadata"].get("managedFields") or []:
+        owned = paths_of_fields_v1(m.get("fieldsV1"))
+        if _applies(m, manager):
+            previous = owned
+            continue
+        for p in owned & applied:
+            if get_path(old, p) != get_path(cfg, p):
+                conflicts.append((m.get("manager"), p))
+    return conflicts, previous
+
+
+def applied_object(old: dict[str, Any], cfg: dict[str, Any], manager: str,
+                   applied: set[tuple[str, ...]],
+                   previous: set[tuple[str, ...]]) -> dict[str, Any]:
+    """``old`` with the ``applied`` fields of ``cfg`` set and the fields ``manager`` applied
+    before (``previous``) but no longer applies removed, unless another manager owns them."""
+    new = copy.deepcopy(old)
+    others: set[tuple[str, ...]] = set()
+    for m in old["metadata"].get("managedFields") or []:
+        if not _applies(m, manager):
+            others |= paths_of_fields_v1(m.get("fieldsV1"))
+    for p in previous - applied - others:  # fields this manager no longer applies
+        del_path(new, p)
+    for p in applied:
+        set_path(new, p, get_path(cfg, p))
+    return new
+
+
+def _conflict_error(req: Request, res: Resource,
+                    conflicts: list[tuple[Any, tuple[str, ...]]]) -> ApiError:
+    """The 409 Conflict of an apply that would take fields from other managers."""
+    lines = [f'conflict with "{mgr}": .{".".join(map(str, p))}'
+             for mgr, p in sorted(conflicts, key=str)]
+    n = len(lines)
+    return ApiError(409, "Conflict", f"Apply failed with {n} conflict"
+                    f"{'s' if n > 1 else ''}: " + "\n".join(lines),
+                    {"name": req.name, "group": res.group, "kind": res.plural,
+                     "causes": [{"reason": "FieldManagerConflict", "message":
+                                 f'conflict with "{mgr}"',
+                                 "field": "." + ".".join(map(str, p))}
+                                for mgr, p in conflicts]})
+
+
 # --- the store -------------------------------------------------------------------------------
 
 class ClusterView:
@@ -725,44 +835,24 @@ class Store:
     def _put(self, res: Resource, obj: dict[str, Any], manager: str, *,
              paths: set[tuple[str, ...]] | None = None, operation: str = "Update",
              old: dict[str, Any] | None = None) -> dict[str, Any]:
+        """Store ``obj`` as the new state of its object (``old`` its previous state, None for a
+        new one), written by ``manager`` with ``operation`` (Update or Apply): the metadata the
+        API server stamps, a namespace's defaults and the writer's managedFields entry over
+        ``paths`` (by default the leaves it set or changed). Returns the stored object."""
         self.rv += 1
         meta = obj.setdefault("metadata", {})
         meta["resourceVersion"] = str(self.rv)
-        if old is None:
-            meta["uid"] = str(uuid.uuid4())
-            meta["creationTimestamp"] = _now()
-            meta["generation"] = 1
-        else:
-            for k in ("uid", "creationTimestamp"):
-                meta[k] = old["metadata"].get(k)
-            changed = {k: v for k, v in obj.items() if k not in ("metadata", "status")} != {
-                k: v for k, v in old.items() if k not in ("metadata", "status")}
-            meta["generation"] = int(old["metadata"].get("generation", 1)) + (1 if changed else 0)
+        _stamp_identity(meta, obj, old)
         if res.plural == "namespaces":
             meta.setdefault("labels", {})["kubernetes.io/metadata.name"] = meta["name"]
             obj.setdefault("spec", {"finalizers": ["kubernetes"]})
             obj["status"] = {"phase": "Active"}
         obj["apiVersion"], obj["kind"] = res.group_version, res.kind
         # field ownership: the writer owns the leaves it set (or changed)
-        if paths is None:
-            before = leaf_paths(old) if old else set()
-            paths = {p for p in leaf_paths(obj) if old is None or p not in before
-                     or get_path(obj, p) != get_path(old, p)}
-        paths = {p for p in paths if p[:1] != ("metadata",) or p[:2] in (
-            ("metadata", "labels"), ("metadata", "annotations"))}
-        paths = {p for p in paths if p not in IGNORED_FIELDS and p[:1] != ("status",)}
-        managed = [dict(m) for m in (old or {}).get("metadata", {}).get("managedFields") or []]
-        for m in managed:
-            if m.get("manager") != manager or m.get("operation") != operation:
-                mine = paths_of_fields_v1(m.get("fieldsV1")) - paths
-                m["fieldsV1"] = fields_v1(mine)
-        managed = [m for m in managed if m.get("fieldsV1")
-                   and not (m.get("manager") == manager and m.get("operation") == operation)]
-        if operation == "Apply" or paths:
-            managed.append({"manager": manager, "operation": operation,
-                            "apiVersion": res.group_version, "time": _now(),
-                            "fieldsType": "FieldsV1", "fieldsV1": fields_v1(paths)})
-        meta["managedFields"] = managed
+        owned = owned_paths(written_paths(obj, old) if paths is None else paths)
+        meta["managedFields"] = managed_fields_after(
+            (old or {}).get("metadata", {}).get("managedFields") or [], manager, operation,
+            res.group_version, owned)
         self.objects.setdefault((res.group, res.plural), {})[
             (meta.get("namespace", ""), meta["name"])] = obj
         return obj
@@ -881,6 +971,25 @@ class Store:
         return self._write_existing(req, res, old, new, "patch")
 
     def _apply(self, req: Request, res: Resource, old: dict[str, Any] | None) -> dict[str, Any]:
+        """Server-side apply (a PATCH of type application/apply-patch+yaml): creates the object
+        when ``old`` is None; otherwise refuses (409 Conflict) to change a field another
+        manager owns unless ``force``, then merges the applied fields into ``old``."""
+        manager, cfg = self._apply_request(req, res)
+        applied = owned_paths(leaf_paths({k: v for k, v in cfg.items() if k != "status"}))
+        if old is None:
+            return self._apply_create(req, res, cfg, manager, applied)
+        conflicts, previous = apply_conflicts(old, cfg, manager, applied)
+        if conflicts and req.query.get("force") not in ("true", "True", "1"):
+            raise _conflict_error(req, res, conflicts)
+        new = applied_object(old, cfg, manager, applied, previous)
+        new["metadata"]["name"] = req.name
+        return self._write_existing(req, res, old, new, "patch", paths=applied,
+                                    operation="Apply", manager=manager)
+
+    @staticmethod
+    def _apply_request(req: Request, res: Resource) -> tuple[str, dict[str, Any]]:
+        """The field manager and the configuration of an apply request; ApiError 400 when the
+        manager is missing or the body is not an object of the URL's apiVersion and kind."""
         manager = req.query.get("fieldManager")
         if not manager:
             raise ApiError(400, "BadRequest", "PATCH requests with apply patch type must "
@@ -891,58 +1000,25 @@ class Store:
         if cfg.get("apiVersion") != res.group_version or cfg.get("kind") != res.kind:
             raise ApiError(400, "BadRequest", f"apiVersion and kind of an apply patch must be "
                            f"{res.group_version} and {res.kind}")
-        applied = leaf_paths({k: v for k, v in cfg.items() if k != "status"})
-        applied = {p for p in applied if p not in IGNORED_FIELDS and (
-            p[:1] != ("metadata",) or p[:2] in (("metadata", "labels"),
-                                                ("metadata", "annotations")))}
-        force = req.query.get("force") in ("true", "True", "1")
-        if old is None:
-            obj = copy.deepcopy(cfg)
-            obj.setdefault("metadata", {})["name"] = req.name
-            self._validate(res, obj, req.namespace)
-            self._field_validation(req, res, obj)
-            req.warnings += self.view.admit("patch", res, req.namespace, req.name, obj)
-            if res.namespaced:
-                self._namespace_exists(req.namespace)
-            obj.pop("status", None)
-            if req.query.get("dryRun") == "All":
-                return self._shape(res, obj)
-            out = self._put(res, obj, manager, paths=applied, operation="Apply")
-            self._after_write(res, out)
-            return self._shape(res, self._existing(res, req.namespace, req.name) or out)
-        conflicts = []
-        previous: set[tuple[str, ...]] = set()
-        for m in old["metadata"].get("managedFields") or []:
-            owned = paths_of_fields_v1(m.get("fieldsV1"))
-            if m.get("manager") == manager and m.get("operation") == "Apply":
-                previous = owned
-                continue
-            for p in owned & applied:
-                if get_path(old, p) != get_path(cfg, p):
-                    conflicts.append((m.get("manager"), p))
-        if conflicts and not force:
-            lines = [f'conflict with "{mgr}": .{".".join(map(str, p))}'
-                     for mgr, p in sorted(conflicts, key=str)]
-            n = len(lines)
-            raise ApiError(409, "Conflict", f"Apply failed with {n} conflict"
-                           f"{'s' if n > 1 else ''}: " + "\n".join(lines),
-                           {"name": req.name, "group": res.group, "kind": res.plural,
-                            "causes": [{"reason": "FieldManagerConflict", "message":
-                                        f'conflict with "{mgr}"',
-                                        "field": "." + ".".join(map(str, p))}
-                                       for mgr, p in conflicts]})
-        new = copy.deepcopy(old)
-        others: set[tuple[str, ...]] = set()
-        for m in old["metadata"].get("managedFields") or []:
-            if not (m.get("manager") == manager and m.get("operation") == "Apply"):
-                others |= paths_of_fields_v1(m.get("fieldsV1"))
-        for p in previous - applied - others:  # fields this manager no longer applies
-            del_path(new, p)
-        for p in applied:
-            set_path(new, p, get_path(cfg, p))
-        new["metadata"]["name"] = req.name
-        return self._write_existing(req, res, old, new, "patch", paths=applied,
-                                    operation="Apply", manager=manager)
+        return manager, cfg
+
+    def _apply_create(self, req: Request, res: Resource, cfg: dict[str, Any], manager: str,
+                      applied: set[tuple[str, ...]]) -> dict[str, Any]:
+        """An apply that creates its object: validated and admitted like a create, the
+        manager owning the ``applied`` fields."""
+        obj = copy.deepcopy(cfg)
+        obj.setdefault("metadata", {})["name"] = req.name
+        self._validate(res, obj, req.namespace)
+        self._field_validation(req, res, obj)
+        req.warnings += self.view.admit("patch", res, req.namespace, req.name, obj)
+        if res.namespaced:
+            self._namespace_exists(req.namespace)
+        obj.pop("status", None)
+        if req.query.get("dryRun") == "All":
+            return self._shape(res, obj)
+        out = self._put(res, obj, manager, paths=applied, operation="Apply")
+        self._after_write(res, out)
+        return self._shape(res, self._existing(res, req.namespace, req.name) or out)
 
     def delete(self, req: Request) -> dict[str, Any]:
         res = req.res
@@ -981,51 +1057,10 @@ class Store:
 
     def _reconcile(self) -> None:
         """What the cluster's controllers would do next, done at once."""
-        crds = self.objects.get(("apiextensions.k8s.io", "customresourcedefinitions"), {})
-        for crd in crds.values():
-            if not _established(crd):
-                names = (crd.get("spec") or {}).get("names") or {}
-                now = _now()
-                crd["status"] = {
-                    "acceptedNames": names,
-                    "storedVersions": [v.get("name") for v in
-                                       (crd.get("spec") or {}).get("versions") or []
-                                       if v.get("storage")],
-                    "conditions": [
-                        {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
-                         "message": "no conflicts found", "lastTransitionTime": now},
-                        {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
-                         "message": "the initial names have been accepted",
-                         "lastTransitionTime": now}]}
-        for plural in ("deployments", "daemonsets"):
-            for d in self.objects.get(("apps", plural), {}).values():
-                spec = d.get("spec") or {}
-                gen = d["metadata"].get("generation", 1)
-                st = d.get("status") or {}
-                if st.get("observedGeneration") == gen:
-                    continue
-                n = int(spec.get("replicas", 1)) if plural == "deployments" else \
-                    self._daemon_nodes(spec.get("template") or {})
-                if plural == "deployments":
-                    d["status"] = {"observedGeneration": gen, "replicas": n, "readyReplicas": n,
-                                   "availableReplicas": n, "updatedReplicas": n, "conditions": [
-                                       {"type": "Available", "status": "True",
-                                        "reason": "MinimumReplicasAvailable",
-                                        "message": "Deployment has minimum availability."}]}
-                else:
-                    # numberMisscheduled is always set by the DaemonSet controller (the
-                    # official client's V1DaemonSetStatus refuses a status without it)
-                    d["status"] = {"observedGeneration": gen, "desiredNumberScheduled": n,
-                                   "currentNumberScheduled": n, "numberReady": n,
-                                   "numberMisscheduled": 0,
-                                   "numberAvailable": n, "updatedNumberScheduled": n}
-        sas = self.objects.setdefault(("", "serviceaccounts"), {})
-        for ns in list(self.objects.get(("", "namespaces"), {})):
-            if (ns[1], "default") not in sas:
-                self._put(self._resource("", "serviceaccounts"),
-                          {"apiVersion": "v1", "kind": "ServiceAccount",
-                           "metadata": {"name": "default", "namespace": ns[1]}},
-                          "kube-controller-manager")
+        self._establish_crds()
+        self._roll_out("deployments")
+        self._roll_out("daemonsets")
+        self._default_service_accounts()
         self._inject_ca()
         if self.view.runs_controllers():
             self._collect_garbage()
@@ -1034,6 +1069,65 @@ class Store:
             self._reconcile_jobs()
         if self.view.schedules():
             self._schedule()
+
+    def _establish_crds(self) -> None:
+        """The apiextensions controller: a CustomResourceDefinition not yet Established gets
+        its accepted names, stored versions and the NamesAccepted and Established
+        conditions."""
+        crds = self.objects.get(("apiextensions.k8s.io", "customresourcedefinitions"), {})
+        for crd in crds.values():
+            if _established(crd):
+                continue
+            names = (crd.get("spec") or {}).get("names") or {}
+            now = _now()
+            crd["status"] = {
+                "acceptedNames": names,
+                "storedVersions": [v.get("name") for v in
+                                   (crd.get("spec") or {}).get("versions") or []
+                                   if v.get("storage")],
+                "conditions": [
+                    {"type": "NamesAccepted", "status": "True", "reason": "NoConflicts",
+                     "message": "no conflicts found", "lastTransitionTime": now},
+                    {"type": "Established", "status": "True", "reason": "InitialNamesAccepted",
+                     "message": "the initial names have been accepted",
+                     "lastTransitionTime": now}]}
+
+    def _roll_out(self, plural: str) -> None:
+        """The Deployment (``plural`` "deployments") or DaemonSet ("daemonsets") controller:
+        each object whose generation has not been observed reports all its replicas (one per
+        eligible node for a DaemonSet) ready, at once."""
+        for d in self.objects.get(("apps", plural), {}).values():
+            spec = d.get("spec") or {}
+            gen = d["metadata"].get("generation", 1)
+            st = d.get("status") or {}
+            if st.get("observedGeneration") == gen:
+                continue
+            if plural == "deployments":
+                n = int(spec.get("replicas", 1))
+                d["status"] = {"observedGeneration": gen, "replicas": n, "readyReplicas": n,
+                               "availableReplicas": n, "updatedReplicas": n, "conditions": [
+                                   {"type": "Available", "status": "True",
+                                    "reason": "MinimumReplicasAvailable",
+                                    "message": "Deployment has minimum availability."}]}
+            else:
+                n = self._daemon_nodes(spec.get("template") or {})
+                # numberMisscheduled is always set by the DaemonSet controller (the
+                # official client's V1DaemonSetStatus refuses a status without it)
+                d["status"] = {"observedGeneration": gen, "desiredNumberScheduled": n,
+                               "currentNumberScheduled": n, "numberReady": n,
+                               "numberMisscheduled": 0,
+                               "numberAvailable": n, "updatedNumberScheduled": n}
+
+    def _default_service_accounts(self) -> None:
+        """The service account controller: every namespace has a ``default``
+        ServiceAccount."""
+        sas = self.objects.setdefault(("", "serviceaccounts"), {})
+        for ns in list(self.objects.get(("", "namespaces"), {})):
+            if (ns[1], "default") not in sas:
+                self._put(self._resource("", "serviceaccounts"),
+                          {"apiVersion": "v1", "kind": "ServiceAccount",
+                           "metadata": {"name": "default", "namespace": ns[1]}},
+                          "kube-controller-manager")
 
     # -- workload controllers (mldiag_provision.sandbox.controllers) --------------------------
     OWNED_KINDS = ("JobSet", "Job")  # owners whose dependents the garbage collector removes
@@ -1240,6 +1334,52 @@ def _discovery_resource(r: Resource) -> list[dict[str, Any]]:
     return out
 
 
+def _openapi_document(res: list[Resource], path: str) -> dict[str, Any]:
+    """The OpenAPI v3 root document (``/openapi/v3``) or a group-version document
+    (``/openapi/v3/apis/<group>/<version>``, ``/openapi/v3/api/v1``); ApiError 404 for a
+    group-version not served."""
+    from mldiag_provision.sandbox.openapi import group_version_document, root_document
+
+    if path == "/openapi/v3":
+        return root_document(res)
+    doc = group_version_document(res, path.removeprefix("/openapi/v3/"))
+    if doc is None:
+        raise ApiError(404, "NotFound", "the server could not find the requested "
+                       "resource")
+    return doc
+
+
+def _group_discovery(res: list[Resource], path: str) -> dict[str, Any] | None:
+    """Discovery of the named API groups: the APIGroupList (``/apis``), one APIGroup
+    (``/apis/<group>``) or one group-version's APIResourceList (``/apis/<group>/<version>``);
+    None for a longer path, ApiError 404 for a group or version not served."""
+    groups: dict[str, list[str]] = {}
+    for r in res:
+        if r.group and r.version not in groups.setdefault(r.group, []):
+            groups[r.group].append(r.version)
+
+    def group_doc(g: str) -> dict[str, Any]:
+        versions = [{"groupVersion": f"{g}/{v}", "version": v} for v in groups[g]]
+        return {"name": g, "versions": versions, "preferredVersion": versions[0]}
+
+    if path == "/apis":
+        return {"kind": "APIGroupList", "apiVersion": "v1",
+                "groups": [group_doc(g) for g in groups]}
+    parts = path.split("/")[2:]
+    if len(parts) == 1:
+        if parts[0] not in groups:
+            raise no_such_resource()
+        return {"kind": "APIGroup", "apiVersion": "v1", **group_doc(parts[0])}
+    if len(parts) == 2:
+        rs = [x for r in res if (r.group, r.version) == tuple(parts)
+              for x in _discovery_resource(r)]
+        if not rs:
+            raise no_such_resource()
+        return {"kind": "APIResourceList", "apiVersion": "v1",
+                "groupVersion": f"{parts[0]}/{parts[1]}", "resources": rs}
+    return None
+
+
 class ApiServer:
     """The stand-in API server: ``with ApiServer(view) as api: api.endpoint``.
 
@@ -1365,47 +1505,20 @@ class ApiServer:
                 return err.code, err.status(), []
 
     def _discovery(self, path: str) -> dict[str, Any] | None:
+        """The document a GET of ``path`` returns when ``path`` is a discovery or OpenAPI
+        path (/openapi/v3[/...], /api, /api/v1, /apis, /apis/<group>[/<version>]); None for
+        any other path. ApiError 404 for a group, version or OpenAPI document not served."""
         res = self.store.resources()
         if path == "/openapi/v3" or path.startswith("/openapi/v3/"):
-            from mldiag_provision.sandbox.openapi import group_version_document, root_document
-
-            if path == "/openapi/v3":
-                return root_document(res)
-            doc = group_version_document(res, path.removeprefix("/openapi/v3/"))
-            if doc is None:
-                raise ApiError(404, "NotFound", "the server could not find the requested "
-                               "resource")
-            return doc
+            return _openapi_document(res, path)
         if path == "/api":
             return {"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
                 {"clientCIDR": "0.0.0.0/0", "serverAddress": self.endpoint}]}
         if path == "/api/v1":
             return {"kind": "APIResourceList", "groupVersion": "v1", "resources": [
                 x for r in res if r.group == "" for x in _discovery_resource(r)]}
-        groups: dict[str, list[str]] = {}
-        for r in res:
-            if r.group and r.version not in groups.setdefault(r.group, []):
-                groups[r.group].append(r.version)
-
-        def group_doc(g: str) -> dict[str, Any]:
-            versions = [{"groupVersion": f"{g}/{v}", "version": v} for v in groups[g]]
-            return {"name": g, "versions": versions, "preferredVersion": versions[0]}
-
-        if path == "/apis":
-            return {"kind": "APIGroupList", "apiVersion": "v1",
-                    "groups": [group_doc(g) for g in groups]}
-        parts = path.split("/")[2:]
-        if path.startswith("/apis/") and len(parts) == 1:
-            if parts[0] not in groups:
-                raise no_such_resource()
-            return {"kind": "APIGroup", "apiVersion": "v1", **group_doc(parts[0])}
-        if path.startswith("/apis/") and len(parts) == 2:
-            rs = [x for r in res if (r.group, r.version) == tuple(parts)
-                  for x in _discovery_resource(r)]
-            if not rs:
-                raise no_such_resource()
-            return {"kind": "APIResourceList", "apiVersion": "v1",
-                    "groupVersion": f"{parts[0]}/{parts[1]}", "resources": rs}
+        if path == "/apis" or path.startswith("/apis/"):
+            return _group_discovery(res, path)
         return None
 
     def _route(self, method: str, path: str, query: dict[str, str]) -> Request:

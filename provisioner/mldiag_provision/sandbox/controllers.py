@@ -286,31 +286,33 @@ def indexed_pods(job: Obj, existing: list[Obj], rng: random.Random | None = None
     key = completion_index_key()
     have = {str((p["metadata"].get("annotations") or {}).get(key)) for p in existing}
     room = max(0, min(parallelism, completions) - len(existing))
+    missing = [i for i in range(completions) if str(i) not in have][:room]
     rng = rng or random.Random()
+    return [_indexed_pod(job, index, rng) for index in missing]
+
+
+def _indexed_pod(job: Obj, index: int, rng: random.Random) -> Obj:
+    """The Pod of completion index ``index`` of Indexed Job ``job``: its template with the
+    index in the containers' environment, ``hostname`` ``<job>-<index>``, the index label
+    and annotation, the tracking finalizer and the Job as controller owner; the name ends in
+    5 characters drawn from ``rng``."""
     meta = job["metadata"]
-    tmpl = spec.get("template") or {}
-    pods = []
-    for index in range(completions):
-        if room <= 0:
-            break
-        if str(index) in have:
-            continue
-        room -= 1
-        pspec = copy.deepcopy(tmpl.get("spec") or {})
-        for field in ("initContainers", "containers"):
-            if pspec.get(field):
-                pspec[field] = [_with_index_env(c) for c in pspec[field]]
-        pspec["hostname"] = f"{meta['name']}-{index}"
-        tmeta = tmpl.get("metadata") or {}
-        labels = {**(tmeta.get("labels") or {}), **job_template_labels(job), key: str(index)}
-        suffix = "".join(rng.choice(_NAME_ALPHABET) for _ in range(_RANDOM_LENGTH))
-        pods.append({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": _pod_name_prefix(meta["name"], index) + suffix,
-                         "namespace": meta.get("namespace") or "default",
-                         "labels": labels,
-                         "annotations": {**(tmeta.get("annotations") or {}), key: str(index)},
-                         "finalizers": [str(_indexed()["finalizer"])],
-                         "ownerReferences": [owner_reference(job)]},
-            "spec": pspec})
-    return pods
+    tmpl = (job.get("spec") or {}).get("template") or {}
+    key = completion_index_key()
+    pspec = copy.deepcopy(tmpl.get("spec") or {})
+    for field in ("initContainers", "containers"):
+        if pspec.get(field):
+            pspec[field] = [_with_index_env(c) for c in pspec[field]]
+    pspec["hostname"] = f"{meta['name']}-{index}"
+    tmeta = tmpl.get("metadata") or {}
+    labels = {**(tmeta.get("labels") or {}), **job_template_labels(job), key: str(index)}
+    suffix = "".join(rng.choice(_NAME_ALPHABET) for _ in range(_RANDOM_LENGTH))
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": _pod_name_prefix(meta["name"], index) + suffix,
+                     "namespace": meta.get("namespace") or "default",
+                     "labels": labels,
+                     "annotations": {**(tmeta.get("annotations") or {}), key: str(index)},
+                     "finalizers": [str(_indexed()["finalizer"])],
+                     "ownerReferences": [owner_reference(job)]},
+        "spec": pspec}

@@ -39,7 +39,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mldiag_provision.sandbox.apiserver import (
     SYSTEM_OWNER_LABEL,
@@ -48,6 +48,9 @@ from mldiag_provision.sandbox.apiserver import (
     ClusterView,
     Resource,
 )
+
+if TYPE_CHECKING:
+    from mldiag_provision.catalog.tpu import MachineType, SliceShape
 
 # Autopilot-managed namespaces: GKE Warden refuses writes in them ("GKE Warden authz [denied
 # by managed-namespaces-limitation]: the namespace "kube-system" is managed and the request's
@@ -302,50 +305,18 @@ class GkeCloudView(ClusterView):
         (general-purpose and GPU nodes) or a TPU shape the catalog does not know (Autopilot
         refuses it at admission; ``lint`` says why).
         """
-        from mldiag_provision.catalog.tpu import ShapeError, load_catalog
-        from mldiag_provision.sandbox.scheduler import requests_of
-
         c = self.cluster()
         if c is None or not c.get("enable_autopilot"):
             return []
         selector = (pod.get("spec") or {}).get("nodeSelector") or {}
-        accelerator, topology = selector.get(TPU_LABEL), selector.get(TOPOLOGY_LABEL)
-        chips = requests_of(pod).get(TPU_RESOURCE)
-        if not accelerator or not topology or not chips:
+        shape = _autopilot_tpu_shape(pod, selector)
+        if shape is None:
             return None
-        catalog = load_catalog()
-        try:
-            shape = catalog.resolve(str(accelerator), str(topology), int(chips))
-        except (ShapeError, ValueError):
-            return None
-        if shape.chips_per_vm != int(chips):
-            return None
-        region = str(c.get("location"))
-        zone = next((z for z in shape.version.zones if z.startswith(region + "-")),
-                    region if region.count("-") == 2 else f"{region}-a")
-        pools = {(n.get("metadata") or {}).get("labels", {}).get(POOL_LABEL) for n in nodes}
-        index = 1 + sum(1 for name in pools if str(name).startswith("nap-"))
-        digest = hashlib.sha256(f"{c.get('name')}/{index}".encode()).hexdigest()[:8]
         machine = shape.machine_type
-        pool = {"name": f"nap-{digest}", "node_count": shape.vms,
-                "node_locations": [zone],
-                "node_config": [{"machine_type": machine.name,
-                                 "spot": str(selector.get(SPOT_LABEL)) == "true"}],
-                "placement_policy": [{"tpu_topology": str(topology)}]}
-        made = pool_nodes(c, pool)
+        made = pool_nodes(c, _autopilot_pool(c, shape, selector, nodes))
         recorded = recorded_nodes().get(machine.name) or {}
         for node in made:
-            node["metadata"]["labels"][AUTOPILOT_MAX_PODS_LABEL] = AUTOPILOT_MAX_PODS
-            status = node["status"]
-            status["allocatable"]["pods"] = AUTOPILOT_MAX_PODS
-            status["capacity"]["pods"] = AUTOPILOT_MAX_PODS
-            if "cpu" not in (recorded.get("allocatable") or {}) and machine.vcpu:
-                # the machine type's vCPUs and memory (catalog tpu.yaml), GKE's reserved
-                # share not subtracted: no allocatable of a TPU VM is on record
-                for key in ("allocatable", "capacity"):
-                    status[key]["cpu"] = f"{machine.vcpu:g}"
-                    if machine.memory_gb:
-                        status[key]["memory"] = f"{machine.memory_gb:g}G"
+            _as_autopilot_node(node, machine, recorded)
         return made
 
     def runs_controllers(self) -> bool:
@@ -385,56 +356,16 @@ STANDIN_USER = "standin-user@example.com"
 
 
 def pool_nodes(cluster: dict[str, Any], pool: dict[str, Any]) -> list[dict[str, Any]]:
-    """The Node objects GKE would show for one node pool (one per VM)."""
-    cfg = _first(pool.get("node_config"))
-    machine = str(cfg.get("machine_type") or "e2-medium")
+    """The Node objects GKE would show for one node pool (one per VM): in each of the pool's
+    zones (else the cluster's, else ``<location>-a``), ``node_count`` Nodes (an autoscaled
+    pool: its minimum), named ``gke-<cluster>-<pool>-<zone index><index>``."""
     zones = [str(z) for z in (pool.get("node_locations") or cluster.get("node_locations") or [])]
     if not zones:
         zones = [f"{cluster.get('location')}-a"]
-    count = pool.get("node_count")
-    if count is None:  # autoscaled pool: its minimum
-        auto = _first(pool.get("autoscaling"))
-        count = auto.get("min_node_count") or 0
-        total = auto.get("total_min_node_count")
-        per_zone = [int(total) // len(zones)] * len(zones) if total is not None else None
-    else:
-        per_zone = None
-    labels = {"cloud.google.com/gke-nodepool": str(pool.get("name")),
-              "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
-              "node.kubernetes.io/instance-type": machine,
-              "topology.kubernetes.io/region": str(cluster.get("location"))}
-    labels.update({str(k): str(v) for k, v in (cfg.get("labels") or {}).items()})
-    if cfg.get("spot"):
-        labels[SPOT_LABEL] = "true"
-    allocatable = {"pods": "110"}
-    capacity: dict[str, str] = {}
-    recorded = recorded_nodes().get(machine) or {}
-    allocatable.update(recorded.get("allocatable") or {})
-    capacity.update(recorded.get("capacity") or {})
-    taints: list[dict[str, Any]] = []
-    tpu, single_host = tpu_machine_labels().get(machine, (None, None))
-    if tpu:
-        topology = _first(pool.get("placement_policy")).get("tpu_topology") or single_host
-        labels[TPU_LABEL] = tpu
-        if topology:
-            labels[TOPOLOGY_LABEL] = str(topology)
-        chips = re.search(r"-(\d+)t$", machine)
-        allocatable[TPU_RESOURCE] = chips.group(1) if chips else "0"
-        taints.append({"key": TPU_RESOURCE, "value": "present", "effect": "NoSchedule"})
-    gpu = _first(cfg.get("guest_accelerator"))
-    if gpu.get("type"):
-        labels[GPU_LABEL] = str(gpu["type"])
-        allocatable[GPU_RESOURCE] = str(int(gpu.get("count") or 0))
-        taints.append({"key": GPU_RESOURCE, "value": "present", "effect": "NoSchedule"})
-    # what a real node of the machine type showed wins over what is derived above
-    user_set = set(recorded.get("user_set") or ())
-    labels.update({k: str(v) for k, v in (recorded.get("labels") or {}).items()
-                   if k in MACHINE_LABELS})
-    if recorded.get("taints"):
-        taints = [dict(t) for t in recorded["taints"] if t["key"] not in user_set]
+    labels, allocatable, capacity, taints = _pool_node_shape(cluster, pool)
     nodes: list[dict[str, Any]] = []
-    for zi, zone in enumerate(zones):
-        n = per_zone[zi] if per_zone is not None else int(count)
+    per_zone = _nodes_per_zone(pool, len(zones))
+    for zi, (zone, n) in enumerate(zip(zones, per_zone, strict=True)):
         for i in range(n):
             name = f"gke-{cluster.get('name')}-{pool.get('name')}-{zi}{i:03d}"[:63].rstrip("-")
             nodes.append({
@@ -448,6 +379,130 @@ def pool_nodes(cluster: dict[str, Any], pool: dict[str, Any]) -> list[dict[str, 
                            "conditions": [{"type": "Ready", "status": "True",
                                            "reason": "KubeletReady"}]}})
     return nodes
+
+
+def _nodes_per_zone(pool: dict[str, Any], zones: int) -> list[int]:
+    """How many Nodes a pool has in each of its ``zones`` zones: ``node_count``; for an
+    autoscaled pool (no ``node_count``) its ``min_node_count`` per zone, or its
+    ``total_min_node_count`` spread evenly (rounded down)."""
+    count = pool.get("node_count")
+    if count is not None:
+        return [int(count)] * zones
+    auto = _first(pool.get("autoscaling"))
+    total = auto.get("total_min_node_count")
+    if total is not None:
+        return [int(total) // zones] * zones
+    return [int(auto.get("min_node_count") or 0)] * zones
+
+
+def _pool_node_shape(cluster: dict[str, Any], pool: dict[str, Any],
+                     ) -> tuple[dict[str, str], dict[str, str], dict[str, str],
+                                list[dict[str, Any]]]:
+    """What every Node of a pool shares: its labels, allocatable, extra capacity and
+    taints, derived from the machine type (a TPU or GPU adds its label, resource and
+    ``NoSchedule`` taint), then overridden by a real node of that machine type on record
+    (:func:`recorded_nodes`)."""
+    cfg = _first(pool.get("node_config"))
+    machine = str(cfg.get("machine_type") or "e2-medium")
+    labels = {"cloud.google.com/gke-nodepool": str(pool.get("name")),
+              "kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64",
+              "node.kubernetes.io/instance-type": machine,
+              "topology.kubernetes.io/region": str(cluster.get("location"))}
+    labels.update({str(k): str(v) for k, v in (cfg.get("labels") or {}).items()})
+    if cfg.get("spot"):
+        labels[SPOT_LABEL] = "true"
+    allocatable = {"pods": "110"}
+    capacity: dict[str, str] = {}
+    recorded = recorded_nodes().get(machine) or {}
+    allocatable.update(recorded.get("allocatable") or {})
+    capacity.update(recorded.get("capacity") or {})
+    taints: list[dict[str, Any]] = []
+    _add_tpu(pool, machine, labels, allocatable, taints)
+    gpu = _first(cfg.get("guest_accelerator"))
+    if gpu.get("type"):
+        labels[GPU_LABEL] = str(gpu["type"])
+        allocatable[GPU_RESOURCE] = str(int(gpu.get("count") or 0))
+        taints.append({"key": GPU_RESOURCE, "value": "present", "effect": "NoSchedule"})
+    # what a real node of the machine type showed wins over what is derived above
+    user_set = set(recorded.get("user_set") or ())
+    labels.update({k: str(v) for k, v in (recorded.get("labels") or {}).items()
+                   if k in MACHINE_LABELS})
+    if recorded.get("taints"):
+        taints = [dict(t) for t in recorded["taints"] if t["key"] not in user_set]
+    return labels, allocatable, capacity, taints
+
+
+def _add_tpu(pool: dict[str, Any], machine: str, labels: dict[str, str],
+             allocatable: dict[str, str], taints: list[dict[str, Any]]) -> None:
+    """A TPU machine type's accelerator and topology labels (the pool's placement
+    topology, else the machine's single-host one), its ``google.com/tpu`` chips (the
+    ``-<n>t`` suffix of the machine type) and taint; nothing for other machine types."""
+    tpu, single_host = tpu_machine_labels().get(machine, (None, None))
+    if not tpu:
+        return
+    topology = _first(pool.get("placement_policy")).get("tpu_topology") or single_host
+    labels[TPU_LABEL] = tpu
+    if topology:
+        labels[TOPOLOGY_LABEL] = str(topology)
+    chips = re.search(r"-(\d+)t$", machine)
+    allocatable[TPU_RESOURCE] = chips.group(1) if chips else "0"
+    taints.append({"key": TPU_RESOURCE, "value": "present", "effect": "NoSchedule"})
+
+
+def _autopilot_tpu_shape(pod: dict[str, Any],
+                         selector: dict[str, Any]) -> SliceShape | None:
+    """The catalog's TPU shape (:meth:`mldiag_provision.catalog.tpu.Catalog.resolve`) a Pod
+    selects (accelerator and topology in its nodeSelector) with a ``google.com/tpu``
+    request equal to the chips of one VM of it; None when the Pod selects no TPU, or a
+    shape the catalog does not know, or requests other than one VM's chips."""
+    from mldiag_provision.catalog.tpu import ShapeError, load_catalog
+    from mldiag_provision.sandbox.scheduler import requests_of
+
+    accelerator, topology = selector.get(TPU_LABEL), selector.get(TOPOLOGY_LABEL)
+    chips = requests_of(pod).get(TPU_RESOURCE)
+    if not accelerator or not topology or not chips:
+        return None
+    catalog = load_catalog()
+    try:
+        shape = catalog.resolve(str(accelerator), str(topology), int(chips))
+    except (ShapeError, ValueError):
+        return None
+    return shape if shape.chips_per_vm == int(chips) else None
+
+
+def _autopilot_pool(cluster: dict[str, Any], shape: SliceShape, selector: dict[str, Any],
+                    nodes: list[dict[str, Any]]) -> dict[str, Any]:
+    """The node pool Autopilot creates for a TPU slice: ``nap-<8 hex>`` (numbered after the
+    ``nap-`` pools among ``nodes``), one Node per VM of the slice in a zone of the cluster's
+    region the catalog lists for the TPU, Spot when the Pod selects Spot."""
+    region = str(cluster.get("location"))
+    zone = next((z for z in shape.version.zones if z.startswith(region + "-")),
+                region if region.count("-") == 2 else f"{region}-a")
+    pools = {(n.get("metadata") or {}).get("labels", {}).get(POOL_LABEL) for n in nodes}
+    index = 1 + sum(1 for name in pools if str(name).startswith("nap-"))
+    digest = hashlib.sha256(f"{cluster.get('name')}/{index}".encode()).hexdigest()[:8]
+    return {"name": f"nap-{digest}", "node_count": shape.vms,
+            "node_locations": [zone],
+            "node_config": [{"machine_type": shape.machine_type.name,
+                             "spot": str(selector.get(SPOT_LABEL)) == "true"}],
+            "placement_policy": [{"tpu_topology": str(selector.get(TOPOLOGY_LABEL))}]}
+
+
+def _as_autopilot_node(node: dict[str, Any], machine: MachineType,
+                       recorded: dict[str, Any]) -> None:
+    """An Autopilot Node in place: its max-pods label and pod capacity; without a recorded
+    allocatable CPU, the machine type's vCPUs and memory (catalog tpu.yaml), GKE's reserved
+    share not subtracted (no allocatable of a TPU VM is on record)."""
+    node["metadata"]["labels"][AUTOPILOT_MAX_PODS_LABEL] = AUTOPILOT_MAX_PODS
+    status = node["status"]
+    status["allocatable"]["pods"] = AUTOPILOT_MAX_PODS
+    status["capacity"]["pods"] = AUTOPILOT_MAX_PODS
+    if "cpu" in (recorded.get("allocatable") or {}) or not machine.vcpu:
+        return
+    for key in ("allocatable", "capacity"):
+        status[key]["cpu"] = f"{machine.vcpu:g}"
+        if machine.memory_gb:
+            status[key]["memory"] = f"{machine.memory_gb:g}G"
 
 
 def serve_cloud(cloud: Path, *, token: str | None = None, port: int = 0,

@@ -261,39 +261,42 @@ class KubeProvider(Provider):
     # -- plan ----------------------------------------------------------------------------------
     def plan(self, type_name: str, prior: dict[str, Any] | None, proposed: dict[str, Any] | None,
              config: dict[str, Any] | None) -> tuple[dict[str, Any] | None, list[str]]:
+        """The planned state of a resource and the attributes that force its replacement
+        (helm_release: ``name``, ``namespace``; the kubernetes resources: the metadata's name
+        or namespace, ``api_version``, ``kind``); a replacement is planned afresh, as for a
+        new resource."""
         if proposed is None:
             return None, []
         block = self.block(type_name)
-        planned = self._plan_block(block, config or {}, prior, proposed)
-        UNKNOWN = self.sch.UNKNOWN
+        config = config or {}
+        planned = self._plan_block(block, config, prior, proposed)
         if type_name == "helm_release":
-            for k, v in HELM_DEFAULTS.items():
-                if (config or {}).get(k) is None and k in planned and (
-                        prior is None or planned[k] is UNKNOWN):
-                    planned[k] = v
-            if prior is not None and any(planned.get(k) != prior.get(k) for k in
-                                         ("chart", "repository", "version", "set", "values")):
-                planned["metadata"] = UNKNOWN
-            replace = [k for k in ("name", "namespace") if prior is not None
-                       and planned.get(k) != prior.get(k)]
+            replace = self._plan_helm_release(planned, config, prior)
         else:
-            replace = []
-            if prior is not None:
-                def ident(v: dict[str, Any]) -> list[tuple[Any, Any]]:
-                    return [((m or {}).get("name"), (m or {}).get("namespace"))
-                            for m in v.get("metadata") or []]
-
-                if ident(planned) != ident(prior):
-                    replace.append("metadata")
-                replace += [k for k in ("api_version", "kind")
-                            if k in block.attributes and planned.get(k) != prior.get(k)]
+            replace = _identity_changes(block, planned, prior)
         if replace:
-            planned = self._plan_block(block, config or {}, None, proposed)
+            planned = self._plan_block(block, config, None, proposed)
             if type_name == "helm_release":
-                for k, v in HELM_DEFAULTS.items():
-                    if (config or {}).get(k) is None and k in planned:
-                        planned[k] = v
+                self._plan_helm_release(planned, config, None)
         return planned, replace
+
+    def _plan_helm_release(self, planned: dict[str, Any], config: dict[str, Any],
+                           prior: dict[str, Any] | None) -> list[str]:
+        """Complete a helm_release plan in place: the provider's argument defaults where the
+        configuration leaves them unset (on a new release, or where the plan left them
+        unknown), ``metadata`` unknown when the chart, its version or its values change.
+        Returns the attributes that force a replacement (``name``, ``namespace``)."""
+        UNKNOWN = self.sch.UNKNOWN
+        for k, v in HELM_DEFAULTS.items():
+            if config.get(k) is None and k in planned and (
+                    prior is None or planned[k] is UNKNOWN):
+                planned[k] = v
+        if prior is None:
+            return []
+        if any(planned.get(k) != prior.get(k) for k in
+               ("chart", "repository", "version", "set", "values")):
+            planned["metadata"] = UNKNOWN
+        return [k for k in ("name", "namespace") if planned.get(k) != prior.get(k)]
 
     # -- apply ---------------------------------------------------------------------------------
     def apply(self, type_name: str, prior: dict[str, Any] | None, planned: dict[str, Any] | None,
@@ -469,6 +472,10 @@ class KubeProvider(Provider):
     # -- helm ----------------------------------------------------------------------------------
     def _apply_helm_release(self, prior: dict[str, Any] | None,
                             planned: dict[str, Any] | None) -> Any:
+        """``helm install`` (``prior`` None) or ``helm upgrade`` of a release, or ``helm
+        uninstall`` (``planned`` None); returns the new state (None once uninstalled).
+        KubeError with helm's words when the namespace is missing, the name is taken, a kind
+        is not served or an object belongs to another release."""
         c = self.client()
         if planned is None:
             assert prior is not None
@@ -480,57 +487,12 @@ class KubeProvider(Provider):
                                planned.get("version"))
         values = _values(planned)
         rendered = chart.render(name, ns, values)
-        if c.get("v1", "Namespace", None, ns) is None:
-            if not planned.get("create_namespace"):
-                raise KubeError(404, f'create: failed to create: namespaces "{ns}" not found')
-            c.call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
-                                                  "metadata": {"name": ns}})
-        revision = 1
-        old_objects: list[dict[str, Any]] = []
-        if prior is not None:
-            revision = int(((prior.get("metadata") or [{}])[0] or {}).get("revision") or 0) + 1
-            old_objects = charts.resolve(prior["chart"], prior.get("repository"),
-                                         prior.get("version")).render(
-                name, ns, _values(prior)).objects
-        elif self._release_secrets(c, name, ns):
-            raise KubeError(0, "cannot re-use a name that is still in use")
-        created: list[dict[str, Any]] = []
-        try:
-            if not planned.get("skip_crds"):
-                for crd in rendered.crds:  # crds/ first; left alone when present
-                    if c.get(crd["apiVersion"], crd["kind"], None, crd["metadata"]["name"]) is None:
-                        c.call("POST", c.path(crd["apiVersion"], crd["kind"], None), crd)
-            objects = sorted(rendered.objects, key=_install_rank)
-            for obj in objects:  # helm builds every object before it creates any
-                try:
-                    c.resource(obj["apiVersion"], obj["kind"])
-                except KubeError as err:
-                    if err.code != 404:
-                        raise
-                    raise KubeError(0, "unable to build kubernetes objects from release "
-                                    "manifest: resource mapping not found for name: "
-                                    f'"{obj["metadata"]["name"]}" namespace: "{ns}" from "": '
-                                    f'no matches for kind "{obj["kind"]}" in version '
-                                    f'"{obj["apiVersion"]}"\nensure CRDs are installed first'
-                                    ) from None
-            for obj in objects:
-                self._install_object(c, obj, name, ns, created)
-            new_keys = {_key(o) for o in objects}
-            for obj in sorted(old_objects, key=_install_rank, reverse=True):
-                if _key(obj) not in new_keys:
-                    self._delete_object(c, obj, ns)
-        except KubeError:
-            if prior is None:  # leave nothing half-installed (as atomic = true would)
-                for obj in reversed(created):
-                    self._delete_object(c, obj, ns)
-            raise
+        self._ensure_namespace(c, ns, bool(planned.get("create_namespace")))
+        revision, old_objects = self._previous_release(c, prior, name, ns)
+        objects = self._install_release(c, rendered, planned, old_objects, name, ns,
+                                        upgrade=prior is not None)
         if planned.get("wait", True):
-            for obj in objects:
-                if obj["kind"] == "Deployment":
-                    self._wait(lambda o=obj: _available(c.get(
-                        "apps/v1", "Deployment", ns, o["metadata"]["name"])),
-                        f"Deployment {obj['metadata']['name']} to be available",
-                        float(planned.get("timeout") or 300))
+            self._wait_for_deployments(c, objects, ns, float(planned.get("timeout") or 300))
         now = int(time.time())
         version = planned.get("version") or "0.0.0"
         self._write_release_secret(c, name, ns, revision, chart.name, version, values)
@@ -546,6 +508,68 @@ class KubeProvider(Provider):
                           "last_deployed": now, "notes": rendered.notes,
                           "values": json.dumps(values, sort_keys=True)}]})
         return state
+
+    @staticmethod
+    def _ensure_namespace(c: KubeClient, ns: str, create: bool) -> None:
+        """The release's namespace exists, created when ``create`` (helm's
+        ``--create-namespace``); KubeError 404 otherwise."""
+        if c.get("v1", "Namespace", None, ns) is not None:
+            return
+        if not create:
+            raise KubeError(404, f'create: failed to create: namespaces "{ns}" not found')
+        c.call("POST", "/api/v1/namespaces", {"apiVersion": "v1", "kind": "Namespace",
+                                              "metadata": {"name": ns}})
+
+    def _previous_release(self, c: KubeClient, prior: dict[str, Any] | None, name: str,
+                          ns: str) -> tuple[int, list[dict[str, Any]]]:
+        """The revision this install or upgrade writes and the objects the previous revision
+        rendered (none on an install); KubeError when an install meets a release of the same
+        name."""
+        if prior is None:
+            if self._release_secrets(c, name, ns):
+                raise KubeError(0, "cannot re-use a name that is still in use")
+            return 1, []
+        revision = int(((prior.get("metadata") or [{}])[0] or {}).get("revision") or 0) + 1
+        old_objects = charts.resolve(prior["chart"], prior.get("repository"),
+                                     prior.get("version")).render(
+            name, ns, _values(prior)).objects
+        return revision, old_objects
+
+    def _install_release(self, c: KubeClient, rendered: charts.Rendered, planned: dict[str, Any],
+                         old_objects: list[dict[str, Any]], name: str, ns: str, *,
+                         upgrade: bool) -> list[dict[str, Any]]:
+        """Create or update what the chart rendered, in helm's install order, after its CRDs
+        (unless ``skip_crds``), then delete what the previous revision had and this one has
+        not. A failed install removes what it created (as ``atomic = true`` would). Returns
+        the rendered objects in install order."""
+        created: list[dict[str, Any]] = []
+        try:
+            if not planned.get("skip_crds"):
+                _install_crds(c, rendered.crds)
+            objects = sorted(rendered.objects, key=_install_rank)
+            _check_kinds_served(c, objects, ns)
+            for obj in objects:
+                self._install_object(c, obj, name, ns, created)
+            new_keys = {_key(o) for o in objects}
+            for obj in sorted(old_objects, key=_install_rank, reverse=True):
+                if _key(obj) not in new_keys:
+                    self._delete_object(c, obj, ns)
+        except KubeError:
+            if not upgrade:  # leave nothing half-installed (as atomic = true would)
+                for obj in reversed(created):
+                    self._delete_object(c, obj, ns)
+            raise
+        return objects
+
+    def _wait_for_deployments(self, c: KubeClient, objects: list[dict[str, Any]], ns: str,
+                              timeout: float) -> None:
+        """helm's ``--wait``: every Deployment of the release available within ``timeout``
+        seconds."""
+        for obj in objects:
+            if obj["kind"] == "Deployment":
+                self._wait(lambda o=obj: _available(c.get(
+                    "apps/v1", "Deployment", ns, o["metadata"]["name"])),
+                    f"Deployment {obj['metadata']['name']} to be available", timeout)
 
     @staticmethod
     def _install_object(c: KubeClient, obj: dict[str, Any], release: str, ns: str,
@@ -629,38 +653,30 @@ class KubeProvider(Provider):
 
     # -- read ----------------------------------------------------------------------------------
     def read(self, type_name: str, current: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The refreshed state of a resource; None when it is gone (Terraform then plans to
+        create it again)."""
         if current is None:
             return None
         c = self.client()
         if type_name == "helm_release":
-            ns = current.get("namespace") or "default"
-            deployed = [s for s in self._release_secrets(c, current["name"], ns)
-                        if s["metadata"]["labels"].get("status") == "deployed"]
-            return current if deployed else None
+            return self._read_helm_release(c, current)
         if type_name == "kubernetes_labels":
-            meta = current["metadata"][0]
-            obj = c.get(current["api_version"], current["kind"], meta.get("namespace"),
-                        meta["name"])
-            if obj is None:
-                return None
-            manager = current.get("field_manager") or "Terraform"
-            owned: set[str] = set()
-            for m in obj["metadata"].get("managedFields") or []:
-                if m.get("manager") == manager:
-                    owned |= {k[2:] for k in ((m.get("fieldsV1") or {}).get("f:metadata", {})
-                                              .get("f:labels") or {})}
-            labels = obj["metadata"].get("labels") or {}
-            return {**current, "labels": {k: v for k, v in labels.items() if k in owned}}
-        kinds = {"kubernetes_namespace_v1": ("v1", "Namespace"),
-                 "kubernetes_service_account_v1": ("v1", "ServiceAccount"),
-                 "kubernetes_network_policy_v1": ("networking.k8s.io/v1", "NetworkPolicy")}
-        if type_name not in kinds:
+            return _read_labels(c, current)
+        if type_name not in MANAGED_KINDS:
             return current
         meta = current["metadata"][0]
-        obj = c.get(*kinds[type_name], meta.get("namespace"), meta["name"])
+        obj = c.get(*MANAGED_KINDS[type_name], meta.get("namespace"), meta["name"])
         if obj is None:
             return None
         return {**current, "metadata": [_meta_state(meta, obj, read_maps=True)]}
+
+    def _read_helm_release(self, c: KubeClient,
+                           current: dict[str, Any]) -> dict[str, Any] | None:
+        """A release is there while a release Secret of it says ``deployed``."""
+        ns = current.get("namespace") or "default"
+        deployed = [s for s in self._release_secrets(c, current["name"], ns)
+                    if s["metadata"]["labels"].get("status") == "deployed"]
+        return current if deployed else None
 
     def read_data(self, type_name: str, config: dict[str, Any]) -> dict[str, Any]:
         if type_name == "kubernetes_namespace_v1":
@@ -677,6 +693,73 @@ class KubeProvider(Provider):
                                                 state["id"])
             return filled
         raise LookupError(f"data source {type_name} is not implemented by the offline stand-in")
+
+
+# the kubernetes resources read back by their object: apiVersion and kind
+MANAGED_KINDS: dict[str, tuple[str, str]] = {
+    "kubernetes_namespace_v1": ("v1", "Namespace"),
+    "kubernetes_service_account_v1": ("v1", "ServiceAccount"),
+    "kubernetes_network_policy_v1": ("networking.k8s.io/v1", "NetworkPolicy"),
+}
+
+
+def _identity_changes(block: Any, planned: dict[str, Any],
+                      prior: dict[str, Any] | None) -> list[str]:
+    """The attributes of a kubernetes resource whose change forces a replacement: the
+    metadata's names or namespaces (``metadata``), ``api_version``, ``kind``."""
+    if prior is None:
+        return []
+
+    def ident(v: dict[str, Any]) -> list[tuple[Any, Any]]:
+        return [((m or {}).get("name"), (m or {}).get("namespace"))
+                for m in v.get("metadata") or []]
+
+    replace = ["metadata"] if ident(planned) != ident(prior) else []
+    return replace + [k for k in ("api_version", "kind")
+                      if k in block.attributes and planned.get(k) != prior.get(k)]
+
+
+def _read_labels(c: KubeClient, current: dict[str, Any]) -> dict[str, Any] | None:
+    """A kubernetes_labels resource as read back: the labels of its object that its field
+    manager (default ``Terraform``) owns; None when the object is gone."""
+    meta = current["metadata"][0]
+    obj = c.get(current["api_version"], current["kind"], meta.get("namespace"),
+                meta["name"])
+    if obj is None:
+        return None
+    manager = current.get("field_manager") or "Terraform"
+    owned: set[str] = set()
+    for m in obj["metadata"].get("managedFields") or []:
+        if m.get("manager") == manager:
+            owned |= {k[2:] for k in ((m.get("fieldsV1") or {}).get("f:metadata", {})
+                                      .get("f:labels") or {})}
+    labels = obj["metadata"].get("labels") or {}
+    return {**current, "labels": {k: v for k, v in labels.items() if k in owned}}
+
+
+def _install_crds(c: KubeClient, crds: list[dict[str, Any]]) -> None:
+    """A chart's ``crds/`` first; one that is present is left alone (helm never upgrades
+    CRDs)."""
+    for crd in crds:
+        if c.get(crd["apiVersion"], crd["kind"], None, crd["metadata"]["name"]) is None:
+            c.call("POST", c.path(crd["apiVersion"], crd["kind"], None), crd)
+
+
+def _check_kinds_served(c: KubeClient, objects: list[dict[str, Any]], ns: str) -> None:
+    """helm builds every object before it creates any: KubeError with helm's "ensure CRDs
+    are installed first" when the server does not serve a kind."""
+    for obj in objects:
+        try:
+            c.resource(obj["apiVersion"], obj["kind"])
+        except KubeError as err:
+            if err.code != 404:
+                raise
+            raise KubeError(0, "unable to build kubernetes objects from release "
+                            "manifest: resource mapping not found for name: "
+                            f'"{obj["metadata"]["name"]}" namespace: "{ns}" from "": '
+                            f'no matches for kind "{obj["kind"]}" in version '
+                            f'"{obj["apiVersion"]}"\nensure CRDs are installed first'
+                            ) from None
 
 
 def _values(release: dict[str, Any]) -> dict[str, str]:

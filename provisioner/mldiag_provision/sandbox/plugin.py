@@ -56,6 +56,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from concurrent import futures
 from pathlib import Path
 from typing import Any
@@ -217,6 +218,9 @@ class Provider:
 
     def _plan_block(self, block: Any, config: dict[str, Any], prior: dict[str, Any] | None,
                     proposed: dict[str, Any]) -> dict[str, Any]:
+        """The planned value of a block (Terraform's PlanResourceChange, per attribute and
+        nested block): a computed attribute left unset in ``config`` keeps its ``prior``
+        value, or is unknown on a create; nested blocks are planned element by element."""
         UNKNOWN = self.sch.UNKNOWN
         out: dict[str, Any] = {}
         for name, a in block.attributes.items():
@@ -229,28 +233,34 @@ class Provider:
             cfg = config.get(name)
             old = prior.get(name) if prior is not None else None
             if b.nesting in ("list", "set"):
-                elems = value if isinstance(value, list) else []
-                if not elems and self.sch.optional_computed_block(b):
-                    out[name] = old if old else [self._plan_block(b.block, {}, None, {})]
-                    continue
-                cfgs = cfg if isinstance(cfg, list) else []
-                olds = old if isinstance(old, list) else []
-                planned: list[Any] = []
-                for i, e in enumerate(elems):
-                    if e is UNKNOWN:
-                        planned.append(e)
-                        continue
-                    c = cfgs[i] if i < len(cfgs) and isinstance(cfgs[i], dict) else {}
-                    o = olds[i] if b.nesting == "list" and i < len(olds) else None
-                    if b.nesting == "set":
-                        o = next((x for x in olds if self._same_settable(b.block, x, e)), None)
-                    planned.append(self._plan_block(b.block, c, o, e))
-                out[name] = planned
+                out[name] = self._plan_elements(b, cfg, old, value)
             else:
                 out[name] = (None if value is None else self._plan_block(
                     b.block, cfg if isinstance(cfg, dict) else {},
                     old if isinstance(old, dict) else None, value))
         return out
+
+    def _plan_elements(self, b: Any, cfg: Any, old: Any, value: Any) -> Any:
+        """The planned elements of a list or set block ``b``: each planned against its
+        configuration (by position) and its prior element (by position in a list, by its
+        settable attributes in a set); an empty optional+computed block keeps its prior
+        elements, or gets one element of computed values."""
+        elems = value if isinstance(value, list) else []
+        if not elems and self.sch.optional_computed_block(b):
+            return old if old else [self._plan_block(b.block, {}, None, {})]
+        cfgs = cfg if isinstance(cfg, list) else []
+        olds = old if isinstance(old, list) else []
+        planned: list[Any] = []
+        for i, e in enumerate(elems):
+            if e is self.sch.UNKNOWN:
+                planned.append(e)
+                continue
+            c = cfgs[i] if i < len(cfgs) and isinstance(cfgs[i], dict) else {}
+            o = olds[i] if b.nesting == "list" and i < len(olds) else None
+            if b.nesting == "set":
+                o = next((x for x in olds if self._same_settable(b.block, x, e)), None)
+            planned.append(self._plan_block(b.block, c, o, e))
+        return planned
 
     @staticmethod
     def _same_settable(block: Any, a: dict[str, Any], b: dict[str, Any]) -> bool:
@@ -317,41 +327,13 @@ class Provider:
 
     def _invent(self, t: Any, type_name: str, path: str, top: dict[str, Any],
                 object_id: str) -> Any:
+        """A deterministic value of type ``t`` for the unknown at ``path`` (dotted, ending in
+        a dot) of a ``type_name`` object ``top`` whose id is ``object_id``: a string from
+        :meth:`_invent_string`, 0, false, a map (labels: the provider's ``default_labels``
+        merged with the object's own), an object of invented attributes, an empty list."""
         name = path.rstrip(".")
-        project = top.get("project")
-        if project is self.sch.UNKNOWN or not project:  # e.g. google_client_config.project
-            project = self.config.get("project") or "standin-project"
         if t == "string":
-            if name == "id":
-                return object_id
-            if type_name == "google_service_account" and name == "email":
-                return f"{top.get('account_id')}@{project}.iam.gserviceaccount.com"
-            if type_name == "google_service_account" and name == "name":
-                return (f"projects/{project}/serviceAccounts/"
-                        f"{top.get('account_id')}@{project}.iam.gserviceaccount.com")
-            if type_name == "google_storage_bucket" and name == "url":
-                return f"gs://{top.get('name')}"
-            if name == "private_cluster_config.private_endpoint":
-                # an internal address of the node subnet (private clusters): RFC 1918
-                return "10.128.0.2"
-            if name == "private_cluster_config.master_ipv4_cidr_block":
-                # GKE picks none for Private Service Connect clusters (GKE 1.29+): empty
-                return ""
-            if name == "endpoint":  # the stand-in API server when one plays the cluster
-                return (os.environ.get("MLDIAG_STANDIN_APISERVER")
-                        or "192.0.2.10")  # TEST-NET-1: documentation range, never routed
-            if name == "master_auth.cluster_ca_certificate":
-                return _standin_cluster_ca()
-            if type_name == "google_client_config" and name == "access_token":
-                # the real provider's access_token: its argument, else GOOGLE_OAUTH_ACCESS_TOKEN
-                return (self.config.get("access_token")
-                        or os.environ.get("GOOGLE_OAUTH_ACCESS_TOKEN")
-                        or f"standin:{type_name}.{name}")
-            if name == "project":
-                return project
-            if name in ("location", "region"):
-                return self.config.get("region") or "standin-region"
-            return f"standin:{type_name}.{name}"
+            return self._invent_string(type_name, name, top, object_id)
         if t == "number":
             return 0
         if t == "bool":
@@ -366,6 +348,46 @@ class Provider:
             return {k: self._invent(at, type_name, f"{path}{k}.", top, object_id)
                     for k, at in t[1].items()}
         return []
+
+    def _project(self, top: dict[str, Any]) -> Any:
+        """The object's project, else the provider's, else ``standin-project``."""
+        project = top.get("project")
+        if project is self.sch.UNKNOWN or not project:  # e.g. google_client_config.project
+            project = self.config.get("project") or "standin-project"
+        return project
+
+    def _invent_string(self, type_name: str, name: str, top: dict[str, Any],
+                       object_id: str) -> Any:
+        """The string Google would compute for attribute ``name`` (dotted) of a
+        ``type_name`` object: the cases below by (resource type, attribute), then by
+        attribute alone (type ""); ``standin:<type>.<name>`` for any other."""
+        project = self._project(top)
+        account = f"{top.get('account_id')}@{project}.iam.gserviceaccount.com"
+        cases: dict[tuple[str, str], Callable[[], Any]] = {
+            ("", "id"): lambda: object_id,
+            ("google_service_account", "email"): lambda: account,
+            ("google_service_account", "name"):
+                lambda: f"projects/{project}/serviceAccounts/{account}",
+            ("google_storage_bucket", "url"): lambda: f"gs://{top.get('name')}",
+            # an internal address of the node subnet (private clusters): RFC 1918
+            ("", "private_cluster_config.private_endpoint"): lambda: "10.128.0.2",
+            # GKE picks none for Private Service Connect clusters (GKE 1.29+): empty
+            ("", "private_cluster_config.master_ipv4_cidr_block"): lambda: "",
+            # the stand-in API server when one plays the cluster; else TEST-NET-1
+            # (documentation range, never routed)
+            ("", "endpoint"): lambda: os.environ.get("MLDIAG_STANDIN_APISERVER") or "192.0.2.10",
+            ("", "master_auth.cluster_ca_certificate"): _standin_cluster_ca,
+            # the real provider's access_token: its argument, else GOOGLE_OAUTH_ACCESS_TOKEN
+            ("google_client_config", "access_token"):
+                lambda: (self.config.get("access_token")
+                         or os.environ.get("GOOGLE_OAUTH_ACCESS_TOKEN")
+                         or f"standin:{type_name}.{name}"),
+            ("", "project"): lambda: project,
+            ("", "location"): lambda: self.config.get("region") or "standin-region",
+            ("", "region"): lambda: self.config.get("region") or "standin-region",
+        }
+        make = cases.get((type_name, name)) or cases.get(("", name))
+        return make() if make is not None else f"standin:{type_name}.{name}"
 
     # -- read ----------------------------------------------------------------------------------
     def read(self, type_name: str, current: dict[str, Any] | None) -> dict[str, Any] | None:

@@ -664,67 +664,21 @@ def run_smoke(cluster: Cluster, plan: StackPlan, *, image: str = "python:3.12",
     every pod finished (``progress`` gets a line whenever the count of finished pods
     changes), judges each slice with :func:`judge_smoke_slice` and deletes what it created.
     """
-    from mldiag_provision.plan.smoke import jobset_name
-    from mldiag_provision.render.smoke import configmap, jobset
-
     if not plan.slices:
         return [CheckResult("smoke", SKIP, "the recipe has no slice", "-")]
     ns = plan.agents.namespace if plan.agents else "default"
     created: list[str] = []
     say = progress or (lambda _line: None)
     try:
-        try:
-            _create_or_replace_configmap(cluster, configmap(plan))
-        except Exception as exc:
-            return [_api_error("smoke", f"ConfigMap/{ns}/mldiag-smoke-program", exc)]
-        for sp in plan.slices:
-            name = jobset_name(sp)
-            try:
-                cluster.custom.create_namespaced_custom_object(*JOBSET[:2], ns, JOBSET[2],
-                                                               jobset(plan, sp, image=image))
-            except Exception as exc:
-                if _not_found(exc):
-                    return [CheckResult("smoke", FAIL, "the JobSet API is not installed",
-                                        f"JobSet/{ns}/{name}",
-                                        "install the JobSet controller (kubernetes-sigs/jobset)")]
-                return [_api_error("smoke", f"JobSet/{ns}/{name}", exc)]
-            created.append(name)
-        want = {sp.name: sp.vms * sp.count for sp in plan.slices}
-        deadline = time.monotonic() + timeout_s
-        finished: dict[str, list[Any]] = {}
-        last = ""
-        while True:
-            for sp in plan.slices:
-                pods = cluster.core.list_namespaced_pod(
-                    ns, label_selector=f"{JOBSET_NAME_LABEL}={jobset_name(sp)}").items
-                finished[sp.name] = [p for p in pods if p.status
-                                     and p.status.phase in ("Succeeded", "Failed")]
-            line = ", ".join(f"{n} {len(finished[n])}/{want[n]}" for n in want)
-            if line != last:
-                say(f"smoke: pods finished: {line}")
-                last = line
-            if all(len(finished[n]) >= want[n] for n in want):
-                break
-            if time.monotonic() > deadline:
-                late = [n for n in want if len(finished[n]) < want[n]]
-                return [CheckResult(f"smoke:{n}", FAIL, f"slice {n}: {len(finished[n])} of "
-                                    f"{want[n]} pods finished in {timeout_s:.0f} s",
-                                    f"JobSet/{ns}/{jobset_name(sp)}",
-                                    f"kubectl -n {ns} describe pods -l {JOBSET_NAME_LABEL}="
-                                    f"{jobset_name(sp)}")
-                        for n, sp in ((s.name, s) for s in plan.slices) if n in late]
-            time.sleep(poll_s)
-        results = []
-        for sp in plan.slices:
-            logs = {}
-            for pod in finished[sp.name]:
-                try:
-                    logs[pod.metadata.name] = cluster.core.read_namespaced_pod_log(
-                        pod.metadata.name, ns) or ""
-                except Exception:
-                    logs[pod.metadata.name] = ""
-            results.append(judge_smoke_slice(plan, sp, finished[sp.name], logs))
-        return results
+        refused = _create_smoke_objects(cluster, plan, ns, image, created)
+        if refused is not None:
+            return refused
+        finished = _wait_for_pods(cluster, plan, ns, timeout_s, poll_s, say)
+        if isinstance(finished, list):
+            return finished
+        return [judge_smoke_slice(plan, sp, finished[sp.name],
+                                  _pod_logs(cluster, finished[sp.name], ns))
+                for sp in plan.slices]
     finally:
         for name in created:  # best-effort cleanup of our own objects
             with contextlib.suppress(Exception):
@@ -732,3 +686,77 @@ def run_smoke(cluster: Cluster, plan: StackPlan, *, image: str = "python:3.12",
                                                                propagation_policy="Foreground")
         with contextlib.suppress(Exception):
             cluster.core.delete_namespaced_config_map("mldiag-smoke-program", ns)
+
+
+def _create_smoke_objects(cluster: Cluster, plan: StackPlan, ns: str, image: str,
+                          created: list[str]) -> list[CheckResult] | None:
+    """Create (or replace) the program's ConfigMap and one JobSet per slice, appending each
+    JobSet's name to ``created`` as it is made; the FAIL that stops it (the JobSet API not
+    installed, any other API error), or None."""
+    from mldiag_provision.plan.smoke import jobset_name
+    from mldiag_provision.render.smoke import configmap, jobset
+
+    try:
+        _create_or_replace_configmap(cluster, configmap(plan))
+    except Exception as exc:
+        return [_api_error("smoke", f"ConfigMap/{ns}/mldiag-smoke-program", exc)]
+    for sp in plan.slices:
+        name = jobset_name(sp)
+        try:
+            cluster.custom.create_namespaced_custom_object(*JOBSET[:2], ns, JOBSET[2],
+                                                           jobset(plan, sp, image=image))
+        except Exception as exc:
+            if _not_found(exc):
+                return [CheckResult("smoke", FAIL, "the JobSet API is not installed",
+                                    f"JobSet/{ns}/{name}",
+                                    "install the JobSet controller (kubernetes-sigs/jobset)")]
+            return [_api_error("smoke", f"JobSet/{ns}/{name}", exc)]
+        created.append(name)
+    return None
+
+
+def _wait_for_pods(cluster: Cluster, plan: StackPlan, ns: str, timeout_s: float,
+                   poll_s: float, say: Callable[[str], None],
+                   ) -> dict[str, list[Any]] | list[CheckResult]:
+    """Poll every ``poll_s`` seconds until each slice's pods (``vms * count``) finished
+    (Succeeded or Failed), saying the counts whenever they change; the finished pods by
+    slice name, or after ``timeout_s`` seconds a FAIL for each slice still short."""
+    from mldiag_provision.plan.smoke import jobset_name
+
+    want = {sp.name: sp.vms * sp.count for sp in plan.slices}
+    deadline = time.monotonic() + timeout_s
+    finished: dict[str, list[Any]] = {}
+    last = ""
+    while True:
+        for sp in plan.slices:
+            pods = cluster.core.list_namespaced_pod(
+                ns, label_selector=f"{JOBSET_NAME_LABEL}={jobset_name(sp)}").items
+            finished[sp.name] = [p for p in pods if p.status
+                                 and p.status.phase in ("Succeeded", "Failed")]
+        line = ", ".join(f"{n} {len(finished[n])}/{want[n]}" for n in want)
+        if line != last:
+            say(f"smoke: pods finished: {line}")
+            last = line
+        if all(len(finished[n]) >= want[n] for n in want):
+            return finished
+        if time.monotonic() > deadline:
+            late = [n for n in want if len(finished[n]) < want[n]]
+            return [CheckResult(f"smoke:{n}", FAIL, f"slice {n}: {len(finished[n])} of "
+                                f"{want[n]} pods finished in {timeout_s:.0f} s",
+                                f"JobSet/{ns}/{jobset_name(sp)}",
+                                f"kubectl -n {ns} describe pods -l {JOBSET_NAME_LABEL}="
+                                f"{jobset_name(sp)}")
+                    for n, sp in ((s.name, s) for s in plan.slices) if n in late]
+        time.sleep(poll_s)
+
+
+def _pod_logs(cluster: Cluster, pods: list[Any], ns: str) -> dict[str, str]:
+    """The logs of ``pods`` by pod name; "" for a pod whose log cannot be read."""
+    logs = {}
+    for pod in pods:
+        try:
+            logs[pod.metadata.name] = cluster.core.read_namespaced_pod_log(
+                pod.metadata.name, ns) or ""
+        except Exception:
+            logs[pod.metadata.name] = ""
+    return logs

@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING, Any
 from mldiag_provision.verify.checks import FAIL, PASS, SKIP, CheckResult, parse_smoke_log
 
 if TYPE_CHECKING:
-    from mldiag_provision.plan.slurm_types import NodeSetPlan
+    from mldiag_provision.plan.slurm_types import NodeSetPlan, SlurmPlan
     from mldiag_provision.plan.smoke import SmokeSpec
     from mldiag_provision.plan.types import StackPlan
     from mldiag_provision.verify.slurm import NodeRow, Transport
@@ -101,47 +101,64 @@ def targets(plan: StackPlan, rows: Sequence[NodeRow], node_sets: Sequence[str] |
     ``node_sets``: the ids asked for (``--smoke-node-set``); ``None`` means every GPU node set.
     ``profile_base``: the profile of node set X goes to ``profile_base/X``.
     """
-    from mldiag_provision.verify.slurm import in_node_set
-
     assert plan.slurm is not None
     slurm = plan.slurm
-    by_id = {ns.id: ns for ns in slurm.node_sets}
-    out: list[SmokeTarget] = []
-    results: list[CheckResult] = []
-    if node_sets is None:
-        chosen = [ns for ns in slurm.node_sets if ns.gpus_per_node]
-        if not chosen:
-            return [], [CheckResult("smoke", SKIP, "the recipe has no GPU node set",
-                                    f"cluster {slurm.cluster_id}",
-                                    "name a CPU node set with --smoke-node-set ID")]
-    else:
-        unknown = [n for n in node_sets if n not in by_id]
-        for n in unknown:
-            results.append(CheckResult(f"smoke:{n}", FAIL, f"the recipe has no node set {n} "
-                                       f"(node sets: {', '.join(by_id)})", f"node set {n}",
-                                       "fix --smoke-node-set"))
-        chosen = [by_id[n] for n in dict.fromkeys(node_sets) if n in by_id]
+    chosen, results = _chosen_node_sets(plan, node_sets)
     have = {r.partition for r in rows}
+    out: list[SmokeTarget] = []
     for ns in chosen:
-        part = next((p.id for p in slurm.partitions if ns.id in p.node_set_ids), None)
-        evidence = f"node set {ns.id}"
-        if part is None or part not in have:
-            results.append(CheckResult(f"smoke:{ns.id}", SKIP,
-                                       f"no job can reach node set {ns.id}: its partition "
-                                       f"{part} is not in Slurm", evidence))
-            continue
-        nodes = _nodes_of(ns)
-        if nodes < 1:
-            results.append(CheckResult(f"smoke:{ns.id}", SKIP,
-                                       f"node set {ns.id} has no node to run on", evidence))
-            continue
-        gpus = ns.gpus_per_node or 0
-        out.append(SmokeTarget(
-            node_set=ns.id, partition=part, nodes=nodes,
-            feature=any(ns.id in r.features for r in rows if in_node_set(r, ns.id)),
-            per_node=gpus or 1, kind="gpu" if gpus else "cpu",
-            profile_dir=profile_base.rstrip("/") + "/" + ns.id))
+        got = _target(slurm, ns, rows, have, profile_base)
+        if isinstance(got, SmokeTarget):
+            out.append(got)
+        else:
+            results.append(got)
     return out, results
+
+
+def _chosen_node_sets(plan: StackPlan, node_sets: Sequence[str] | None,
+                      ) -> tuple[list[NodeSetPlan], list[CheckResult]]:
+    """The recipe's node sets named by ``node_sets`` (each once, in the order asked; every
+    GPU node set when None) and a FAIL per unknown id, or a SKIP when no GPU node set is
+    there to pick."""
+    assert plan.slurm is not None
+    slurm = plan.slurm
+    if node_sets is None:
+        gpu = [ns for ns in slurm.node_sets if ns.gpus_per_node]
+        if gpu:
+            return gpu, []
+        return [], [CheckResult("smoke", SKIP, "the recipe has no GPU node set",
+                                f"cluster {slurm.cluster_id}",
+                                "name a CPU node set with --smoke-node-set ID")]
+    by_id = {ns.id: ns for ns in slurm.node_sets}
+    results = [CheckResult(f"smoke:{n}", FAIL, f"the recipe has no node set {n} "
+                           f"(node sets: {', '.join(by_id)})", f"node set {n}",
+                           "fix --smoke-node-set")
+               for n in node_sets if n not in by_id]
+    return [by_id[n] for n in dict.fromkeys(node_sets) if n in by_id], results
+
+
+def _target(slurm: SlurmPlan, ns: NodeSetPlan, rows: Sequence[NodeRow], have: set[str],
+            profile_base: str) -> SmokeTarget | CheckResult:
+    """The smoke target of node set ``ns``, or a SKIP when no job can reach it (its
+    partition is not among ``have``, the partitions Slurm shows) or it has no node."""
+    from mldiag_provision.verify.slurm import in_node_set
+
+    part = next((p.id for p in slurm.partitions if ns.id in p.node_set_ids), None)
+    evidence = f"node set {ns.id}"
+    if part is None or part not in have:
+        return CheckResult(f"smoke:{ns.id}", SKIP,
+                           f"no job can reach node set {ns.id}: its partition "
+                           f"{part} is not in Slurm", evidence)
+    nodes = _nodes_of(ns)
+    if nodes < 1:
+        return CheckResult(f"smoke:{ns.id}", SKIP,
+                           f"node set {ns.id} has no node to run on", evidence)
+    gpus = ns.gpus_per_node or 0
+    return SmokeTarget(
+        node_set=ns.id, partition=part, nodes=nodes,
+        feature=any(ns.id in r.features for r in rows if in_node_set(r, ns.id)),
+        per_node=gpus or 1, kind="gpu" if gpus else "cpu",
+        profile_dir=profile_base.rstrip("/") + "/" + ns.id)
 
 
 def job_script(plan: StackPlan, t: SmokeTarget, *, python: str | None,
@@ -263,6 +280,17 @@ def judge_output(t: SmokeTarget, job_id: str, state: str, output: str) -> CheckR
     hint = f"cat {path} on the login node"
     tasks, other = _tasks(output)
     reported = {i: k for i, k in tasks.items() if k.report is not None}
+    failed = _coverage_failure(t, job_id, state, tasks, other, evidence, hint)
+    for i, k in sorted(reported.items()):
+        failed = failed or _task_failure(t, i, k, evidence, hint)
+    return failed or _passed(t, reported, evidence)
+
+
+def _coverage_failure(t: SmokeTarget, job_id: str, state: str, tasks: dict[int, _Task],
+                      other: list[str], evidence: str, hint: str) -> CheckResult | None:
+    """A FAIL when the job's tasks do not cover its nodes: no report at all (the output's
+    last line shown), fewer reports than nodes, or tasks sharing a node; None otherwise."""
+    reported = {i: k for i, k in tasks.items() if k.report is not None}
     if not reported:
         last = (other or [ln for k in tasks.values() for ln in k.lines] or ["(no output)"])[-1]
         return CheckResult(t.check, FAIL, f"node set {t.node_set}: job {job_id} ({state}) "
@@ -278,25 +306,40 @@ def judge_output(t: SmokeTarget, job_id: str, state: str, output: str) -> CheckR
         return CheckResult(t.check, FAIL, f"node set {t.node_set}: the {t.nodes} task(s) ran "
                            f"on {len(hosts - {None})} node(s), one per node was asked",
                            evidence, hint)
-    for i, k in sorted(reported.items()):
-        rep = k.report or {}
-        where = f"node set {t.node_set}, node {k.host} (task {i})"
-        if not rep.get("ok"):
-            first = (rep.get("errors") or ["the program failed"])[0]
-            fix = (f"; pip install '{JAX_GPU}' into the nodes' Python, or pass "
-                   "--smoke-python" if "No module named 'jax'" in str(first) else "")
-            return CheckResult(t.check, FAIL, f"{where}: {first}", evidence, hint + fix)
-        local = rep.get("local_devices")
-        if local != t.per_node:
-            return CheckResult(t.check, FAIL,
-                               f"{where}: JAX sees {local} local {rep.get('platform')} "
-                               f"device(s), the node set has {t.per_node} per node",
-                               evidence, hint + "; a GPU node needs jax[cuda12] and its "
-                                                "driver (nvidia-smi)")
-        if rep.get("processes") != t.nodes:
-            return CheckResult(t.check, FAIL, f"{where}: jax.process_count() is "
-                               f"{rep.get('processes')}, the job has {t.nodes} node(s)",
-                               evidence, hint)
+    return None
+
+
+def _task_failure(t: SmokeTarget, i: int, k: _Task, evidence: str,
+                  hint: str) -> CheckResult | None:
+    """A FAIL when task ``i``'s report is not ok (the first error; a missing JAX gets the
+    install hint), sees other than ``per_node`` local devices, or other than ``nodes``
+    processes; None otherwise."""
+    rep = k.report or {}
+    where = f"node set {t.node_set}, node {k.host} (task {i})"
+    if not rep.get("ok"):
+        first = (rep.get("errors") or ["the program failed"])[0]
+        fix = (f"; pip install '{JAX_GPU}' into the nodes' Python, or pass "
+               "--smoke-python" if "No module named 'jax'" in str(first) else "")
+        return CheckResult(t.check, FAIL, f"{where}: {first}", evidence, hint + fix)
+    local = rep.get("local_devices")
+    if local != t.per_node:
+        return CheckResult(t.check, FAIL,
+                           f"{where}: JAX sees {local} local {rep.get('platform')} "
+                           f"device(s), the node set has {t.per_node} per node",
+                           evidence, hint + "; a GPU node needs jax[cuda12] and its "
+                                            "driver (nvidia-smi)")
+    if rep.get("processes") != t.nodes:
+        return CheckResult(t.check, FAIL, f"{where}: jax.process_count() is "
+                           f"{rep.get('processes')}, the job has {t.nodes} node(s)",
+                           evidence, hint)
+    return None
+
+
+def _passed(t: SmokeTarget, reported: dict[int, _Task], evidence: str) -> CheckResult:
+    """The PASS of a node set: its nodes, the first task's devices, processes and
+    collective, where the profiles went (and how many files), the ML Diagnostics SDK, and
+    whether the job installed JAX."""
+    hosts = {k.host for k in reported.values()}
     first = reported[min(reported)].report or {}
     coll = first.get("collective") or {}
     profiles = sum(len(k.profiles) for k in reported.values())
@@ -349,69 +392,17 @@ def run_slurm_smoke(transport: Transport, plan: StackPlan, rows: Sequence[NodeRo
 
     try:
         for t in chosen:
-            cmd = submit_command(t, job_script(plan, t, python=python, program=program),
-                                 minutes)
-            r = sh(cmd)
-            shown = (f"sbatch --parsable --job-name={t.job_name} --partition={t.partition} "
-                     f"--nodes={t.nodes} ... <script>")
-            if r.returncode != 0:
-                results.append(CheckResult(t.check, FAIL, f"node set {t.node_set}: "
-                                           + r.why().replace(f"`{cmd}`", f"`{shown}`"),
-                                           f"partition {t.partition}",
-                                           f"sinfo -p {t.partition}; can this user submit "
-                                           "jobs there?"))
-                continue
-            try:
-                job_id = parse_job_id(r.stdout)
-            except ValueError as exc:
-                results.append(CheckResult(t.check, FAIL, f"node set {t.node_set}: "
-                                           f"`{shown}` printed {exc}",
-                                           f"partition {t.partition}",
-                                           "a Slurm whose sbatch --parsable prints another "
-                                           "shape?"))
-                continue
-            say(f"smoke: node set {t.node_set}: job {job_id} submitted")
-            jobs.append(_Job(t, job_id))
-        deadline = time.monotonic() + timeout_s
-        while True:
-            for job in jobs:
-                if job.done:
-                    continue
-                cmd = f"squeue -h -t all -j {job.job_id} -o %T"
-                r = sh(cmd)
-                states = [x.strip() for x in r.stdout.splitlines() if x.strip()]
-                if (r.returncode == 0 and not states) or (
-                        r.returncode != 0 and "invalid job id" in r.stderr.lower()):
-                    job.done = True  # gone from the controller: ended
-                    continue
-                if r.returncode != 0 or not re.fullmatch(r"[A-Z_]+", states[0]):
-                    raise _Unexpected(job, f"unexpected answer: {r.why()}"
-                                      if r.returncode != 0 else
-                                      f"`{cmd}` printed {r.stdout.strip()[:200]!r}")
-                if states[0] != job.state:
-                    say(f"smoke: node set {job.target.node_set}: job {job.job_id} "
-                        f"{states[0]}")
-                job.state = states[0]
-                job.done = job.state not in RUNNING_STATES
-            if all(j.done for j in jobs):
-                break
-            if time.monotonic() > deadline:
-                break
-            time.sleep(poll_s)
+            job = _submit(t, sh, job_script(plan, t, python=python, program=program),
+                          minutes, results)
+            if job is not None:
+                say(f"smoke: node set {t.node_set}: job {job.job_id} submitted")
+                jobs.append(job)
+        _watch(jobs, sh, say, timeout_s, poll_s)
         for job in jobs:
             results.append(_finish(job, sh, timeout_s))
         return _ordered(results, chosen)
     except _Unexpected as exc:
-        results.append(CheckResult(exc.job.target.check, FAIL,
-                                   f"node set {exc.job.target.node_set}: {exc}",
-                                   f"job {exc.job.job_id}", "squeue -j ID; scancel ID"))
-        for job in jobs:  # the others are not judged (those still queued are cancelled below)
-            if job is not exc.job:
-                results.append(CheckResult(job.target.check, FAIL,
-                                           f"node set {job.target.node_set}: job {job.job_id} "
-                                           "not judged: watching the jobs stopped at "
-                                           f"node set {exc.job.target.node_set}",
-                                           f"job {job.job_id}"))
+        results += _unjudged(exc, jobs)
         return _ordered(results, chosen)
     finally:
         for job in jobs:  # anything still queued or running is ours to cancel
@@ -419,6 +410,88 @@ def run_slurm_smoke(transport: Transport, plan: StackPlan, rows: Sequence[NodeRo
                 with contextlib.suppress(Exception):
                     sh(f"scancel {job.job_id}")
                     job.done = True
+
+
+def _submit(t: SmokeTarget, sh: Callable[[str], Any], script: str, minutes: int,
+            results: list[CheckResult]) -> _Job | None:
+    """Submit node set ``t``'s job; None, with a FAIL added to ``results``, when sbatch
+    fails or prints no job id (the command shown without its script)."""
+    cmd = submit_command(t, script, minutes)
+    r = sh(cmd)
+    shown = (f"sbatch --parsable --job-name={t.job_name} --partition={t.partition} "
+             f"--nodes={t.nodes} ... <script>")
+    if r.returncode != 0:
+        results.append(CheckResult(t.check, FAIL, f"node set {t.node_set}: "
+                                   + r.why().replace(f"`{cmd}`", f"`{shown}`"),
+                                   f"partition {t.partition}",
+                                   f"sinfo -p {t.partition}; can this user submit "
+                                   "jobs there?"))
+        return None
+    try:
+        job_id = parse_job_id(r.stdout)
+    except ValueError as exc:
+        results.append(CheckResult(t.check, FAIL, f"node set {t.node_set}: "
+                                   f"`{shown}` printed {exc}",
+                                   f"partition {t.partition}",
+                                   "a Slurm whose sbatch --parsable prints another "
+                                   "shape?"))
+        return None
+    return _Job(t, job_id)
+
+
+def _watch(jobs: list[_Job], sh: Callable[[str], Any], say: Callable[[str], None],
+           timeout_s: float, poll_s: float) -> None:
+    """Poll the jobs every ``poll_s`` seconds until every one ended or ``timeout_s`` passed
+    (those still running stay not ``done``). Raises _Unexpected on an answer squeue should
+    not give."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        for job in jobs:
+            if not job.done:
+                _poll(job, sh, say)
+        if all(j.done for j in jobs):
+            break
+        if time.monotonic() > deadline:
+            break
+        time.sleep(poll_s)
+
+
+def _poll(job: _Job, sh: Callable[[str], Any], say: Callable[[str], None]) -> None:
+    """One ``squeue`` of ``job``: its new state (said when it changed), ``done`` once it
+    left the running states or the controller forgot it. Raises _Unexpected when squeue
+    fails otherwise or prints something other than a state."""
+    cmd = f"squeue -h -t all -j {job.job_id} -o %T"
+    r = sh(cmd)
+    states = [x.strip() for x in r.stdout.splitlines() if x.strip()]
+    if (r.returncode == 0 and not states) or (
+            r.returncode != 0 and "invalid job id" in r.stderr.lower()):
+        job.done = True  # gone from the controller: ended
+        return
+    if r.returncode != 0 or not re.fullmatch(r"[A-Z_]+", states[0]):
+        raise _Unexpected(job, f"unexpected answer: {r.why()}"
+                          if r.returncode != 0 else
+                          f"`{cmd}` printed {r.stdout.strip()[:200]!r}")
+    if states[0] != job.state:
+        say(f"smoke: node set {job.target.node_set}: job {job.job_id} "
+            f"{states[0]}")
+    job.state = states[0]
+    job.done = job.state not in RUNNING_STATES
+
+
+def _unjudged(exc: _Unexpected, jobs: list[_Job]) -> list[CheckResult]:
+    """The FAIL of the job whose watch went wrong, and a FAIL "not judged" for each other
+    job (those still queued are cancelled by the caller)."""
+    out = [CheckResult(exc.job.target.check, FAIL,
+                       f"node set {exc.job.target.node_set}: {exc}",
+                       f"job {exc.job.job_id}", "squeue -j ID; scancel ID")]
+    for job in jobs:
+        if job is not exc.job:
+            out.append(CheckResult(job.target.check, FAIL,
+                                   f"node set {job.target.node_set}: job {job.job_id} "
+                                   "not judged: watching the jobs stopped at "
+                                   f"node set {exc.job.target.node_set}",
+                                   f"job {job.job_id}"))
+    return out
 
 
 class _Unexpected(Exception):
