@@ -470,15 +470,15 @@ class _Env:
     stuck: tuple[_Stuck, ...] = ()
 
 
-@dataclass(frozen=True)
-class _EnvScope:
+class _EnvScope(NamedTuple):
     """What the expansion of one container's env reads besides the env itself: the
     workload object and whether it is a JobSet; ``fields``: the JobSet pod label keys a
     fieldRef reads (key -> value, ``None`` where known to exist but not its value, ``""``
     for the coordinator label without spec.coordinator); ``runtime``: LWS's own variables;
     ``late``: the variables the Job controller appends after the template's env; ``opaque``:
     the container reads ``envFrom``; ``links``: Service link variable suffixes;
-    ``pod_keys``: fact wiring.jobsetPodKeys (the prefix and the keys JobSet sets)."""
+    ``pod_keys``: fact wiring.jobsetPodKeys (the prefix and the keys JobSet sets). (A named
+    tuple, as :class:`_Address`: no dataclass text to compile on lint's path.)"""
 
     resource: Resource
     jobset: bool
