@@ -43,9 +43,12 @@ from mldiag_provision.cluster.model import (
     MEMORY,
     ClusterModel,
     ClusterQueue,
+    Controller,
+    LocalQueue,
     NodeGroup,
     ResourceFlavor,
     Taint,
+    Webhook,
 )
 from mldiag_provision.lint.loading import Resource, get
 from mldiag_provision.lint.workloads import PodTemplate
@@ -221,30 +224,62 @@ def admitted(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
     if queue is None:
         return
     lq = model.local_queue(t.resource.namespace, queue)
-    missing = _kueue_fact("missingQueue")
-    if lq is None or model.cluster_queue(lq.cluster_queue) is None:
-        knows = model.source == "live" and bool(model.cluster_queues or model.local_queues)
-        if knows or (model.source == "plan" and model.local_queues):
-            said = (str(missing["words"]).format(queue=queue) if lq is None else
-                    str(missing["clusterQueueWords"]).format(queue=lq.cluster_queue))
-            known = sorted(f"{q.namespace}/{q.name}" if q.namespace else q.name
-                           for q in model.local_queues)
-            yield Verdict(
-                t, "admitted", "kueue-queue", ("metadata", "labels", model.queue_label),
-                f"{t.describe()} is sent to LocalQueue {queue}, but Kueue leaves it "
-                f"Inadmissible (\"{said}\")" + (
-                    "" if model.source == "live" else
-                    " in the cluster the recipe creates"),
-                value=queue, expected="a LocalQueue of the workload's namespace: "
-                + (", ".join(known) if known else "none"),
-                hint="set the queue-name label to an existing LocalQueue, or create it",
-                facts=(missing,), warning=model.source != "live")
+    cq = None if lq is None else model.cluster_queue(lq.cluster_queue)
+    if cq is None:
+        v = _missing_queue(model, t, queue, lq)
+        if v is not None:
+            yield v
         return
-    cq = model.cluster_queue(lq.cluster_queue)
-    assert cq is not None
-    coverage = _kueue_fact("coverage")
     requests = pod_requests(t)
     podset = _pod_set_name(t)
+    yield from _uncovered(t, cq, requests, podset)
+    unmatched = list(_flavors(model, t, cq, requests, podset))
+    if unmatched:
+        yield from unmatched
+        return  # no flavor to hold a quota
+    if cq.cohort is not None or not cq.quotas:
+        return  # it may borrow from its cohort; or no quota was read
+    yield from _over_quota(t, cq, requests, podset)
+
+
+def _knows_queues(model: ClusterModel) -> bool:
+    """Whether the model holds every queue a workload may name: a live cluster that
+    reported queues, or the recipe's plan with LocalQueues (manifests alone: never)."""
+    if model.source == "live":
+        return bool(model.cluster_queues or model.local_queues)
+    return model.source == "plan" and bool(model.local_queues)
+
+
+def _missing_queue(model: ClusterModel, t: PodTemplate, queue: str,
+                   lq: LocalQueue | None) -> Verdict | None:
+    """The verdict for a pod set sent to LocalQueue ``queue`` that the model lacks
+    (``lq`` None), or whose ClusterQueue it lacks; None where the model does not know
+    every queue (fact ``gke.queuedProvisioning.missingQueue``: Kueue's own words)."""
+    if not _knows_queues(model):
+        return None
+    missing = _kueue_fact("missingQueue")
+    said = (str(missing["words"]).format(queue=queue) if lq is None else
+            str(missing["clusterQueueWords"]).format(queue=lq.cluster_queue))
+    known = sorted(f"{q.namespace}/{q.name}" if q.namespace else q.name
+                   for q in model.local_queues)
+    return Verdict(
+        t, "admitted", "kueue-queue", ("metadata", "labels", model.queue_label),
+        f"{t.describe()} is sent to LocalQueue {queue}, but Kueue leaves it "
+        f"Inadmissible (\"{said}\")" + (
+            "" if model.source == "live" else
+            " in the cluster the recipe creates"),
+        value=queue, expected="a LocalQueue of the workload's namespace: "
+        + (", ".join(known) if known else "none"),
+        hint="set the queue-name label to an existing LocalQueue, or create it",
+        facts=(missing,), warning=model.source != "live")
+
+
+def _uncovered(t: PodTemplate, cq: ClusterQueue, requests: Mapping[str, Request],
+               podset: str) -> Iterator[Verdict]:
+    """One verdict per resource the pod set requests (a positive amount) that ``cq``'s
+    coveredResources leave out, by resource name (fact
+    ``gke.queuedProvisioning.coverage``)."""
+    coverage = _kueue_fact("coverage")
     for name, req in sorted(requests.items()):
         if req.amount <= 0 or name in cq.covered:  # a negative amount is the schema's finding
             continue
@@ -257,19 +292,27 @@ def admitted(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
             hint=f"add {name} to the ClusterQueue's coveredResources (with a quota), or drop "
                  f"the {name} request",
             facts=(coverage,))
-    unmatched = list(_flavors(model, t, cq, requests, podset))
-    if unmatched:
-        yield from unmatched
-        return  # no flavor to hold a quota
-    if cq.cohort is not None or not cq.quotas:
-        return  # it may borrow from its cohort; or no quota was read
+
+
+def _largest_quota(cq: ClusterQueue, resource: str) -> tuple[str, Decimal] | None:
+    """The flavor of ``cq`` with the largest nominal quota of ``resource`` (the first of
+    equals) and that quota, in the resource's base unit; None where no flavor has one."""
+    return max(((f, q[resource]) for f, q in cq.quotas.items() if resource in q),
+               key=lambda x: x[1], default=None)
+
+
+def _over_quota(t: PodTemplate, cq: ClusterQueue, requests: Mapping[str, Request],
+                podset: str) -> Iterator[Verdict]:
+    """One verdict per covered resource whose total over the pod set's pods (request x
+    :func:`_pod_count`) is above every flavor's quota of it in ``cq``, by resource name
+    (fact ``gke.queuedProvisioning.quota``). The caller has ruled out a cohort to borrow
+    from."""
     quota = _kueue_fact("quota")
     pods = _pod_count(t)
     for name, req in sorted(requests.items()):
         if req.amount <= 0 or name not in cq.covered:
             continue
-        best = max(((f, q[name]) for f, q in cq.quotas.items() if name in q),
-                   key=lambda x: x[1], default=None)
+        best = _largest_quota(cq, name)
         total = req.amount * pods
         if best is None or total <= best[1]:
             continue
@@ -542,39 +585,75 @@ def scheduled(model: ClusterModel, t: PodTemplate) -> Iterator[Verdict]:
     groups = [g for g in _candidates(model, t, requests) if g.allocatable]
     if not groups:
         return
-    short: list[tuple[NodeGroup, str, Request, Decimal]] = []
+    short = _shortfalls(groups, requests)
+    if short is None:
+        return  # fits some group
+    fit = _fit_fact()
+    for s in _closest(short):
+        v = _allocatable_verdict(model, t, fit, s)
+        if v is not None:
+            yield v
+
+
+class _Short(NamedTuple):
+    """A request above what a node of a group gives pods: the group, the resource (cpu or
+    memory), the pod's request and the group's allocatable amount (cores or bytes)."""
+
+    group: NodeGroup
+    resource: str
+    request: Request
+    allocatable: Decimal
+
+
+def _shortfalls(groups: list[NodeGroup], requests: Mapping[str, Request],
+                ) -> list[_Short] | None:
+    """Each cpu/memory request above the allocatable amount of each group, in group order;
+    None as soon as one group holds every request (the pod can be scheduled there)."""
+    short: list[_Short] = []
     for g in groups:
-        missing = [(r, requests[r], g.allocatable[r]) for r in (CPU, MEMORY)
+        missing = [_Short(g, r, requests[r], g.allocatable[r]) for r in (CPU, MEMORY)
                    if r in requests and r in g.allocatable
                    and requests[r].amount > g.allocatable[r]]
         if not missing:
-            return  # fits here
-        short.extend((g, r, req, cap) for r, req, cap in missing)
-    best: dict[str, tuple[NodeGroup, str, Request, Decimal]] = {}
-    for item in short:  # per resource, the group that comes closest
-        if item[1] not in best or item[3] > best[item[1]][3]:
-            best[item[1]] = item
+            return None
+        short.extend(missing)
+    return short
+
+
+def _closest(short: list[_Short]) -> list[_Short]:
+    """Per resource, in the order resources first fall short, the shortfall of the group
+    that comes closest (the largest allocatable; the first of equals)."""
+    best: dict[str, _Short] = {}
+    for item in short:
+        if item.resource not in best or item.allocatable > best[item.resource].allocatable:
+            best[item.resource] = item
+    return list(best.values())
+
+
+def _allocatable_verdict(model: ClusterModel, t: PodTemplate, fit: Fact, s: _Short,
+                         ) -> Verdict | None:
+    """The *allocatable* verdict of one shortfall, or None where the request is above the
+    whole TPU machine (``tpu-resources`` says so; on a live model only for TPU groups).
+    Amounts are shown in GiB for memory and cores for cpu, to 0.01."""
+    g, resource, req, cap = s
     live = model.source == "live"
-    fit = _fit_fact()
-    for g, resource, req, cap in best.values():
-        whole = g.capacity.get(resource)  # the machine's size
-        if whole is not None and req.amount > whole and (not live or TPU in g.capacity):
-            continue  # above the whole TPU machine: tpu-resources says so
-        nodes = g.nodes
-        unit = "GiB" if resource == MEMORY else "cores"
-        shown = (cap / GIB if resource == MEMORY else cap).quantize(Decimal("0.01"))
-        where = f"slice '{g.slice}'" if g.slice else f"node pool '{g.name}'"
-        whence = "as the nodes report it" if live else "after GKE's reservations"
-        said = str(fit["words"]).format(nodes=nodes, resource=resource)
-        yield Verdict(
-            t, "scheduled", "allocatable", req.path,
-            f"{t.describe()} requests {resource} {req.written}, more than a "
-            f"{g.machine_type or g.name} node of {where} can give pods "
-            f"({shown} {unit} allocatable, {whence}): it stays Pending with \"{said}\"",
-            value=req.written, expected=f"at most {shown} {unit}",
-            hint=f"request at most {shown} {unit} of {resource} (GKE keeps the rest of the "
-                 "machine for the kubelet and system daemons)",
-            facts=(fit,) if live else g.facts, own_facts=live)
+    whole = g.capacity.get(resource)  # the machine's size
+    if whole is not None and req.amount > whole and (not live or TPU in g.capacity):
+        return None  # above the whole TPU machine: tpu-resources says so
+    unit = "GiB" if resource == MEMORY else "cores"
+    shown = (cap / GIB if resource == MEMORY else cap).quantize(Decimal("0.01"))
+    where = f"slice '{g.slice}'" if g.slice else f"node pool '{g.name}'"
+    whence = "as the nodes report it" if live else "after GKE's reservations"
+    said = str(fit["words"]).format(nodes=g.nodes, resource=resource)
+    return Verdict(
+        t, "scheduled", "allocatable", req.path,
+        f"{t.describe()} requests {resource} {req.written}, more than a "
+        f"{g.machine_type or g.name} node of {where} can give pods "
+        f"({shown} {unit} allocatable, {whence}): it stays Pending with \"{said}\"",
+        value=req.written, expected=f"at most {shown} {unit}",
+        hint=f"request at most {shown} {unit} of {resource} (GKE keeps the rest of the "
+             "machine for the kubelet and system daemons)",
+        facts=(fit,) if live else g.facts, own_facts=live)
 
 
 # --- admitted by the installed controllers (issue 25) -----------------------------------------
@@ -605,27 +684,15 @@ def _no_match(model: ClusterModel, t: PodTemplate) -> Verdict | None:
     res = t.resource
     group, _, version = res.api_version.rpartition("/")
     kind = res.kind
-    if (model.controllers is None or not model.controllers_complete or not kind
-            or not version or _builtin(group)
-            or model.served_by(group, version, kind) is not None):
+    if not _judges_kind(model, group, version, kind):
         return None
+    assert model.controllers is not None
     fact = store().as_fact(store().doc("kubernetes")["controllers"]["noMatch"])
     said = str(fact["words"]).format(kind=kind, apiVersion=res.api_version)
     other = sorted(f"{g}/{v}" for c in model.controllers for (g, v, k) in c.serves
                    if g == group and k == kind)
-    owner = next((c for c in model.controllers for (g, _v, _k) in c.serves if g == group),
-                 None)
-    if other:
-        expected = "apiVersion " + " or ".join(other) + (
-            f" ({owner.name} {owner.version})" if owner and owner.version else "")
-        hint = f"set apiVersion to {other[-1]}, the version the installed CRD serves"
-    else:
-        installed = ", ".join(c.name for c in model.controllers) or "none"
-        expected = f"a kind an installed controller serves (installed: {installed})"
-        hint = (_INSTALLED_BY.get(group, f"no recipe field installs the {group} controller: "
-                                         "install it (its CRDs) before this object")
-                if model.source != "live" else
-                f"install the controller that serves {kind} ({group}) before this object")
+    expected, hint = (_other_version(model.controllers, group, other) if other else
+                      _no_controller(model, group, kind))
     return Verdict(
         t, "admitted", "controller-kind", ("apiVersion",),
         f"{res.display()}: no installed controller serves {kind} at {res.api_version}, so "
@@ -635,6 +702,38 @@ def _no_match(model: ClusterModel, t: PodTemplate) -> Verdict | None:
         # against a plan, a group no installed controller serves may be added by hand (a
         # warning); one the stack's own controller serves at other versions is refused
         warning=model.source != "live" and not other)
+
+
+def _judges_kind(model: ClusterModel, group: str, version: str, kind: str) -> bool:
+    """Whether ``group/version`` ``kind`` is judged and unserved: the model knows every
+    installed controller, the object names a kind and version of a group Kubernetes does
+    not serve itself, and no installed controller serves it."""
+    return not (model.controllers is None or not model.controllers_complete or not kind
+                or not version or _builtin(group)
+                or model.served_by(group, version, kind) is not None)
+
+
+def _other_version(controllers: tuple[Controller, ...], group: str, other: list[str],
+                   ) -> tuple[str, str]:
+    """(expected, hint) for a kind the installed controller of ``group`` serves at
+    ``other`` versions (``group/version``, sorted): the newest of them, and the controller's
+    name and version where it is known."""
+    owner = next((c for c in controllers for (g, _v, _k) in c.serves if g == group), None)
+    expected = "apiVersion " + " or ".join(other) + (
+        f" ({owner.name} {owner.version})" if owner and owner.version else "")
+    return expected, f"set apiVersion to {other[-1]}, the version the installed CRD serves"
+
+
+def _no_controller(model: ClusterModel, group: str, kind: str) -> tuple[str, str]:
+    """(expected, hint) for a kind no installed controller serves at any version: against
+    a plan, the recipe field that installs the group's controller (:data:`_INSTALLED_BY`)."""
+    installed = ", ".join(c.name for c in model.controllers or ()) or "none"
+    expected = f"a kind an installed controller serves (installed: {installed})"
+    hint = (_INSTALLED_BY.get(group, f"no recipe field installs the {group} controller: "
+                                     "install it (its CRDs) before this object")
+            if model.source != "live" else
+            f"install the controller that serves {kind} ({group}) before this object")
+    return expected, hint
 
 
 def _plural(kind: str) -> str:
@@ -653,35 +752,51 @@ def _unreachable(model: ClusterModel, t: PodTemplate, first: bool, pod_set: bool
                 continue
             own = first and ("*" in w.resources or _plural(res.kind) in w.resources)
             pods = pod_set and ("pods" in w.resources or "*" in w.resources)
-            path: Path = ("kind",)
-            if not own and pods and w.namespace_label is not None:
-                key, value = w.namespace_label
-                if t.labels.get(key) == value:
-                    path = (*t.path, "metadata", "labels", key)
-                elif res.namespace is not None and res.namespace in w.namespaces:
-                    path = ("metadata", "namespace")
-                else:
-                    continue
-            elif not own and pods:
-                path = (*t.path, "metadata") if t.path else ("metadata",)
-            elif not own:
-                continue
-            fact = store().as_fact(store().doc("kubernetes")["webhooks"]["unreachable"])
-            said = str(fact["words"]).format(webhook=w.name)
-            reach = sorted(model.control_plane_ports or ())
-            what = f"{res.kind} objects" if own else "its pods"
-            yield Verdict(
-                t, "admitted", "webhook-unreachable", path,
-                f"{t.describe()}: {what} are refused: webhook {w.name} ({c.name}) fails "
-                f"closed and listens on port {w.port}, which the control plane of this "
-                f"private cluster cannot reach (it reaches the nodes on "
-                f"{', '.join(map(str, reach)) or 'no port'}): \"{said}\"",
-                value=w.port, expected="a webhook port the control plane reaches: "
-                + (", ".join(map(str, reach)) or "none"),
-                hint="leave spec.orchestrator.private.webhookFirewall on (the stack's rule "
-                     f"opens the webhook ports), or add a firewall rule from the control plane "
-                     f"range to the nodes on TCP {w.port}",
-                facts=(fact, *w.facts), warning=model.source != "live")
+            path = _intercepted_at(t, w, own, pods)
+            if path is not None:
+                yield _unreachable_verdict(model, t, c, w, own, path)
+
+
+def _intercepted_at(t: PodTemplate, w: Webhook, own: bool, pods: bool) -> Path | None:
+    """Where webhook ``w`` is shown to intercept the object: ``kind`` for the object's own
+    kind (``own``); for its pods (``pods``), the pod template's metadata, or the label or
+    namespace its namespaceSelector matches; None where it intercepts neither (or its
+    namespaceSelector matches neither the label nor a namespace it is known to select)."""
+    if own:
+        return ("kind",)
+    if not pods:
+        return None
+    if w.namespace_label is None:
+        return (*t.path, "metadata") if t.path else ("metadata",)
+    key, value = w.namespace_label
+    if t.labels.get(key) == value:
+        return (*t.path, "metadata", "labels", key)
+    if t.resource.namespace is not None and t.resource.namespace in w.namespaces:
+        return ("metadata", "namespace")
+    return None
+
+
+def _unreachable_verdict(model: ClusterModel, t: PodTemplate, c: Controller, w: Webhook,
+                         own: bool, path: Path) -> Verdict:
+    """The *webhook-unreachable* verdict of webhook ``w`` of controller ``c`` (fact
+    ``kubernetes.webhooks.unreachable`` and the webhook's own facts); a warning unless the
+    model is live."""
+    fact = store().as_fact(store().doc("kubernetes")["webhooks"]["unreachable"])
+    said = str(fact["words"]).format(webhook=w.name)
+    reach = sorted(model.control_plane_ports or ())
+    what = f"{t.resource.kind} objects" if own else "its pods"
+    return Verdict(
+        t, "admitted", "webhook-unreachable", path,
+        f"{t.describe()}: {what} are refused: webhook {w.name} ({c.name}) fails "
+        f"closed and listens on port {w.port}, which the control plane of this "
+        f"private cluster cannot reach (it reaches the nodes on "
+        f"{', '.join(map(str, reach)) or 'no port'}): \"{said}\"",
+        value=w.port, expected="a webhook port the control plane reaches: "
+        + (", ".join(map(str, reach)) or "none"),
+        hint="leave spec.orchestrator.private.webhookFirewall on (the stack's rule "
+             f"opens the webhook ports), or add a firewall rule from the control plane "
+             f"range to the nodes on TCP {w.port}",
+        facts=(fact, *w.facts), warning=model.source != "live")
 
 
 def controllers_admit(model: ClusterModel, t: PodTemplate, seen: set[int],

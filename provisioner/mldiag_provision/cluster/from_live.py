@@ -126,25 +126,41 @@ def node_groups(nodes: Iterable[Mapping[str, Any]]) -> tuple[NodeGroup, ...]:
     groups: dict[tuple[str, ...], list[Mapping[str, Any]]] = {}
     for node in nodes:
         groups.setdefault(_group_key(_labels(node)), []).append(node)
-    out = []
-    for key, members in groups.items():
-        label_sets = [_labels(n) for n in members]
-        shared = {k: v for k, v in label_sets[0].items() if k not in PER_NODE_LABELS
-                  and all(s.get(k) == v for s in label_sets[1:])}
-        taints = set.intersection(*(_taints(n) for n in members))
-        zones = sorted({z for s in label_sets
-                        if (z := next((s[k] for k in ZONE_LABELS if k in s), None))})
-        status = [n.get("status") or {} for n in members]
-        capacity = _smallest([_quantities(s.get("capacity")) for s in status])
-        allocatable = _smallest([_quantities(s.get("allocatable")) for s in status])
-        machine = next((shared[k] for k in INSTANCE_TYPE_LABELS if k in shared), None)
-        name = key[1] if key[0] == "pool" else (machine or "nodes")
-        out.append(NodeGroup(
-            name=name, machine_type=machine, nodes=len(members), zones=tuple(zones),
-            labels=shared, taints=tuple(sorted(taints, key=lambda t: (t.key, t.effect))),
-            capacity=capacity, allocatable=allocatable, facts=(),
-            slice=shared.get(SLICE_LABEL)))
-    return tuple(out)
+    return tuple(_node_group(key, members) for key, members in groups.items())
+
+
+def _shared_labels(label_sets: list[dict[str, str]]) -> dict[str, str]:
+    """The labels every node of a group carries with the same value (per-node labels such
+    as the hostname left out), in the first node's order."""
+    return {k: v for k, v in label_sets[0].items() if k not in PER_NODE_LABELS
+            and all(s.get(k) == v for s in label_sets[1:])}
+
+
+def _zones(label_sets: list[dict[str, str]]) -> tuple[str, ...]:
+    """The zones of a group's nodes (the first zone label each carries), sorted, once
+    each."""
+    return tuple(sorted({z for s in label_sets
+                         if (z := next((s[k] for k in ZONE_LABELS if k in s), None))}))
+
+
+def _node_group(key: tuple[str, ...], members: list[Mapping[str, Any]]) -> NodeGroup:
+    """One group of nodes (``key``: :func:`_group_key`) as a :class:`NodeGroup`: the labels
+    and taints all of them share, their zones, the smallest capacity and allocatable of any
+    member (``status.capacity``/``status.allocatable``, base units), named by its node pool,
+    else its machine type."""
+    label_sets = [_labels(n) for n in members]
+    shared = _shared_labels(label_sets)
+    taints = set.intersection(*(_taints(n) for n in members))
+    status = [n.get("status") or {} for n in members]
+    capacity = _smallest([_quantities(s.get("capacity")) for s in status])
+    allocatable = _smallest([_quantities(s.get("allocatable")) for s in status])
+    machine = next((shared[k] for k in INSTANCE_TYPE_LABELS if k in shared), None)
+    name = key[1] if key[0] == "pool" else (machine or "nodes")
+    return NodeGroup(
+        name=name, machine_type=machine, nodes=len(members), zones=_zones(label_sets),
+        labels=shared, taints=tuple(sorted(taints, key=lambda t: (t.key, t.effect))),
+        capacity=capacity, allocatable=allocatable, facts=(),
+        slice=shared.get(SLICE_LABEL))
 
 
 VERSION_LABEL = "app.kubernetes.io/version"
@@ -194,44 +210,60 @@ def controllers_of_crds(crds: Iterable[Mapping[str, Any]], source: str = "the cl
 
 def webhooks_of(configs: Iterable[Mapping[str, Any]]) -> tuple[Controller, ...]:
     """One :class:`Controller` per Mutating/ValidatingWebhookConfiguration (dicts,
-    admissionregistration.k8s.io/v1) holding its webhooks: name, the Service port the API
-    server calls (``clientConfig.service.port``, default 443; the pod port behind it is the
-    Service's), the resources its rules intercept, whether it fails closed (``failurePolicy``,
-    default Fail in v1) and its one-label namespace selector. Whether the control plane
-    reaches it is not known from the API (the firewall is not a Kubernetes object)."""
+    admissionregistration.k8s.io/v1) holding its webhooks (:func:`_webhook`). Whether the
+    control plane reaches them is not known from the API (the firewall is not a Kubernetes
+    object). A configuration without a name or a readable webhook is left out."""
     out = []
     for cfg in configs:
         meta = cfg.get("metadata")
         name = meta.get("name") if isinstance(meta, Mapping) else None
         hooks = cfg.get("webhooks")
-        found = []
-        for h in hooks if isinstance(hooks, list) else []:
-            if not isinstance(h, Mapping) or not isinstance(h.get("name"), str):
-                continue
-            conf = h.get("clientConfig")
-            svc = conf.get("service") if isinstance(conf, Mapping) else None
-            port = svc.get("port", 443) if isinstance(svc, Mapping) else None
-            resources: set[str] = set()
-            rules = h.get("rules")
-            for r in rules if isinstance(rules, list) else []:
-                if isinstance(r, Mapping) and isinstance(r.get("resources"), list):
-                    resources |= {str(x).split("/")[0] for x in r["resources"]}
-            sel = h.get("namespaceSelector")
-            labels = sel.get("matchLabels") if isinstance(sel, Mapping) else None
-            label = (next(iter(labels.items())) if isinstance(labels, Mapping)
-                     and len(labels) == 1 else None)
-            found.append(Webhook(
-                name=str(h["name"]),
-                port=port if isinstance(port, int) and not isinstance(port, bool) else None,
-                resources=frozenset(resources),
-                fails_closed=h.get("failurePolicy", "Fail") == "Fail",
-                reachable=None, namespace_label=(str(label[0]), str(label[1]))
-                if label else None))
+        found = [w for w in map(_webhook, hooks if isinstance(hooks, list) else [])
+                 if w is not None]
         if isinstance(name, str) and found:
             out.append(Controller(name=f"{cfg.get('kind', 'webhook configuration')} {name}",
                                   version=None, serves=frozenset(), webhooks=tuple(found),
                                   installed_by="the cluster"))
     return tuple(out)
+
+
+def _webhook(h: object) -> Webhook | None:
+    """One ``webhooks[]`` entry: its name, the Service port the API server calls
+    (``clientConfig.service.port``, default 443; the pod port behind it is the Service's;
+    None for a URL webhook), the resources its rules intercept, whether it fails closed
+    (``failurePolicy``, default Fail in v1) and its one-label namespace selector; None
+    without a name."""
+    if not isinstance(h, Mapping) or not isinstance(h.get("name"), str):
+        return None
+    conf = h.get("clientConfig")
+    svc = conf.get("service") if isinstance(conf, Mapping) else None
+    port = svc.get("port", 443) if isinstance(svc, Mapping) else None
+    label = _one_label(h.get("namespaceSelector"))
+    return Webhook(
+        name=str(h["name"]),
+        port=port if isinstance(port, int) and not isinstance(port, bool) else None,
+        resources=_intercepted(h.get("rules")),
+        fails_closed=h.get("failurePolicy", "Fail") == "Fail",
+        reachable=None, namespace_label=label)
+
+
+def _intercepted(rules: object) -> frozenset[str]:
+    """The resources a webhook's ``rules[].resources`` name, subresources folded into their
+    resource (``pods/exec`` -> ``pods``)."""
+    resources: set[str] = set()
+    for r in rules if isinstance(rules, list) else []:
+        if isinstance(r, Mapping) and isinstance(r.get("resources"), list):
+            resources |= {str(x).split("/")[0] for x in r["resources"]}
+    return frozenset(resources)
+
+
+def _one_label(sel: object) -> tuple[str, str] | None:
+    """(key, value) of a namespaceSelector that matches exactly one label, else None."""
+    labels = sel.get("matchLabels") if isinstance(sel, Mapping) else None
+    if not isinstance(labels, Mapping) or len(labels) != 1:
+        return None
+    key, value = next(iter(labels.items()))
+    return str(key), str(value)
 
 
 def model_of(nodes: Iterable[Mapping[str, Any]],

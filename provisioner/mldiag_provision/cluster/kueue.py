@@ -25,6 +25,29 @@ def _quota(raw: object) -> Decimal | None:
     return parse_quantity(str(raw))
 
 
+def _list(raw: object) -> list[Any]:
+    """``raw`` where it is a list, else empty (a field of the wrong type is the schema's
+    finding)."""
+    return raw if isinstance(raw, list) else []
+
+
+def _named(raw: object) -> list[Mapping[str, Any]]:
+    """The entries of list ``raw`` that are mappings with a string ``name``, in order."""
+    return [x for x in _list(raw) if isinstance(x, Mapping) and isinstance(x.get("name"), str)]
+
+
+def _flavor_quotas(flavor: Mapping[str, Any]) -> dict[str, Decimal]:
+    """One ``flavors[]`` entry of a resource group: its nominal quota per resource name
+    (``resources[].nominalQuota``, in the resource's base unit: cores, bytes, a count); a
+    quota that is no quantity is left out."""
+    out: dict[str, Decimal] = {}
+    for r in _named(flavor.get("resources")):
+        q = _quota(r.get("nominalQuota"))
+        if q is not None:
+            out[str(r["name"])] = q
+    return out
+
+
 def cluster_queue(item: Mapping[str, Any]) -> ClusterQueue | None:
     """One ClusterQueue object (a dict) -> its name, covered resources, flavors, each
     flavor's nominal quota per resource, and its cohort; None without a readable name."""
@@ -38,29 +61,19 @@ def cluster_queue(item: Mapping[str, Any]) -> ClusterQueue | None:
     flavors: list[str] = []
     parts: list[tuple[frozenset[str], tuple[str, ...]]] = []
     quotas: dict[str, dict[str, Decimal]] = {}
-    groups = spec.get("resourceGroups")
-    for g in groups if isinstance(groups, list) else []:
+    for g in _list(spec.get("resourceGroups")):
         if not isinstance(g, Mapping):
             continue
-        names = g.get("coveredResources")
-        mine = frozenset(r for r in (names if isinstance(names, list) else [])
-                         if isinstance(r, str))
+        mine = frozenset(r for r in _list(g.get("coveredResources")) if isinstance(r, str))
         covered.update(mine)
-        listed = g.get("flavors")
-        parts.append((mine, tuple(str(f["name"]) for f in (
-            listed if isinstance(listed, list) else [])
-            if isinstance(f, Mapping) and isinstance(f.get("name"), str))))
-        for f in listed if isinstance(listed, list) else []:
-            if not isinstance(f, Mapping) or not isinstance(f.get("name"), str):
-                continue
+        listed = _named(g.get("flavors"))
+        parts.append((mine, tuple(str(f["name"]) for f in listed)))
+        for f in listed:
             flavor = str(f["name"])
             flavors.append(flavor)
-            resources = f.get("resources")
-            for r in resources if isinstance(resources, list) else []:
-                if isinstance(r, Mapping) and isinstance(r.get("name"), str):
-                    q = _quota(r.get("nominalQuota"))
-                    if q is not None:
-                        quotas.setdefault(flavor, {})[str(r["name"])] = q
+            quota = _flavor_quotas(f)
+            if quota:
+                quotas.setdefault(flavor, {}).update(quota)
     cohort = spec.get("cohort") or spec.get("cohortName")
     return ClusterQueue(name, frozenset(covered), tuple(flavors), quotas=quotas,
                         cohort=cohort if isinstance(cohort, str) and cohort else None,

@@ -34,8 +34,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from mldiag_provision.catalog.store import Fact, store
 from mldiag_provision.cluster.check import Verdict
@@ -469,6 +470,62 @@ class _Env:
     stuck: tuple[_Stuck, ...] = ()
 
 
+class _EnvScope(NamedTuple):
+    """What the expansion of one container's env reads besides the env itself: the
+    workload object and whether it is a JobSet; ``fields``: the JobSet pod label keys a
+    fieldRef reads (key -> value, ``None`` where known to exist but not its value, ``""``
+    for the coordinator label without spec.coordinator); ``runtime``: LWS's own variables;
+    ``late``: the variables the Job controller appends after the template's env; ``opaque``:
+    the container reads ``envFrom``; ``links``: Service link variable suffixes;
+    ``pod_keys``: fact wiring.jobsetPodKeys (the prefix and the keys JobSet sets). (A named
+    tuple, as :class:`_Address`: no dataclass text to compile on lint's path.)"""
+
+    resource: Resource
+    jobset: bool
+    fields: Mapping[str, str | None]
+    runtime: AbstractSet[str]
+    late: AbstractSet[str]
+    opaque: bool
+    links: tuple[str, ...]
+    pod_keys: Mapping[str, Any]
+
+
+def _jobset_fields(t: PodTemplate, keys: Mapping[str, Any]) -> dict[str, str | None]:
+    """The JobSet pod labels a fieldRef can read (wiring.jobsetPodMetadata, ``keys``): the
+    JobSet's name, the replicated job's name (``None`` where not a string) and the
+    coordinator label (``""``, empty, without spec.coordinator; ``None``: set, per pod).
+    Empty for an object that is no identified, named JobSet."""
+    res = t.resource
+    if (res.group, res.kind) != _JOBSET or not (res.identified and res.name):
+        return {}
+    rj = res.get(*t.path[:3], "name") if t.path[:2] == ("spec", "replicatedJobs") else None
+    coordinator = res.get("spec", "coordinator")
+    return {keys["jobsetName"]: res.name,
+            keys["replicatedJobName"]: rj if isinstance(rj, str) else None,
+            keys["coordinator"]: None if coordinator is not None else ""}
+
+
+def _env_scope(t: PodTemplate, c: dict[str, Any]) -> _EnvScope:
+    """The :class:`_EnvScope` of container ``c`` of template ``t`` (facts wiring.lwsEnv,
+    wiring.envInjectedLate for an Indexed Job or a JobSet's, wiring.envLinkSuffixes)."""
+    keys = _fact(*_F, "jobsetPodMetadata")
+    pod_keys = _fact(*_F, "jobsetPodKeys")
+    res = t.resource
+    runtime: set[str] = set()
+    if (res.group, res.kind) == _LWS:
+        runtime = {str(n) for n in _fact(*_F, "lwsEnv")["names"]}
+    mode = t.job.get("completionMode")
+    indexed = t.job_path is not None and (
+        mode == "Indexed" or (mode is None and res.kind == "JobSet"))  # JobSet's default
+    late = {str(n) for n in _fact(*_F, "envInjectedLate")["names"]} if indexed else set()
+    return _EnvScope(
+        resource=res, jobset=(res.group, res.kind) == _JOBSET,
+        fields=_jobset_fields(t, keys), runtime=runtime, late=late,
+        opaque=isinstance(c.get("envFrom"), list) and bool(c.get("envFrom")),
+        links=tuple(str(x) for x in _fact(*_F, "envLinkSuffixes")["suffixes"]),
+        pod_keys=pod_keys)
+
+
 def _env_values(t: PodTemplate, c: dict[str, Any]) -> Iterator[_Env]:
     """Each env entry of container ``c``, in order, as the kubelet expands it
     (kubernetes.yaml wiring.envExpansion: a reference reads a variable defined before it; one
@@ -485,34 +542,15 @@ def _env_values(t: PodTemplate, c: dict[str, Any]) -> Iterator[_Env]:
     env = c.get("env")
     if not isinstance(env, list) or not env:
         return
-    keys = _fact(*_F, "jobsetPodMetadata")
-    pod_keys = _fact(*_F, "jobsetPodKeys")
-    res = t.resource
-    jobset = (res.group, res.kind) == _JOBSET
-    fields: dict[str, str | None] = {}
-    if jobset and res.identified and res.name:
-        rj = res.get(*t.path[:3], "name") if t.path[:2] == ("spec", "replicatedJobs") \
-            else None
-        coordinator = res.get("spec", "coordinator")
-        fields = {keys["jobsetName"]: res.name,
-                  keys["replicatedJobName"]: rj if isinstance(rj, str) else None,
-                  keys["coordinator"]: None if coordinator is not None else ""}
+    scope = _env_scope(t, c)
     names = [get(e, "name") for e in env]
-    runtime: set[str] = set()
-    if (res.group, res.kind) == _LWS:
-        runtime = {str(n) for n in _fact(*_F, "lwsEnv")["names"]}
-    mode = t.job.get("completionMode")
-    indexed = t.job_path is not None and (
-        mode == "Indexed" or (mode is None and res.kind == "JobSet"))  # JobSet's default
-    late = {str(n) for n in _fact(*_F, "envInjectedLate")["names"]} if indexed else set()
-    opaque = isinstance(c.get("envFrom"), list) and bool(c.get("envFrom"))
-    links = tuple(str(x) for x in _fact(*_F, "envLinkSuffixes")["suffixes"])
-    known: dict[str, tuple[str | None, tuple[_Stuck, ...]]] = {n: (None, ()) for n in runtime}
+    known: dict[str, tuple[str | None, tuple[_Stuck, ...]]] = {
+        n: (None, ()) for n in scope.runtime}
     for j, e in enumerate(env):
         name = names[j]
         if not isinstance(name, str):
             continue
-        if name in runtime:  # LWS puts its own first and drops the template's (lws#152)
+        if name in scope.runtime:  # LWS puts its own first and drops the template's (lws#152)
             yield _Env(j, name, get(e, "value"), None, None)
             continue
         value = get(e, "value")
@@ -520,26 +558,36 @@ def _env_values(t: PodTemplate, c: dict[str, Any]) -> Iterator[_Env]:
         text: str | None
         stuck: tuple[_Stuck, ...] = ()
         if isinstance(value, str):
-            text, stuck = _expand(value, name, known, names[j + 1:], j + 1, late, opaque,
-                                  links)
+            text, stuck = _expand(value, name, known, names[j + 1:], j + 1, scope.late,
+                                  scope.opaque, scope.links)
         elif isinstance(path, str):
-            found = re.match(_FIELD_KEY, path)
-            key = found.group(2) if found else ""
-            prefix = str(pod_keys["prefix"])
-            if jobset and key.startswith(prefix) and key not in fields \
-                    and key[len(prefix):] not in pod_keys["keys"]:
-                text, stuck = "", (_Stuck("unset-label", key, name),)
-            else:
-                text = fields.get(key) if found else (
-                    res.namespace if path == "metadata.namespace" and res.identified else None)
+            text, stuck = _field_value(scope, name, path)
         else:
             text = "" if value is None and get(e, "valueFrom") is None else None
         known[name] = (text, stuck)
         yield _Env(j, name, value, text, path, stuck)
 
 
+def _field_value(scope: _EnvScope, name: str, path: str,
+                 ) -> tuple[str | None, tuple[_Stuck, ...]]:
+    """The value of variable ``name`` read by fieldRef ``path``: a JobSet pod label
+    (``scope.fields``; ``None`` where not known here), the namespace, or empty for a key of
+    JobSet's prefix that it never sets (an ``unset-label`` part); other fields are read at
+    run time (``None``)."""
+    found = re.match(_FIELD_KEY, path)
+    key = found.group(2) if found else ""
+    prefix = str(scope.pod_keys["prefix"])
+    if scope.jobset and key.startswith(prefix) and key not in scope.fields \
+            and key[len(prefix):] not in scope.pod_keys["keys"]:
+        return "", (_Stuck("unset-label", key, name),)
+    if found:
+        return scope.fields.get(key), ()
+    res = scope.resource
+    return (res.namespace if path == "metadata.namespace" and res.identified else None), ()
+
+
 def _expand(text: str, name: str, known: Mapping[str, tuple[str | None, tuple[_Stuck, ...]]],
-            after: list[object], offset: int, late: set[str], opaque: bool,
+            after: list[object], offset: int, late: AbstractSet[str], opaque: bool,
             links: tuple[str, ...]) -> tuple[str | None, tuple[_Stuck, ...]]:
     """``$(VAR)`` references of variable ``name`` replaced by earlier variables, ``$$`` by
     ``$``: (the value, ``None`` when a reference reads a value not known here; the parts
@@ -661,55 +709,78 @@ def coordinators(ctx: LintContext) -> Iterator[Wired]:
     time, IP addresses, Service names and names under subdomains of workloads not in the
     input set are left alone (no guess)."""
     variables = {str(v["name"]): v for v in _fact(*_F, "coordinatorEnv")}
-    coordinator_key = _fact(*_F, "jobsetPodMetadata")["coordinator"]
     for t in ctx.templates:
-        res = t.resource
         for key in ("initContainers", "containers"):
             for i, c in t.containers(key):
                 for e in _env_values(t, c):
-                    name, raw, text, field_ref = e.name, e.raw, e.text, e.field_ref
-                    var = variables.get(name)
-                    if var is None:
-                        own_stuck = tuple(x for x in e.stuck
-                                          if x.via == name and x.kind in _ANY_VARIABLE)
-                        if own_stuck:
-                            yield _stuck_verdict(t, e, (*t.spec_path, key, i, "env", e.index),
-                                                 None, own_stuck)
-                        continue
                     epath = (*t.spec_path, key, i, "env", e.index)
-                    if e.stuck:
-                        yield _stuck_verdict(t, e, epath, var, e.stuck)
-                        continue
-                    if text == "" and isinstance(field_ref, str) and coordinator_key in field_ref:
-                        f = _fact(*_F, "missingLabelFieldRef")
-                        meta = _fact(*_F, "jobsetPodMetadata")
-                        yield Wired(
-                            t, "wired", "coordinator-address",
-                            (*epath, "valueFrom", "fieldRef", "fieldPath"),
-                            f"{name} reads the pod label {coordinator_key}, which JobSet sets "
-                            f"only when spec.coordinator names the coordinator pod; "
-                            f"{res.display()} has no spec.coordinator, so {name} is empty and "
-                            "the workers find no coordinator", value=field_ref,
-                            expected="spec.coordinator: {replicatedJob, jobIndex, podIndex}",
-                            hint="add spec.coordinator (e.g. replicatedJob: <name>, jobIndex: 0,"
-                                 " podIndex: 0), or set the address as a value",
-                            facts=(f, meta, *_var_fact(var)), source=f.url)
-                        continue
-                    if not text:
-                        continue
-                    entries = [h.strip() for h in text.split(",") if h.strip()] \
-                        if var.get("list") else [text]
-                    own, by_sub, dark = _addressable(ctx)
-                    for address in entries:
-                        said = f"{name} '{address}'" if raw == text else \
-                            f"{name} '{raw}' (= '{address}')"
-                        found = _judge(t, own.get(id(res)), by_sub, dark, name, said, var,
-                                       address, raw == text)
-                        if found is not None:
-                            yield Wired(t, "wired", "coordinator-address", (*epath, "value"),
-                                        found[0], value=raw, expected=found[1], hint=found[2],
-                                        facts=(found[3], *_var_fact(var)), source=found[3].url)
-                            break  # one finding per variable
+                    var = variables.get(e.name)
+                    found = (_any_variable(t, e, epath) if var is None
+                             else _coordinator(ctx, t, e, epath, var))
+                    if found is not None:
+                        yield found
+
+
+def _any_variable(t: PodTemplate, e: _Env, epath: Path) -> Wired | None:
+    """The *env-reference* verdict of a variable that is no coordinator: only a reference
+    of its own value that Kubernetes documents as left unexpanded (:data:`_ANY_VARIABLE`)."""
+    own_stuck = tuple(x for x in e.stuck if x.via == e.name and x.kind in _ANY_VARIABLE)
+    return _stuck_verdict(t, e, epath, None, own_stuck) if own_stuck else None
+
+
+def _coordinator(ctx: LintContext, t: PodTemplate, e: _Env, epath: Path,
+                 var: Mapping[str, Any]) -> Wired | None:
+    """The *coordinator-address* verdict of coordinator variable ``e`` (``var``: its fact of
+    wiring.coordinatorEnv), checked in turn: a part Kubernetes leaves as written, the
+    JobSet coordinator label read without spec.coordinator, then each address it names
+    (one finding per variable). None where its value is empty or unknown here."""
+    if e.stuck:
+        return _stuck_verdict(t, e, epath, var, e.stuck)
+    unset = _unset_coordinator_label(t, e, epath, var)
+    if unset is not None or not e.text:
+        return unset
+    return _address_verdict(ctx, t, e, epath, var, e.text)
+
+
+def _unset_coordinator_label(t: PodTemplate, e: _Env, epath: Path, var: Mapping[str, Any],
+                             ) -> Wired | None:
+    """A coordinator variable that reads JobSet's coordinator pod label by fieldRef, which
+    is empty without spec.coordinator (wiring.missingLabelFieldRef); else None."""
+    meta = _fact(*_F, "jobsetPodMetadata")
+    coordinator_key = meta["coordinator"]
+    if e.text != "" or not isinstance(e.field_ref, str) or coordinator_key not in e.field_ref:
+        return None
+    f = _fact(*_F, "missingLabelFieldRef")
+    return Wired(
+        t, "wired", "coordinator-address",
+        (*epath, "valueFrom", "fieldRef", "fieldPath"),
+        f"{e.name} reads the pod label {coordinator_key}, which JobSet sets "
+        f"only when spec.coordinator names the coordinator pod; "
+        f"{t.resource.display()} has no spec.coordinator, so {e.name} is empty and "
+        "the workers find no coordinator", value=e.field_ref,
+        expected="spec.coordinator: {replicatedJob, jobIndex, podIndex}",
+        hint="add spec.coordinator (e.g. replicatedJob: <name>, jobIndex: 0,"
+             " podIndex: 0), or set the address as a value",
+        facts=(f, meta, *_var_fact(var)), source=f.url)
+
+
+def _address_verdict(ctx: LintContext, t: PodTemplate, e: _Env, epath: Path,
+                     var: Mapping[str, Any], text: str) -> Wired | None:
+    """The first address of coordinator variable ``e`` (expanded value ``text``; a
+    comma-separated list where ``var`` says ``list``) that names no pod it should
+    (:func:`_judge`), as a verdict at the env entry's value; None where every one does."""
+    entries = [h.strip() for h in text.split(",") if h.strip()] if var.get("list") else [text]
+    own, by_sub, dark = _addressable(ctx)
+    literal = e.raw == text
+    for address in entries:
+        said = f"{e.name} '{address}'" if literal else f"{e.name} '{e.raw}' (= '{address}')"
+        found = _judge(t, own.get(id(t.resource)), by_sub, dark, e.name, said, var,
+                       address, literal)
+        if found is not None:
+            return Wired(t, "wired", "coordinator-address", (*epath, "value"),
+                         found[0], value=e.raw, expected=found[1], hint=found[2],
+                         facts=(found[3], *_var_fact(var)), source=found[3].url)
+    return None
 
 
 def _addressable(ctx: LintContext) -> tuple[dict[int, _PodSet], dict[str, list[_PodSet]],
@@ -732,100 +803,167 @@ def _var_fact(var: Mapping[str, Any]) -> tuple[Fact, ...]:
     return (found,) if found is not None else ()
 
 
+_Finding = tuple[str, str, str, Fact]
+"""What is wrong with an address: (message, expected, hint, the fact it stands on)."""
+
+
+class _Address(NamedTuple):
+    """A coordinator address read as a pod's DNS name ``<pod>.<sub>[.<namespace>...]``:
+    ``namespace`` is the one it names, else the pod's own (its DNS search path);
+    ``written``: the address names it; ``port``: as written, or ``""``."""
+
+    pod: str
+    sub: str
+    namespace: str | None
+    written: bool
+    port: str
+
+    def with_port(self, host: str) -> str:
+        """``host`` with the address's port, where it has one."""
+        return f"{host}:{self.port}" if self.port else host
+
+
+def _pod_address(t: PodTemplate, address: str) -> _Address | None:
+    """``address`` as :class:`_Address`, or None for what is not ``<pod>.<subdomain>[.<ns>
+    [.svc...]]`` (an IP address, one label, a Service's name)."""
+    parsed = _host(address)
+    if parsed is None or len(parsed[0]) < 2:
+        return None
+    labels, port = parsed
+    rest = labels[2:]
+    if rest and (rest[0] == "svc" or (len(rest) > 1 and rest[1] != "svc")):
+        return None  # not <pod>.<subdomain>[.<namespace>[.svc...]]: another kind of name
+    # a relative name resolves in the pod's own namespace (its DNS search path)
+    namespace = rest[0] if rest else t.resource.namespace
+    return _Address(labels[0], labels[1], namespace, bool(rest), port)
+
+
 def _judge(t: PodTemplate, mine: _PodSet | None, by_sub: Mapping[str, list[_PodSet]],
            dark: list[_PodSet],
            name: str, said: str, var: Mapping[str, Any], address: str, literal: bool,
-           ) -> tuple[str, str, str, Fact] | None:
+           ) -> _Finding | None:
     """What is wrong with one address of variable ``name`` in template ``t`` (``said``: how
     the message quotes it; ``literal``: written as is, no ``$(VAR)``): (message, expected,
     hint, the fact it stands on), or ``None`` when it names an existing pod of this workload
     (``mine``), or nothing this lint can judge. ``by_sub``: the pod sets of the input set
     by subdomain; ``dark``: :func:`_dark_jobsets`."""
-    parsed = _host(address)
-    if parsed is None or len(parsed[0]) < 2:
+    a = _pod_address(t, address)
+    if a is None:
         return None
-    labels, port = parsed
-    pod, sub, rest = labels[0], labels[1], labels[2:]
-    if rest and (rest[0] == "svc" or (len(rest) > 1 and rest[1] != "svc")):
-        return None  # not <pod>.<subdomain>[.<namespace>[.svc...]]: another kind of name
-    # a relative name resolves in the pod's own namespace (its DNS search path)
-    namespace = rest[0] if rest else t.resource.namespace
-
-    def with_port(host: str) -> str:
-        return f"{host}:{port}" if port else host
-
-    candidates = [ps for ps in by_sub.get(sub, ())
-                  if _same_namespace(ps.resource.namespace, namespace)]
-    if not candidates:
-        found = _elsewhere(by_sub.get(sub, []), dark, pod, sub, namespace, bool(rest),
-                           with_port, name, said)
-        if found is not None:
-            return found
-    names = _fact(*_F, "jobsetPodHostnames" if (mine is None or mine.jobset)
-                  else "indexedJobHostnames")
+    candidates = [ps for ps in by_sub.get(a.sub, ())
+                  if _same_namespace(ps.resource.namespace, a.namespace)]
     if candidates:
-        verdicts = [(ps, ps.match(pod)) for ps in candidates]
-        hit = next(((ps, v) for ps, v in verdicts if v[0] == "pod"), None)
-        if hit is None:
-            if any(v[0] == "unknown" for _, v in verdicts):
-                return None
-            ps, (_, reason, _, _) = verdicts[0]
-            f = _fact(*_F, "jobsetPodHostnames" if ps.jobset else "indexedJobHostnames")
-            good = f"{ps.first()}.{ps.subdomain}"
-            return (f"{said} names pod '{pod}', which {ps.resource.display()} "
-                    f"never creates: {reason}; the name never resolves, so the workers wait "
-                    "for a coordinator that does not exist",
-                    f"{ps.form()} ({ps.existing()}), e.g. {good}",
-                    f"set {name} to {with_port(good)}" + ("" if ps.jobset else
-                                                           " (or another index)"), f)
+        return _judge_listed(candidates, mine, a, name, said, var, literal)
+    found = _elsewhere(by_sub.get(a.sub, []), dark, a.pod, a.sub, a.namespace, a.written,
+                       a.with_port, name, said)
+    if found is not None or mine is None:
+        return found
+    return _wrong_subdomain(mine, a, name, said) or _other_jobset(mine, a, name, said)
+
+
+def _judge_listed(candidates: list[_PodSet], mine: _PodSet | None, a: _Address, name: str,
+                  said: str, var: Mapping[str, Any], literal: bool) -> _Finding | None:
+    """An address under the subdomain of pod sets of the input set (``candidates``, in its
+    namespace): a pod none of them creates (the first one's reason), else a pod that is not
+    the one it should be; None where it names the right pod or a count is unknown."""
+    verdicts = [(ps, ps.match(a.pod)) for ps in candidates]
+    hit = next(((ps, v) for ps, v in verdicts if v[0] == "pod"), None)
+    if hit is not None:
         ps, (_, group, job, index) = hit
-        # two JobSets are two programs; two Indexed Jobs behind one Service may be one
-        # (a leader Job and a worker Job), so only JobSets are held to this
-        if mine is not None and ps is not mine and mine.jobset and ps.jobset:
-            f = _fact(*_F, "coordinatorSameProgram")
-            return (f"{said} names pod '{pod}' of {ps.resource.display()}, not of "
-                    f"{mine.resource.display()}: the coordinator is process 0 of the same "
-                    "program, so these workers wait for one that never joins them",
-                    f"a pod of {mine.resource.display()}: {mine.form()}",
-                    f"set {name} to {with_port(mine.first() + '.' + mine.subdomain)}", f)
-        if ps.lws and ps is mine and literal and (ps.groups[0].jobs or 1) > 1:
-            f = _fact(*_F, "lwsGroupLeader")
-            leader = _fact(*_F, "lwsEnv")["leaderAddress"]
-            return (f"{said} names the leader of group {job} for every group of "
-                    f"{ps.resource.display()}, which runs {ps.groups[0].jobs} groups, each "
-                    f"with its own leader: the workers of the other groups join group {job}'s "
-                    "leader", f"the leader of the pod's own group: $({leader})",
-                    f"set {name} to {with_port(f'$({leader})')} (LWS sets it per group)", f)
-        if var.get("processZero") and ps.jobset and (job, index) != (0, 0):
-            f = _fact(*_F, "coordinatorProcessZero")
-            return (f"{said} names pod '{pod}' (job index {job}, pod index "
-                    f"{index}); JAX starts its coordinator on process 0 (job index 0, pod "
-                    "index 0) and connects every worker to this host, where none runs",
-                    f"{ps.resource.name}-<replicatedJob>-0-0.{ps.subdomain}",
-                    f"set {name} to "
-                    f"{with_port(f'{ps.resource.name}-{group}-0-0.{ps.subdomain}')}", f)
+        return (_other_program(ps, mine, a, name, said)
+                or _lws_group_leader(ps, mine, a, name, said, literal, job)
+                or _not_process_zero(ps, a, name, said, var, (group, job, index)))
+    if any(v[0] == "unknown" for _, v in verdicts):
         return None
-    if mine is None:
+    ps, (_, reason, _, _) = verdicts[0]
+    f = _fact(*_F, "jobsetPodHostnames" if ps.jobset else "indexedJobHostnames")
+    good = f"{ps.first()}.{ps.subdomain}"
+    return (f"{said} names pod '{a.pod}', which {ps.resource.display()} "
+            f"never creates: {reason}; the name never resolves, so the workers wait "
+            "for a coordinator that does not exist",
+            f"{ps.form()} ({ps.existing()}), e.g. {good}",
+            f"set {name} to {a.with_port(good)}" + ("" if ps.jobset else
+                                                    " (or another index)"), f)
+
+
+def _other_program(ps: _PodSet, mine: _PodSet | None, a: _Address, name: str, said: str,
+                   ) -> _Finding | None:
+    """A pod of another JobSet than the template's (wiring.coordinatorSameProgram): two
+    JobSets are two programs; two Indexed Jobs behind one Service may be one (a leader Job
+    and a worker Job), so only JobSets are held to this."""
+    if mine is None or ps is mine or not (mine.jobset and ps.jobset):
         return None
-    if mine.match(pod)[0] == "pod" and _same_namespace(mine.resource.namespace, namespace):
-        where = ("network.subdomain" if mine.jobset and mine.subdomain != mine.resource.name
-                 else "the JobSet's name" if mine.jobset
-                 else "the LeaderWorkerSet's name" if mine.lws else "the template's subdomain")
-        return (f"{said} names pod '{pod}' under subdomain '{sub}', but "
-                f"{mine.resource.display()} puts its pods under '{mine.subdomain}' ({where}): "
-                "the name never resolves, so the workers wait for a coordinator that does "
-                "not exist", f"{pod}.{mine.subdomain}",
-                f"set {name} to {with_port(f'{pod}.{mine.subdomain}')}", names)
-    other = re.match(rf"^{re.escape(sub)}-.+-(0|[1-9][0-9]*)-(0|[1-9][0-9]*)$", pod)
-    if other and mine.jobset and sub != mine.resource.name \
-            and _same_namespace(mine.resource.namespace, namespace):
-        f = _fact(*_F, "coordinatorSameProgram")
-        return (f"{said} has the DNS name of a pod of JobSet '{sub}', which is "
-                f"not among the linted files; the coordinator is process 0 of this program, "
-                f"a pod of {mine.resource.display()}",
-                f"{mine.form()} ({mine.existing()})",
-                f"set {name} to {with_port(mine.first() + '.' + mine.subdomain)}", f)
-    return None
+    f = _fact(*_F, "coordinatorSameProgram")
+    return (f"{said} names pod '{a.pod}' of {ps.resource.display()}, not of "
+            f"{mine.resource.display()}: the coordinator is process 0 of the same "
+            "program, so these workers wait for one that never joins them",
+            f"a pod of {mine.resource.display()}: {mine.form()}",
+            f"set {name} to {a.with_port(mine.first() + '.' + mine.subdomain)}", f)
+
+
+def _lws_group_leader(ps: _PodSet, mine: _PodSet | None, a: _Address, name: str, said: str,
+                      literal: bool, job: int) -> _Finding | None:
+    """A literal leader address of group ``job`` in a LeaderWorkerSet of several groups,
+    each with its own leader (wiring.lwsGroupLeader): LWS sets the pod's own per group."""
+    if not (ps.lws and ps is mine and literal and (ps.groups[0].jobs or 1) > 1):
+        return None
+    f = _fact(*_F, "lwsGroupLeader")
+    leader = _fact(*_F, "lwsEnv")["leaderAddress"]
+    return (f"{said} names the leader of group {job} for every group of "
+            f"{ps.resource.display()}, which runs {ps.groups[0].jobs} groups, each "
+            f"with its own leader: the workers of the other groups join group {job}'s "
+            "leader", f"the leader of the pod's own group: $({leader})",
+            f"set {name} to {a.with_port(f'$({leader})')} (LWS sets it per group)", f)
+
+
+def _not_process_zero(ps: _PodSet, a: _Address, name: str, said: str,
+                      var: Mapping[str, Any], where: tuple[str, int, int]) -> _Finding | None:
+    """A JAX coordinator (``var`` says ``processZero``) naming a JobSet pod other than job
+    index 0, pod index 0 (wiring.coordinatorProcessZero). ``where``: (replicated job, job
+    index, pod index) of the pod named."""
+    group, job, index = where
+    if not (var.get("processZero") and ps.jobset and (job, index) != (0, 0)):
+        return None
+    f = _fact(*_F, "coordinatorProcessZero")
+    return (f"{said} names pod '{a.pod}' (job index {job}, pod index "
+            f"{index}); JAX starts its coordinator on process 0 (job index 0, pod "
+            "index 0) and connects every worker to this host, where none runs",
+            f"{ps.resource.name}-<replicatedJob>-0-0.{ps.subdomain}",
+            f"set {name} to "
+            f"{a.with_port(f'{ps.resource.name}-{group}-0-0.{ps.subdomain}')}", f)
+
+
+def _wrong_subdomain(mine: _PodSet, a: _Address, name: str, said: str) -> _Finding | None:
+    """A pod of the template's own workload named under a subdomain it does not use
+    (wiring.jobsetPodHostnames or wiring.indexedJobHostnames)."""
+    if mine.match(a.pod)[0] != "pod" or not _same_namespace(mine.resource.namespace,
+                                                             a.namespace):
+        return None
+    names = _fact(*_F, "jobsetPodHostnames" if mine.jobset else "indexedJobHostnames")
+    where = ("network.subdomain" if mine.jobset and mine.subdomain != mine.resource.name
+             else "the JobSet's name" if mine.jobset
+             else "the LeaderWorkerSet's name" if mine.lws else "the template's subdomain")
+    return (f"{said} names pod '{a.pod}' under subdomain '{a.sub}', but "
+            f"{mine.resource.display()} puts its pods under '{mine.subdomain}' ({where}): "
+            "the name never resolves, so the workers wait for a coordinator that does "
+            "not exist", f"{a.pod}.{mine.subdomain}",
+            f"set {name} to {a.with_port(f'{a.pod}.{mine.subdomain}')}", names)
+
+
+def _other_jobset(mine: _PodSet, a: _Address, name: str, said: str) -> _Finding | None:
+    """The DNS name of a pod of another JobSet, not among the linted files, where the
+    coordinator must be a pod of the template's own JobSet
+    (wiring.coordinatorSameProgram)."""
+    other = re.match(rf"^{re.escape(a.sub)}-.+-(0|[1-9][0-9]*)-(0|[1-9][0-9]*)$", a.pod)
+    if not (other and mine.jobset and a.sub != mine.resource.name
+            and _same_namespace(mine.resource.namespace, a.namespace)):
+        return None
+    f = _fact(*_F, "coordinatorSameProgram")
+    return (f"{said} has the DNS name of a pod of JobSet '{a.sub}', which is "
+            f"not among the linted files; the coordinator is process 0 of this program, "
+            f"a pod of {mine.resource.display()}",
+            f"{mine.form()} ({mine.existing()})",
+            f"set {name} to {a.with_port(mine.first() + '.' + mine.subdomain)}", f)
 
 
 def _elsewhere(sets: list[_PodSet], dark: list[_PodSet], pod: str, sub: str,

@@ -60,30 +60,43 @@ def _table_age(bill: Bill) -> str:
 
 
 def to_text(bill: Bill, *, recipe: str) -> str:
+    """The bill as text (``cost``'s default output): the heading, one aligned row per line
+    (US dollars per hour), the total and the price table's age, then the lines not added to
+    the total, the live prices and the notes, each section only where it has lines."""
+    out = [f"cost of {recipe} (stack {bill.stack}, {bill.region}), US dollars per hour", ""]
+    out += _text_table(bill)
+    out += ["", f"total: {total_text(bill)}", _table_age(bill)]
+    out += _text_section("not added to the total:",
+                         [f"{ln.item}: {ln.reason}" for ln in _unpriced(bill)])
+    out += _text_section("live prices (Cloud Billing Catalog) against the offline table:",
+                         [f"{ln.item}: {ln.live}" for ln in bill.lines if ln.live])
+    out += _text_section("notes:", [*(f"{ln.item}: {ln.note}" for ln in bill.lines if ln.note),
+                                    *bill.notes])
+    return "\n".join(out)
+
+
+def _text_table(bill: Bill) -> list[str]:
+    """The bill's lines under a header row, each column but the last (the source) padded
+    to its widest cell, two spaces apart."""
     rows = [("item", "capacity", "size", "machine", "unit price", "per hour", "source")]
     for ln in bill.lines:
         rows.append((ln.item, ln.capacity or "-", _size(ln), ln.machine_type or "-", _unit(ln),
                      _hourly(ln), f"{ln.source} [{ln.confidence}]"))
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    out = [f"cost of {recipe} (stack {bill.stack}, {bill.region}), US dollars per hour", ""]
-    for r in rows:
-        out.append("  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True))
-                   + "  " + r[-1])
-    out += ["", f"total: {total_text(bill)}", _table_age(bill)]
-    reasons = [ln for ln in bill.lines if ln.status in ("unknown", "reserved", "existing")]
-    if reasons:
-        out += ["", "not added to the total:"]
-        out += [f"  - {ln.item}: {ln.reason}" for ln in reasons]
-    live = [ln for ln in bill.lines if ln.live]
-    if live:
-        out += ["", "live prices (Cloud Billing Catalog) against the offline table:"]
-        out += [f"  - {ln.item}: {ln.live}" for ln in live]
-    notes = [ln for ln in bill.lines if ln.note]
-    if notes or bill.notes:
-        out += ["", "notes:"]
-        out += [f"  - {ln.item}: {ln.note}" for ln in notes]
-        out += [f"  - {n}" for n in bill.notes]
-    return "\n".join(out)
+    return ["  ".join(c.ljust(w) for c, w in zip(r[:-1], widths, strict=True)) + "  " + r[-1]
+            for r in rows]
+
+
+def _unpriced(bill: Bill) -> list[Line]:
+    """The lines not added to the total: unknown prices, reserved and existing capacity."""
+    return [ln for ln in bill.lines if ln.status in ("unknown", "reserved", "existing")]
+
+
+def _text_section(title: str, items: list[str]) -> list[str]:
+    """A titled list after a blank line (``  - item`` each), or nothing without items."""
+    if not items:
+        return []
+    return ["", title, *(f"  - {item}" for item in items)]
 
 
 def to_json(bill: Bill, *, recipe: str) -> str:
@@ -103,7 +116,7 @@ def to_markdown(bill: Bill, *, recipe: str, heading: str = "###") -> str:
         lines.append(f"| {_cell(ln.item)} | {_cell(ln.capacity or '-')} | {_cell(_size(ln))} "
                      f"| {_cell(ln.machine_type or '-')} | {_cell(_unit(ln))} "
                      f"| {_cell(_hourly(ln))} | [{ln.confidence}]({ln.source}) |")
-    reasons = [ln for ln in bill.lines if ln.status in ("unknown", "reserved", "existing")]
+    reasons = _unpriced(bill)
     if reasons:
         lines += ["", "<details><summary>Not added to the total</summary>", ""]
         lines += [f"- {_cell(ln.item)}: {_cell(ln.reason)}" for ln in reasons]
@@ -144,22 +157,30 @@ def change_markdown(before: Bill | None, after: Bill | None) -> str:
         lines.append("_Unknown prices are not counted on either side, so the change is the "
                      "change of the known part (see `mldiag-provision cost`)._")
     if after is not None:
-        before_items = {ln.item: ln for ln in before.lines} if before is not None else {}
-        rows = []
-        for ln in after.lines:
-            old = before_items.pop(ln.item, None)
-            if old is None or (old.hourly_max, old.status, old.vms_max) != (
-                    ln.hourly_max, ln.status, ln.vms_max):
-                rows.append(f"| {'+' if old is None else '~'} | {_cell(ln.item)} "
-                            f"| {_cell(_size(ln))} | {_cell(_hourly(ln))} |")
-        rows += [f"| - | {_cell(ln.item)} | {_cell(_size(ln))} | {_cell(_hourly(ln))} |"
-                 for ln in before_items.values()]
+        rows = _changed_rows(before, after)
         if rows:
             lines += ["", "| | item | size | per hour |", "| --- | --- | --- | ---: |", *rows]
     either = after or before
     if either is not None:
         lines += ["", f"_prices: catalog/data/prices.yaml, read {either.prices_date}_"]
     return "\n".join(lines)
+
+
+def _changed_rows(before: Bill | None, after: Bill) -> list[str]:
+    """The lines the change adds (``+``) or changes (``~``: another hourly price, status or
+    VM count), in ``after``'s order, then those it removes (``-``), as Markdown table rows
+    (item, size, per hour); lines are matched by item."""
+    before_items = {ln.item: ln for ln in before.lines} if before is not None else {}
+    rows = []
+    for ln in after.lines:
+        old = before_items.pop(ln.item, None)
+        if old is None or (old.hourly_max, old.status, old.vms_max) != (
+                ln.hourly_max, ln.status, ln.vms_max):
+            rows.append(f"| {'+' if old is None else '~'} | {_cell(ln.item)} "
+                        f"| {_cell(_size(ln))} | {_cell(_hourly(ln))} |")
+    rows += [f"| - | {_cell(ln.item)} | {_cell(_size(ln))} | {_cell(_hourly(ln))} |"
+             for ln in before_items.values()]
+    return rows
 
 
 def bills_of(before: dict[str, Any] | None, after: dict[str, Any] | None

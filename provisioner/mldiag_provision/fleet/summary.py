@@ -15,7 +15,7 @@ is what can be known offline, and says so.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -117,7 +117,8 @@ def _render_and_gate(member: Member, stack: Any, recipe: Any) -> tuple[int, dict
 def markdown(rows: Sequence[RecipeSummary], findings: Sequence[Finding], total: int,
              since: str | None, tool: Sequence[str], mode: str = "offline") -> str:
     """The combined summary as Markdown (a pull-request comment); ``mode`` one of
-    :data:`MODES`."""
+    :data:`MODES`. Sections: the heading (and why every recipe is affected), one table row
+    per recipe, the findings across recipes, Terraform's plans where any ran, the footer."""
     bad = sum(not r.ok for r in rows) + sum(f.severity is Severity.ERROR for f in findings)
     head = "✅" if not bad else "❌"
     since_text = f" since `{since}`" if since else ""
@@ -128,32 +129,56 @@ def markdown(rows: Sequence[RecipeSummary], findings: Sequence[Finding], total: 
                   "is affected.", ""]
     lines += ["| recipe | stack (project) | why | preflight | creates | gate | ok |",
               "| --- | --- | --- | --- | --- | --- | --- |"]
-    for r in rows:
-        creates = ", ".join(f"{n} {k}" for k, n in sorted(r.creates.items())) or "-"
-        gate = ("-" if r.gate is None else
-                f"{r.gate['errors']} error(s), {r.gate['warnings']} warning(s)"
-                + (f", {r.gate['waived']} waived" if r.gate["waived"] else "")
-                + (f" ({', '.join(r.gate['rules'])})" if r.gate["rules"] else ""))
-        if r.problem:
-            gate = r.problem
-        lines.append(f"| `{r.file}` | {r.name or '-'} ({r.project or '-'}) | "
-                     f"{'; '.join(r.reasons)} | {r.errors} error(s), {r.warnings} warning(s) "
-                     f"| {creates} | {gate} | {'✅' if r.ok else '❌'} |")
-    if findings:
-        lines += ["", "### Across recipes", ""]
-        for f in findings:
-            sides = ", ".join(f"`{s.at()}` (`{s.path}`)" for s in f.sides)
-            lines.append(f"- **{f.severity.value}** `{f.rule}`: {f.message}. {sides}. "
-                         f"Fix: {f.hint}")
-    planned = [r for r in rows if r.terraform_plan is not None]
-    if planned:
-        lines += ["", "### Terraform plan", "",
-                  "| recipe | changes | dangers | drift | gate (with the plan) | cost | "
-                  "work directory |", "| --- | --- | --- | --- | --- | --- | --- |"]
-        lines += [_plan_row(r.file, r.terraform_plan) for r in planned
-                  if r.terraform_plan is not None]
+    lines += [_recipe_row(r) for r in rows]
+    lines += _across(findings)
+    lines += _plan_table(rows)
     lines += ["", FOOTER[mode]]
     return "\n".join(lines)
+
+
+def _gate_cell(gate: Mapping[str, Any] | None) -> str:
+    """A policy gate (``{"errors", "warnings", "waived", "rules"}``) in a table cell:
+    ``"1 error(s), 0 warning(s), 2 waived (rule-a)"``, ``-`` where it did not run."""
+    if gate is None:
+        return "-"
+    return (f"{gate['errors']} error(s), {gate['warnings']} warning(s)"
+            + (f", {gate['waived']} waived" if gate["waived"] else "")
+            + (f" ({', '.join(gate['rules'])})" if gate["rules"] else ""))
+
+
+def _recipe_row(r: RecipeSummary) -> str:
+    """One recipe's row of the summary table (its problem, where it has one, in the gate
+    column)."""
+    creates = ", ".join(f"{n} {k}" for k, n in sorted(r.creates.items())) or "-"
+    gate = r.problem or _gate_cell(r.gate)
+    return (f"| `{r.file}` | {r.name or '-'} ({r.project or '-'}) | "
+            f"{'; '.join(r.reasons)} | {r.errors} error(s), {r.warnings} warning(s) "
+            f"| {creates} | {gate} | {'✅' if r.ok else '❌'} |")
+
+
+def _across(findings: Sequence[Finding]) -> list[str]:
+    """The section of findings across recipes (one bullet each, with every side), or no
+    line at all."""
+    if not findings:
+        return []
+    lines = ["", "### Across recipes", ""]
+    for f in findings:
+        sides = ", ".join(f"`{s.at()}` (`{s.path}`)" for s in f.sides)
+        lines.append(f"- **{f.severity.value}** `{f.rule}`: {f.message}. {sides}. "
+                     f"Fix: {f.hint}")
+    return lines
+
+
+def _plan_table(rows: Sequence[RecipeSummary]) -> list[str]:
+    """The section of Terraform's plans: one row per recipe that has one
+    (:func:`_plan_row`), or no line at all."""
+    planned = [(r.file, r.terraform_plan) for r in rows if r.terraform_plan is not None]
+    if not planned:
+        return []
+    return ["", "### Terraform plan", "",
+            "| recipe | changes | dangers | drift | gate (with the plan) | cost | "
+            "work directory |", "| --- | --- | --- | --- | --- | --- | --- |",
+            *(_plan_row(file, t) for file, t in planned)]
 
 
 FOOTER = {
@@ -178,11 +203,7 @@ def _plan_row(file: str, t: TerraformPlan) -> str:
         changes += "; deferred: " + "; ".join(t.deferred)
     dangers = "<br>".join(_md(d) for d in t.dangers) or "-"
     drift = ", ".join(f"`{a}`" for a in t.drift) or "-"
-    gate = ("-" if t.gate is None else
-            f"{t.gate['errors']} error(s), {t.gate['warnings']} warning(s)"
-            + (f", {t.gate['waived']} waived" if t.gate["waived"] else "")
-            + (f" ({', '.join(t.gate['rules'])})" if t.gate["rules"] else ""))
-    return (f"| `{file}` | {_md(changes)} | {dangers} | {drift} | {gate} | "
+    return (f"| `{file}` | {_md(changes)} | {dangers} | {drift} | {_gate_cell(t.gate)} | "
             f"{cost_text(t.cost)} | `{t.workdir}` |")
 
 

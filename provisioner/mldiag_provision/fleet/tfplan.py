@@ -101,31 +101,43 @@ def from_document(doc: Mapping[str, Any], workdir: str) -> TerraformPlan:
                       doc["error"].get("hint"), doc["error"].get("exitCode"))
     t = TerraformPlan(workdir, ran=True, has_changes=bool(doc.get("hasChanges")))
     for stage in doc.get("stages") or ():
-        plan = stage.get("plan")
         if stage.get("status") == "deferred":
             t.deferred.append(f"{stage.get('stage')}: {stage.get('reason') or 'deferred'}")
-        if not isinstance(plan, Mapping):
-            continue
-        summary = plan.get("summary") or {}
-        for k in COUNTS:
-            t.counts[k] += int(summary.get(k) or 0)
-        t.dangers += [str(d) for d in plan.get("dangers") or ()]
-        t.drift += [str(d.get("address")) for d in plan.get("drift") or ()]
-        if plan.get("planFile"):
-            t.summaries.append(str(Path(str(plan["planFile"])).parent / "plan-summary.json"))
+        plan = stage.get("plan")
+        if isinstance(plan, Mapping):
+            _add_stage(t, plan)
     policy = doc.get("policy")
     if isinstance(policy, Mapping):
-        unwaived = [f for f in policy.get("findings") or () if not f.get("waived")]
-        t.gate = {"errors": int(policy.get("errors") or 0),
-                  "warnings": int(policy.get("warnings") or 0),
-                  "waived": int(policy.get("waived") or 0),
-                  "rules": sorted({str(f.get("rule")) for f in unwaived})}
+        t.gate = _gate(policy)
     cost = doc.get("cost")
     if isinstance(cost, Mapping):
         t.cost = {"total_usd_per_hour": cost.get("total_usd_per_hour"),
                   "delta_usd_per_hour": cost.get("delta_usd_per_hour"),
                   "lower_bound": bool(cost.get("lower_bound"))}
     return t
+
+
+def _add_stage(t: TerraformPlan, plan: Mapping[str, Any]) -> None:
+    """Add one stage's ``plan`` dictionary to ``t``: its counts per action (``summary``),
+    its dangers, the addresses of its drift, and the path of its ``plan-summary.json``
+    (beside its ``planFile``)."""
+    summary = plan.get("summary") or {}
+    for k in COUNTS:
+        t.counts[k] += int(summary.get(k) or 0)
+    t.dangers += [str(d) for d in plan.get("dangers") or ()]
+    t.drift += [str(d.get("address")) for d in plan.get("drift") or ()]
+    if plan.get("planFile"):
+        t.summaries.append(str(Path(str(plan["planFile"])).parent / "plan-summary.json"))
+
+
+def _gate(policy: Mapping[str, Any]) -> dict[str, Any]:
+    """The policy gate of the document (``policy``) as :attr:`TerraformPlan.gate`: its error,
+    warning and waived counts, and the sorted rule ids of its unwaived findings."""
+    unwaived = [f for f in policy.get("findings") or () if not f.get("waived")]
+    return {"errors": int(policy.get("errors") or 0),
+            "warnings": int(policy.get("warnings") or 0),
+            "waived": int(policy.get("waived") or 0),
+            "rules": sorted({str(f.get("rule")) for f in unwaived})}
 
 
 def failed(workdir: str, message: str, hint: str | None, exit_code: int | None

@@ -40,38 +40,53 @@ def check(profile_dir: str) -> dict[str, Any]:
     if not files:
         errors.append(f"no *.xplane.pb in {session}")
         return result
+    _check_overview(files, result, errors)
+    _check_trace(files, result, errors)
+    result["ok"] = not errors
+    return result
+
+
+def _tool_data(files: list[str], tool: str) -> object:
+    """XProf's ``tool`` view (``overview_page``, ``trace_viewer``) of the ``*.xplane.pb``
+    ``files``, parsed from JSON; None where it is empty or no JSON."""
     from xprof.convert import raw_to_tool_data  # type: ignore[import-untyped]  # no types
 
-    data, _ = raw_to_tool_data.xspace_to_tool_data(files, "overview_page", {})
+    data, _ = raw_to_tool_data.xspace_to_tool_data(files, tool, {})
     try:
-        overview = json.loads(data) if data else None
+        return json.loads(data) if data else None
     except ValueError:
-        overview = None
+        return None
+
+
+def _check_overview(files: list[str], result: dict[str, Any], errors: list[str]) -> None:
+    """The overview page: a non-empty JSON list of tables (``overview_rows``); the
+    run-environment table's ``host_count`` and ``device_type`` go to ``hosts`` and
+    ``device_type`` where it has one."""
+    overview = _tool_data(files, "overview_page")
     if not isinstance(overview, list) or not overview:
         errors.append("XProf could not build the overview page from the profile")
-    else:
-        result["overview_rows"] = len(overview)
-        env = [t.get("p", {}) for t in overview if isinstance(t, dict)
-               and "host_count" in t.get("p", {})]
-        if env:
-            result["hosts"] = int(env[0].get("host_count") or 0)
-            result["device_type"] = env[0].get("device_type")
-    data, _ = raw_to_tool_data.xspace_to_tool_data(files, "trace_viewer", {})
-    try:
-        trace = json.loads(data) if data else None
-    except ValueError:
-        trace = None
+        return
+    result["overview_rows"] = len(overview)
+    env = [t.get("p", {}) for t in overview if isinstance(t, dict)
+           and "host_count" in t.get("p", {})]
+    if env:
+        result["hosts"] = int(env[0].get("host_count") or 0)
+        result["device_type"] = env[0].get("device_type")
+
+
+def _check_trace(files: list[str], result: dict[str, Any], errors: list[str]) -> None:
+    """The trace viewer data: Chrome trace JSON whose ``traceEvents`` (``trace_events``)
+    include the smoke step's (``step_events``, at least one)."""
+    trace = _tool_data(files, "trace_viewer")
     events = trace.get("traceEvents") if isinstance(trace, dict) else None
     if not isinstance(events, list):
         errors.append("XProf could not build the trace viewer data from the profile")
-    else:
-        result["trace_events"] = len(events)
-        steps = [e for e in events if isinstance(e, dict) and STEP in str(e.get("name", ""))]
-        result["step_events"] = len(steps)
-        if not steps:
-            errors.append(f"the trace has no event of the smoke step (jit_{STEP})")
-    result["ok"] = not errors
-    return result
+        return
+    result["trace_events"] = len(events)
+    steps = [e for e in events if isinstance(e, dict) and STEP in str(e.get("name", ""))]
+    result["step_events"] = len(steps)
+    if not steps:
+        errors.append(f"the trace has no event of the smoke step (jit_{STEP})")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -23,7 +23,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -260,25 +260,36 @@ class Workloads:
         return got.to_dict() if hasattr(got, "to_dict") else dict(got)
 
     def plan(self, *, destroy: bool = False) -> PlanResult:
-        """What applying (or deleting) the workloads would do, read from the cluster."""
+        """What applying (or deleting) the workloads would do, read from the cluster: one
+        change per wanted object (:meth:`_action`), in manifest order, then one ``delete``
+        per object to remove that still exists (:meth:`_to_delete`)."""
         wanted = {} if destroy else {ref: digest for ref, _, digest in
                                      load_manifests(self.workdir)}
-        changes: list[ResourceChange] = []
-        summary = PlanSummary()
-        for ref, digest in wanted.items():
-            live = self._get(ref)
-            if live is None:
-                action = "create"
-            else:
-                have = ((live.get("metadata") or {}).get("annotations") or {}).get(
-                    HASH_ANNOTATION)
-                if have == digest:
-                    action = "no-op"
-                elif ref.kind in IMMUTABLE_KINDS:
-                    action = "replace"
-                else:
-                    action = "update"
-            changes.append(ResourceChange(ref.address, f"{ref.api_version}/{ref.kind}", action))
+        changes = [ResourceChange(ref.address, f"{ref.api_version}/{ref.kind}",
+                                  self._action(ref, digest))
+                   for ref, digest in wanted.items()]
+        changes += [ResourceChange(ref.address, f"{ref.api_version}/{ref.kind}", "delete")
+                    for ref in self._to_delete(wanted, destroy)
+                    if self._get(ref) is not None]
+        summary = _summary(changes)
+        return PlanResult(has_changes=summary.total > 0, summary=summary, changes=changes,
+                          destroy=destroy)
+
+    def _action(self, ref: ObjectRef, digest: str) -> str:
+        """What applying the manifest of ``ref`` (content hash ``digest``) does to the live
+        object: ``create`` where there is none, ``no-op`` where its hash annotation is the
+        same, ``replace`` for a kind that cannot be changed in place, else ``update``."""
+        live = self._get(ref)
+        if live is None:
+            return "create"
+        have = ((live.get("metadata") or {}).get("annotations") or {}).get(HASH_ANNOTATION)
+        if have == digest:
+            return "no-op"
+        return "replace" if ref.kind in IMMUTABLE_KINDS else "update"
+
+    def _to_delete(self, wanted: Mapping[ObjectRef, str], destroy: bool) -> list[ObjectRef]:
+        """The objects to delete, in order: those of the inventory no longer wanted (with
+        ``destroy``, every rendered one too), Kueue's objects last."""
         gone = [r for r in read_inventory(self.workdir) if r not in wanted]
         if destroy:
             gone += [r for r, _, _ in load_manifests(self.workdir) if r not in gone]
@@ -287,16 +298,7 @@ class Workloads:
         # ResourceFlavor / AdmissionCheck while a ClusterQueue names it (kubernetes-sigs/kueue
         # v0.19.2 apis/kueue/v1beta2/constants.go), so any other order waits on a finalizer
         queues = [r for r in gone if r.api_version.startswith(KUEUE_GROUP + "/")]
-        gone = [r for r in gone if r not in queues] + queues[::-1]
-        for ref in gone:
-            if self._get(ref) is not None:
-                changes.append(ResourceChange(ref.address, f"{ref.api_version}/{ref.kind}",
-                                              "delete"))
-        for c in changes:
-            if c.action in ("create", "update", "replace", "delete"):
-                setattr(summary, c.action, getattr(summary, c.action) + 1)
-        return PlanResult(has_changes=summary.total > 0, summary=summary, changes=changes,
-                          destroy=destroy)
+        return [r for r in gone if r not in queues] + queues[::-1]
 
     def apply(self, plan: PlanResult, *, progress: Callable[[ProgressEvent], None] | None = None,
               wait_timeout_s: float = 300) -> PlanSummary:
@@ -369,6 +371,16 @@ class Workloads:
         wait_until(lambda: None if self._get(ref) is None else "still terminating",
                    what=f"deletion of {ref.address}", timeout_s=wait_timeout_s,
                    interval_s=1.0)
+
+
+def _summary(changes: list[ResourceChange]) -> PlanSummary:
+    """The count of each action that changes the cluster (create, update, replace, delete)
+    in ``changes``."""
+    summary = PlanSummary()
+    for c in changes:
+        if c.action in ("create", "update", "replace", "delete"):
+            setattr(summary, c.action, getattr(summary, c.action) + 1)
+    return summary
 
 
 def _api_message(exc: Any) -> str:
