@@ -66,6 +66,11 @@ def test_base_recipe_is_clean(recipe: dict) -> None:
 
 
 def test_every_rule_has_a_test() -> None:
+    # the Slurm and GPUDirect rule modules are imported on demand (preflight.WHEN): import
+    # every module first, so the answer does not depend on which tests ran before this one
+    from mldiag_provision.preflight import import_all
+
+    import_all()
     tested = {"engine", "orchestrator", "gke-version", "diagnostics", "labels",
               "tpu-slice-shape", "tpu-slice-names", "tpu-autopilot", "slice-multislice",
               "slice-capacity", "tpu-zone", "workload-slice", "workload-chips",
