@@ -429,6 +429,9 @@ class EngineUnit:
         root: ``blueprints/...``, ``modules/...``) :attr:`render` reads for it; the tests
         check that each exists for every blueprint that lists the engine.
       by_hand: the commands the stack README shows for applying it by hand.
+      locate: the engine's executable, found the way :attr:`make` finds it (a path); raises
+        :class:`~mldiag_provision.errors.EngineError` naming it, with how to install it, when
+        there is none. None: the engine needs no executable of its own.
     """
 
     name: str
@@ -441,6 +444,7 @@ class EngineUnit:
     make: EngineFactory
     sources: Callable[[Mapping[str, Any]], list[str]]
     by_hand: ByHand
+    locate: Callable[[], str] | None = None
 
     def has(self, capability: EngineCapability) -> bool:
         """Whether this engine has ``capability``."""

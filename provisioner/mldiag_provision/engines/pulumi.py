@@ -452,4 +452,5 @@ UNIT = EngineUnit(
                    cluster=("(cd agents && pulumi stack select --create default && pulumi up)",),
                    output="pulumi stack output {name}",
                    output_raw="pulumi stack output {name}"),
+    locate=find_pulumi,
 )

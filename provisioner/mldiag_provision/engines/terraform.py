@@ -860,4 +860,5 @@ UNIT = EngineUnit(
                             "terraform apply tfplan"),
                    cluster=("terraform -chdir=agents init", "terraform -chdir=agents apply"),
                    output="terraform output {name}", output_raw="terraform output -raw {name}"),
+    locate=find_terraform,
 )
