@@ -205,10 +205,10 @@ TEXTS['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is s
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
-   return (self.name,self.summary,self.capabilities,self.kinds,self.translate,self.marker,self.render,self.make,self.sources,self.by_hand,self.saved_plan,)==(other.name,other.summary,other.capabilities,other.kinds,other.translate,other.marker,other.render,other.make,other.sources,other.by_hand,other.saved_plan,)
+   return (self.name,self.summary,self.capabilities,self.kinds,self.translate,self.marker,self.render,self.make,self.sources,self.by_hand,self.saved_plan,self.locate,)==(other.name,other.summary,other.capabilities,other.kinds,other.translate,other.marker,other.render,other.make,other.sources,other.by_hand,other.saved_plan,other.locate,)
   return NotImplemented
  return __eq__
-TEXTS['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.name,self.summary,self.capabilities,self.kinds,self.translate,self.marker,self.render,self.make,self.sources,self.by_hand,self.saved_plan,)==(other.name,other.summary,other.capabilities,other.kinds,other.translate,other.marker,other.render,other.make,other.sources,other.by_hand,other.saved_plan,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+TEXTS['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.name,self.summary,self.capabilities,self.kinds,self.translate,self.marker,self.render,self.make,self.sources,self.by_hand,self.saved_plan,self.locate,)==(other.name,other.summary,other.capabilities,other.kinds,other.translate,other.marker,other.render,other.make,other.sources,other.by_hand,other.saved_plan,other.locate,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __eq__(self,other):
@@ -464,9 +464,9 @@ TEXTS['def __create_fn__():\n def __hash__(self):\n  return hash((self.name,self
 
 def __create_fn__():
  def __hash__(self):
-  return hash((self.name,self.summary,self.capabilities,self.kinds,self.translate,self.marker,self.render,self.make,self.sources,self.by_hand,self.saved_plan,))
+  return hash((self.name,self.summary,self.capabilities,self.kinds,self.translate,self.marker,self.render,self.make,self.sources,self.by_hand,self.saved_plan,self.locate,))
  return __hash__
-TEXTS['def __create_fn__():\n def __hash__(self):\n  return hash((self.name,self.summary,self.capabilities,self.kinds,self.translate,self.marker,self.render,self.make,self.sources,self.by_hand,self.saved_plan,))\n return __hash__'] = __create_fn__.__code__
+TEXTS['def __create_fn__():\n def __hash__(self):\n  return hash((self.name,self.summary,self.capabilities,self.kinds,self.translate,self.marker,self.render,self.make,self.sources,self.by_hand,self.saved_plan,self.locate,))\n return __hash__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __hash__(self):
@@ -668,9 +668,9 @@ TEXTS['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qua
 
 def __create_fn__():
  def __repr__(self):
-  return self.__class__.__qualname__ + f"(name={self.name!r}, summary={self.summary!r}, capabilities={self.capabilities!r}, kinds={self.kinds!r}, translate={self.translate!r}, marker={self.marker!r}, render={self.render!r}, make={self.make!r}, sources={self.sources!r}, by_hand={self.by_hand!r}, saved_plan={self.saved_plan!r})"
+  return self.__class__.__qualname__ + f"(name={self.name!r}, summary={self.summary!r}, capabilities={self.capabilities!r}, kinds={self.kinds!r}, translate={self.translate!r}, marker={self.marker!r}, render={self.render!r}, make={self.make!r}, sources={self.sources!r}, by_hand={self.by_hand!r}, saved_plan={self.saved_plan!r}, locate={self.locate!r})"
  return __repr__
-TEXTS['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(name={self.name!r}, summary={self.summary!r}, capabilities={self.capabilities!r}, kinds={self.kinds!r}, translate={self.translate!r}, marker={self.marker!r}, render={self.render!r}, make={self.make!r}, sources={self.sources!r}, by_hand={self.by_hand!r}, saved_plan={self.saved_plan!r})"\n return __repr__'] = __create_fn__.__code__
+TEXTS['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(name={self.name!r}, summary={self.summary!r}, capabilities={self.capabilities!r}, kinds={self.kinds!r}, translate={self.translate!r}, marker={self.marker!r}, render={self.render!r}, make={self.make!r}, sources={self.sources!r}, by_hand={self.by_hand!r}, saved_plan={self.saved_plan!r}, locate={self.locate!r})"\n return __repr__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __repr__(self):
@@ -1031,8 +1031,8 @@ def __create_fn__(_type_name, _type_slice, _type_node_set, _type_partition, _typ
  return __init__
 TEXTS["def __create_fn__(_type_name, _type_slice, _type_node_set, _type_partition, _type_nodes, _type_gpus_per_node, _type_machine_type, _type_image, _type_pyxis_image, _type_container_runtime, _type_container_mounts, _type_command, _type_args, _type_env, _type_ml_diagnostics, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,name:_type_name,slice:_type_slice,node_set:_type_node_set,partition:_type_partition,nodes:_type_nodes,gpus_per_node:_type_gpus_per_node,machine_type:_type_machine_type,image:_type_image,pyxis_image:_type_pyxis_image,container_runtime:_type_container_runtime,container_mounts:_type_container_mounts,command:_type_command,args:_type_args,env:_type_env,ml_diagnostics:_type_ml_diagnostics)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'slice',slice)\n  __dataclass_builtins_object__.__setattr__(self,'node_set',node_set)\n  __dataclass_builtins_object__.__setattr__(self,'partition',partition)\n  __dataclass_builtins_object__.__setattr__(self,'nodes',nodes)\n  __dataclass_builtins_object__.__setattr__(self,'gpus_per_node',gpus_per_node)\n  __dataclass_builtins_object__.__setattr__(self,'machine_type',machine_type)\n  __dataclass_builtins_object__.__setattr__(self,'image',image)\n  __dataclass_builtins_object__.__setattr__(self,'pyxis_image',pyxis_image)\n  __dataclass_builtins_object__.__setattr__(self,'container_runtime',container_runtime)\n  __dataclass_builtins_object__.__setattr__(self,'container_mounts',container_mounts)\n  __dataclass_builtins_object__.__setattr__(self,'command',command)\n  __dataclass_builtins_object__.__setattr__(self,'args',args)\n  __dataclass_builtins_object__.__setattr__(self,'env',env)\n  __dataclass_builtins_object__.__setattr__(self,'ml_diagnostics',ml_diagnostics)\n return __init__"] = __create_fn__.__code__
 
-def __create_fn__(_type_name, _type_summary, _type_capabilities, _type_kinds, _type_translate, _type_marker, _type_render, _type_make, _type_sources, _type_by_hand, _type_saved_plan, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
- def __init__(self,name:_type_name,summary:_type_summary,capabilities:_type_capabilities,kinds:_type_kinds,translate:_type_translate,marker:_type_marker,render:_type_render,make:_type_make,sources:_type_sources,by_hand:_type_by_hand,saved_plan:_type_saved_plan)->_return_type:
+def __create_fn__(_type_name, _type_summary, _type_capabilities, _type_kinds, _type_translate, _type_marker, _type_render, _type_make, _type_sources, _type_by_hand, _type_saved_plan, _type_locate, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_locate, _return_type):
+ def __init__(self,name:_type_name,summary:_type_summary,capabilities:_type_capabilities,kinds:_type_kinds,translate:_type_translate,marker:_type_marker,render:_type_render,make:_type_make,sources:_type_sources,by_hand:_type_by_hand,saved_plan:_type_saved_plan,locate:_type_locate=_dflt_locate)->_return_type:
   __dataclass_builtins_object__.__setattr__(self,'name',name)
   __dataclass_builtins_object__.__setattr__(self,'summary',summary)
   __dataclass_builtins_object__.__setattr__(self,'capabilities',capabilities)
@@ -1044,8 +1044,9 @@ def __create_fn__(_type_name, _type_summary, _type_capabilities, _type_kinds, _t
   __dataclass_builtins_object__.__setattr__(self,'sources',sources)
   __dataclass_builtins_object__.__setattr__(self,'by_hand',by_hand)
   __dataclass_builtins_object__.__setattr__(self,'saved_plan',saved_plan)
+  __dataclass_builtins_object__.__setattr__(self,'locate',locate)
  return __init__
-TEXTS["def __create_fn__(_type_name, _type_summary, _type_capabilities, _type_kinds, _type_translate, _type_marker, _type_render, _type_make, _type_sources, _type_by_hand, _type_saved_plan, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,name:_type_name,summary:_type_summary,capabilities:_type_capabilities,kinds:_type_kinds,translate:_type_translate,marker:_type_marker,render:_type_render,make:_type_make,sources:_type_sources,by_hand:_type_by_hand,saved_plan:_type_saved_plan)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'summary',summary)\n  __dataclass_builtins_object__.__setattr__(self,'capabilities',capabilities)\n  __dataclass_builtins_object__.__setattr__(self,'kinds',kinds)\n  __dataclass_builtins_object__.__setattr__(self,'translate',translate)\n  __dataclass_builtins_object__.__setattr__(self,'marker',marker)\n  __dataclass_builtins_object__.__setattr__(self,'render',render)\n  __dataclass_builtins_object__.__setattr__(self,'make',make)\n  __dataclass_builtins_object__.__setattr__(self,'sources',sources)\n  __dataclass_builtins_object__.__setattr__(self,'by_hand',by_hand)\n  __dataclass_builtins_object__.__setattr__(self,'saved_plan',saved_plan)\n return __init__"] = __create_fn__.__code__
+TEXTS["def __create_fn__(_type_name, _type_summary, _type_capabilities, _type_kinds, _type_translate, _type_marker, _type_render, _type_make, _type_sources, _type_by_hand, _type_saved_plan, _type_locate, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_locate, _return_type):\n def __init__(self,name:_type_name,summary:_type_summary,capabilities:_type_capabilities,kinds:_type_kinds,translate:_type_translate,marker:_type_marker,render:_type_render,make:_type_make,sources:_type_sources,by_hand:_type_by_hand,saved_plan:_type_saved_plan,locate:_type_locate=_dflt_locate)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'summary',summary)\n  __dataclass_builtins_object__.__setattr__(self,'capabilities',capabilities)\n  __dataclass_builtins_object__.__setattr__(self,'kinds',kinds)\n  __dataclass_builtins_object__.__setattr__(self,'translate',translate)\n  __dataclass_builtins_object__.__setattr__(self,'marker',marker)\n  __dataclass_builtins_object__.__setattr__(self,'render',render)\n  __dataclass_builtins_object__.__setattr__(self,'make',make)\n  __dataclass_builtins_object__.__setattr__(self,'sources',sources)\n  __dataclass_builtins_object__.__setattr__(self,'by_hand',by_hand)\n  __dataclass_builtins_object__.__setattr__(self,'saved_plan',saved_plan)\n  __dataclass_builtins_object__.__setattr__(self,'locate',locate)\n return __init__"] = __create_fn__.__code__
 
 def __create_fn__(_type_name, _type_title, _type_kind, _type_dims, _type_block, _type_wrap, _type_count, _type_machine_type, _type_chips_per_vm, _type_wrap_note, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
  def __init__(self,name:_type_name,title:_type_title,kind:_type_kind,dims:_type_dims,block:_type_block,wrap:_type_wrap,count:_type_count,machine_type:_type_machine_type,chips_per_vm:_type_chips_per_vm,wrap_note:_type_wrap_note)->_return_type:
@@ -1368,11 +1369,11 @@ TEXTS['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name)
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
-  if type(self) is cls or name in ('name','summary','capabilities','kinds','translate','marker','render','make','sources','by_hand','saved_plan',):
+  if type(self) is cls or name in ('name','summary','capabilities','kinds','translate','marker','render','make','sources','by_hand','saved_plan','locate',):
    raise FrozenInstanceError(f"cannot delete field {name!r}")
   super(cls, self).__delattr__(name)
  return __delattr__
-TEXTS['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'name\',\'summary\',\'capabilities\',\'kinds\',\'translate\',\'marker\',\'render\',\'make\',\'sources\',\'by_hand\',\'saved_plan\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+TEXTS['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'name\',\'summary\',\'capabilities\',\'kinds\',\'translate\',\'marker\',\'render\',\'make\',\'sources\',\'by_hand\',\'saved_plan\',\'locate\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
@@ -1624,11 +1625,11 @@ TEXTS['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):
-  if type(self) is cls or name in ('name','summary','capabilities','kinds','translate','marker','render','make','sources','by_hand','saved_plan',):
+  if type(self) is cls or name in ('name','summary','capabilities','kinds','translate','marker','render','make','sources','by_hand','saved_plan','locate',):
    raise FrozenInstanceError(f"cannot assign to field {name!r}")
   super(cls, self).__setattr__(name, value)
  return __setattr__
-TEXTS['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'name\',\'summary\',\'capabilities\',\'kinds\',\'translate\',\'marker\',\'render\',\'make\',\'sources\',\'by_hand\',\'saved_plan\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+TEXTS['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'name\',\'summary\',\'capabilities\',\'kinds\',\'translate\',\'marker\',\'render\',\'make\',\'sources\',\'by_hand\',\'saved_plan\',\'locate\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):

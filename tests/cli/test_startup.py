@@ -36,13 +36,14 @@ def test_version_imports_nothing_else() -> None:
     assert mods <= {"mldiag_provision", "mldiag_provision.cli", "mldiag_provision.cli.app"}
 
 
-def test_help_and_validate_import_no_command_module() -> None:
-    for argv in (["--help"], ["validate", str(ROOT / "recipes/tpu-v4-2x2x4-autopilot.yaml")]):
+def test_help_imports_no_command_module_and_a_command_only_its_own() -> None:
+    for argv, expected in (
+            (["--help"], set()),
+            (["validate", str(ROOT / "recipes/tpu-v4-2x2x4-autopilot.yaml")], {"validate"}),
+            (["lint", "--help"], {"lint"}), (["schema", "--help"], {"schema"})):
         mods = _modules_after(*argv)
         loaded = {m for m in MODULES if f"mldiag_provision.cli.commands.{m}" in mods}
-        assert not loaded, (argv, loaded)
-    mods = _modules_after("lint", "--help")
-    assert {m for m in MODULES if f"mldiag_provision.cli.commands.{m}" in mods} == {"lint"}
+        assert loaded == expected, (argv, loaded)
 
 
 def test_stub_parser_prints_the_full_parsers_help() -> None:

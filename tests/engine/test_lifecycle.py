@@ -5,6 +5,7 @@ directory when the recipe is gone, what destroy keeps, and the drift-check exit 
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -175,6 +176,11 @@ def test_detailed_exitcode_engine_and_refusal_errors_exit_1(tmp_path: Path, offl
     code, out, err = cli("plan", r, "-o", work, "--detailed-exitcode")
     assert code == 1, out + err
     assert "terraform not found" in err
+    code, _, _ = cli("plan", r, "-o", work)
+    assert code == 2  # missing: refused before anything runs (a usage error)
+    monkeypatch.setenv("MLDIAG_TERRAFORM", shutil.which("false") or "/bin/false")
+    code, out, err = cli("plan", r, "-o", work, "--detailed-exitcode")
+    assert code == 1, out + err  # terraform ran and failed
     code, _, _ = cli("plan", r, "-o", work)
     assert code == 4
 

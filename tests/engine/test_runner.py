@@ -238,13 +238,14 @@ def test_the_cli_exit_code_says_which_signal(exc: str, code: int, said: str,
                                              monkeypatch: pytest.MonkeyPatch, capsys) -> None:
     from mldiag_provision import errors
     from mldiag_provision.cli import _main
+    from mldiag_provision.cli.commands import validate
 
     raised = getattr(errors, exc, KeyboardInterrupt)
 
     def run(args: object, out: object) -> int:
         raise raised()
 
-    monkeypatch.setitem(_main.COMMANDS, "validate", run)
+    monkeypatch.setattr(validate, "run", run)
     assert _main.main(["validate", "x.yaml"]) == code
     assert capsys.readouterr().err.strip() == said
     # -O json: the document too, as for any other failure (stdout had nothing before)

@@ -24,7 +24,9 @@ ALLOWED = frozenset({
     "mldiag_provision.catalog.places", "mldiag_provision.catalog.requirements",
     "mldiag_provision.catalog.store", "mldiag_provision.catalog.tpu", "mldiag_provision.cli",
     "mldiag_provision.cli._main", "mldiag_provision.cli.app", "mldiag_provision.cli.commands",
-    "mldiag_provision.cli.commands._args", "mldiag_provision.cluster",
+    "mldiag_provision.cli.commands._args",
+    # the validate command itself (its code was in cli._main before issue 26 item 6)
+    "mldiag_provision.cli.commands.validate", "mldiag_provision.cluster",
     "mldiag_provision.cluster.autopilot", "mldiag_provision.cluster.check",
     "mldiag_provision.cluster.from_plan", "mldiag_provision.cluster.kueue",
     "mldiag_provision.cluster.model", "mldiag_provision.console", "mldiag_provision.engine_names",

@@ -75,8 +75,8 @@ def _tune_gc() -> None:
 
 
 def __getattr__(name: str) -> object:
-    """The parser and command functions (``build_parser``, ``cmd_validate``...) still
-    import from here; they live in ``_main``, loaded on first use (never for a dunder such
+    """The parser and its helpers (``build_parser``, ``command_name``...) still import from
+    here; they live in ``_main``, loaded on first use (never for a dunder such
     as ``__path__``, which the import system probes)."""
     if name.startswith("__"):
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -444,6 +444,9 @@ class EngineUnit:
       by_hand: the commands the stack README shows for applying it by hand.
       saved_plan: a stage's saved plan as the policy gate reads it (:data:`SavedPlanReader`;
         ``policy --plan``).
+      locate: the engine's executable, found the way :attr:`make` finds it (a path); raises
+        :class:`~mldiag_provision.errors.EngineError` naming it, with how to install it, when
+        there is none. None: the engine needs no executable of its own.
     """
 
     name: str
@@ -457,6 +460,7 @@ class EngineUnit:
     sources: Callable[[Mapping[str, Any]], list[str]]
     by_hand: ByHand
     saved_plan: SavedPlanReader
+    locate: Callable[[], str] | None = None
 
     def has(self, capability: EngineCapability) -> bool:
         """Whether this engine has ``capability``."""

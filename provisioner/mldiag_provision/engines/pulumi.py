@@ -598,4 +598,5 @@ UNIT = EngineUnit(
                    output="pulumi stack output {name}",
                    output_raw="pulumi stack output {name}"),
     saved_plan=saved_plan_document,
+    locate=find_pulumi,
 )

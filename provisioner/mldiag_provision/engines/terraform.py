@@ -896,4 +896,5 @@ UNIT = EngineUnit(
                    cluster=("terraform -chdir=agents init", "terraform -chdir=agents apply"),
                    output="terraform output {name}", output_raw="terraform output -raw {name}"),
     saved_plan=_saved_plan,
+    locate=find_terraform,
 )

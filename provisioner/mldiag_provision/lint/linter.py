@@ -35,10 +35,16 @@ from mldiag_provision.lint import (
 )
 from mldiag_provision.lint.context import Check, LintContext, LintOptions
 from mldiag_provision.lint.loading import Loaded, Resource, Source, load_sources
+from mldiag_provision.lint.rules import define, fact, fact_source, severity_of
 from mldiag_provision.lint.schema import about_the_value, schema_set, validate_resource
 from mldiag_provision.recipe.sourcemap import SourceMap
 
 _SEVERITY_ORDER = {Severity.ERROR: 0, Severity.WARNING: 1, Severity.INFO: 2}
+
+NO_OBJECTS = define("k8s-no-objects", "the input holds at least one Kubernetes object "
+                    "(kubectl apply refuses an input without one)",
+                    source=fact_source("input", "noObjects"),
+                    facts=("kubernetes.input.noObjects", "kubernetes.input.emptyFile"))
 T = TypeVar("T")
 
 
@@ -115,6 +121,7 @@ def lint_loaded(loaded: Loaded, options: LintOptions, catalog: Catalog | None = 
     for check in checks:
         problems.extend(found[check])
     problems = drop_consequences(problems, loaded.resources)
+    problems.extend(_without_objects(loaded))
     order = {f: i for i, f in enumerate(loaded.files)}
     unique: dict[tuple[str, str, str, str], Problem] = {}
     for p in problems:
@@ -124,6 +131,35 @@ def lint_loaded(loaded: Loaded, options: LintOptions, catalog: Catalog | None = 
                                                      p.rule))
     return LintResult(options=options, files=loaded.files, resources=len(loaded.resources),
                       problems=ordered, sourcemaps=loaded.sourcemaps)
+
+
+def _without_objects(loaded: Loaded) -> list[Problem]:
+    """One ``k8s-no-objects`` problem per file that was read without a problem yet holds no
+    object (empty, only comments, only ``---``): an error when no file of the input holds
+    one, since ``kubectl apply`` refuses such an input ("no objects passed to apply",
+    kubernetes.yaml ``input.noObjects``); a warning otherwise (kubectl skips the file and
+    kubeconform calls it empty, ``input.emptyFile``: nothing in it was checked, so it may be
+    a file left empty by mistake). A file that could not be read or parsed has its own
+    problem already and gets none."""
+    holding = {r.file for r in loaded.resources}
+    spoken = {p.file for p in loaded.problems}
+    empty = [f for f in loaded.files if f not in holding and f not in spoken]
+    if not empty:
+        return []
+    none_at_all = not loaded.resources
+    said = fact("input", "noObjects" if none_at_all else "emptyFile")
+    return [Problem(
+        rule=NO_OBJECTS.id, file=name, severity=severity_of(said) if none_at_all
+        else Severity.WARNING, source=said.url,
+        message=(f"{name} holds no Kubernetes object (it is empty, or only comments and "
+                 "'---'), and no other input does: kubectl apply refuses it (\"no objects "
+                 "passed to apply\") and nothing was checked" if none_at_all else
+                 f"{name} holds no Kubernetes object (it is empty, or only comments and "
+                 "'---'): kubectl apply skips it and nothing in it was checked"),
+        expected="at least one object with apiVersion and kind",
+        hint="add the manifest's objects, or give the file that holds them"
+             + ("" if none_at_all else "; remove the file if it is empty on purpose"))
+        for name in empty]
 
 
 def drop_consequences(problems: list[Problem], resources: list[Resource]) -> list[Problem]:

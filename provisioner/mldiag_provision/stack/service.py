@@ -150,15 +150,43 @@ class Stack:
             self.reporter(StackEvent(kind, str(stage), message, event, elapsed_s))
 
     # -- render -----------------------------------------------------------------------------
-    def render(self, recipe_path: str, *, force: bool = False) -> RenderOutcome:
-        """Preflight and (re-)render the recipe here (see :func:`render_into`)."""
-        outcome = render_into(self.workdir, recipe_path, force=force)
+    def render(self, recipe_path: str, *, force: bool = False,
+               engine_needed: bool = False) -> RenderOutcome:
+        """Preflight and (re-)render the recipe here (see :func:`render_into`).
+
+        ``engine_needed``: the command goes on to run the stack's engine (plan, apply), so a
+        missing engine executable is refused before anything is written
+        (:meth:`require_engine`), not after the stack was rendered into the directory.
+        """
+        check = self.require_engine if engine_needed else None
+        outcome = render_into(self.workdir, recipe_path, force=force, before_write=check)
         if self._lock is None:  # a fresh directory: lock it now, re-check under the lock
             self._acquire()
-            again = render_into(self.workdir, recipe_path, force=force)
+            again = render_into(self.workdir, recipe_path, force=force, before_write=check)
             if not again.cached:
                 outcome = again
+        if outcome.cached and check is not None:  # nothing rendered: the saved plan's engine
+            check(self.engine_name)
         return outcome
+
+    def require_engine(self, name: str) -> None:
+        """Refuse to go on when the executable of engine ``name`` is missing.
+
+        Raises:
+          UsageError: the engine unit finds no executable (exit 2; its message says which,
+            where it looked, and the hint how to install it or point at it).
+          UnknownEngineError: no unit has that name.
+        """
+        from mldiag_provision import engines
+
+        unit = engines.get(name)
+        if unit.locate is None:
+            return
+        try:
+            unit.locate()
+        except EngineError as exc:
+            raise UsageError(f"{self.command} needs engine {name}: {exc.message}; nothing "
+                             f"was written to {self.workdir}", hint=exc.hint) from None
 
     @property
     def saved(self) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -118,11 +118,15 @@ class RecipeInvalid(InputError):
         self.sourcemap = sourcemap
 
 
-def render_into(workdir: Path, recipe_path: str, *, force: bool = False) -> RenderOutcome:
+def render_into(workdir: Path, recipe_path: str, *, force: bool = False,
+                before_write: Callable[[str], None] | None = None) -> RenderOutcome:
     """Preflight ``recipe_path`` and (re-)render it into ``workdir``.
 
     When neither the recipe nor the tool changed since the last render of this directory
     (and no rendered file was edited or removed), preflight and render are skipped.
+    ``before_write``: called with the plan's engine name (``terraform``, ``pulumi``) after
+    the recipe was checked and planned and before anything is written; what it raises stops
+    the render with ``workdir`` as it was.
 
     Raises:
       RecipeInvalid: the recipe has errors (``problems`` and ``sourcemap`` attached).
@@ -163,6 +167,8 @@ def render_into(workdir: Path, recipe_path: str, *, force: bool = False) -> Rend
     # checks against the stack already in the directory (before its plan.json is replaced)
     problems = (*res.report.problems,
                 *render_time_problems(workdir, recipe, res.parsed.sourcemap))
+    if before_write is not None:
+        before_write(plan.engine)
     written = write_tree(workdir, render_stack(plan, policy=policy_data(recipe)),
                          generator=GENERATOR, stack=plan.name, force=force)
     from mldiag_provision import ondisk

@@ -1,4 +1,5 @@
-"""Commands beyond validate/render/catalog/schema, one module each.
+"""Every command of the CLI, one module each (``cli/commands/<verb>.py``); the modules whose
+names start with ``_`` are helpers shared by several commands.
 
 Each module defines ``NAME``, ``add_parser(subparsers)`` and ``run(args, out) -> int``, and
 keeps heavy imports inside ``run`` so that building the parser stays cheap. Register a new
@@ -6,11 +7,16 @@ module in :data:`MODULES` and its one-line help in :data:`SUMMARIES` (the top-le
 ``--help`` lists every command from there without importing the command modules).
 """
 
-MODULES: tuple[str, ...] = ("plan", "apply", "destroy", "output", "lint", "verify", "smoke",
-                           "preflight", "policy", "sandbox", "fleet", "completion",
-                           "cost")
+# in the order the top-level --help lists them
+MODULES: tuple[str, ...] = ("validate", "render", "catalog", "schema", "plan", "apply",
+                           "destroy", "output", "lint", "verify", "smoke", "preflight",
+                           "policy", "sandbox", "fleet", "completion", "cost")
 
 SUMMARIES: dict[str, str] = {
+    "validate": "preflight one or more recipes (nothing is created)",
+    "render": "preflight a recipe and write its Terraform stack",
+    "catalog": "list accelerators and explain their topologies",
+    "schema": "print the recipe JSON Schema (for editors and CI)",
     "plan": "render, then show what apply would change, stage by stage",
     "apply": "render, plan, confirm, then create/update every stage",
     "destroy": "remove everything the stack created (asks first)",

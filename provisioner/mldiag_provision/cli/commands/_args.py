@@ -1,4 +1,5 @@
-"""Arguments shared by plan, apply, destroy and output; light, imported to build the parser."""
+"""Arguments shared by the commands (validate, lint, plan, apply, destroy, output ...); light,
+imported to build the parser."""
 
 from __future__ import annotations
 
@@ -16,6 +17,22 @@ OUTPUT_HELP = "output format (default text)"
 RECIPE_HELP = "the recipe file (recipe.yaml)"
 
 _ROLE = r":[a-z]+:`~?[^`]*`"
+
+
+def jobs_count(text: str) -> int:
+    """``--jobs`` of validate and lint: a whole number >= 0 (0: one process per CPU).
+
+    Raises:
+      argparse.ArgumentTypeError: anything else (argparse reports it, exit 2).
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = -1
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of processes (0 or more; "
+                                         "0: one per CPU)")
+    return value
 
 
 def describe(doc: str | None) -> str | None:

@@ -343,7 +343,8 @@ def render_shown(stack: Any, args: argparse.Namespace, out: Console, *, quiet: b
     from mldiag_provision.stack.workdir import RecipeInvalid
 
     try:
-        res = stack.render(args.recipe, force=getattr(args, "force", False))
+        res = stack.render(args.recipe, force=getattr(args, "force", False),
+                           engine_needed=True)  # plan and apply run it next
     except RecipeInvalid as exc:
         for p in exc.problems:
             out.problem(p, exc.sourcemap)

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 from mldiag_provision.cli.commands import SUMMARIES
-from mldiag_provision.cli.commands._args import OUTPUT_HELP
+from mldiag_provision.cli.commands._args import OUTPUT_HELP, jobs_count
 from mldiag_provision.console import Console
 
 if TYPE_CHECKING:
@@ -28,8 +28,6 @@ NAME = "lint"
 
 
 def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
-    from mldiag_provision.cli._main import _jobs  # validate's --jobs type
-
     p = sub.add_parser(
         NAME, help=SUMMARIES[NAME],
         description="Lint Kubernetes manifests of TPU workloads: files, directories (every "
@@ -67,7 +65,7 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument("--output", "-O", choices=("text", "json", "sarif"), default="text",
                    help=OUTPUT_HELP)
     p.add_argument("--strict", action="store_true", help="warnings fail too (exit 1)")
-    p.add_argument("--jobs", "-j", type=_jobs, default=0, metavar="N",
+    p.add_argument("--jobs", "-j", type=jobs_count, default=0, metavar="N",
                    help="N > 1: with 128 objects or more and two CPUs, a second process "
                         "checks the Kubernetes schemas (and the rules that need no TPU pod "
                         "analysis) while this one runs the others; the output is the same. "
