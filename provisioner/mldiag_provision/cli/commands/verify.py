@@ -233,13 +233,16 @@ def _client_from_workdir(out: str) -> object:
 
 def _run_slurm(args: argparse.Namespace, out: Console, plan: object) -> int:
     """``verify`` of a managed Slurm stack: checks run on its login node over ssh."""
+    from mldiag_provision.cli.sandboxed import requested
     from mldiag_provision.verify.checks import FAIL
     from mldiag_provision.verify.slurm import GcloudTransport, SshTransport, run_slurm_checks
 
     slurm = plan.slurm  # type: ignore[attr-defined]
-    if args.ssh_target:
-        transport: SshTransport | GcloudTransport = SshTransport(args.ssh_target,
-                                                                 args.ssh_option)
+    transport: Any
+    if requested(args):
+        transport = _sandbox_login(args, plan)
+    elif args.ssh_target:
+        transport = SshTransport(args.ssh_target, args.ssh_option)
     else:
         transport = GcloudTransport(_login_instance(args.out))
     results = run_slurm_checks(transport, slurm, timeout_s=args.remote_timeout)
@@ -256,6 +259,56 @@ def _run_slurm(args: argparse.Namespace, out: Console, plan: object) -> int:
         out.print(f"slurm cluster {slurm.cluster_id} via {transport.where}; "
                   f"{sum(r.status == FAIL for r in results)} failed of {len(results)} checks")
     return int(ExitCode.INVALID if failed else ExitCode.OK)
+
+
+class _SandboxLogin:
+    """A :class:`~mldiag_provision.verify.slurm.Transport` to the sandbox's login node double
+    (:class:`mldiag_provision.sandbox.slurm_login.LoginNodeDouble`): the command line goes to
+    the double as ``ssh`` would send it; an answer that would never come (srun waiting for
+    nodes) is a passed deadline, as over ssh."""
+
+    def __init__(self, login: Any) -> None:
+        self.login = login
+        self.where: str = login.where
+
+    def run(self, command: str, timeout_s: float) -> Any:
+        from mldiag_provision.verify.slurm import Remote
+
+        code, out, err = self.login.run(command)
+        return Remote(command, code, out, err)
+
+
+def _sandbox_login(args: argparse.Namespace, plan: Any) -> _SandboxLogin:
+    """The login node of the stack's cluster in the sandbox of ``-o DIR``.
+
+    Raises:
+      UsageError: ``--ssh-target`` (a real host is outside the sandbox), or the sandbox holds
+        no applied cluster with a login node.
+    """
+    from pathlib import Path
+
+    from mldiag_provision.sandbox.session import sandbox_dir
+    from mldiag_provision.sandbox.slurm_login import login_node
+
+    if args.ssh_target:
+        raise UsageError("--ssh-target reaches a real login node: the sandbox has its own "
+                         "(the login node double of the applied cluster)",
+                         hint="leave out --ssh-target with --sandbox, or leave out --sandbox "
+                              f"to reach {args.ssh_target}")
+    slurm = plan.slurm
+    # a reservation is outside the stack, and the sandbox holds none: it is taken to carry the
+    # machine type the recipe gives the node sets that use it
+    by_compute = {ns.compute_id: ns.machine_type for ns in slurm.node_sets if ns.machine_type}
+    reservations = {c.reservation: by_compute[c.id] for c in slurm.compute
+                    if c.reservation and c.id in by_compute}
+    login = login_node(sandbox_dir(Path(args.out)), cluster_id=slurm.cluster_id,
+                       location=slurm.location, project=getattr(plan, "project", None),
+                       reservations=reservations)
+    if login is None:
+        raise UsageError(f"{args.out} has no applied login node: the sandbox holds no Cluster "
+                         f"Director cluster {slurm.cluster_id} ({slurm.location}) with one",
+                         hint="run `mldiag-provision apply RECIPE -o DIR` first")
+    return _SandboxLogin(login)
 
 
 def _slurm_extras(args: argparse.Namespace, plan: Any, transport: Any) -> list[Any]:
