@@ -44,15 +44,19 @@ What each program answers, and where that comes from:
 * ``scontrol update NodeName=N[,N...] State=DOWN|DRAIN|FAIL|RESUME|UNDRAIN [Reason=...]``:
   changes the node's state, kept in ``<sandbox>/slurm-nodes.json`` for the next command;
   DOWN, DRAIN and FAIL need a Reason (scontrol(1), ``State``/``Reason``:
-  https://slurm.schedmd.com/scontrol.html#OPT_State_1). The same file is how a test puts a
-  node down (:func:`set_node_state`).
+  https://slurm.schedmd.com/scontrol.html#OPT_State_1; the refusal's words are those of
+  src/scontrol/update_node.c, "You must specify a reason when DOWNING or DRAINING a node.
+  Request denied"). The same file is how a test puts a node down (:func:`set_node_state`).
 * ``findmnt -n -o FSTYPE|TARGET -M PATH``: the mounts of the host: each
   ``storage_configs`` entry of its node set (or of the login nodes) whose storage resource
   the cluster holds; Filestore as ``nfs`` (``nfs4`` with protocol NFSV41), Managed Lustre as
-  ``lustre``, a bucket as ``fuse.gcsfuse``
-  (https://cloud.google.com/filestore/docs/mounting-fileshares,
-  https://cloud.google.com/managed-lustre/docs/connect-from-compute-engine,
-  https://cloud.google.com/storage/docs/cloud-storage-fuse/mount-bucket). A storage the
+  ``lustre``, a bucket as ``fuse.gcsfuse`` (Filestore instances "are fully managed NFS file
+  servers", https://cloud.google.com/filestore/docs, NFSv3 unless the protocol says NFSV41;
+  a Lustre client mounts with ``mount -t lustre``, mount.lustre(8),
+  https://manpages.ubuntu.com/manpages/precise/man8/mount.lustre.8.html; a bucket is
+  mounted by Cloud Storage FUSE,
+  https://docs.cloud.google.com/storage/docs/cloud-storage-fuse/mount-bucket, a FUSE file
+  system whose type carries the ``fuse.`` prefix: inference, confidence M). A storage the
   cluster does not hold is not mounted. Exit 1 when nothing is found (findmnt(8),
   https://man7.org/linux/man-pages/man8/findmnt.8.html). Every host has the NFS, Lustre
   and Cloud Storage FUSE clients (``mount.nfs``, ``mount.lustre``, ``gcsfuse``): Cluster
@@ -1050,8 +1054,9 @@ def _scontrol(sh: Shell, argv: list[str]) -> tuple[int, str, str]:
         return 1, "", f"scontrol: error: Invalid node state specified: {fields['state']}\n"
     new = _SCONTROL_STATES[state]
     if new is not None and not fields.get("reason"):
-        return 1, "", ("scontrol: error: You must specify a reason when DOWNING or DRAINING "
-                       "a node. Request denied\n")
+        # src/scontrol/update_node.c prints it so (no "scontrol:" prefix)
+        return 1, "", ("You must specify a reason when DOWNING or DRAINING a node. Request "
+                       "denied\n")
     for name in names.split(","):
         node = sh.cluster.nodes.get(name)
         if node is None:
