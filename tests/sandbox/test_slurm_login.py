@@ -274,3 +274,32 @@ def test_sandbox_rules_list_what_the_login_node_double_enforces() -> None:
             "slurm-node-state", "slurm-mounts", "slurm-gpus", "slurm-startup-files"} == set(slurm)
     assert "slurm_errno.c" in slurm["slurm-srun-allocation"].source
     assert "https://slurm.schedmd.com/sinfo.html" in slurm["slurm-sinfo-nodes"].source
+
+
+def test_verify_smoke_and_health_in_the_sandbox(applied: Path, cli: Any) -> None:
+    """``--smoke --sandbox``: the program runs locally per node set, as on GKE, after the
+    sandbox answered what the cluster would (a node set with a drained node cannot start the
+    job: FAIL, not run); ``--health --sandbox``: a SKIP that says why, never a PASS."""
+    import importlib.util
+
+    if any(importlib.util.find_spec(m) is None for m in ("jax", "xprof")):
+        pytest.skip("the smoke extra (jax, xprof) is not installed")
+    sandbox = applied / ".mldiag" / "sandbox"
+    set_node_state(sandbox, "slurm-a3-ultra", "slurm-a3-ultra-a3u-1", "drained", "test")
+    try:
+        code, out, err = cli("verify", str(RECIPE), "-o", str(applied), "--sandbox", "--smoke",
+                             "--health", "--smoke-node-set", "a3u", "--smoke-node-set", "cpu")
+    finally:
+        (sandbox / STATE_FILE).unlink()
+    assert code == 1, out + err
+    lines = {line.split()[2]: line for line in out.splitlines() if line.startswith(
+        ("[SANDBOX] PASS", "[SANDBOX] FAIL", "[SANDBOX] SKIP"))}
+    assert "FAIL" in lines["smoke:a3u"] and "1 of the 2 node(s)" in lines["smoke:a3u"]
+    assert "slurm-a3-ultra-a3u-1 drained" in lines["smoke:a3u"]
+    assert "PASS" in lines["smoke:cpu"], out
+    assert "SANDBOX, run locally as `smoke --local`" in lines["smoke:cpu"]
+    assert "4 of 4 simulated devices" in lines["smoke:cpu"]
+    assert "SKIP" in lines["health:a3u"] and "SANDBOX: the Cluster Health" in lines["health:a3u"]
+    assert (sandbox / "smoke" / "cpu" / "smoke.log").is_file()
+    assert all(line.startswith("[SANDBOX] ") for line in out.splitlines() if line.strip())
+    assert "running the smoke program locally on 4 simulated CPU devices" in err

@@ -245,6 +245,10 @@ def _run_slurm(args: argparse.Namespace, out: Console, plan: object) -> int:
         transport = SshTransport(args.ssh_target, args.ssh_option)
     else:
         transport = GcloudTransport(_login_instance(args.out))
+    if args.smoke and requested(args):
+        from mldiag_provision.smoke.local import require_packages
+
+        require_packages()  # before anything is asked of the cluster, as on GKE
     results = run_slurm_checks(transport, slurm, timeout_s=args.remote_timeout)
     reached = results[0].status != FAIL and not any(r.check == "sinfo" for r in results)
     if (args.smoke or args.health) and reached:
@@ -326,6 +330,10 @@ def _slurm_extras(args: argparse.Namespace, plan: Any, transport: Any) -> list[A
     def progress(line: str) -> None:  # on stderr: stdout stays one JSON document
         print(line, file=sys.stderr, flush=True)
 
+    from mldiag_provision.cli.sandboxed import requested
+
+    if requested(args):  # jobs do not run in the sandbox (verify/slurm_local.py)
+        return _slurm_extras_in_sandbox(args, plan, rows, progress)
     if args.health:
         from mldiag_provision.verify.slurm_health import run_health
 
@@ -340,6 +348,28 @@ def _slurm_extras(args: argparse.Namespace, plan: Any, transport: Any) -> list[A
             transport, plan, rows, node_sets=args.smoke_node_set, python=args.smoke_python,
             profile_dir=args.smoke_profile_dir, timeout_s=args.smoke_timeout,
             remote_timeout_s=args.remote_timeout, poll_s=poll_s, progress=progress))
+    return out
+
+
+def _slurm_extras_in_sandbox(args: argparse.Namespace, plan: Any, rows: Any,
+                             progress: Any) -> list[Any]:
+    """``--health`` and ``--smoke`` of a Slurm stack in the sandbox: a SKIP per GPU node set
+    for the health scan, the smoke program run locally per node set (profiles under
+    ``DIR/.mldiag/sandbox/smoke/<node set>``)."""
+    from pathlib import Path
+
+    from mldiag_provision.sandbox.session import sandbox_dir
+    from mldiag_provision.verify.slurm import guard_many
+    from mldiag_provision.verify.slurm_local import health_in_sandbox, run_slurm_smoke_locally
+
+    out: list[Any] = []
+    if args.health:
+        out += health_in_sandbox(plan.slurm)
+    if args.smoke:
+        out += guard_many("smoke", lambda: run_slurm_smoke_locally(
+            plan, rows, node_sets=args.smoke_node_set,
+            profile_root=sandbox_dir(Path(args.out)) / "smoke", timeout_s=args.smoke_timeout,
+            progress=progress))
     return out
 
 
