@@ -162,6 +162,8 @@ def run(args: argparse.Namespace, out: Console) -> int:
             cluster, plan, image=args.smoke_image,
             timeout_s=min(args.smoke_timeout, deadline.remaining()),
             poll_s=poll_s, progress=_progress)))
+    if sandboxed:
+        results = _after_reset(args, plan, results)
     failed = any(r.status == FAIL for r in results)
     cut = [r.check for r in results if r.message.startswith(PENDING)]
     if args.output == "json":
@@ -183,6 +185,32 @@ def run(args: argparse.Namespace, out: Console) -> int:
             out.print(f"deadline: --timeout {deadline.seconds:g} s passed; still pending: "
                       f"{', '.join(cut)}")
     return int(ExitCode.INVALID if failed else ExitCode.OK)
+
+
+def _after_reset(args: argparse.Namespace, plan: Any, results: list[Any]) -> list[Any]:
+    """In the sandbox, an API server that does not answer because the sandbox holds no
+    cluster of the stack (``sandbox reset`` emptied it, or it was deleted there) says so,
+    instead of the kubeconfig hint meant for a real cluster."""
+    import dataclasses
+    from pathlib import Path
+
+    from mldiag_provision.sandbox.rules import objects
+    from mldiag_provision.sandbox.session import sandbox_dir
+    from mldiag_provision.verify.checks import FAIL
+
+    if not args.out or not any(r.check == "api-server" and r.status == FAIL for r in results):
+        return results
+    name = getattr(plan.cluster, "name", None)
+    # a str: rules.objects reads a .root attribute as the plugin Cloud's (a Path has one)
+    clusters = objects(str(sandbox_dir(Path(args.out)) / "cloud"), "google_container_cluster")
+    if any(c.get("name") == name for c in clusters):
+        return results
+    return [dataclasses.replace(
+        r, message=f"{r.message} (SANDBOX: the sandbox holds no cluster {name})",
+        hint="the sandbox was reset (mldiag-provision sandbox reset) or the cluster deleted "
+             f"there: run `mldiag-provision apply {args.recipe} -o {args.out} --sandbox` to "
+             "create it again, or use a new -o DIR")
+        if r.check == "api-server" and r.status == FAIL else r for r in results]
 
 
 def _progress(line: str) -> None:
