@@ -303,3 +303,23 @@ def test_verify_smoke_and_health_in_the_sandbox(applied: Path, cli: Any) -> None
     assert (sandbox / "smoke" / "cpu" / "smoke.log").is_file()
     assert all(line.startswith("[SANDBOX] ") for line in out.splitlines() if line.strip())
     assert "running the smoke program locally on 4 simulated CPU devices" in err
+
+
+def test_node_states_end_with_the_cluster_object_they_were_set_on(applied: Path,
+                                                                  tmp_path: Path) -> None:
+    """A drained node belongs to the VMs of that cluster: once the cluster object is written
+    again (destroyed and applied again, changed, reset), its nodes are new and idle."""
+    import shutil
+
+    sandbox = tmp_path / "sandbox"
+    shutil.copytree(applied / ".mldiag" / "sandbox" / "cloud", sandbox / "cloud")
+    set_node_state(sandbox, "slurm-a3-ultra", "slurm-a3-ultra-a3u-0", "drained", "test")
+    found = login_node(sandbox, cluster_id="slurm-a3-ultra", location="us-east5")
+    assert found is not None
+    assert found.cluster.nodes["slurm-a3-ultra-a3u-0"].state == "drained"
+    obj = next((sandbox / "cloud" / CLUSTER_TYPE).glob("*.json"))
+    obj.write_bytes(obj.read_bytes())  # written again by a new apply
+    os.utime(obj, ns=(obj.stat().st_atime_ns, obj.stat().st_mtime_ns + 1_000_000))
+    again = login_node(sandbox, cluster_id="slurm-a3-ultra", location="us-east5")
+    assert again is not None
+    assert again.cluster.nodes["slurm-a3-ultra-a3u-0"].state == "idle"

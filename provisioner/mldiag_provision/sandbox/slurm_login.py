@@ -42,8 +42,9 @@ What each program answers, and where that comes from:
   passed). Time is not simulated: the answer comes at once. A powered-down node is used
   as it is powered up (its boot is not simulated).
 * ``scontrol update NodeName=N[,N...] State=DOWN|DRAIN|FAIL|RESUME|UNDRAIN [Reason=...]``:
-  changes the node's state, kept in ``<sandbox>/slurm-nodes.json`` for the next command;
-  DOWN, DRAIN and FAIL need a Reason (scontrol(1), ``State``/``Reason``:
+  changes the node's state, kept in ``<sandbox>/slurm-nodes.json`` for the next command
+  until the cluster object is written again (a new apply, a reset: new VMs); DOWN, DRAIN
+  and FAIL need a Reason (scontrol(1), ``State``/``Reason``:
   https://slurm.schedmd.com/scontrol.html#OPT_State_1; the refusal's words are those of
   src/scontrol/update_node.c, "You must specify a reason when DOWNING or DRAINING a node.
   Request denied"). The same file is how a test puts a node down (:func:`set_node_state`).
@@ -100,7 +101,10 @@ from typing import Any
 CLUSTER_TYPE = "google_hypercomputecluster_cluster"
 STATE_FILE = "slurm-nodes.json"
 """Node states changed in the sandbox (``scontrol update``), per cluster, under the sandbox
-directory: ``{"<cluster id>": {"<node>": {"state": "drained", "reason": "..."}}}``."""
+directory: ``{"<cluster id>": {"stamp": N, "nodes": {"<node>": {"state": "drained",
+"reason": "..."}}}}``. ``stamp``: the ``st_mtime_ns`` of the cluster object the states were
+set on; once the object is written again (a re-apply that changes it, a destroy and a new
+apply, a reset), its nodes are new VMs and the saved states no longer apply."""
 
 PATH = ("/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin")
 """The login shell's PATH (Debian/Ubuntu's default for a login shell)."""
@@ -170,17 +174,32 @@ class SlurmCluster:
     nodes: dict[str, SlurmNode]
     login: Host
     state_file: Path | None = None
+    stamp: int | None = None
+    """The cluster object's ``st_mtime_ns`` (see :data:`STATE_FILE`)."""
     next_job: int = 1
 
     def save_states(self) -> None:
         if self.state_file is None:
             return
         doc = _read_states(self.state_file)
-        doc[self.cluster_id] = {n.name: {"state": n.state, "reason": n.reason}
-                                for n in self.nodes.values() if n.state != n.default_state}
-        tmp = self.state_file.with_suffix(".tmp")
-        tmp.write_text(json.dumps(doc, indent=1, sort_keys=True), encoding="utf-8")
-        os.replace(tmp, self.state_file)
+        doc[self.cluster_id] = {"stamp": self.stamp, "nodes": {
+            n.name: {"state": n.state, "reason": n.reason}
+            for n in self.nodes.values() if n.state != n.default_state}}
+        _write_states(self.state_file, doc)
+
+
+def _write_states(path: Path, doc: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=1, sort_keys=True), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _saved_nodes(doc: dict[str, Any], cluster_id: str, stamp: int | None) -> dict[str, Any]:
+    entry = doc.get(cluster_id)
+    if not isinstance(entry, dict) or entry.get("stamp") != stamp:
+        return {}
+    nodes = entry.get("nodes")
+    return nodes if isinstance(nodes, dict) else {}
 
 
 def _read_states(path: Path) -> dict[str, Any]:
@@ -196,10 +215,13 @@ def set_node_state(sandbox: Path, cluster_id: str, node: str, state: str,
     """Put ``node`` of ``cluster_id`` in ``state`` (sinfo's long name: ``down``,
     ``drained``, ``idle``...) in the sandbox of directory ``sandbox``
     (``<DIR>/.mldiag/sandbox``), as ``scontrol update`` on the login node does."""
+    mtime = _mtime(path_of(Path(sandbox), cluster_id))  # None: the sandbox holds no such
     path = Path(sandbox) / STATE_FILE
     doc = _read_states(path)
-    doc.setdefault(cluster_id, {})[node] = {"state": state, "reason": reason}
-    path.write_text(json.dumps(doc, indent=1, sort_keys=True), encoding="utf-8")
+    nodes = _saved_nodes(doc, cluster_id, mtime)
+    nodes[node] = {"state": state, "reason": reason}
+    doc[cluster_id] = {"stamp": mtime, "nodes": nodes}
+    _write_states(path, doc)
 
 
 def _first(block: Any) -> dict[str, Any]:
@@ -275,9 +297,11 @@ def _startup_files(host: Host, script: str) -> None:
 
 
 def build_cluster(state: dict[str, Any], reservations: Mapping[str, str] | None = None,
-                  state_file: Path | None = None) -> SlurmCluster | None:
+                  state_file: Path | None = None, stamp: int | None = None
+                  ) -> SlurmCluster | None:
     """The Slurm cluster of one stored ``google_hypercomputecluster_cluster`` state; None
-    when it has no Slurm orchestrator or no login node."""
+    when it has no Slurm orchestrator or no login node. ``state_file``/``stamp``: the node
+    states set in the sandbox (:data:`STATE_FILE`)."""
     from mldiag_provision.catalog.gpu import load_gpu_catalog
 
     slurm = _first(_first(state.get("orchestrator")).get("slurm"))
@@ -313,9 +337,9 @@ def build_cluster(state: dict[str, Any], reservations: Mapping[str, str] | None 
         members = set(p.get("node_set_ids") or [])
         partitions[str(p.get("id"))] = [n.name for n in nodes.values() if n.node_set in members]
     default = slurm.get("default_partition") or (next(iter(partitions)) if partitions else None)
-    cluster = SlurmCluster(cid, partitions, default, nodes, login, state_file)
+    cluster = SlurmCluster(cid, partitions, default, nodes, login, state_file, stamp)
     if state_file is not None:
-        for name, saved in (_read_states(state_file).get(cid) or {}).items():
+        for name, saved in _saved_nodes(_read_states(state_file), cid, stamp).items():
             if name in nodes and isinstance(saved, dict) and saved.get("state"):
                 nodes[name].state = str(saved["state"])
                 nodes[name].reason = str(saved.get("reason") or "")
@@ -1087,13 +1111,26 @@ class LoginNodeDouble:
         return Shell(self.cluster, self.cluster.login).run(command)
 
 
-def clusters_in(cloud: Path) -> Iterable[dict[str, Any]]:
-    """The stored Cluster Director cluster states in the sandbox cloud directory."""
+def _cluster_files(cloud: Path) -> Iterable[tuple[Path, dict[str, Any]]]:
+    """(file, state) of each stored Cluster Director cluster in the sandbox cloud."""
     for path in sorted((Path(cloud) / CLUSTER_TYPE).glob("*.json")):
         try:
-            yield json.loads(path.read_text(encoding="utf-8"))["state"]
+            yield path, json.loads(path.read_text(encoding="utf-8"))["state"]
         except (OSError, ValueError, KeyError):
             continue
+
+
+def _mtime(path: Path | None) -> int | None:
+    try:
+        return path.stat().st_mtime_ns if path is not None else None
+    except OSError:
+        return None
+
+
+def path_of(sandbox: Path, cluster_id: str) -> Path | None:
+    """The stored object of cluster ``cluster_id`` in the sandbox ``sandbox``, if any."""
+    return next((p for p, st in _cluster_files(Path(sandbox) / "cloud")
+                 if st.get("cluster_id") == cluster_id), None)
 
 
 def login_node(sandbox: Path, *, cluster_id: str, location: str, project: str | None = None,
@@ -1101,15 +1138,16 @@ def login_node(sandbox: Path, *, cluster_id: str, location: str, project: str | 
     """The login node double of cluster ``cluster_id`` in ``location`` (and ``project``)
     held by the sandbox in directory ``sandbox`` (``<DIR>/.mldiag/sandbox``); None when the
     sandbox holds no such cluster, or it has no login node."""
-    for state in clusters_in(Path(sandbox) / "cloud"):
+    for path, state in _cluster_files(Path(sandbox) / "cloud"):
         if state.get("cluster_id") != cluster_id or state.get("location") != location:
             continue
         if project is not None and state.get("project") not in (None, project):
             continue
-        cluster = build_cluster(state, reservations, Path(sandbox) / STATE_FILE)
+        cluster = build_cluster(state, reservations, Path(sandbox) / STATE_FILE,
+                                _mtime(path))
         return LoginNodeDouble(cluster) if cluster is not None else None
     return None
 
 
 __all__ = ["LoginNodeDouble", "Shell", "SlurmCluster", "build_cluster", "login_node",
-           "set_node_state"]
+           "path_of", "set_node_state"]
