@@ -718,15 +718,14 @@ class Shell:
                 value = text
             elif kind == "var":
                 value = str(self.status) if text == "?" else self.vars.get(text, "")
-            else:
-                saved = self.status
+            else:  # $(...): a subshell; its status is $? of a command made only of it
                 sub = Shell(self.cluster, self.host)
                 sub.vars = dict(self.vars)
                 code, o, e = sub.run(text)
                 if code is None:
                     raise _Hang(e)
                 value = o.rstrip("\n")
-                self.status = saved if code is None else code
+                self.status = code
             if kind != "lit" and not quoted:
                 split = True
             fields[-1] += value
