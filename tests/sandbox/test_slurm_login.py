@@ -134,7 +134,7 @@ def test_a_drained_or_down_node_set_fails_verify(applied: Path, plan: Any,
     assert "slurm-a3-ultra-a3u-0 is down" in results["node-set:a3u"].message
     for check in ("sdk:a3u", "gpus:a3u", "storage:a3u:home"):
         assert results[check].status == FAIL, results[check]
-        assert "Unable to allocate resources: Connection timed out" in results[check].message
+        assert "Unable to allocate resources: Requested nodes are busy" in results[check].message
     assert results["node-set:cpu"].status == PASS
     # resumed, the node set passes again
     code, _, _ = again.run("scontrol update NodeName=slurm-a3-ultra-a3u-0,"
@@ -316,10 +316,10 @@ def test_node_states_end_with_the_cluster_object_they_were_set_on(applied: Path,
     set_node_state(sandbox, "slurm-a3-ultra", "slurm-a3-ultra-a3u-0", "drained", "test")
     found = login_node(sandbox, cluster_id="slurm-a3-ultra", location="us-east5")
     assert found is not None
-    assert found.cluster.nodes["slurm-a3-ultra-a3u-0"].state == "drained"
+    assert found.cluster.nodes["slurm-a3-ultra-a3u-0"].shown == "drained"
     obj = next((sandbox / "cloud" / CLUSTER_TYPE).glob("*.json"))
     obj.write_bytes(obj.read_bytes())  # written again by a new apply
     os.utime(obj, ns=(obj.stat().st_atime_ns, obj.stat().st_mtime_ns + 1_000_000))
     again = login_node(sandbox, cluster_id="slurm-a3-ultra", location="us-east5")
     assert again is not None
-    assert again.cluster.nodes["slurm-a3-ultra-a3u-0"].state == "idle"
+    assert again.cluster.nodes["slurm-a3-ultra-a3u-0"].shown == "idle"

@@ -446,18 +446,19 @@ RULES: tuple[Rule, ...] = (
          "GoogleCloudPlatform/cluster-toolkit schedmd-slurm-gcp-v6-nodeset README (naming; "
          "Cluster Director's is inferred)", verified=False),
     Rule("slurm-srun-allocation", "slurm", "srun to a partition the cluster lacks fails "
-         "'Invalid partition name specified'; asking for more nodes than the partition has "
-         "fails 'Requested node configuration is not available'; when every node is down, "
-         "drained or failing the job queues and --immediate ends it with 'Unable to allocate "
-         "resources: Connection timed out'",
+         "'Invalid partition name specified'; a job that cannot start now (its nodes down, "
+         "drained or failing; more nodes than the partition has) queues, and --immediate "
+         "ends it with 'Unable to allocate resources: Requested nodes are busy'",
          "SchedMD/slurm src/common/slurm_errno.c; https://slurm.schedmd.com/srun.html"
-         "#OPT_immediate; the timeout as logged in ai-dynamo/nixl#2211"),
-    Rule("slurm-node-state", "slurm", "scontrol update NodeName=.. State=DOWN|DRAIN|FAIL "
-         "needs a Reason ('You must specify a reason when DOWNING or DRAINING a node. "
-         "Request denied'); the state is kept in the sandbox, and a node down, drained or "
-         "failing runs no job",
+         "#OPT_immediate; each answer compared with Slurm 22.05's "
+         "(tests/slurm/test_login_double_against_slurm.py)"),
+    Rule("slurm-node-state", "slurm", "scontrol update NodeName=.. State=DOWN|DRAIN needs a "
+         "Reason ('You must specify a reason when DOWNING or DRAINING a node. Request "
+         "denied'); DRAIN is a flag over the state (a drained node set DOWN shows drained); "
+         "the state is kept in the sandbox, and a node down or drained runs no job",
          "https://slurm.schedmd.com/scontrol.html#OPT_State_1; SchedMD/slurm "
-         "src/scontrol/update_node.c; sinfo(1) NODE STATE CODES"),
+         "src/scontrol/update_node.c; sinfo(1) NODE STATE CODES; compared with Slurm 22.05 "
+         "(tests/slurm/test_login_double_against_slurm.py)"),
     Rule("slurm-mounts", "slurm", "a host mounts each storage its node set (or the login "
          "nodes) names that the cluster holds: Filestore as nfs (nfs4 with NFSV41), Managed "
          "Lustre as lustre, a bucket as fuse.gcsfuse; findmnt exits 1 when nothing is found",
