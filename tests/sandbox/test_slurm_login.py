@@ -110,7 +110,7 @@ def test_sinfo_and_nvidia_smi_answer_in_their_own_formats(applied: Path,
     assert code == 0 and len(out.splitlines()) == 8
     assert out.startswith("GPU 0: NVIDIA H200 141GB (UUID: GPU-")
     code, out, err = double.run("nvidia-smi -L")  # the login node (n2) has no GPU driver
-    assert (code, out, err) == (127, "", "bash: nvidia-smi: command not found\n")
+    assert (code, out, err) == (127, "", "bash: line 1: nvidia-smi: command not found\n")
 
 
 def test_a_drained_or_down_node_set_fails_verify(applied: Path, plan: Any,
@@ -202,8 +202,8 @@ def test_gpus_and_the_sdk_come_from_the_cluster_as_applied(applied: Path, plan: 
 
 
 @pytest.mark.parametrize(("command", "code", "err"), [
-    ("squeue -h", 127, "bash: squeue: command not found\n"),
-    ("/opt/nowhere/tool", 127, "bash: /opt/nowhere/tool: No such file or directory\n"),
+    ("squeue -h", 127, "bash: line 1: squeue: command not found\n"),
+    ("/opt/nowhere/tool", 127, "bash: line 1: /opt/nowhere/tool: No such file or directory\n"),
     ("hostname | tr a-z A-Z", 2, "pipelines (|) is not modelled"),
     ("sinfo -N -o '%N %G'", 1, "format field %G is not modelled"),
     ("/usr/bin/python3 -c 'print(1)'", 1, "only `-c 'import MODULE'` runs"),
@@ -234,7 +234,8 @@ def test_the_shell_reads_verify_s_command_lines(applied: Path, tmp_path: Path) -
     assert err.endswith("task 0: Exited with exit code 1\n")
     # the SDK's venv is on the compute nodes (their startup script), not on the login node
     code, _, err = double.run("/opt/mldiag/venv/bin/python -c 'import os'")
-    assert (code, err) == (127, "bash: /opt/mldiag/venv/bin/python: No such file or directory\n")
+    assert (code, err) == (127, "bash: line 1: /opt/mldiag/venv/bin/python: No such file or "
+                           "directory\n")
     # without --immediate, srun on nodes that cannot run a job waits: no exit status
     set_node_state(tmp_path, "slurm-a3-ultra", "slurm-a3-ultra-a3u-0", "down", "x")
     set_node_state(tmp_path, "slurm-a3-ultra", "slurm-a3-ultra-a3u-1", "down", "x")

@@ -10,8 +10,8 @@ storage resources with their mounts. Nothing runs: no VM, no slurmctld, no job, 
 container. A command line is read by a small shell (:class:`Shell`: ``;``, ``&&``, ``||``,
 ``if/then/else/fi``, ``$(...)``, ``$?``, ``$NAME``, quotes, ``>/dev/null``, ``2>&1``) and each
 command is one of the programs a Cluster Director node carries, modelled below. A program
-the node does not carry is answered as bash answers it, ``bash: NAME: command not found``,
-exit 127 (bash(1), EXIT STATUS: https://www.gnu.org/software/bash/manual/bash.html#Exit-Status);
+the node does not carry is answered as bash answers it, ``bash: line N: NAME: command not
+found``, exit 127 (bash(1), EXIT STATUS: https://www.gnu.org/software/bash/manual/bash.html#Exit-Status);
 a construct or an option the double does not model is said so (``SANDBOX ... not
 modelled``), with a non-zero exit, never a made-up success.
 
@@ -373,6 +373,8 @@ def build_cluster(state: dict[str, Any], reservations: Mapping[str, str] | None 
 class _Word:
     parts: list[tuple[str, str, bool]]
     """(kind, text, quoted): kind ``lit``, ``sub`` (``$(...)`` source) or ``var``."""
+    line: int = 1
+    """The script line the word ends on (bash's ``line N:`` in its messages)."""
 
     def literal(self) -> str | None:
         if all(k == "lit" and not q for k, _, q in self.parts):
@@ -434,7 +436,7 @@ def _tokens(src: str) -> list[tuple[str, Any]]:
     def flush() -> None:
         nonlocal parts, started
         if started:
-            out.append(("word", _Word(parts)))
+            out.append(("word", _Word(parts, src.count("\n", 0, i) + 1)))
         parts, started = [], False
 
     while i < len(src):
@@ -643,7 +645,7 @@ class _Parser:
             tok = self.peek()
             raise NotModelled("syntax error near unexpected token "
                               f"`{tok[1] if tok else 'newline'}'")
-        return ("simple", words, redirs)
+        return ("simple", words, redirs, words[0].line if words else 1)
 
 
 class _Exit(Exception):
@@ -665,6 +667,11 @@ class Shell:
     def __init__(self, cluster: SlurmCluster, host: Host) -> None:
         self.cluster, self.host = cluster, host
         self.status = 0
+        self.line = 1
+        """The script line of the command running now (bash -c names it in its messages
+        when its output is captured, as ssh's is: ``bash: line 1: X: command not found``;
+        compared with bash 5.2 in tests/sandbox/test_slurm_login_shell.py)."""
+
         self.vars = {"HOSTNAME": host.name, "PATH": ":".join(PATH), "HOME": "/home/sandbox",
                      "USER": "sandbox", "SHELL": "/bin/bash"}
 
@@ -704,6 +711,20 @@ class Shell:
                 self.status = 0
             return
         words, redirs = cmd[1], cmd[2]
+        self.line = cmd[3]
+        assigned = 0
+        for w in words:  # NAME=value words before the command
+            lit = w.literal()
+            if lit is None or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=\S*", lit):
+                break
+            assigned += 1
+        if assigned and assigned < len(words):
+            raise NotModelled("an environment assignment before a command")
+        for w in words[:assigned]:
+            key, _, value = str(w.literal()).partition("=")
+            self.vars[key] = value
+        if assigned:
+            words = []
         argv: list[str] = []
         for w in words:
             argv += self._expand(w)
@@ -770,8 +791,8 @@ class Shell:
         path = self.which(name)
         if path is None:
             if "/" in name:
-                return 127, "", f"bash: {name}: No such file or directory\n"
-            return 127, "", f"bash: {name}: command not found\n"
+                return 127, "", f"bash: line {self.line}: {name}: No such file or directory\n"
+            return 127, "", f"bash: line {self.line}: {name}: command not found\n"
         if path in self.host.python_modules or path.rsplit("/", 1)[-1] in ("python3",
                                                                             "python"):
             return _python(self, path, argv)
