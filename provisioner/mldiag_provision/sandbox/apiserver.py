@@ -76,6 +76,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 
 import yaml
 
+from mldiag_provision.sandbox import tables
 from mldiag_provision.sandbox.httpserve import QuietServer
 
 # --- resources -------------------------------------------------------------------------------
@@ -1500,7 +1501,8 @@ class ApiServer:
                     except (ValueError, yaml.YAMLError) as exc:
                         raise ApiError(400, "BadRequest",
                                        f"the request body could not be decoded: {exc}") from None
-                return self._verb(req)
+                # kubectl's server-side printing (sandbox/tables.py)
+                return tables.answer(req, headers, self._verb(req))
             except ApiError as err:
                 return err.code, err.status(), []
 

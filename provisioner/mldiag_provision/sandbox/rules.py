@@ -348,7 +348,8 @@ class Rule:
     """One Google Cloud (or provider, or GKE) behaviour the sandbox reproduces.
 
     ``when``: ``plan`` (the provider's checks), ``apply`` (Google's answer to a create),
-    ``destroy`` or ``cluster`` (the GKE API server); ``source``: where the behaviour (and its
+    ``destroy``, ``cluster`` (the GKE API server) or ``slurm`` (the login node double of a
+    Cluster Director cluster, slurm_login.py); ``source``: where the behaviour (and its
     message) comes from; ``verified``: False where the code above says the wording is
     unverified."""
 
@@ -430,4 +431,46 @@ RULES: tuple[Rule, ...] = (
     Rule("recorded-nodes", "cluster", "Nodes of a node pool carry the capacity, allocatable "
          "and labels of real GKE Nodes of that machine type where one was recorded",
          "recorded_nodes.yaml (each node with its source)"),
+    # the login node double of a Cluster Director cluster (slurm_login.py)
+    Rule("slurm-login-node", "slurm", "verify on a Slurm stack reaches a login node double of "
+         "the applied Cluster Director cluster (<cluster>-login-001); a command the node does "
+         "not carry exits 127 'command not found', as bash does; what the double does not "
+         "model says so and never passes",
+         "https://www.gnu.org/software/bash/manual/bash.html#Exit-Status; the login node "
+         "name is not documented by Cluster Director", verified=False),
+    Rule("slurm-sinfo-nodes", "slurm", "sinfo -N lists each node set's nodes as "
+         "<cluster>-<nodeset>-<n> in the partitions that name the node set: static nodes "
+         "idle, dynamic nodes powered down (idle~); %N %n %R %P %f %T %t %D, sized and cut "
+         "as sinfo(1) says",
+         "https://slurm.schedmd.com/sinfo.html (OUTPUT FORMAT, NODE STATE CODES); "
+         "GoogleCloudPlatform/cluster-toolkit schedmd-slurm-gcp-v6-nodeset README (naming; "
+         "Cluster Director's is inferred)", verified=False),
+    Rule("slurm-srun-allocation", "slurm", "srun to a partition the cluster lacks fails "
+         "'Invalid partition name specified'; a job that cannot start now (its nodes down, "
+         "drained or failing; more nodes than the partition has) queues, and --immediate "
+         "ends it with 'Unable to allocate resources: Requested nodes are busy'",
+         "SchedMD/slurm src/common/slurm_errno.c; https://slurm.schedmd.com/srun.html"
+         "#OPT_immediate; each answer compared with Slurm 22.05's "
+         "(tests/slurm/test_login_double_against_slurm.py)"),
+    Rule("slurm-node-state", "slurm", "scontrol update NodeName=.. State=DOWN|DRAIN needs a "
+         "Reason ('You must specify a reason when DOWNING or DRAINING a node. Request "
+         "denied'); DRAIN is a flag over the state (a drained node set DOWN shows drained); "
+         "the state is kept in the sandbox, and a node down or drained runs no job",
+         "https://slurm.schedmd.com/scontrol.html#OPT_State_1; SchedMD/slurm "
+         "src/scontrol/update_node.c; sinfo(1) NODE STATE CODES; compared with Slurm 22.05 "
+         "(tests/slurm/test_login_double_against_slurm.py)"),
+    Rule("slurm-mounts", "slurm", "a host mounts each storage its node set (or the login "
+         "nodes) names that the cluster holds: Filestore as nfs (nfs4 with NFSV41), Managed "
+         "Lustre as lustre, a bucket as fuse.gcsfuse; findmnt exits 1 when nothing is found",
+         "https://cloud.google.com/filestore/docs (NFS file servers); mount.lustre(8) "
+         "(mount -t lustre); https://docs.cloud.google.com/storage/docs/cloud-storage-fuse/"
+         "mount-bucket; https://man7.org/linux/man-pages/man8/findmnt.8.html; the "
+         "fuse.gcsfuse type is inferred", verified=False),
+    Rule("slurm-gpus", "slurm", "nvidia-smi -L on a node lists the GPUs of its machine type "
+         "(GPU catalog); a CPU machine type has no nvidia-smi",
+         "https://docs.nvidia.com/deploy/nvidia-smi/index.html; catalog/data/gpu.yaml"),
+    Rule("slurm-startup-files", "slurm", "a node set's startup script, as the cluster holds "
+         "it, decides the ML Diagnostics job-env.sh and SDK venv on its nodes (its pip "
+         "install is taken to succeed)",
+         "modules/slurm/cluster-director/templates/nodeset-startup.sh.tftpl"),
 )

@@ -162,6 +162,8 @@ def run(args: argparse.Namespace, out: Console) -> int:
             cluster, plan, image=args.smoke_image,
             timeout_s=min(args.smoke_timeout, deadline.remaining()),
             poll_s=poll_s, progress=_progress)))
+    if sandboxed:
+        results = _after_reset(args, plan, results)
     failed = any(r.status == FAIL for r in results)
     cut = [r.check for r in results if r.message.startswith(PENDING)]
     if args.output == "json":
@@ -183,6 +185,32 @@ def run(args: argparse.Namespace, out: Console) -> int:
             out.print(f"deadline: --timeout {deadline.seconds:g} s passed; still pending: "
                       f"{', '.join(cut)}")
     return int(ExitCode.INVALID if failed else ExitCode.OK)
+
+
+def _after_reset(args: argparse.Namespace, plan: Any, results: list[Any]) -> list[Any]:
+    """In the sandbox, an API server that does not answer because the sandbox holds no
+    cluster of the stack (``sandbox reset`` emptied it, or it was deleted there) says so,
+    instead of the kubeconfig hint meant for a real cluster."""
+    import dataclasses
+    from pathlib import Path
+
+    from mldiag_provision.sandbox.rules import objects
+    from mldiag_provision.sandbox.session import sandbox_dir
+    from mldiag_provision.verify.checks import FAIL
+
+    if not args.out or not any(r.check == "api-server" and r.status == FAIL for r in results):
+        return results
+    name = getattr(plan.cluster, "name", None)
+    # a str: rules.objects reads a .root attribute as the plugin Cloud's (a Path has one)
+    clusters = objects(str(sandbox_dir(Path(args.out)) / "cloud"), "google_container_cluster")
+    if any(c.get("name") == name for c in clusters):
+        return results
+    return [dataclasses.replace(
+        r, message=f"{r.message} (SANDBOX: the sandbox holds no cluster {name})",
+        hint="the sandbox was reset (mldiag-provision sandbox reset) or the cluster deleted "
+             f"there: run `mldiag-provision apply {args.recipe} -o {args.out} --sandbox` to "
+             "create it again, or use a new -o DIR")
+        if r.check == "api-server" and r.status == FAIL else r for r in results]
 
 
 def _progress(line: str) -> None:
@@ -233,15 +261,22 @@ def _client_from_workdir(out: str) -> object:
 
 def _run_slurm(args: argparse.Namespace, out: Console, plan: object) -> int:
     """``verify`` of a managed Slurm stack: checks run on its login node over ssh."""
+    from mldiag_provision.cli.sandboxed import requested
     from mldiag_provision.verify.checks import FAIL
     from mldiag_provision.verify.slurm import GcloudTransport, SshTransport, run_slurm_checks
 
     slurm = plan.slurm  # type: ignore[attr-defined]
-    if args.ssh_target:
-        transport: SshTransport | GcloudTransport = SshTransport(args.ssh_target,
-                                                                 args.ssh_option)
+    transport: Any
+    if requested(args):
+        transport = _sandbox_login(args, plan)
+    elif args.ssh_target:
+        transport = SshTransport(args.ssh_target, args.ssh_option)
     else:
         transport = GcloudTransport(_login_instance(args.out))
+    if args.smoke and requested(args):
+        from mldiag_provision.smoke.local import require_packages
+
+        require_packages()  # before anything is asked of the cluster, as on GKE
     results = run_slurm_checks(transport, slurm, timeout_s=args.remote_timeout)
     reached = results[0].status != FAIL and not any(r.check == "sinfo" for r in results)
     if (args.smoke or args.health) and reached:
@@ -256,6 +291,56 @@ def _run_slurm(args: argparse.Namespace, out: Console, plan: object) -> int:
         out.print(f"slurm cluster {slurm.cluster_id} via {transport.where}; "
                   f"{sum(r.status == FAIL for r in results)} failed of {len(results)} checks")
     return int(ExitCode.INVALID if failed else ExitCode.OK)
+
+
+class _SandboxLogin:
+    """A :class:`~mldiag_provision.verify.slurm.Transport` to the sandbox's login node double
+    (:class:`mldiag_provision.sandbox.slurm_login.LoginNodeDouble`): the command line goes to
+    the double as ``ssh`` would send it; an answer that would never come (srun waiting for
+    nodes) is a passed deadline, as over ssh."""
+
+    def __init__(self, login: Any) -> None:
+        self.login = login
+        self.where: str = login.where
+
+    def run(self, command: str, timeout_s: float) -> Any:
+        from mldiag_provision.verify.slurm import Remote
+
+        code, out, err = self.login.run(command)
+        return Remote(command, code, out, err)
+
+
+def _sandbox_login(args: argparse.Namespace, plan: Any) -> _SandboxLogin:
+    """The login node of the stack's cluster in the sandbox of ``-o DIR``.
+
+    Raises:
+      UsageError: ``--ssh-target`` (a real host is outside the sandbox), or the sandbox holds
+        no applied cluster with a login node.
+    """
+    from pathlib import Path
+
+    from mldiag_provision.sandbox.session import sandbox_dir
+    from mldiag_provision.sandbox.slurm_login import login_node
+
+    if args.ssh_target:
+        raise UsageError("--ssh-target reaches a real login node: the sandbox has its own "
+                         "(the login node double of the applied cluster)",
+                         hint="leave out --ssh-target with --sandbox, or leave out --sandbox "
+                              f"to reach {args.ssh_target}")
+    slurm = plan.slurm
+    # a reservation is outside the stack, and the sandbox holds none: it is taken to carry the
+    # machine type the recipe gives the node sets that use it
+    by_compute = {ns.compute_id: ns.machine_type for ns in slurm.node_sets if ns.machine_type}
+    reservations = {c.reservation: by_compute[c.id] for c in slurm.compute
+                    if c.reservation and c.id in by_compute}
+    login = login_node(sandbox_dir(Path(args.out)), cluster_id=slurm.cluster_id,
+                       location=slurm.location, project=getattr(plan, "project", None),
+                       reservations=reservations)
+    if login is None:
+        raise UsageError(f"{args.out} has no applied login node: the sandbox holds no Cluster "
+                         f"Director cluster {slurm.cluster_id} ({slurm.location}) with one",
+                         hint="run `mldiag-provision apply RECIPE -o DIR` first")
+    return _SandboxLogin(login)
 
 
 def _slurm_extras(args: argparse.Namespace, plan: Any, transport: Any) -> list[Any]:
@@ -273,6 +358,10 @@ def _slurm_extras(args: argparse.Namespace, plan: Any, transport: Any) -> list[A
     def progress(line: str) -> None:  # on stderr: stdout stays one JSON document
         print(line, file=sys.stderr, flush=True)
 
+    from mldiag_provision.cli.sandboxed import requested
+
+    if requested(args):  # jobs do not run in the sandbox (verify/slurm_local.py)
+        return _slurm_extras_in_sandbox(args, plan, rows, progress)
     if args.health:
         from mldiag_provision.verify.slurm_health import run_health
 
@@ -287,6 +376,28 @@ def _slurm_extras(args: argparse.Namespace, plan: Any, transport: Any) -> list[A
             transport, plan, rows, node_sets=args.smoke_node_set, python=args.smoke_python,
             profile_dir=args.smoke_profile_dir, timeout_s=args.smoke_timeout,
             remote_timeout_s=args.remote_timeout, poll_s=poll_s, progress=progress))
+    return out
+
+
+def _slurm_extras_in_sandbox(args: argparse.Namespace, plan: Any, rows: Any,
+                             progress: Any) -> list[Any]:
+    """``--health`` and ``--smoke`` of a Slurm stack in the sandbox: a SKIP per GPU node set
+    for the health scan, the smoke program run locally per node set (profiles under
+    ``DIR/.mldiag/sandbox/smoke/<node set>``)."""
+    from pathlib import Path
+
+    from mldiag_provision.sandbox.session import sandbox_dir
+    from mldiag_provision.verify.slurm import guard_many
+    from mldiag_provision.verify.slurm_local import health_in_sandbox, run_slurm_smoke_locally
+
+    out: list[Any] = []
+    if args.health:
+        out += health_in_sandbox(plan.slurm)
+    if args.smoke:
+        out += guard_many("smoke", lambda: run_slurm_smoke_locally(
+            plan, rows, node_sets=args.smoke_node_set,
+            profile_root=sandbox_dir(Path(args.out)) / "smoke", timeout_s=args.smoke_timeout,
+            progress=progress))
     return out
 
 
