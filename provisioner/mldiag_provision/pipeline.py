@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 from mldiag_provision.catalog.tpu import Catalog, SliceShape, load_catalog
 from mldiag_provision.errors import Problem, Report, Severity, UsageError, not_utf8
-from mldiag_provision.lint.loading import read_capped
 from mldiag_provision.preflight import run_preflight
 from mldiag_provision.recipe.parse import ParsedRecipe, parse_recipe_text
 
@@ -45,7 +44,7 @@ def read_text(path: str) -> tuple[str, str]:
     """
     import sys
 
-    from mldiag_provision.ondisk import open_regular
+    from mldiag_provision.ondisk import read_regular
 
     name = "<stdin>" if path == "-" else path
     try:
@@ -55,8 +54,7 @@ def read_text(path: str) -> tuple[str, str]:
                                  hint="pipe the recipe in, or name the file")
             raw = sys.stdin.buffer.read(MAX_RECIPE_BYTES + 1)
         else:
-            with open_regular(path) as f:
-                raw = read_capped(f, MAX_RECIPE_BYTES)
+            raw = read_regular(path, MAX_RECIPE_BYTES)
     except FileNotFoundError:
         from mldiag_provision.ondisk import dangling
 
