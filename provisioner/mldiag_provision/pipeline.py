@@ -10,7 +10,6 @@ from typing import TYPE_CHECKING
 
 from mldiag_provision.catalog.tpu import Catalog, SliceShape, load_catalog
 from mldiag_provision.errors import Problem, Report, Severity, UsageError, not_utf8
-from mldiag_provision.lint.loading import read_capped
 from mldiag_provision.preflight import run_preflight
 from mldiag_provision.recipe.parse import ParsedRecipe, parse_recipe_text
 
@@ -45,7 +44,7 @@ def read_text(path: str) -> tuple[str, str]:
     """
     import sys
 
-    from mldiag_provision.ondisk import open_regular
+    from mldiag_provision.ondisk import read_regular
 
     name = "<stdin>" if path == "-" else path
     try:
@@ -55,8 +54,7 @@ def read_text(path: str) -> tuple[str, str]:
                                  hint="pipe the recipe in, or name the file")
             raw = sys.stdin.buffer.read(MAX_RECIPE_BYTES + 1)
         else:
-            with open_regular(path) as f:
-                raw = read_capped(f, MAX_RECIPE_BYTES)
+            raw = read_regular(path, MAX_RECIPE_BYTES)
     except FileNotFoundError:
         from mldiag_provision.ondisk import dangling
 
@@ -98,9 +96,11 @@ def check_text(text: str, file: str, catalog: Catalog | None = None) -> CheckRes
 def warm_up() -> None:
     """Load now what checking recipes loads on first use: every rule module (the Slurm and
     GPU ones too), the catalogs, the places facts (regions, zones, GKE limits), the recipe
-    validator (pydantic-core's), the orchestrator units (their modules), the blueprints, the
-    Slurm facts and the cluster model's modules that its steps import on first use (not the
-    engine units: checks need only their names, :mod:`mldiag_provision.engine_names`).
+    validator's checks (not pydantic-core: only a recipe the Python path leaves over needs
+    it, :mod:`mldiag_provision.recipe.validator`), the orchestrator units (their modules),
+    the blueprints, the Slurm facts and the cluster model's modules that its steps import on
+    first use (not the engine units: checks need only their names,
+    :mod:`mldiag_provision.engine_names`).
     ``validate --jobs`` calls it before its workers fork, so that they share one copy
     instead of each loading its own (tests/unit/test_batch.py checks that a check afterwards
     imports no module of the package)."""
@@ -114,7 +114,7 @@ def warm_up() -> None:
     from mldiag_provision.catalog.names import load_name_limits
     from mldiag_provision.catalog.places import places
     from mldiag_provision.catalog.slurm import load_slurm_facts
-    from mldiag_provision.recipe.validator import build_validator
+    from mldiag_provision.recipe.validator import prepare
     from mldiag_provision.render.blueprint import load_blueprint
 
     preflight.import_all()  # the rules of Slurm and GPU recipes too
@@ -123,7 +123,7 @@ def warm_up() -> None:
     load_name_limits()
     load_slurm_facts()
     places()
-    build_validator()
+    prepare()
     for unit in orchestrators.units():
         load_blueprint(unit.blueprint)
 

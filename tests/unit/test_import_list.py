@@ -68,6 +68,7 @@ FORBIDDEN = frozenset({
     "mldiag_provision.recipe.slurm", "mldiag_provision.catalog.slurm",
     "mldiag_provision.catalog.gpu", "mldiag_provision.plan.gpunet",
     "mldiag_provision.prebuilt_code_more",  # render's dataclass code
+    "shutil",  # argparse's help formatter imports it for the terminal width: not ours
 })
 
 
@@ -151,3 +152,11 @@ def test_rules_imported_on_demand_report_what_eager_ones_report() -> None:
                            text=True, cwd=ROOT, check=True).stdout for how in ("eager", "lazy")]
     assert runs[0] == runs[1]
     assert len(json.loads(runs[0])) > 20
+
+
+def test_validate_of_every_bundled_recipe_in_one_call_imports_no_pydantic() -> None:
+    """The recipe validator's Python path takes every valid recipe, one or a batch (issue
+    32): pydantic-core is for a recipe it leaves over (an error, a coercion)."""
+    recipes = sorted(str(p) for p in (ROOT / "recipes").glob("*.yaml"))
+    mods = _imported("validate", "--jobs", "1", *recipes)
+    assert not {m for m in mods if m.startswith(("pydantic", "annotated_types"))}

@@ -42,6 +42,32 @@ class _Parser(argparse.ArgumentParser):
             _innermost(self, parsed).error(f"unrecognized arguments: {' '.join(extras)}")
         return parsed
 
+    def _get_formatter(self) -> argparse.HelpFormatter:
+        """argparse's formatter, given the width it would work out itself: argparse imports
+        :mod:`shutil` for it on every start (issue 32: ~7 M instructions)."""
+        # typeshed's formatter class takes prog only; every HelpFormatter takes width too
+        return self.formatter_class(prog=self.prog,
+                                    width=_terminal_columns() - 2)  # type: ignore[call-arg]
+
+
+def _terminal_columns() -> int:
+    """``shutil.get_terminal_size().columns``, as it is worked out there: ``$COLUMNS`` when a
+    positive number, else the terminal's width on standard output, else 80."""
+    import os
+
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        stdout = sys.__stdout__
+        try:
+            columns = os.get_terminal_size(stdout.fileno()).columns if stdout is not None else 0
+        except (AttributeError, ValueError, OSError):
+            columns = 0
+        columns = columns or 80
+    return columns
+
 
 def _did_you_mean(message: str) -> str:
     """For argparse's "invalid choice: 'aply' (choose from 'a', 'b')": the closest choice
@@ -81,7 +107,7 @@ def build_parser(command: str | None = None, *, full: bool = True) -> argparse.A
     p.add_argument("--debug", action="store_true", help="show tracebacks of internal errors")
     p.add_argument("--no-color", action="store_true", help="never colour the output")
     # the same flags are accepted after the command name too
-    common = argparse.ArgumentParser(add_help=False)
+    common = _Parser(add_help=False)  # its formatter needs no shutil either
     common.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                         help=argparse.SUPPRESS)
     common.add_argument("--no-color", action="store_true", default=argparse.SUPPRESS,

@@ -11,14 +11,14 @@ Two ways to the same answer (issue 32):
   already of its field's exact type (``str``, ``int``, ``bool``, ``float``, ``list``, ``dict``)
   and within its constraints, every key a field's alias. It builds the same objects
   pydantic-core would (the same attributes, in the same order, ``__pydantic_fields_set__``
-  included; ``tests/unit/test_validator_fastpath.py``). A cold ``validate`` of a valid recipe
-  so never imports pydantic_core (~18 ms of imports, of which ~12 ms compiling
-  ``pydantic_core.core_schema``'s annotations).
+  included; ``tests/unit/test_validator_fastpath.py``). Each schema node becomes one Python
+  function on first use (:func:`_check`), so a recipe costs about what pydantic-core's
+  validator costs; ``validate`` of valid recipes, one or a thousand, so never imports
+  pydantic_core (~140 M instructions, ~18 ms of imports, of which ~12 ms compiling
+  ``pydantic_core.core_schema``'s annotations, and ~20 M more to build its validator).
 - ``pydantic_core.SchemaValidator`` for everything else: any input :func:`_exact` does not
   accept (an error, a coercion, a pattern on non-ASCII text) is validated again there, so
-  errors are exactly pydantic-core's. After :data:`COMPILED_AFTER` recipes in one process
-  (``validate`` of many files), or once :func:`build_validator` ran, every recipe goes to
-  pydantic-core directly: it is faster per recipe than Python once imported.
+  errors are exactly pydantic-core's.
 
 :data:`ValidationError` is pydantic-core's, imported on first use (module ``__getattr__``).
 """
@@ -31,15 +31,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pydantic_core import SchemaValidator, ValidationError
 
 SCHEMA_FILE = Path(__file__).resolve().parents[1] / "schemas" / "recipe.core.json"
 
 __all__ = ["SCHEMA_FILE", "ValidationError", "allowed_keys", "defaults", "validate"]
-
-# recipes checked by the Python path before the compiled validator takes over (see module)
-COMPILED_AFTER = 16
-
 
 def __getattr__(name: str) -> Any:
     """``ValidationError``: pydantic-core's, imported on first use."""
@@ -108,24 +106,38 @@ def _validator() -> SchemaValidator:
 
 
 def build_validator() -> None:
-    """Build pydantic-core's validator now; every later :func:`validate` uses it."""
+    """Build pydantic-core's validator now (what a recipe :func:`_exact` leaves over uses)."""
     _validator()
 
 
-_CALLS = [0]
+def prepare() -> None:
+    """Read the schema and build the Python path's checks now (:func:`_check`; a model's
+    fields' checks are built on its first call, so every model is called once); no
+    pydantic-core."""
+    _prepare(_schema())
+
+
+def _prepare(node: object) -> None:
+    if isinstance(node, dict):
+        if node.get("type") == "model":
+            _check(node)({})  # refused or not, the model's plan is built
+        for value in node.values():
+            _prepare(value)
+    elif isinstance(node, list):
+        for value in node:
+            _prepare(value)
 
 
 def validate(data: object) -> Any:
-    """Validate recipe data (plain dicts/lists from YAML). Returns the recipe object.
+    """Validate recipe data (plain dicts/lists from YAML). Returns the recipe object: the
+    Python path's (:func:`_exact`), else pydantic-core's.
 
     Raises:
       ValidationError: pydantic-core's, with ``errors()`` as the models would give them.
     """
-    if _validator.cache_info().currsize == 0 and _CALLS[0] < COMPILED_AFTER:
-        _CALLS[0] += 1
-        found = _exact(_schema(), data)
-        if found is not _NO:
-            return found
+    found = _exact(_schema(), data)
+    if found is not _NO:
+        return found
     return _validator().validate_python(data)
 
 
@@ -171,91 +183,233 @@ def _exact(schema: dict[str, Any], value: Any, coerce: bool = False) -> Any:
     Python's ``re`` and pydantic-core's Rust ``regex`` agree on these patterns). ``coerce``:
     the model's ``coerce_numbers_to_str`` (an ``int`` for a ``str`` field becomes its
     decimal text, as pydantic-core makes it).
+
+    The schema is read once per node: :func:`_check` turns it into one function per node
+    (kept while the schema lives), called on every later value.
     """
+    return _check(schema, coerce)(value)
+
+
+# (id of a schema node, coerce) -> (the node, kept alive so that its id is not reused; its
+# check): the schema of :func:`_schema` is loaded once, so this holds one entry per node
+_CHECKS: dict[tuple[int, bool], tuple[dict[str, Any], Callable[[Any], Any]]] = {}
+
+
+def _check(schema: dict[str, Any], coerce: bool = False) -> Callable[[Any], Any]:
+    """The function that :func:`_exact` is for ``schema`` and ``coerce``: value -> the
+    validated value or :data:`_NO` (built on first use, then kept)."""
+    if coerce and schema["type"] == "model":
+        coerce = False  # a model's fields follow its own config: one check for both
+    found = _CHECKS.get((id(schema), coerce))
+    if found is None:
+        found = _CHECKS[(id(schema), coerce)] = (schema, _build_check(schema, coerce))
+    return found[1]
+
+
+def _no(value: Any) -> Any:
+    return _NO
+
+
+def _build_check(schema: dict[str, Any], coerce: bool) -> Callable[[Any], Any]:
+    """One schema node as a function (see :func:`_exact`, whose rules it keeps one by one)."""
     kind = schema["type"]
     if kind == "model":
-        if type(value) is not dict:
+        return _model_check(schema)
+    if kind == "nullable":
+        inner = _check(schema["schema"], coerce)
+        return lambda value: None if value is None else inner(value)
+    exact: Any = _EXACT_TYPES.get(kind)
+    if exact is str:
+        return _str_check(schema, coerce)
+    if exact is bool:
+        return lambda value: value if type(value) is bool else _NO
+    if exact is not None:  # int, float
+        bounds = [(f"__{key}__", schema[key]) for key in ("ge", "le", "gt", "lt")
+                  if key in schema]
+        inf = (float("inf"), float("-inf"))
+
+        def number(value: Any) -> Any:
+            if type(value) is not exact or value != value or value in inf:
+                return _NO
+            for method, bound in bounds:  # value.__ge__(bound): an int to a float bound is
+                # NotImplemented, not True, as before
+                if getattr(value, method)(bound) is not True:
+                    return _NO
+            return value
+        return number
+    if kind == "literal":
+        expected = schema["expected"]
+        return lambda value: value if type(value) is str and value in expected else _NO
+    if kind == "list":
+        return _list_check(schema, coerce)
+    if kind == "dict":
+        keys = _check(schema["keys_schema"], coerce)
+        values = _check(schema["values_schema"], coerce)
+
+        def mapping(value: Any) -> Any:
+            if type(value) is not dict:
+                return _NO
+            out = {}
+            for key, item in value.items():
+                k = keys(key)
+                v = values(item)
+                if k is _NO or v is _NO:
+                    return _NO
+                out[k] = v
+            return out
+        return mapping
+    return _no
+
+
+def _str_check(schema: dict[str, Any], coerce: bool) -> Callable[[Any], Any]:
+    low = schema.get("min_length", 0)
+    high = schema.get("max_length")
+    pattern = schema.get("pattern")
+    compiled: list[Any] = []  # the pattern, compiled on first use
+
+    def text(value: Any) -> Any:
+        if coerce and type(value) is int:
+            value = str(value)
+        if type(value) is not str:
             return _NO
-        fields = schema["schema"]["fields"]
-        coerce = bool(schema["config"].get("coerce_numbers_to_str"))
-        out: dict[str, Any] = {}
-        seen: set[str] = set()
-        aliases = 0
-        for name, field in fields.items():
-            alias = field["validation_alias"]
-            if alias != name and name in value:
-                return _NO  # by name: pydantic-core's rules for both spellings
-            inner = field["schema"]
-            if alias in value:
-                aliases += 1
-                seen.add(name)
-                if inner["type"] == "default":
-                    inner = inner["schema"]
-                got = _exact(inner, value[alias], coerce)
-            elif inner["type"] == "default" and "default" in inner:
-                got = _exact(inner["schema"], inner["default"], coerce)
-            else:
-                return _NO  # missing
+        size = len(value)
+        if size < low or (high is not None and size > high):
+            return _NO
+        if pattern is not None:
+            if not compiled:
+                compiled.append(_pattern(pattern))
+            if not (value.isascii() and "\n" not in value and compiled[0].search(value)):
+                return _NO
+        return value
+    return text
+
+
+def _list_check(schema: dict[str, Any], coerce: bool) -> Callable[[Any], Any]:
+    low = schema.get("min_length", 0)
+    high = schema.get("max_length")
+    item_check = _check(schema["items_schema"], coerce)
+
+    def items(value: Any) -> Any:
+        if type(value) is not list or len(value) < low or \
+                (high is not None and len(value) > high):
+            return _NO
+        out = []
+        for item in value:
+            got = item_check(item)
             if got is _NO:
                 return _NO
-            out[name] = got
-        if aliases != len(value):
-            return _NO  # an extra key
-        cls = _model_class(schema["cls"]["$model"])
+            out.append(got)
+        return out
+    return items
+
+
+_SAME = (type(None), str, int, bool, float)  # a default validated to one of these is reused
+
+
+def _copier(made: Any) -> Callable[[], Any]:
+    """A function that makes a new copy of ``made`` (a validated default: lists, dicts, sets
+    and model objects, over immutable values, which the copies share as validating the
+    default again shares them): the same classes, attributes in the same order and values."""
+    kind = type(made)
+    if kind in _SAME:
+        return lambda: made
+    if kind is list or kind is dict or kind is set:
+        if not made:
+            return kind
+        if kind is list:
+            items = [_copier(v) for v in made]
+            return lambda: [make() for make in items]
+        if kind is set:
+            frozen = tuple(made)
+            return lambda: set(frozen)
+        pairs = [(k, _copier(v)) for k, v in made.items()]
+        return lambda: {k: make() for k, make in pairs}
+    if isinstance(made, RecipeObject):
+        cls = type(made)
+        new = cls.__new__
+        template = dict(vars(made))  # every attribute, in order; the mutable ones replaced
+        mutable = [(k, _copier(v)) for k, v in template.items() if type(v) not in _SAME]
+
+        def model() -> Any:
+            attrs = template.copy()
+            for k, make in mutable:
+                attrs[k] = make()
+            obj = new(cls)
+            obj.__dict__.update(attrs)
+            return obj
+        return model
+    raise TypeError(f"no copy for a default of type {kind.__name__}")  # pragma: no cover
+
+
+def _model_check(schema: dict[str, Any]) -> Callable[[Any], Any]:
+    """A model's check; its fields' checks are built on its first call (a cold ``validate``
+    builds only the models its recipe reaches)."""
+    plan: list[Any] = []
+
+    def model(value: Any) -> Any:
+        if not plan:
+            plan.append(_model_plan(schema))
+        template, by_alias, missing, cls = plan[0]
+        if type(value) is not dict:
+            return _NO
+        out = template.copy()
+        seen: set[str] = set()
+        for key, item in value.items():
+            field = by_alias.get(key)
+            if field is None:
+                return _NO  # an extra key, or a field by its name instead of its alias
+            got = field[1](item)
+            if got is _NO:
+                return _NO
+            out[field[0]] = got
+            seen.add(field[0])
+        for name, make in missing:
+            if name not in seen:
+                if make is None:
+                    return _NO  # missing
+                out[name] = make()
         obj = cls.__new__(cls)
         # in pydantic-core's order: the fields, then its three bookkeeping attributes
         obj.__dict__.update(out, __pydantic_extra__=None, __pydantic_private__=None,
                             __pydantic_fields_set__=seen)
         return obj
-    if kind == "nullable":
-        return None if value is None else _exact(schema["schema"], value, coerce)
-    exact: Any = _EXACT_TYPES.get(kind)  # Any: ``type(v) is exact`` keeps ``value`` Any
-    if exact is str and coerce and type(value) is int:
-        value = str(value)
-    if exact is not None:
-        if type(value) is not exact:
-            return _NO
-        if kind == "str":
-            size = len(value)
-            if size < schema.get("min_length", 0) or size > schema.get("max_length", size):
-                return _NO
-            pattern = schema.get("pattern")
-            if pattern is not None and not (value.isascii() and "\n" not in value
-                                            and _pattern(pattern).search(value)):
-                return _NO
-        elif kind in ("int", "float"):
-            if value != value or value in (float("inf"), float("-inf")):
-                return _NO
-            for key, ok in (("ge", value.__ge__), ("le", value.__le__), ("gt", value.__gt__),
-                            ("lt", value.__lt__)):
-                if key in schema and ok(schema[key]) is not True:
-                    return _NO
-        return value
-    if kind == "literal":
-        return value if type(value) is str and value in schema["expected"] else _NO
-    if kind == "list":
-        if type(value) is not list or len(value) < schema.get("min_length", 0) or \
-                len(value) > schema.get("max_length", len(value)):
-            return _NO
-        items = []
-        for item in value:
-            got = _exact(schema["items_schema"], item, coerce)
-            if got is _NO:
-                return _NO
-            items.append(got)
-        return items
-    if kind == "dict":
-        if type(value) is not dict:
-            return _NO
-        mapping = {}
-        for key, item in value.items():
-            k = _exact(schema["keys_schema"], key, coerce)
-            v = _exact(schema["values_schema"], item, coerce)
-            if k is _NO or v is _NO:
-                return _NO
-            mapping[k] = v
-        return mapping
-    return _NO
+    return model
+
+
+def _model_plan(schema: dict[str, Any]) -> tuple[
+        dict[str, Any], dict[str, tuple[str, Callable[[Any], Any]]],
+        list[tuple[str, Callable[[], Any] | None]], type[RecipeObject]]:
+    """What :func:`_model_check` needs of a model's schema node: see the comments."""
+    coerce = bool(schema["config"].get("coerce_numbers_to_str"))
+    # the fields in order, each at its immutable default (None in place of the others)
+    template: dict[str, Any] = {}
+    # the check of a value given by alias, and the field's name; a field's own name where it
+    # differs from the alias is refused (pydantic-core's rules for both spellings)
+    by_alias: dict[str, tuple[str, Callable[[Any], Any]]] = {}
+    refused: set[str] = set()
+    # the fields without an immutable default: name -> None (required) or a function that
+    # makes a new copy of the validated default (a new {} / [] / object each time, as
+    # validating the default again makes them)
+    missing: list[tuple[str, Callable[[], Any] | None]] = []
+    for name, field in schema["schema"]["fields"].items():
+        alias = field["validation_alias"]
+        inner = field["schema"]
+        given = _check(inner["schema"] if inner["type"] == "default" else inner, coerce)
+        by_alias[alias] = (name, given)
+        if alias != name:
+            refused.add(name)
+        template[name] = None
+        made = given(inner["default"]) if inner["type"] == "default" and "default" in \
+            inner else _NO
+        if made is _NO:  # required (or a default the schema refuses: as good as none)
+            missing.append((name, None))
+        elif type(made) in _SAME:
+            template[name] = made
+        else:
+            missing.append((name, _copier(made)))
+    for name in refused:
+        by_alias.pop(name, None)
+    return template, by_alias, missing, _model_class(schema["cls"]["$model"])
 
 
 def _fields(schema: dict[str, Any], defs: dict[str, dict[str, Any]]
