@@ -37,7 +37,7 @@ import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from mldiag_provision.sandbox.apiserver import ApiServer
@@ -336,37 +336,79 @@ def inventory(workdir: Path) -> list[Entry]:
     each under ``cloud/``), the Cloud Storage objects, then the cluster's Kubernetes objects
     as the last command left them (system objects GKE puts there are left out)."""
     root = sandbox_dir(workdir)
-    cloud = root / "cloud"
+    return [*_cloud_entries(root / "cloud"), *_kube_entries(root / KUBE_OBJECTS)]
+
+
+def _cloud_entries(cloud: Path) -> list[Entry]:
+    """The objects under ``cloud/``, folder by folder in name order: a folder per Terraform
+    resource type, and ``gcs-objects`` for Cloud Storage objects. ``[]`` without ``cloud/``."""
+    if not cloud.is_dir():
+        return []
     out: list[Entry] = []
-    if cloud.is_dir():
-        for folder in sorted(p for p in cloud.iterdir() if p.is_dir()):
-            if folder.name == "gcs-objects":
-                for f in sorted(x for x in folder.rglob("*") if x.is_file()):
-                    rel = f.relative_to(folder).as_posix()
-                    bucket, _, name = rel.partition("/")
-                    out.append(Entry("storage#object", name, f"gs://{bucket}"))
-                continue
-            for f in sorted(folder.glob("*.json")):
-                try:
-                    doc = json.loads(f.read_text(encoding="utf-8"))
-                except (OSError, ValueError):
-                    continue
-                name, where = _name_of(doc.get("state") or {}, str(doc.get("id")))
-                out.append(Entry(folder.name, name, where))
-    kube = root / KUBE_OBJECTS
-    if kube.is_file():
-        doc = json.loads(kube.read_text(encoding="utf-8"))
-        cluster = str(doc.get("cluster_id") or "").split("/")
-        label = f"cluster {cluster[2]}" if len(cluster) > 2 else "cluster"
-        for _, _, namespace, name, obj in doc.get("objects") or []:
-            kind = str(obj.get("kind"))
-            labels = (obj.get("metadata") or {}).get("labels") or {}
-            if kind == "Event" or any(k.startswith("standin.mldiag/") for k in labels) or _system(
-                    namespace or (name if kind == "Namespace" else "")) or (
-                    kind == "ServiceAccount" and name == "default"):
-                continue  # what GKE and Kubernetes put there themselves
+    for folder in sorted(p for p in cloud.iterdir() if p.is_dir()):
+        if folder.name == "gcs-objects":
+            out += _storage_entries(folder)
+        else:
+            out += _resource_entries(folder)
+    return out
+
+
+def _storage_entries(folder: Path) -> list[Entry]:
+    """Cloud Storage objects, one file each at ``gcs-objects/BUCKET/NAME`` (kind
+    ``storage#object``, where ``gs://BUCKET``), in path order."""
+    out: list[Entry] = []
+    for f in sorted(x for x in folder.rglob("*") if x.is_file()):
+        bucket, _, name = f.relative_to(folder).as_posix().partition("/")
+        out.append(Entry("storage#object", name, f"gs://{bucket}"))
+    return out
+
+
+def _resource_entries(folder: Path) -> list[Entry]:
+    """The Google Cloud objects of one resource type (the folder's name), one JSON file
+    each (``{"id": ..., "state": {...}}``), in file-name order; an unreadable file is left
+    out."""
+    out: list[Entry] = []
+    for f in sorted(folder.glob("*.json")):
+        try:
+            doc = json.loads(f.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        name, where = _name_of(doc.get("state") or {}, str(doc.get("id")))
+        out.append(Entry(folder.name, name, where))
+    return out
+
+
+def _kube_entries(path: Path) -> list[Entry]:
+    """The Kubernetes objects the API server left in ``path`` (``{"cluster_id":
+    "projects/P/locations/L/clusters/NAME", "objects": [[_, _, namespace, name, object],
+    ...]}``), where ``cluster NAME``; what Kubernetes and GKE put there themselves is left
+    out. ``[]`` without the file.
+
+    Raises:
+      ValueError: the file is not JSON.
+    """
+    if not path.is_file():
+        return []
+    doc = json.loads(path.read_text(encoding="utf-8"))
+    cluster = str(doc.get("cluster_id") or "").split("/")
+    label = f"cluster {cluster[2]}" if len(cluster) > 2 else "cluster"
+    out: list[Entry] = []
+    for _, _, namespace, name, obj in doc.get("objects") or []:
+        kind = str(obj.get("kind"))
+        if not _put_there_by_kubernetes(kind, namespace, name, obj):
             out.append(Entry(kind, f"{namespace}/{name}" if namespace else name, label))
     return out
+
+
+def _put_there_by_kubernetes(kind: str, namespace: str | None, name: str,
+                             obj: dict[str, Any]) -> bool:
+    """Whether GKE or Kubernetes made the object itself: an Event, a stand-in's object
+    (a ``standin.mldiag/`` label), anything in (or being) a system namespace, a namespace's
+    ``default`` ServiceAccount."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    return (kind == "Event" or any(k.startswith("standin.mldiag/") for k in labels)
+            or _system(namespace or (name if kind == "Namespace" else ""))
+            or (kind == "ServiceAccount" and name == "default"))
 
 
 def has_cluster(workdir: Path) -> bool:

@@ -96,8 +96,32 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
 
 
 def run(args: argparse.Namespace, out: Console) -> int:
+    """``verify RECIPE``: the Slurm checks over ssh (or the sandbox's login node double) for a
+    Slurm stack, else the GKE checks against the cluster's API server. Returns the exit code
+    (1 when any check FAILs).
+
+    Raises:
+      InputError: the recipe has errors.
+      UsageError: the stack has no cluster to verify, or the flags cannot reach it.
+    """
+    plan, catalog = _plan_of(args)
+    if plan.slurm is not None:
+        return _run_slurm(args, out, plan)
+    if plan.agents is None:
+        raise UsageError(f"{plan.blueprint} stacks have no Kubernetes cluster to verify")
+    return _run_gke(args, out, plan, catalog)
+
+
+def _plan_of(args: argparse.Namespace) -> tuple[Any, Any]:
+    """The stack plan of ``args.recipe`` (with the names of the stack already in ``-o DIR``:
+    an older stack keeps its names; issue 25) and the TPU catalog it was built with.
+
+    Raises:
+      InputError: the recipe has errors (hint: run ``validate``).
+    """
     from mldiag_provision.catalog.tpu import load_catalog
     from mldiag_provision.pipeline import check_file
+    from mldiag_provision.plan.previous import previous_plan_of
     from mldiag_provision.plan.stack import build_plan
 
     catalog = load_catalog()
@@ -106,29 +130,20 @@ def run(args: argparse.Namespace, out: Console) -> int:
         raise InputError(f"{res.report.file} has {len(res.report.errors)} error(s)",
                          hint=f"run: mldiag-provision validate {args.recipe}",
                          problems=res.report.errors)
-    from mldiag_provision.plan.previous import previous_plan_of
-
-    # the names of the stack in -o (an older stack keeps its names; issue 25)
     plan = build_plan(res.parsed.recipe, res.shapes, catalog,
                       previous_plan_of(args.out, res.parsed.recipe.metadata.name))
-    if plan.slurm is not None:
-        return _run_slurm(args, out, plan)
-    if plan.agents is None:
-        raise UsageError(f"{plan.blueprint} stacks have no Kubernetes cluster to verify")
+    return plan, catalog
 
+
+def _run_gke(args: argparse.Namespace, out: Console, plan: Any, catalog: Any) -> int:
+    """``verify`` of a GKE stack: the read-only checks, then ``--smoke`` (on the cluster, or
+    locally with ``--sandbox``), all under one deadline of ``--timeout`` seconds (default
+    :data:`DEFAULT_TIMEOUT_S`, plus ``--smoke-timeout`` with ``--smoke``)."""
     from mldiag_provision import kubeclient
-    from mldiag_provision.verify.checks import (
-        FAIL,
-        PENDING,
-        Cluster,
-        pending,
-        run_checks,
-        run_smoke,
-    )
+    from mldiag_provision.cli.sandboxed import requested
+    from mldiag_provision.verify.checks import Cluster, run_checks
 
     budget = args.timeout or DEFAULT_TIMEOUT_S + (args.smoke_timeout if args.smoke else 0.0)
-    from mldiag_provision.cli.sandboxed import requested
-
     sandboxed = requested(args)
     if args.smoke and sandboxed:
         from mldiag_provision.smoke.local import require_packages
@@ -145,25 +160,45 @@ def run(args: argparse.Namespace, out: Console) -> int:
     deadline = kubeclient.Deadline(budget)
     kubeclient.set_deadline(api, deadline)
     results = run_checks(cluster, plan, catalog, deadline)
-    if args.smoke and deadline.expired:
-        results.append(pending("smoke", deadline.seconds, in_flight=False))
-    elif args.smoke and sandboxed:
-        results.extend(_smoke_in_sandbox(args, cluster, plan, deadline))
-    elif args.smoke:
-        import os
-
-        from mldiag_provision.verify.checks import guarded
-
-        # how often the pods are polled (seconds); tests against stand-ins poll faster
-        poll_s = float(os.environ.get("MLDIAG_SMOKE_POLL_S", "5"))
-        # bounded by the deadline too: its wait, and each request (its clean-up of the
-        # objects it created is still sent, each under the per-request timeout)
-        results.extend(guarded("smoke", lambda: run_smoke(
-            cluster, plan, image=args.smoke_image,
-            timeout_s=min(args.smoke_timeout, deadline.remaining()),
-            poll_s=poll_s, progress=_progress)))
+    if args.smoke:
+        results.extend(_gke_smoke(args, cluster, plan, deadline, sandboxed=sandboxed))
     if sandboxed:
         results = _after_reset(args, plan, results)
+    return _report_gke(args, out, plan, results, deadline)
+
+
+def _gke_smoke(args: argparse.Namespace, cluster: Any, plan: Any, deadline: Any, *,
+               sandboxed: bool) -> list[Any]:
+    """The ``--smoke`` results of a GKE stack: one pending FAIL when the deadline has passed,
+    else the program run locally (``--sandbox``) or as JobSets on the cluster, bounded by
+    ``--smoke-timeout`` and what is left of the deadline (seconds)."""
+    from mldiag_provision.verify.checks import pending
+
+    if deadline.expired:
+        return [pending("smoke", deadline.seconds, in_flight=False)]
+    if sandboxed:
+        return _smoke_in_sandbox(args, cluster, plan, deadline)
+    import os
+
+    from mldiag_provision.verify.checks import guarded, run_smoke
+
+    # how often the pods are polled (seconds); tests against stand-ins poll faster
+    poll_s = float(os.environ.get("MLDIAG_SMOKE_POLL_S", "5"))
+    # bounded by the deadline too: its wait, and each request (its clean-up of the
+    # objects it created is still sent, each under the per-request timeout)
+    return list(guarded("smoke", lambda: run_smoke(
+        cluster, plan, image=args.smoke_image,
+        timeout_s=min(args.smoke_timeout, deadline.remaining()),
+        poll_s=poll_s, progress=_progress)))
+
+
+def _report_gke(args: argparse.Namespace, out: Console, plan: Any, results: list[Any],
+                deadline: Any) -> int:
+    """Print the GKE results (``-O json``: one document with ``ok``, ``stack``,
+    ``strategy``, ``deadline`` and ``checks``; text: a line per check, then a summary and
+    the checks the deadline cut short) and return the exit code (1 when any FAILed)."""
+    from mldiag_provision.verify.checks import FAIL, PENDING
+
     failed = any(r.status == FAIL for r in results)
     cut = [r.check for r in results if r.message.startswith(PENDING)]
     if args.output == "json":
@@ -173,12 +208,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
                                            "pending": cut},
                               "checks": [r.to_dict() for r in results]}, indent=2))
     else:
-        colour = {"PASS": "green", "FAIL": "red", "SKIP": "yellow"}
-        for r in results:
-            out.print(f"{out.style(r.status, colour[r.status], 'bold'):<4} {r.check:<20} "
-                      f"{r.message}  [{r.evidence}]")
-            if r.hint and r.status == FAIL:
-                out.print(f"     hint: {r.hint}")
+        _print_results(out, results)
         out.print(f"strategy {plan.agents.strategy}; "
                   f"{sum(r.status == FAIL for r in results)} failed of {len(results)} checks")
         if cut:
@@ -260,35 +290,58 @@ def _client_from_workdir(out: str) -> object:
 
 
 def _run_slurm(args: argparse.Namespace, out: Console, plan: object) -> int:
-    """``verify`` of a managed Slurm stack: checks run on its login node over ssh."""
+    """``verify`` of a managed Slurm stack: checks run on its login node over ssh (the
+    sandbox's login node double with ``--sandbox``), then ``--smoke`` / ``--health`` where
+    the login node answered ``sinfo``."""
     from mldiag_provision.cli.sandboxed import requested
     from mldiag_provision.verify.checks import FAIL
-    from mldiag_provision.verify.slurm import GcloudTransport, SshTransport, run_slurm_checks
+    from mldiag_provision.verify.slurm import run_slurm_checks
 
-    slurm = plan.slurm  # type: ignore[attr-defined]
-    transport: Any
-    if requested(args):
-        transport = _sandbox_login(args, plan)
-    elif args.ssh_target:
-        transport = SshTransport(args.ssh_target, args.ssh_option)
-    else:
-        transport = GcloudTransport(_login_instance(args.out))
+    transport = _slurm_transport(args, plan)
     if args.smoke and requested(args):
         from mldiag_provision.smoke.local import require_packages
 
         require_packages()  # before anything is asked of the cluster, as on GKE
-    results = run_slurm_checks(transport, slurm, timeout_s=args.remote_timeout)
+    results = run_slurm_checks(transport, plan.slurm,  # type: ignore[attr-defined]
+                               timeout_s=args.remote_timeout)
     reached = results[0].status != FAIL and not any(r.check == "sinfo" for r in results)
     if (args.smoke or args.health) and reached:
         results += _slurm_extras(args, plan, transport)
+    return _report_slurm(args, out, plan, transport, results)
+
+
+def _slurm_transport(args: argparse.Namespace, plan: object) -> Any:
+    """How the Slurm checks reach the login node: the sandbox's double (``--sandbox``), ssh
+    to ``--ssh-target``, else ``gcloud compute ssh`` to the login node of ``-o DIR``.
+
+    Raises:
+      UsageError: no login node to reach (see :func:`_sandbox_login`, :func:`_login_instance`).
+    """
+    from mldiag_provision.cli.sandboxed import requested
+    from mldiag_provision.verify.slurm import GcloudTransport, SshTransport
+
+    if requested(args):
+        return _sandbox_login(args, plan)
+    if args.ssh_target:
+        return SshTransport(args.ssh_target, args.ssh_option)
+    return GcloudTransport(_login_instance(args.out))
+
+
+def _report_slurm(args: argparse.Namespace, out: Console, plan: Any, transport: Any,
+                  results: list[Any]) -> int:
+    """Print the Slurm results (``-O json``: one document with ``ok``, ``stack``,
+    ``orchestrator``, ``login`` and ``checks``; text: a line per check, then a summary) and
+    return the exit code (1 when any FAILed)."""
+    from mldiag_provision.verify.checks import FAIL
+
     failed = any(r.status == FAIL for r in results)
     if args.output == "json":
-        out.print(json.dumps({"ok": not failed, "stack": plan.name,  # type: ignore[attr-defined]
+        out.print(json.dumps({"ok": not failed, "stack": plan.name,
                               "orchestrator": "slurm", "login": transport.where,
                               "checks": [r.to_dict() for r in results]}, indent=2))
     else:
         _print_results(out, results)
-        out.print(f"slurm cluster {slurm.cluster_id} via {transport.where}; "
+        out.print(f"slurm cluster {plan.slurm.cluster_id} via {transport.where}; "
                   f"{sum(r.status == FAIL for r in results)} failed of {len(results)} checks")
     return int(ExitCode.INVALID if failed else ExitCode.OK)
 
