@@ -32,6 +32,7 @@ before (plain JSON).
 from __future__ import annotations
 
 import datetime
+from dataclasses import dataclass
 from typing import Any
 
 _NAME = {"name": "Name", "type": "string", "format": "name", "priority": 0,
@@ -125,123 +126,218 @@ def _restartable(container: dict[str, Any] | None) -> bool:
     return bool(container) and (container or {}).get("restartPolicy") == "Always"
 
 
+def _finished(cs: dict[str, Any]) -> str:
+    """The ``lastState.terminated.finishedAt`` of a container status (RFC 3339 text, ``""``
+    when none): printPod's time of the last restart."""
+    term = ((cs.get("lastState") or {}).get("terminated") or {})
+    return str(term.get("finishedAt") or "")
+
+
+def _condition_true(conditions: list[dict[str, Any]], kind: str) -> bool:
+    """Whether the Pod condition of type ``kind`` has status ``"True"``."""
+    return any(c.get("type") == kind and c.get("status") == "True" for c in conditions)
+
+
+@dataclass
+class _Counts:
+    """printPod's running totals for one row: ready containers, restarts and the latest
+    restart's finish time (RFC 3339 text, compared as text), and the restarts of the
+    restartable init containers (sidecars) alone, which it keeps when it goes on to the app
+    containers."""
+
+    ready: int = 0
+    restarts: int = 0
+    last: str = ""
+    sidecar_restarts: int = 0
+    last_sidecar: str = ""
+
+
+def _phase_reason(status: dict[str, Any], conditions: list[dict[str, Any]]) -> str:
+    """The reason printPod starts from: ``status.reason``, else the phase;
+    ``SchedulingGated`` when the PodScheduled condition says so."""
+    reason = str(status.get("reason") or "") or str(status.get("phase") or "")
+    if any(c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated"
+           for c in conditions):
+        reason = "SchedulingGated"
+    return reason
+
+
+def _init_blocked_reason(index: int, state: dict[str, Any], count: int) -> str:
+    """The ``Init:...`` reason of the init container (number ``index`` of ``count``) that
+    holds the Pod back: its terminated reason, signal or exit code, its waiting reason
+    (other than ``PodInitializing``), else ``Init:index/count``."""
+    term, wait = state.get("terminated"), state.get("waiting")
+    if term is not None:
+        if term.get("reason"):
+            return "Init:" + str(term["reason"])
+        if term.get("signal"):
+            return f"Init:Signal:{term['signal']}"
+        return f"Init:ExitCode:{term.get('exitCode', 0)}"
+    if wait is not None and wait.get("reason") and wait["reason"] != "PodInitializing":
+        return "Init:" + str(wait["reason"])
+    return f"Init:{index}/{count}"
+
+
+def _init_containers_reason(spec: dict[str, Any], status: dict[str, Any],
+                            counts: _Counts) -> str | None:
+    """printPod's loop over the init container statuses: counts restarts (and those of
+    sidecars apart) and ready started sidecars into ``counts``; the ``Init:...`` reason of
+    the first init container that has neither succeeded nor started as a sidecar, or None
+    when none holds the Pod back."""
+    init_specs = spec.get("initContainers") or []
+    inits = {c.get("name"): c for c in init_specs}
+    for i, cs in enumerate(status.get("initContainerStatuses") or []):
+        counts.restarts += int(cs.get("restartCount") or 0)
+        counts.last = max(counts.last, _finished(cs))
+        sidecar = _restartable(inits.get(cs.get("name")))
+        if sidecar:
+            counts.sidecar_restarts += int(cs.get("restartCount") or 0)
+            counts.last_sidecar = max(counts.last_sidecar, _finished(cs))
+        state = cs.get("state") or {}
+        term = state.get("terminated")
+        if term is not None and int(term.get("exitCode") or 0) == 0:
+            continue
+        if sidecar and cs.get("started"):
+            counts.ready += bool(cs.get("ready"))
+            continue
+        return _init_blocked_reason(i, state, len(init_specs))
+    return None
+
+
+def _container_state_reason(state: dict[str, Any]) -> str | None:
+    """The reason one app container's state gives: its waiting reason, its terminated
+    reason, ``Signal:N`` or ``ExitCode:N``; None when it gives none (running)."""
+    term, wait = state.get("terminated"), state.get("waiting")
+    if wait is not None and wait.get("reason"):
+        return str(wait["reason"])
+    if term is None:
+        return None
+    if term.get("reason"):
+        return str(term["reason"])
+    return (f"Signal:{term['signal']}" if term.get("signal")
+            else f"ExitCode:{term.get('exitCode', 0)}")
+
+
+def _containers_reason(status: dict[str, Any], conditions: list[dict[str, Any]],
+                       reason: str, counts: _Counts) -> str:
+    """printPod's loop over the app container statuses (last first): restarts start again
+    from the sidecars' own, ready running containers are counted into ``counts``; the
+    reason the last container with one gives, else ``reason``; ``Completed`` with a
+    container still running reads ``Running`` (Ready condition true) or ``NotReady``."""
+    counts.restarts, counts.last = counts.sidecar_restarts, counts.last_sidecar
+    running = False
+    for cs in reversed(status.get("containerStatuses") or []):
+        counts.restarts += int(cs.get("restartCount") or 0)
+        counts.last = max(counts.last, _finished(cs))
+        state = cs.get("state") or {}
+        stated = _container_state_reason(state)
+        if stated is not None:
+            reason = stated
+        elif cs.get("ready") and state.get("running") is not None:
+            running = True
+            counts.ready += 1
+    if reason == "Completed" and running:
+        reason = "Running" if _condition_true(conditions, "Ready") else "NotReady"
+    return reason
+
+
+def _deletion_reason(meta: dict[str, Any], status: dict[str, Any], reason: str) -> str:
+    """The reason of a Pod being deleted: ``Unknown`` when its node is lost,
+    ``Terminating`` unless it has finished (``Succeeded``/``Failed``), else ``reason``."""
+    if meta.get("deletionTimestamp") and status.get("reason") == "NodeLost":
+        return "Unknown"
+    if meta.get("deletionTimestamp") and str(status.get("phase") or "") not in (
+            "Succeeded", "Failed"):
+        return "Terminating"
+    return reason
+
+
+def _pod_reason(pod: dict[str, Any], counts: _Counts) -> str:
+    """printPod's Status cell, in its order: phase, init containers, app containers (when
+    no init container holds the Pod back, or the Pod is Initialized), deletion."""
+    spec, status = pod.get("spec") or {}, pod.get("status") or {}
+    conditions = status.get("conditions") or []
+    reason = _phase_reason(status, conditions)
+    blocked = _init_containers_reason(spec, status, counts)
+    if blocked is not None:
+        reason = blocked
+    if blocked is None or _condition_true(conditions, "Initialized"):
+        reason = _containers_reason(status, conditions, reason, counts)
+    return _deletion_reason(pod.get("metadata") or {}, status, reason)
+
+
+def _restarts_cell(counts: _Counts, now: datetime.datetime) -> str:
+    """``N``, or ``N (AGE ago)`` when there were restarts and the last one has a time."""
+    if counts.restarts and counts.last:
+        return f"{counts.restarts} ({_since(counts.last, now)} ago)"
+    return str(counts.restarts)
+
+
+def _gates_cell(spec: dict[str, Any], conditions: list[dict[str, Any]]) -> str:
+    """``true/total`` readiness gates whose condition is ``"True"``; ``<none>`` without
+    gates."""
+    gates = spec.get("readinessGates") or []
+    if not gates:
+        return "<none>"
+    by_type = {c.get("type"): c.get("status") for c in conditions}
+    true = sum(by_type.get(g.get("conditionType")) == "True" for g in gates)
+    return f"{true}/{len(gates)}"
+
+
 def pod_cells(pod: dict[str, Any], now: datetime.datetime) -> list[Any]:
     """The cells of one Pod row (printPod, wide)."""
     spec, status = pod.get("spec") or {}, pod.get("status") or {}
     meta = pod.get("metadata") or {}
     init_specs = spec.get("initContainers") or []
-    inits = {c.get("name"): c for c in init_specs}
     total = len(spec.get("containers") or []) + sum(_restartable(c) for c in init_specs)
-    ready = restarts = sidecar_restarts = 0
-    last: str = ""
-    last_sidecar: str = ""
-    phase = str(status.get("phase") or "")
-    reason = str(status.get("reason") or "") or phase
-    conditions = status.get("conditions") or []
-    if any(c.get("type") == "PodScheduled" and c.get("reason") == "SchedulingGated"
-           for c in conditions):
-        reason = "SchedulingGated"
-
-    def finished(cs: dict[str, Any]) -> str:
-        term = ((cs.get("lastState") or {}).get("terminated") or {})
-        return str(term.get("finishedAt") or "")
-
-    initializing = False
-    for i, cs in enumerate(status.get("initContainerStatuses") or []):
-        restarts += int(cs.get("restartCount") or 0)
-        last = max(last, finished(cs))
-        sidecar = _restartable(inits.get(cs.get("name")))
-        if sidecar:
-            sidecar_restarts += int(cs.get("restartCount") or 0)
-            last_sidecar = max(last_sidecar, finished(cs))
-        state = cs.get("state") or {}
-        term, wait = state.get("terminated"), state.get("waiting")
-        if term is not None and int(term.get("exitCode") or 0) == 0:
-            continue
-        if sidecar and cs.get("started"):
-            ready += bool(cs.get("ready"))
-            continue
-        if term is not None:
-            if term.get("reason"):
-                reason = "Init:" + str(term["reason"])
-            elif term.get("signal"):
-                reason = f"Init:Signal:{term['signal']}"
-            else:
-                reason = f"Init:ExitCode:{term.get('exitCode', 0)}"
-        elif wait is not None and wait.get("reason") and wait["reason"] != "PodInitializing":
-            reason = "Init:" + str(wait["reason"])
-        else:
-            reason = f"Init:{i}/{len(init_specs)}"
-        initializing = True
-        break
-    initialized = any(c.get("type") == "Initialized" and c.get("status") == "True"
-                      for c in conditions)
-    if not initializing or initialized:
-        restarts, last = sidecar_restarts, last_sidecar
-        running = False
-        for cs in reversed(status.get("containerStatuses") or []):
-            restarts += int(cs.get("restartCount") or 0)
-            last = max(last, finished(cs))
-            state = cs.get("state") or {}
-            term, wait = state.get("terminated"), state.get("waiting")
-            if wait is not None and wait.get("reason"):
-                reason = str(wait["reason"])
-            elif term is not None and term.get("reason"):
-                reason = str(term["reason"])
-            elif term is not None:
-                reason = (f"Signal:{term['signal']}" if term.get("signal")
-                          else f"ExitCode:{term.get('exitCode', 0)}")
-            elif cs.get("ready") and state.get("running") is not None:
-                running = True
-                ready += 1
-        if reason == "Completed" and running:
-            reason = "Running" if any(c.get("type") == "Ready" and c.get("status") == "True"
-                                      for c in conditions) else "NotReady"
-    if meta.get("deletionTimestamp") and status.get("reason") == "NodeLost":
-        reason = "Unknown"
-    elif meta.get("deletionTimestamp") and phase not in ("Succeeded", "Failed"):
-        reason = "Terminating"
-    restarts_cell = str(restarts)
-    if restarts and last:
-        restarts_cell = f"{restarts} ({_since(last, now)} ago)"
+    counts = _Counts()
+    reason = _pod_reason(pod, counts)
     ips = status.get("podIPs") or []
     ip = (ips[0].get("ip") if ips else "") or "<none>"
-    gates = spec.get("readinessGates") or []
-    gates_cell = "<none>"
-    if gates:
-        by_type = {c.get("type"): c.get("status") for c in conditions}
-        true = sum(by_type.get(g.get("conditionType")) == "True" for g in gates)
-        gates_cell = f"{true}/{len(gates)}"
-    return [meta.get("name", ""), f"{ready}/{total}", reason, restarts_cell,
-            _since(meta.get("creationTimestamp"), now), ip, spec.get("nodeName") or "<none>",
-            status.get("nominatedNodeName") or "<none>", gates_cell]
+    return [meta.get("name", ""), f"{counts.ready}/{total}", reason,
+            _restarts_cell(counts, now), _since(meta.get("creationTimestamp"), now), ip,
+            spec.get("nodeName") or "<none>", status.get("nominatedNodeName") or "<none>",
+            _gates_cell(spec, status.get("conditions") or [])]
 
 
-def node_cells(node: dict[str, Any], now: datetime.datetime) -> list[Any]:
-    """The cells of one Node row (printNode, wide)."""
-    meta, spec, status = node.get("metadata") or {}, node.get("spec") or {}, \
-        node.get("status") or {}
-    ready = next((c for c in status.get("conditions") or [] if c.get("type") == "Ready"), None)
+def _node_status(node: dict[str, Any]) -> str:
+    """``Ready``/``NotReady`` from the Ready condition (``Unknown`` without one), plus
+    ``SchedulingDisabled`` on an unschedulable node, comma-joined."""
+    conditions = (node.get("status") or {}).get("conditions") or []
+    ready = next((c for c in conditions if c.get("type") == "Ready"), None)
     states = (["Unknown"] if ready is None else
               ["Ready" if ready.get("status") == "True" else "NotReady"])
-    if spec.get("unschedulable"):
+    if (node.get("spec") or {}).get("unschedulable"):
         states.append("SchedulingDisabled")
+    return ",".join(states)
+
+
+def _node_roles(labels: dict[str, Any]) -> str:
+    """The roles of ``node-role.kubernetes.io/<role>`` label keys and ``kubernetes.io/role``
+    label values, sorted and comma-joined; ``<none>``."""
     roles = set()
-    for key, value in (meta.get("labels") or {}).items():
+    for key, value in labels.items():
         if key.startswith("node-role.kubernetes.io/") and key.split("/", 1)[1]:
             roles.add(key.split("/", 1)[1])
         elif key == "kubernetes.io/role" and value:
             roles.add(value)
+    return ",".join(sorted(roles)) or "<none>"
+
+
+def _node_address(status: dict[str, Any], kind: str) -> str:
+    """The first address of type ``kind`` (``InternalIP``, ``ExternalIP``); ``<none>``."""
+    return next((str(a.get("address")) for a in status.get("addresses") or []
+                 if a.get("type") == kind), "<none>")
+
+
+def node_cells(node: dict[str, Any], now: datetime.datetime) -> list[Any]:
+    """The cells of one Node row (printNode, wide)."""
+    meta, status = node.get("metadata") or {}, node.get("status") or {}
     info = status.get("nodeInfo") or {}
-
-    def address(kind: str) -> str:
-        return next((str(a.get("address")) for a in status.get("addresses") or []
-                     if a.get("type") == kind), "<none>")
-
-    return [meta.get("name", ""), ",".join(states), ",".join(sorted(roles)) or "<none>",
+    return [meta.get("name", ""), _node_status(node), _node_roles(meta.get("labels") or {}),
             _since(meta.get("creationTimestamp"), now), info.get("kubeletVersion", ""),
-            address("InternalIP"), address("ExternalIP"), info.get("osImage") or "<unknown>",
-            info.get("kernelVersion") or "<unknown>",
+            _node_address(status, "InternalIP"), _node_address(status, "ExternalIP"),
+            info.get("osImage") or "<unknown>", info.get("kernelVersion") or "<unknown>",
             info.get("containerRuntimeVersion") or "<unknown>"]
 
 
