@@ -91,6 +91,7 @@ from __future__ import annotations
 import base64
 import functools
 import json
+import operator
 import os
 import re
 import sys
@@ -316,6 +317,49 @@ def _startup_files(host: Host, script: str) -> None:
         host.python_modules[python] = frozenset({name.replace("-", "_")} if name else ())
 
 
+def _node_set_nodes(cid: str, ns: dict[str, Any], kinds: Mapping[str, str],
+                    gpu: tuple[int, str] | None) -> list[SlurmNode]:
+    """The nodes of node set ``ns`` of cluster ``cid``: its static nodes, then its dynamic
+    ones (``<cid>-<node set>-<n>``), each with the node set's mounts, ``gpu`` (GPU count and
+    name of its machine type, None when it has none) and the files its startup script
+    leaves; each in its default state."""
+    ns_id = str(ns.get("id"))
+    static = _int(ns.get("static_node_count"))
+    dynamic = _int(ns.get("max_dynamic_node_count"))
+    script = str(_first(ns.get("compute_instance")).get("startup_script") or "")
+    nodes = []
+    for i in range(static + dynamic):
+        host = Host(f"{cid}-{ns_id}-{i}", dict(_BASE), _mounts(ns.get("storage_configs"), kinds))
+        if gpu is not None:
+            host.gpus, host.gpu_name = gpu
+            host.files["/usr/bin/nvidia-smi"] = "x"
+        _startup_files(host, script)
+        node = SlurmNode(host.name, ns_id, i >= static, host)
+        node.state = node.default_state
+        nodes.append(node)
+    return nodes
+
+
+def _partitions(slurm: dict[str, Any], nodes: dict[str, SlurmNode]) -> dict[str, list[str]]:
+    """Each partition's node names (those of its node sets, in node order)."""
+    partitions: dict[str, list[str]] = {}
+    for p in slurm.get("partitions") or []:
+        members = set(p.get("node_set_ids") or [])
+        partitions[str(p.get("id"))] = [n.name for n in nodes.values() if n.node_set in members]
+    return partitions
+
+
+def _restore_states(nodes: dict[str, SlurmNode], state_file: Path, cid: str,
+                    stamp: int | None) -> None:
+    """Put back on ``nodes`` the states ``scontrol update`` saved in ``state_file`` for
+    cluster ``cid`` while its object had ``stamp`` (:data:`STATE_FILE`)."""
+    for name, saved in _saved_nodes(_read_states(state_file), cid, stamp).items():
+        if name in nodes and isinstance(saved, dict) and saved.get("state"):
+            nodes[name].set_shown(str(saved["state"]))
+            nodes[name].drain = nodes[name].drain or bool(saved.get("drain"))
+            nodes[name].reason = str(saved.get("reason") or "")
+
+
 def build_cluster(state: dict[str, Any], reservations: Mapping[str, str] | None = None,
                   state_file: Path | None = None, stamp: int | None = None
                   ) -> SlurmCluster | None:
@@ -336,34 +380,15 @@ def build_cluster(state: dict[str, Any], reservations: Mapping[str, str] | None 
                                                           kinds))
     nodes: dict[str, SlurmNode] = {}
     for ns in slurm.get("node_sets") or []:
-        ns_id = str(ns.get("id"))
-        static = _int(ns.get("static_node_count"))
-        dynamic = _int(ns.get("max_dynamic_node_count"))
         machine = machines.get(str(ns.get("compute_id")), "")
         found = gpus.machine(machine) if machine else None
-        script = str(_first(ns.get("compute_instance")).get("startup_script") or "")
-        for i in range(static + dynamic):
-            host = Host(f"{cid}-{ns_id}-{i}", dict(_BASE),
-                        _mounts(ns.get("storage_configs"), kinds))
-            if found is not None:
-                host.gpus, host.gpu_name = found[1].gpus, found[0].display_name
-                host.files["/usr/bin/nvidia-smi"] = "x"
-            _startup_files(host, script)
-            node = SlurmNode(host.name, ns_id, i >= static, host)
-            node.state = node.default_state
-            nodes[host.name] = node
-    partitions: dict[str, list[str]] = {}
-    for p in slurm.get("partitions") or []:
-        members = set(p.get("node_set_ids") or [])
-        partitions[str(p.get("id"))] = [n.name for n in nodes.values() if n.node_set in members]
+        gpu = (found[1].gpus, found[0].display_name) if found is not None else None
+        nodes.update((n.name, n) for n in _node_set_nodes(cid, ns, kinds, gpu))
+    partitions = _partitions(slurm, nodes)
     default = slurm.get("default_partition") or (next(iter(partitions)) if partitions else None)
     cluster = SlurmCluster(cid, partitions, default, nodes, login, state_file, stamp)
     if state_file is not None:
-        for name, saved in _saved_nodes(_read_states(state_file), cid, stamp).items():
-            if name in nodes and isinstance(saved, dict) and saved.get("state"):
-                nodes[name].set_shown(str(saved["state"]))
-                nodes[name].drain = nodes[name].drain or bool(saved.get("drain"))
-                nodes[name].reason = str(saved.get("reason") or "")
+        _restore_states(nodes, state_file, cid, stamp)
     return cluster
 
 
@@ -426,108 +451,163 @@ def _dollar(src: str, i: int, quoted: bool) -> tuple[tuple[str, str, bool], int]
     return ("lit", "$", quoted), i + 1
 
 
+class _Lexer:
+    """bash's token recognition for the small shell, one method per kind of input: blanks,
+    comments, single quotes, double quotes (with ``$`` expansions inside), backslashes,
+    ``$`` expansions, redirections and operators. ``tokens`` is the result: ("word",
+    _Word) | ("op", text) | ("redir", (fd, op, _Word | str)); ``parts``/``started``: the
+    word being read; ``i``: the index in ``src``. Raises NotModelled for what bash takes
+    that the shell does not model (backquotes, ``&>``, unterminated quotes)."""
+
+    def __init__(self, src: str) -> None:
+        self.src, self.i = src, 0
+        self.tokens: list[tuple[str, Any]] = []
+        self.parts: list[tuple[str, str, bool]] = []
+        self.started = False
+
+    def run(self) -> list[tuple[str, Any]]:
+        """Read all of ``src``; the tokens."""
+        src = self.src
+        while self.i < len(src):
+            c = src[self.i]
+            if c in " \t":
+                self.flush()
+                self.i += 1
+            elif c == "#" and not self.started:
+                self.comment()
+            elif c == "'":
+                self.single_quoted()
+            elif c == '"':
+                self.double_quoted()
+            elif c == "\\":
+                self.backslash()
+            elif c == "$":
+                self.dollar()
+            elif c == "`":
+                raise NotModelled("backquote command substitution")
+            elif c in "<>":
+                self.redirection()
+            elif c == "&" and src[self.i:self.i + 2] == "&>":
+                raise NotModelled("&> redirection")
+            else:
+                self.operator_or_char()
+        self.flush()
+        return self.tokens
+
+    def flush(self) -> None:
+        """End the word being read, if any (its line: the one ``i`` is on)."""
+        if self.started:
+            self.tokens.append(("word", _Word(self.parts,
+                                              self.src.count("\n", 0, self.i) + 1)))
+        self.parts, self.started = [], False
+
+    def comment(self) -> None:
+        """``#`` at a word's start: skip to the end of the line."""
+        while self.i < len(self.src) and self.src[self.i] != "\n":
+            self.i += 1
+
+    def single_quoted(self) -> None:
+        """``'...'``: its text, literally."""
+        end = self.src.find("'", self.i + 1)
+        if end < 0:
+            raise NotModelled("unterminated '")
+        self.parts.append(("lit", self.src[self.i + 1:end], True))
+        self.started, self.i = True, end + 1
+
+    def double_quoted(self) -> None:
+        """``"..."``: literal text (``\\`` quotes ``"``, ``\\``, ``$``, a backquote) and
+        ``$`` expansions, all quoted."""
+        src = self.src
+        self.i += 1
+        buf = ""
+        while True:
+            if self.i >= len(src):
+                raise NotModelled('unterminated "')
+            d = src[self.i]
+            if d == '"':
+                self.i += 1
+                break
+            if d == "\\" and src[self.i + 1:self.i + 2] in ('"', "\\", "$", "`"):
+                buf += src[self.i + 1]
+                self.i += 2
+            elif d == "$":
+                if buf:
+                    self.parts.append(("lit", buf, True))
+                    buf = ""
+                part, self.i = _dollar(src, self.i, True)
+                self.parts.append(part)
+            elif d == "`":
+                raise NotModelled("backquote command substitution")
+            else:
+                buf += d
+                self.i += 1
+        self.parts.append(("lit", buf, True))
+        self.started = True
+
+    def backslash(self) -> None:
+        """``\\``: a line continuation before a newline, else the next character quoted."""
+        if self.src[self.i + 1:self.i + 2] == "\n":
+            self.i += 2
+            return
+        self.parts.append(("lit", self.src[self.i + 1:self.i + 2], True))
+        self.started, self.i = True, self.i + 2
+
+    def dollar(self) -> None:
+        """An unquoted ``$`` expansion (:func:`_dollar`)."""
+        part, self.i = _dollar(self.src, self.i, False)
+        self.parts.append(part)
+        self.started = True
+
+    def redirect_fd(self) -> int | None:
+        """The file descriptor the word read so far names when it is all digits (``2>``),
+        which it then stops being; else None."""
+        word = _Word(self.parts).literal() if self.started else None
+        if word is not None and word.isdigit():
+            self.parts, self.started = [], False
+            return int(word)
+        return None
+
+    def redirection(self) -> None:
+        """``<``, ``>``, ``>>`` with a target word, or ``>&``/``<&`` with a descriptor or
+        ``-``; the descriptor defaults to 1 for output, 0 for input."""
+        src, c = self.src, self.src[self.i]
+        fd = self.redirect_fd()
+        self.flush()
+        op = src[self.i:self.i + 2] if src[self.i:self.i + 2] in (">>", ">&", "<&") else c
+        self.i += len(op)
+        if op in (">&", "<&"):
+            m = re.match(r"\d+|-", src[self.i:])
+            if m is None:
+                raise NotModelled(f"redirection {op}{src[self.i:self.i + 10]}")
+            self.tokens.append(("redir", (fd if fd is not None else (1 if op == ">&" else 0),
+                                          op, m.group(0))))
+            self.i += m.end()
+            return
+        while self.i < len(src) and src[self.i] in " \t":
+            self.i += 1
+        sub = _tokens_word(src, self.i)
+        if sub is None:
+            raise NotModelled(f"redirection {op} without a target")
+        target, self.i = sub
+        self.tokens.append(("redir", (fd if fd is not None else (1 if op[0] == ">" else 0),
+                                      op, target)))
+
+    def operator_or_char(self) -> None:
+        """An operator (:data:`_OPS`; a newline reads as ``;``), else one literal
+        character of the word."""
+        sep = next((o for o in _OPS if self.src.startswith(o, self.i)), None)
+        if sep is None:
+            self.parts.append(("lit", self.src[self.i], False))
+            self.started, self.i = True, self.i + 1
+            return
+        self.flush()
+        self.tokens.append(("op", ";" if sep == "\n" else sep))
+        self.i += len(sep)
+
+
 def _tokens(src: str) -> list[tuple[str, Any]]:
     """("word", _Word) | ("op", text) | ("redir", (fd, op, _Word | None))."""
-    out: list[tuple[str, Any]] = []
-    parts: list[tuple[str, str, bool]] = []
-    started = False
-    i = 0
-
-    def flush() -> None:
-        nonlocal parts, started
-        if started:
-            out.append(("word", _Word(parts, src.count("\n", 0, i) + 1)))
-        parts, started = [], False
-
-    while i < len(src):
-        c = src[i]
-        if c in " \t":
-            flush()
-            i += 1
-        elif c == "#" and not started:
-            while i < len(src) and src[i] != "\n":
-                i += 1
-        elif c == "'":
-            end = src.find("'", i + 1)
-            if end < 0:
-                raise NotModelled("unterminated '")
-            parts.append(("lit", src[i + 1:end], True))
-            started, i = True, end + 1
-        elif c == '"':
-            i += 1
-            buf = ""
-            while True:
-                if i >= len(src):
-                    raise NotModelled('unterminated "')
-                d = src[i]
-                if d == '"':
-                    i += 1
-                    break
-                if d == "\\" and src[i + 1:i + 2] in ('"', "\\", "$", "`"):
-                    buf += src[i + 1]
-                    i += 2
-                elif d == "$":
-                    if buf:
-                        parts.append(("lit", buf, True))
-                        buf = ""
-                    part, i = _dollar(src, i, True)
-                    parts.append(part)
-                elif d == "`":
-                    raise NotModelled("backquote command substitution")
-                else:
-                    buf += d
-                    i += 1
-            parts.append(("lit", buf, True))
-            started = True
-        elif c == "\\":
-            if src[i + 1:i + 2] == "\n":
-                i += 2
-                continue
-            parts.append(("lit", src[i + 1:i + 2], True))
-            started, i = True, i + 2
-        elif c == "$":
-            part, i = _dollar(src, i, False)
-            parts.append(part)
-            started = True
-        elif c == "`":
-            raise NotModelled("backquote command substitution")
-        elif c in "<>":
-            fd = None
-            word = _Word(parts).literal() if started else None
-            if word is not None and word.isdigit():
-                fd, parts, started = int(word), [], False
-            flush()
-            op = src[i:i + 2] if src[i:i + 2] in (">>", ">&", "<&") else c
-            i += len(op)
-            if op in (">&", "<&"):
-                m = re.match(r"\d+|-", src[i:])
-                if m is None:
-                    raise NotModelled(f"redirection {op}{src[i:i + 10]}")
-                out.append(("redir", (fd if fd is not None else (1 if op == ">&" else 0),
-                                      op, m.group(0))))
-                i += m.end()
-                continue
-            while i < len(src) and src[i] in " \t":
-                i += 1
-            sub = _tokens_word(src, i)
-            if sub is None:
-                raise NotModelled(f"redirection {op} without a target")
-            target, i = sub
-            out.append(("redir", (fd if fd is not None else (1 if op[0] == ">" else 0), op,
-                                  target)))
-        elif c == "&" and src[i:i + 2] == "&>":
-            raise NotModelled("&> redirection")
-        else:
-            sep = next((o for o in _OPS if src.startswith(o, i)), None)
-            if sep is None:
-                parts.append(("lit", c, False))
-                started, i = True, i + 1
-                continue
-            flush()
-            out.append(("op", ";" if sep == "\n" else sep))
-            i += len(sep)
-    flush()
-    return out
+    return _Lexer(src).run()
 
 
 def _tokens_word(src: str, i: int) -> tuple[_Word, int] | None:
@@ -813,6 +893,43 @@ def _echo(sh: Shell, argv: list[str]) -> tuple[int, str, str]:
     return 0, " ".join(args) + ("\n" if newline else ""), ""
 
 
+_INT_TESTS: dict[str, Callable[[int, int], bool]] = {
+    "-eq": operator.eq, "-ne": operator.ne, "-lt": operator.lt, "-le": operator.le,
+    "-gt": operator.gt, "-ge": operator.ge}
+"""test(1)'s integer comparisons."""
+_UNARY_TESTS = ("-x", "-r", "-e", "-f", "-s", "-d", "-n", "-z")
+
+
+def _test_unary(sh: Shell, op: str, arg: str) -> bool:
+    """``test OP ARG`` for a string test (``-n``, ``-z``) or a file test on the host's
+    files: ``-x`` executable, ``-d`` a directory (a file under it, or a mount point),
+    ``-r -e -f -s`` present."""
+    files = sh.host.files
+    if op == "-n":
+        return arg != ""
+    if op == "-z":
+        return arg == ""
+    if op == "-x":
+        return files.get(arg) == "x"
+    if op == "-d":
+        return any(p.startswith(arg.rstrip("/") + "/") for p in files) or arg in sh.host.mounts
+    return arg in files
+
+
+def _test_expression(sh: Shell, args: list[str]) -> bool | None:
+    """The truth of ``test ARGS`` (no ``!``, no integer comparison): none false, one
+    argument non-empty, a unary test, a string comparison; None when not modelled."""
+    if not args:
+        return False
+    if len(args) == 1:
+        return args[0] != ""
+    if len(args) == 2 and args[0] in _UNARY_TESTS:
+        return _test_unary(sh, args[0], args[1])
+    if len(args) == 3 and args[1] in ("=", "==", "!="):
+        return (args[0] == args[2]) != (args[1] == "!=")
+    return None
+
+
 def _test(sh: Shell, argv: list[str]) -> tuple[int, str, str]:
     args = argv[1:]
     if argv[0] == "[":
@@ -822,33 +939,15 @@ def _test(sh: Shell, argv: list[str]) -> tuple[int, str, str]:
     negate = bool(args) and args[0] == "!"
     if negate:
         args = args[1:]
-    files = sh.host.files
-    if not args:
-        ok = False
-    elif len(args) == 1:
-        ok = args[0] != ""
-    elif len(args) == 2 and args[0] in ("-x", "-r", "-e", "-f", "-s", "-d", "-n", "-z"):
-        op, arg = args
-        if op == "-n":
-            ok = arg != ""
-        elif op == "-z":
-            ok = arg == ""
-        elif op == "-x":
-            ok = files.get(arg) == "x"
-        elif op == "-d":
-            ok = any(p.startswith(arg.rstrip("/") + "/") for p in files) or arg in sh.host.mounts
-        else:
-            ok = arg in files
-    elif len(args) == 3 and args[1] in ("=", "==", "!="):
-        ok = (args[0] == args[2]) != (args[1] == "!=")
-    elif len(args) == 3 and args[1] in ("-eq", "-ne", "-lt", "-le", "-gt", "-ge"):
+    if len(args) == 3 and args[1] in _INT_TESTS:
         try:
             a, b = int(args[0]), int(args[2])
         except ValueError:
             return 2, "", f"bash: {argv[0]}: integer expression expected\n"
-        ok = {"-eq": a == b, "-ne": a != b, "-lt": a < b, "-le": a <= b, "-gt": a > b,
-              "-ge": a >= b}[args[1]]
+        ok: bool | None = _INT_TESTS[args[1]](a, b)
     else:
+        ok = _test_expression(sh, args)
+    if ok is None:
         return 2, "", (f"bash: {argv[0]}: SANDBOX login node double: test "
                        f"{' '.join(args)} is not modelled\n")
     return (0 if ok != negate else 1), "", ""
@@ -969,28 +1068,77 @@ def _sinfo_field(sh: Shell, node: SlurmNode, partition: str, kind: str) -> str:
     return node.shown  # T
 
 
-def _sinfo(sh: Shell, argv: list[str]) -> tuple[int, str, str]:
-    args = argv[1:]
-    header, by_node, fmt, only = True, False, None, None
+@dataclass
+class _SinfoOptions:
+    """What sinfo's command line asks: a header line, one line per node (``-N``), the
+    format (``-o``), the partitions (``-p``, None: all)."""
+
+    header: bool = True
+    by_node: bool = False
+    fmt: str | None = None
+    only: list[str] | None = None
+
+
+def _sinfo_options(args: list[str]) -> _SinfoOptions | str:
+    """sinfo's options in ``args`` (consumed); the message for one not modelled."""
+    o = _SinfoOptions()
     while args:
         a = args.pop(0)
         if a in ("-h", "--noheader"):
-            header = False
+            o.header = False
         elif a in ("-N", "--Node"):
-            by_node = True
+            o.by_node = True
         elif a in ("-o", "--format") and args:
-            fmt = args.pop(0)
+            o.fmt = args.pop(0)
         elif a.startswith("--format="):
-            fmt = a.split("=", 1)[1]
+            o.fmt = a.split("=", 1)[1]
         elif a in ("-p", "--partition") and args:
-            only = args.pop(0).split(",")
+            o.only = args.pop(0).split(",")
         elif a.startswith("--partition="):
-            only = a.split("=", 1)[1].split(",")
+            o.only = a.split("=", 1)[1].split(",")
         elif re.fullmatch(r"-[hN]+", a):
             args[:0] = [f"-{x}" for x in a[1:]]
         else:
-            return 1, "", f"sinfo: SANDBOX login node double: option {a} is not modelled\n"
-    if not by_node or fmt is None:
+            return f"sinfo: SANDBOX login node double: option {a} is not modelled\n"
+    return o
+
+
+def _sinfo_line(fmt: str, specs: list[re.Match[str]], values: Callable[[str], str]) -> str:
+    """One line of ``fmt``: each field spec (``%[.][size]type``) replaced by
+    ``values(type)``, cut to ``size`` and padded (right-aligned with ``.``)."""
+    text, last = "", 0
+    for m in specs:
+        text += fmt[last:m.start()]
+        value = values(m.group(3))
+        if m.group(2):
+            size = int(m.group(2))
+            value = value[:size].rjust(size) if m.group(1) else value[:size].ljust(size)
+        text += value
+        last = m.end()
+    return text + fmt[last:] + "\n"
+
+
+_SINFO_HEADS = {"N": "NODELIST", "n": "HOSTNAMES", "R": "PARTITION", "P": "PARTITION",
+                "f": "AVAIL_FEATURES", "T": "STATE", "t": "STATE", "D": "NODES"}
+
+
+def _sinfo_rows(cluster: SlurmCluster, only: list[str] | None) -> list[tuple[str, str]]:
+    """(node, partition) of each row, of the partitions ``only`` names (all when None),
+    sorted."""
+    rows = []
+    for part, names in cluster.partitions.items():
+        if only is not None and part not in only:
+            continue
+        rows += [(name, part) for name in names]
+    return sorted(rows, key=lambda r: (r[0], r[1]))
+
+
+def _sinfo(sh: Shell, argv: list[str]) -> tuple[int, str, str]:
+    o = _sinfo_options(argv[1:])
+    if isinstance(o, str):
+        return 1, "", o
+    fmt = o.fmt
+    if not o.by_node or fmt is None:
         return 1, "", ("sinfo: SANDBOX login node double: only the node-oriented -N -o FORMAT "
                        "output is modelled\n")
     specs = list(re.finditer(r"%(\.?)(\d*)([A-Za-z])", fmt))
@@ -998,30 +1146,10 @@ def _sinfo(sh: Shell, argv: list[str]) -> tuple[int, str, str]:
     if bad:
         return 1, "", (f"sinfo: SANDBOX login node double: format field %{bad[0]} is not "
                        "modelled\n")
-
-    def line(values: Callable[[str], str]) -> str:
-        text, last = "", 0
-        for m in specs:
-            text += fmt[last:m.start()]
-            value = values(m.group(3))
-            if m.group(2):
-                size = int(m.group(2))
-                value = value[:size].rjust(size) if m.group(1) else value[:size].ljust(size)
-            text += value
-            last = m.end()
-        return text + fmt[last:] + "\n"
-
-    heads = {"N": "NODELIST", "n": "HOSTNAMES", "R": "PARTITION", "P": "PARTITION",
-             "f": "AVAIL_FEATURES", "T": "STATE", "t": "STATE", "D": "NODES"}
-    out = line(lambda k: heads[k]) if header else ""
-    rows = []
-    for part, names in sh.cluster.partitions.items():
-        if only is not None and part not in only:
-            continue
-        rows += [(name, part) for name in names]
-    for name, part in sorted(rows, key=lambda r: (r[0], r[1])):
+    out = _sinfo_line(fmt, specs, _SINFO_HEADS.__getitem__) if o.header else ""
+    for name, part in _sinfo_rows(sh.cluster, o.only):
         node = sh.cluster.nodes[name]
-        out += line(functools.partial(_sinfo_field, sh, node, part))
+        out += _sinfo_line(fmt, specs, functools.partial(_sinfo_field, sh, node, part))
     return 0, out, ""
 
 
@@ -1031,8 +1159,10 @@ _SRUN_VALUE = {"-N": "nodes", "--nodes": "nodes", "-n": "ntasks", "--ntasks": "n
                "-J": "job-name", "--job-name": "job-name"}
 
 
-def _srun(sh: Shell, argv: list[str]) -> tuple[int, str, str]:
-    args = argv[1:]
+def _srun_options(args: list[str]) -> tuple[dict[str, str], bool] | str:
+    """srun's options at the head of ``args`` (consumed, the command is left): the values
+    by name (:data:`_SRUN_VALUE`, ``label``) and ``--immediate``; the message for a
+    missing value or an option not modelled."""
     opts: dict[str, str] = {}
     immediate = False
     while args and args[0].startswith("-"):
@@ -1045,22 +1175,30 @@ def _srun(sh: Shell, argv: list[str]) -> tuple[int, str, str]:
         elif key in _SRUN_VALUE:
             if not value:
                 if not args:
-                    return 1, "", f"srun: option {key} requires an argument\n"
+                    return f"srun: option {key} requires an argument\n"
                 value = args.pop(0)
             opts[_SRUN_VALUE[key]] = value
         elif re.fullmatch(r"-[NnpCtJ]\S+", a):
             opts[_SRUN_VALUE[a[:2]]] = a[2:]
         else:
-            return 1, "", f"srun: SANDBOX login node double: option {a} is not modelled\n"
-    if not args:
-        return 1, "", "srun: fatal: No command given to execute.\n"
-    c = sh.cluster
+            return f"srun: SANDBOX login node double: option {a} is not modelled\n"
+    return opts, immediate
+
+
+_SRUN_FAIL = "srun: error: Unable to allocate resources: "
+
+
+def _srun_nodes(c: SlurmCluster, opts: dict[str, str], immediate: bool
+                ) -> tuple[list[SlurmNode], int] | str:
+    """The usable nodes of the job's partition and the node count it asks (``-N``), or
+    srun's refusal (a bad partition, a constraint: no node has features); a job without
+    enough usable nodes takes a job id and is queued: with ``--immediate`` the refusal,
+    else _Hang."""
     part = opts.get("partition") or c.default_partition
-    fail = "srun: error: Unable to allocate resources: "
     if part is None or part not in c.partitions:
-        return 1, "", fail + "Invalid partition name specified\n"
+        return _SRUN_FAIL + "Invalid partition name specified\n"
     if opts.get("constraint"):
-        return 1, "", fail + "Invalid feature specification\n"
+        return _SRUN_FAIL + "Invalid feature specification\n"
     candidates = [c.nodes[n] for n in c.partitions[part]]
     count = _int(opts.get("nodes", "1").split("-", 1)[0]) or 1
     job = c.next_job
@@ -1075,15 +1213,23 @@ def _srun(sh: Shell, argv: list[str]) -> tuple[int, str, str]:
                "Required node not available (down, drained or reserved)")
         queued = f"srun: {why}\nsrun: job {job} queued and waiting for resources\n"
         if immediate:
-            return 1, "", queued + fail + "Requested nodes are busy\n"
+            return queued + _SRUN_FAIL + "Requested nodes are busy\n"
         raise _Hang(queued)
+    return usable, count
+
+
+def _srun_tasks(c: SlurmCluster, usable: list[SlurmNode], count: int, opts: dict[str, str],
+                command: list[str]) -> tuple[int, str, str]:
+    """Run ``command`` as each task (``-n``, at least one per node) on the first ``count``
+    usable nodes in turn; outputs labelled by task with ``-l``; the last failing task's
+    exit code."""
     tasks = max(_int(opts.get("ntasks", str(count))), count)
     out, err = "", ""
     code = 0
     for t in range(tasks):
         node = usable[t % count]
         sub = Shell(c, node.host)
-        rc, o, e = sub._exec(list(args))
+        rc, o, e = sub._exec(list(command))
         if "label" in opts:
             o = "".join(f"{t}: {x}\n" for x in o.splitlines())
         out, err = out + o, err + e
@@ -1091,6 +1237,21 @@ def _srun(sh: Shell, argv: list[str]) -> tuple[int, str, str]:
             err += f"srun: error: {node.name}: task {t}: Exited with exit code {rc}\n"
             code = rc
     return code, out, err
+
+
+def _srun(sh: Shell, argv: list[str]) -> tuple[int, str, str]:
+    args = argv[1:]
+    parsed = _srun_options(args)
+    if isinstance(parsed, str):
+        return 1, "", parsed
+    opts, immediate = parsed
+    if not args:
+        return 1, "", "srun: fatal: No command given to execute.\n"
+    chosen = _srun_nodes(sh.cluster, opts, immediate)
+    if isinstance(chosen, str):
+        return 1, "", chosen
+    usable, count = chosen
+    return _srun_tasks(sh.cluster, usable, count, opts, args)
 
 
 _SCONTROL_STATES = ("DOWN", "DRAIN", "RESUME", "UNDRAIN")
