@@ -174,88 +174,117 @@ def _exact(schema: dict[str, Any], value: Any, coerce: bool = False) -> Any:
     """
     kind = schema["type"]
     if kind == "model":
-        if type(value) is not dict:
-            return _NO
-        fields = schema["schema"]["fields"]
-        coerce = bool(schema["config"].get("coerce_numbers_to_str"))
-        out: dict[str, Any] = {}
-        seen: set[str] = set()
-        aliases = 0
-        for name, field in fields.items():
-            alias = field["validation_alias"]
-            if alias != name and name in value:
-                return _NO  # by name: pydantic-core's rules for both spellings
-            inner = field["schema"]
-            if alias in value:
-                aliases += 1
-                seen.add(name)
-                if inner["type"] == "default":
-                    inner = inner["schema"]
-                got = _exact(inner, value[alias], coerce)
-            elif inner["type"] == "default" and "default" in inner:
-                got = _exact(inner["schema"], inner["default"], coerce)
-            else:
-                return _NO  # missing
-            if got is _NO:
-                return _NO
-            out[name] = got
-        if aliases != len(value):
-            return _NO  # an extra key
-        cls = _model_class(schema["cls"]["$model"])
-        obj = cls.__new__(cls)
-        # in pydantic-core's order: the fields, then its three bookkeeping attributes
-        obj.__dict__.update(out, __pydantic_extra__=None, __pydantic_private__=None,
-                            __pydantic_fields_set__=seen)
-        return obj
+        return _exact_model(schema, value)
     if kind == "nullable":
         return None if value is None else _exact(schema["schema"], value, coerce)
     exact: Any = _EXACT_TYPES.get(kind)  # Any: ``type(v) is exact`` keeps ``value`` Any
-    if exact is str and coerce and type(value) is int:
-        value = str(value)
     if exact is not None:
-        if type(value) is not exact:
-            return _NO
-        if kind == "str":
-            size = len(value)
-            if size < schema.get("min_length", 0) or size > schema.get("max_length", size):
-                return _NO
-            pattern = schema.get("pattern")
-            if pattern is not None and not (value.isascii() and "\n" not in value
-                                            and _pattern(pattern).search(value)):
-                return _NO
-        elif kind in ("int", "float"):
-            if value != value or value in (float("inf"), float("-inf")):
-                return _NO
-            for key, ok in (("ge", value.__ge__), ("le", value.__le__), ("gt", value.__gt__),
-                            ("lt", value.__lt__)):
-                if key in schema and ok(schema[key]) is not True:
-                    return _NO
-        return value
+        if exact is str and coerce and type(value) is int:
+            value = str(value)
+        return _exact_scalar(schema, kind, exact, value)
     if kind == "literal":
         return value if type(value) is str and value in schema["expected"] else _NO
     if kind == "list":
-        if type(value) is not list or len(value) < schema.get("min_length", 0) or \
-                len(value) > schema.get("max_length", len(value)):
-            return _NO
-        items = []
-        for item in value:
-            got = _exact(schema["items_schema"], item, coerce)
-            if got is _NO:
-                return _NO
-            items.append(got)
-        return items
+        return _exact_list(schema, value, coerce)
     if kind == "dict":
-        if type(value) is not dict:
-            return _NO
-        mapping = {}
-        for key, item in value.items():
-            k = _exact(schema["keys_schema"], key, coerce)
-            v = _exact(schema["values_schema"], item, coerce)
-            if k is _NO or v is _NO:
-                return _NO
-            mapping[k] = v
-        return mapping
+        return _exact_dict(schema, value, coerce)
     return _NO
+
+
+def _exact_model(schema: dict[str, Any], value: Any) -> Any:
+    """A model node: ``value`` a ``dict`` keyed by the fields' aliases only, each field given
+    or defaulted and valid; the object built as pydantic-core builds it (its fields, then
+    ``__pydantic_extra__``, ``__pydantic_private__`` and ``__pydantic_fields_set__``: the
+    fields given). A field given by its Python name, a missing required field or an extra key:
+    :data:`_NO`."""
+    if type(value) is not dict:
+        return _NO
+    fields = schema["schema"]["fields"]
+    coerce = bool(schema["config"].get("coerce_numbers_to_str"))
+    out: dict[str, Any] = {}
+    seen: set[str] = set()
+    aliases = 0
+    for name, field in fields.items():
+        alias = field["validation_alias"]
+        if alias != name and name in value:
+            return _NO  # by name: pydantic-core's rules for both spellings
+        inner = field["schema"]
+        if alias in value:
+            aliases += 1
+            seen.add(name)
+            if inner["type"] == "default":
+                inner = inner["schema"]
+            got = _exact(inner, value[alias], coerce)
+        elif inner["type"] == "default" and "default" in inner:
+            got = _exact(inner["schema"], inner["default"], coerce)
+        else:
+            return _NO  # missing
+        if got is _NO:
+            return _NO
+        out[name] = got
+    if aliases != len(value):
+        return _NO  # an extra key
+    cls = _model_class(schema["cls"]["$model"])
+    obj = cls.__new__(cls)
+    # in pydantic-core's order: the fields, then its three bookkeeping attributes
+    obj.__dict__.update(out, __pydantic_extra__=None, __pydantic_private__=None,
+                        __pydantic_fields_set__=seen)
+    return obj
+
+
+def _exact_scalar(schema: dict[str, Any], kind: str, exact: Any, value: Any) -> Any:
+    """A ``str``/``int``/``bool``/``float`` node (``exact``: that Python type): ``value`` of
+    exactly that type, a string within ``min_length``/``max_length`` and its ``pattern``
+    (ASCII without a newline only), a number finite and within ``ge``/``le``/``gt``/``lt``;
+    else :data:`_NO`."""
+    if type(value) is not exact:
+        return _NO
+    if kind == "str":
+        size = len(value)
+        if size < schema.get("min_length", 0) or size > schema.get("max_length", size):
+            return _NO
+        pattern = schema.get("pattern")
+        if pattern is not None and not (value.isascii() and "\n" not in value
+                                        and _pattern(pattern).search(value)):
+            return _NO
+    elif kind in ("int", "float"):
+        if value != value or value in (float("inf"), float("-inf")):
+            return _NO
+        for key, ok in (("ge", value.__ge__), ("le", value.__le__), ("gt", value.__gt__),
+                        ("lt", value.__lt__)):
+            if key in schema and ok(schema[key]) is not True:
+                return _NO
+    return value
+
+
+def _exact_list(schema: dict[str, Any], value: Any, coerce: bool) -> Any:
+    """A list node: a ``list`` within ``min_length``/``max_length`` whose every item is valid
+    (a new list of the items as validated); else :data:`_NO`."""
+    if type(value) is not list or len(value) < schema.get("min_length", 0) or \
+            len(value) > schema.get("max_length", len(value)):
+        return _NO
+    items = []
+    for item in value:
+        got = _exact(schema["items_schema"], item, coerce)
+        if got is _NO:
+            return _NO
+        items.append(got)
+    return items
+
+
+def _exact_dict(schema: dict[str, Any], value: Any, coerce: bool) -> Any:
+    """A dict node: a ``dict`` whose every key and value is valid (a new dict of them as
+    validated); else :data:`_NO`."""
+    if type(value) is not dict:
+        return _NO
+    mapping = {}
+    for key, item in value.items():
+        k = _exact(schema["keys_schema"], key, coerce)
+        v = _exact(schema["values_schema"], item, coerce)
+        if k is _NO or v is _NO:
+            return _NO
+        mapping[k] = v
+    return mapping
 
 
 def _fields(schema: dict[str, Any], defs: dict[str, dict[str, Any]]
