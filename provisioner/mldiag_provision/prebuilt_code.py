@@ -613,6 +613,14 @@ TEXTS['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is s
 def __create_fn__():
  def __eq__(self,other):
   if other.__class__ is self.__class__:
+   return (self.total,self.sums,self.path,self.value,)==(other.total,other.sums,other.path,other.value,)
+  return NotImplemented
+ return __eq__
+TEXTS['def __create_fn__():\n def __eq__(self,other):\n  if other.__class__ is self.__class__:\n   return (self.total,self.sums,self.path,self.value,)==(other.total,other.sums,other.path,other.value,)\n  return NotImplemented\n return __eq__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __eq__(self,other):
+  if other.__class__ is self.__class__:
    return (self.tpu_key,self.multislice_key,self.words,self.base_need,)==(other.tpu_key,other.multislice_key,other.words,other.base_need,)
   return NotImplemented
  return __eq__
@@ -1079,6 +1087,12 @@ def __create_fn__():
   return hash((self.tool_version,self.blueprint,self.name,self.project,self.region,self.zone,self.labels,self.backend,self.services,self.slices,self.shapes,self.diagnostics_enabled,self.mlrun_region,self.profiles_bucket,self.log_analytics,self.iam,self.decisions,self.engine,self.workload_service_account,self.previous,))
  return __hash__
 TEXTS['def __create_fn__():\n def __hash__(self):\n  return hash((self.tool_version,self.blueprint,self.name,self.project,self.region,self.zone,self.labels,self.backend,self.services,self.slices,self.shapes,self.diagnostics_enabled,self.mlrun_region,self.profiles_bucket,self.log_analytics,self.iam,self.decisions,self.engine,self.workload_service_account,self.previous,))\n return __hash__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __hash__(self):
+  return hash((self.total,self.sums,self.path,self.value,))
+ return __hash__
+TEXTS['def __create_fn__():\n def __hash__(self):\n  return hash((self.total,self.sums,self.path,self.value,))\n return __hash__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __hash__(self):
@@ -1617,6 +1631,12 @@ def __create_fn__():
   return self.__class__.__qualname__ + f"(tool_version={self.tool_version!r}, blueprint={self.blueprint!r}, name={self.name!r}, project={self.project!r}, region={self.region!r}, zone={self.zone!r}, labels={self.labels!r}, backend={self.backend!r}, services={self.services!r}, slices={self.slices!r}, shapes={self.shapes!r}, diagnostics_enabled={self.diagnostics_enabled!r}, mlrun_region={self.mlrun_region!r}, profiles_bucket={self.profiles_bucket!r}, log_analytics={self.log_analytics!r}, iam={self.iam!r}, decisions={self.decisions!r}, engine={self.engine!r}, workload_service_account={self.workload_service_account!r}, previous={self.previous!r})"
  return __repr__
 TEXTS['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(tool_version={self.tool_version!r}, blueprint={self.blueprint!r}, name={self.name!r}, project={self.project!r}, region={self.region!r}, zone={self.zone!r}, labels={self.labels!r}, backend={self.backend!r}, services={self.services!r}, slices={self.slices!r}, shapes={self.shapes!r}, diagnostics_enabled={self.diagnostics_enabled!r}, mlrun_region={self.mlrun_region!r}, profiles_bucket={self.profiles_bucket!r}, log_analytics={self.log_analytics!r}, iam={self.iam!r}, decisions={self.decisions!r}, engine={self.engine!r}, workload_service_account={self.workload_service_account!r}, previous={self.previous!r})"\n return __repr__'] = __create_fn__.__code__
+
+def __create_fn__():
+ def __repr__(self):
+  return self.__class__.__qualname__ + f"(total={self.total!r}, sums={self.sums!r}, path={self.path!r}, value={self.value!r})"
+ return __repr__
+TEXTS['def __create_fn__():\n def __repr__(self):\n  return self.__class__.__qualname__ + f"(total={self.total!r}, sums={self.sums!r}, path={self.path!r}, value={self.value!r})"\n return __repr__'] = __create_fn__.__code__
 
 def __create_fn__():
  def __repr__(self):
@@ -2619,6 +2639,15 @@ def __create_fn__(_type_tool_version, _type_blueprint, _type_name, _type_project
  return __init__
 TEXTS["def __create_fn__(_type_tool_version, _type_blueprint, _type_name, _type_project, _type_region, _type_zone, _type_labels, _type_backend, _type_services, _type_slices, _type_shapes, _type_diagnostics_enabled, _type_mlrun_region, _type_profiles_bucket, _type_log_analytics, _type_iam, _type_decisions, _type_engine, _type_workload_service_account, _type_previous, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_previous, _return_type):\n def __init__(self,tool_version:_type_tool_version,blueprint:_type_blueprint,name:_type_name,project:_type_project,region:_type_region,zone:_type_zone,labels:_type_labels,backend:_type_backend,services:_type_services,slices:_type_slices,shapes:_type_shapes,diagnostics_enabled:_type_diagnostics_enabled,mlrun_region:_type_mlrun_region,profiles_bucket:_type_profiles_bucket,log_analytics:_type_log_analytics,iam:_type_iam,decisions:_type_decisions,engine:_type_engine,workload_service_account:_type_workload_service_account,previous:_type_previous=_dflt_previous)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'tool_version',tool_version)\n  __dataclass_builtins_object__.__setattr__(self,'blueprint',blueprint)\n  __dataclass_builtins_object__.__setattr__(self,'name',name)\n  __dataclass_builtins_object__.__setattr__(self,'project',project)\n  __dataclass_builtins_object__.__setattr__(self,'region',region)\n  __dataclass_builtins_object__.__setattr__(self,'zone',zone)\n  __dataclass_builtins_object__.__setattr__(self,'labels',labels)\n  __dataclass_builtins_object__.__setattr__(self,'backend',backend)\n  __dataclass_builtins_object__.__setattr__(self,'services',services)\n  __dataclass_builtins_object__.__setattr__(self,'slices',slices)\n  __dataclass_builtins_object__.__setattr__(self,'shapes',shapes)\n  __dataclass_builtins_object__.__setattr__(self,'diagnostics_enabled',diagnostics_enabled)\n  __dataclass_builtins_object__.__setattr__(self,'mlrun_region',mlrun_region)\n  __dataclass_builtins_object__.__setattr__(self,'profiles_bucket',profiles_bucket)\n  __dataclass_builtins_object__.__setattr__(self,'log_analytics',log_analytics)\n  __dataclass_builtins_object__.__setattr__(self,'iam',iam)\n  __dataclass_builtins_object__.__setattr__(self,'decisions',decisions)\n  __dataclass_builtins_object__.__setattr__(self,'engine',engine)\n  __dataclass_builtins_object__.__setattr__(self,'workload_service_account',workload_service_account)\n  __dataclass_builtins_object__.__setattr__(self,'previous',previous)\n return __init__"] = __create_fn__.__code__
 
+def __create_fn__(_type_total, _type_sums, _type_path, _type_value, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):
+ def __init__(self,total:_type_total,sums:_type_sums,path:_type_path,value:_type_value)->_return_type:
+  __dataclass_builtins_object__.__setattr__(self,'total',total)
+  __dataclass_builtins_object__.__setattr__(self,'sums',sums)
+  __dataclass_builtins_object__.__setattr__(self,'path',path)
+  __dataclass_builtins_object__.__setattr__(self,'value',value)
+ return __init__
+TEXTS["def __create_fn__(_type_total, _type_sums, _type_path, _type_value, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _return_type):\n def __init__(self,total:_type_total,sums:_type_sums,path:_type_path,value:_type_value)->_return_type:\n  __dataclass_builtins_object__.__setattr__(self,'total',total)\n  __dataclass_builtins_object__.__setattr__(self,'sums',sums)\n  __dataclass_builtins_object__.__setattr__(self,'path',path)\n  __dataclass_builtins_object__.__setattr__(self,'value',value)\n return __init__"] = __create_fn__.__code__
+
 def __create_fn__(_type_tpu_key, _type_multislice_key, _type_words, _type_base_need, MISSING, _HAS_DEFAULT_FACTORY, __dataclass_builtins_object__, _dflt_base_need, _return_type):
  def __init__(self,tpu_key:_type_tpu_key,multislice_key:_type_multislice_key,words:_type_words,base_need:_type_base_need=_dflt_base_need)->_return_type:
   __dataclass_builtins_object__.__setattr__(self,'tpu_key',tpu_key)
@@ -3225,6 +3254,14 @@ TEXTS['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name)
 
 def __create_fn__(cls, FrozenInstanceError):
  def __delattr__(self,name):
+  if type(self) is cls or name in ('total','sums','path','value',):
+   raise FrozenInstanceError(f"cannot delete field {name!r}")
+  super(cls, self).__delattr__(name)
+ return __delattr__
+TEXTS['def __create_fn__(cls, FrozenInstanceError):\n def __delattr__(self,name):\n  if type(self) is cls or name in (\'total\',\'sums\',\'path\',\'value\',):\n   raise FrozenInstanceError(f"cannot delete field {name!r}")\n  super(cls, self).__delattr__(name)\n return __delattr__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __delattr__(self,name):
   if type(self) is cls or name in ('tpu_key','multislice_key','words','base_need',):
    raise FrozenInstanceError(f"cannot delete field {name!r}")
   super(cls, self).__delattr__(name)
@@ -3817,6 +3854,14 @@ TEXTS['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,
 
 def __create_fn__(cls, FrozenInstanceError):
  def __setattr__(self,name,value):
+  if type(self) is cls or name in ('total','sums','path','value',):
+   raise FrozenInstanceError(f"cannot assign to field {name!r}")
+  super(cls, self).__setattr__(name, value)
+ return __setattr__
+TEXTS['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'total\',\'sums\',\'path\',\'value\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
+
+def __create_fn__(cls, FrozenInstanceError):
+ def __setattr__(self,name,value):
   if type(self) is cls or name in ('tpu_key','multislice_key','words','base_need',):
    raise FrozenInstanceError(f"cannot assign to field {name!r}")
   super(cls, self).__setattr__(name, value)
@@ -3879,4 +3924,4 @@ def __create_fn__(cls, FrozenInstanceError):
  return __setattr__
 TEXTS['def __create_fn__(cls, FrozenInstanceError):\n def __setattr__(self,name,value):\n  if type(self) is cls or name in (\'zones\',\'ai_zones\',\'gpu_zones\',\'series_prefixes\',\'ai_pattern\',\'regions_fact\',\'tpu_only_fact\',\'ai_fact\',\'gpu_fact\',\'tpu_only\',):\n   raise FrozenInstanceError(f"cannot assign to field {name!r}")\n  super(cls, self).__setattr__(name, value)\n return __setattr__'] = __create_fn__.__code__
 
-del __create_fn__  # 482 texts
+del __create_fn__  # 488 texts

@@ -88,57 +88,99 @@ def private_cluster(ctx: Context) -> Iterator[Problem]:
     """Private cluster settings: authorized networks are IPv4 CIDR blocks, the control-plane
     range a private /28 (needed below GKE 1.29), a private endpoint has authorized networks,
     and only clusters the stack creates have them."""
+    if not _creates_gke(ctx):
+        yield from _private_without_cluster(ctx)
+        return
+    yield from _authorized_network_cidrs(ctx)
+    if ctx.recipe.spec.orchestrator.private.master_cidr is not None:
+        yield from _master_cidr_given(ctx)
+    else:
+        yield from _master_cidr_needed(ctx)
+    yield from _endpoint_reach(ctx)
+    if ctx.recipe.spec.diagnostics.agents == "manual":
+        yield from _webhook_firewall(ctx)
+
+
+def _private_without_cluster(ctx: Context) -> Iterator[Problem]:
+    """An error when private settings other than the model's defaults (recipe/model.py
+    PrivateCluster; pydantic stays unimported) are given for an orchestrator that creates
+    no GKE cluster."""
     orch = ctx.recipe.spec.orchestrator
     p = orch.private
-    base = (*_ORCH, "private")
-    if not _creates_gke(ctx):
-        # the model's defaults (recipe/model.py PrivateCluster); pydantic stays unimported
-        default = (p.nodes and not p.endpoint and p.master_cidr is None
-                   and p.authorized_networks is None and p.cloud_nat and p.webhook_firewall)
-        if not default and ctx.orchestrator is not None:
-            yield ctx.problem(
-                "cluster-private", base,
-                f"private cluster settings are for {_CREATED}; orchestrator '{orch.type}' "
-                "creates no GKE cluster", hint="remove spec.orchestrator.private")
-        return
+    default = (p.nodes and not p.endpoint and p.master_cidr is None
+               and p.authorized_networks is None and p.cloud_nat and p.webhook_firewall)
+    if not default and ctx.orchestrator is not None:
+        yield ctx.problem(
+            "cluster-private", (*_ORCH, "private"),
+            f"private cluster settings are for {_CREATED}; orchestrator '{orch.type}' "
+            "creates no GKE cluster", hint="remove spec.orchestrator.private")
+
+
+def _authorized_network_cidrs(ctx: Context) -> Iterator[Problem]:
+    """An error for each authorized network that is not an IPv4 CIDR block."""
+    p = ctx.recipe.spec.orchestrator.private
     for i, net in enumerate(p.authorized_networks or []):
         parsed = _cidr(net.cidr)
         if isinstance(parsed, str):
             yield ctx.problem(
-                "cluster-private", (*base, "authorizedNetworks", i, "cidr"),
+                "cluster-private", (*_ORCH, "private", "authorizedNetworks", i, "cidr"),
                 f"'{net.cidr}' is not an IPv4 CIDR block ({parsed})", value=net.cidr,
                 expected="an IPv4 network address with its prefix, e.g. 203.0.113.0/24",
                 source="https://cloud.google.com/kubernetes-engine/docs/how-to/"
                        "authorized-networks")
+
+
+def _master_cidr_given(ctx: Context) -> Iterator[Problem]:
+    """A given ``masterCidr``: an error unless it is a private range of the prefix length
+    gke.yaml ``cluster.masterCidrPrefix`` gives; a warning when the nodes are not private
+    (nothing uses it)."""
+    p = ctx.recipe.spec.orchestrator.private
+    assert p.master_cidr is not None
     prefix_fact = ctx.catalog.fact("cluster", "masterCidrPrefix")
-    if p.master_cidr is not None:
-        parsed = _cidr(p.master_cidr)
-        want = int(prefix_fact["value"])
-        if isinstance(parsed, str) or parsed.prefixlen != want or not parsed.is_private:
-            why = parsed if isinstance(parsed, str) else (
-                f"a /{parsed.prefixlen}" if parsed.prefixlen != want else "not a private range")
-            yield ctx.problem(
-                "cluster-private", (*base, "masterCidr"),
-                f"masterCidr '{p.master_cidr}' is not a private /{want} ({why})",
-                value=p.master_cidr, expected=f"a /{want} of an RFC 1918 range, e.g. "
-                                              "172.16.0.32/28", source=prefix_fact)
-        if not p.nodes:
-            yield ctx.problem("cluster-private", (*base, "masterCidr"),
-                              "masterCidr is only used by private clusters",
-                              value=p.master_cidr, severity=Severity.WARNING,
-                              hint="set private.nodes: true or remove masterCidr")
-    elif p.nodes and orch.min_version:
-        need = ctx.catalog.fact("cluster", "masterCidrNeededBefore")
-        version = GkeVersion.parse(orch.min_version)
-        below = GkeVersion.parse(str(need["version"]))
-        if version is not None and below is not None and (
-                (version.major, version.minor) < (below.major, below.minor)):
-            yield ctx.problem(
-                "cluster-private", (*base, "masterCidr"),
-                f"a private cluster created at GKE {orch.min_version} (below {need['version']})"
-                " uses VPC Network Peering and needs a control-plane /28",
-                expected="masterCidr: a free /28 of a private range, e.g. 172.16.0.32/28",
-                source=need)
+    parsed = _cidr(p.master_cidr)
+    want = int(prefix_fact["value"])
+    if isinstance(parsed, str) or parsed.prefixlen != want or not parsed.is_private:
+        why = parsed if isinstance(parsed, str) else (
+            f"a /{parsed.prefixlen}" if parsed.prefixlen != want else "not a private range")
+        yield ctx.problem(
+            "cluster-private", (*_ORCH, "private", "masterCidr"),
+            f"masterCidr '{p.master_cidr}' is not a private /{want} ({why})",
+            value=p.master_cidr, expected=f"a /{want} of an RFC 1918 range, e.g. "
+                                          "172.16.0.32/28", source=prefix_fact)
+    if not p.nodes:
+        yield ctx.problem("cluster-private", (*_ORCH, "private", "masterCidr"),
+                          "masterCidr is only used by private clusters",
+                          value=p.master_cidr, severity=Severity.WARNING,
+                          hint="set private.nodes: true or remove masterCidr")
+
+
+def _master_cidr_needed(ctx: Context) -> Iterator[Problem]:
+    """An error when private nodes have no ``masterCidr`` and ``minVersion`` is below the
+    GKE version from which the control plane needs no /28 (gke.yaml
+    ``cluster.masterCidrNeededBefore``)."""
+    orch = ctx.recipe.spec.orchestrator
+    if not (orch.private.nodes and orch.min_version):
+        return
+    need = ctx.catalog.fact("cluster", "masterCidrNeededBefore")
+    version = GkeVersion.parse(orch.min_version)
+    below = GkeVersion.parse(str(need["version"]))
+    if version is not None and below is not None and (
+            (version.major, version.minor) < (below.major, below.minor)):
+        yield ctx.problem(
+            "cluster-private", (*_ORCH, "private", "masterCidr"),
+            f"a private cluster created at GKE {orch.min_version} (below {need['version']})"
+            " uses VPC Network Peering and needs a control-plane /28",
+            expected="masterCidr: a free /28 of a private range, e.g. 172.16.0.32/28",
+            source=need)
+
+
+def _endpoint_reach(ctx: Context) -> Iterator[Problem]:
+    """Who can reach the control plane: warnings for an empty ``authorizedNetworks`` list and
+    for a private endpoint without authorized networks (gke.yaml
+    ``cluster.privateEndpointNeedsAuthorizedNetworks``); an error for a private endpoint
+    without private nodes."""
+    p = ctx.recipe.spec.orchestrator.private
+    base = (*_ORCH, "private")
     if p.authorized_networks == [] and not p.endpoint:
         yield ctx.problem(
             "cluster-private", (*base, "authorizedNetworks"),
@@ -161,15 +203,20 @@ def private_cluster(ctx: Context) -> Iterator[Problem]:
                           hint="set private.nodes: true",
                           source="https://cloud.google.com/kubernetes-engine/docs/how-to/"
                                  "private-clusters")
-    if ctx.recipe.spec.diagnostics.agents == "manual":
-        for hook in _unreachable_agent_webhooks(ctx):
-            yield ctx.problem(
-                "cluster-private", (*base, "webhookFirewall"),
-                f"the manual agents' injection webhook listens on {hook.port}, which a "
-                "private cluster's control plane cannot reach without the firewall rule: "
-                "its failurePolicy Fail then blocks every pod of the labelled namespace",
-                value=p.webhook_firewall, severity=Severity.WARNING,
-                hint="leave webhookFirewall on", source=hook.facts[0])
+
+
+def _webhook_firewall(ctx: Context) -> Iterator[Problem]:
+    """A warning for each manual-agent webhook the private control plane cannot reach
+    (:func:`_unreachable_agent_webhooks`; the fact is the webhook's own)."""
+    p = ctx.recipe.spec.orchestrator.private
+    for hook in _unreachable_agent_webhooks(ctx):
+        yield ctx.problem(
+            "cluster-private", (*_ORCH, "private", "webhookFirewall"),
+            f"the manual agents' injection webhook listens on {hook.port}, which a "
+            "private cluster's control plane cannot reach without the firewall rule: "
+            "its failurePolicy Fail then blocks every pod of the labelled namespace",
+            value=p.webhook_firewall, severity=Severity.WARNING,
+            hint="leave webhookFirewall on", source=hook.facts[0])
 
 
 def _unreachable_agent_webhooks(ctx: Context) -> list[Webhook]:

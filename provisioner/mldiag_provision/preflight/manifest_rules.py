@@ -79,46 +79,12 @@ def recipe_path(origin: Origin, res: Resource, path: Path) -> Path:
     """
     w_path: Path = ("spec", "workloads", origin.workload)
     s_path: Path = ("spec", "slices", origin.slice)
-    w = origin.spec
     kind = res.kind
     if kind not in _POD:  # the headless Service: named after the workload
         return (*w_path, "name")
     pod, job = _POD[kind], _JOB[kind]
     if path[:len(pod)] == pod:
-        rest = path[len(pod):]
-        head = rest[:1]
-        if head == ("containers",) and len(rest) >= 3:
-            sub = rest[2:]
-            if sub[:1] == ("resources",) and len(sub) >= 3:
-                if sub[2] in ("cpu", "memory"):
-                    return (*w_path, "resources", str(sub[2]))
-                if sub[2] == "ephemeral-storage":
-                    return (*w_path, "resources", "ephemeralStorage")
-                if w.chips_per_pod is not None:
-                    return (*w_path, "chipsPerPod")
-                if w.gpus_per_pod is not None:
-                    return (*w_path, "gpusPerPod")
-                return (*s_path, "topology")
-            if sub[:1] == ("env",):
-                name = get(res.data, *pod, *rest[:2], "env", sub[1], "name") \
-                    if len(sub) >= 2 else None
-                if isinstance(name, str) and name in w.env:
-                    return (*w_path, "env", name)
-                return (*w_path, "env") if w.env else w_path
-            if sub[:1] in (("image",), ("command",), ("args",)):
-                return (*w_path, str(sub[0]))
-            return w_path
-        if head == ("nodeSelector",) and len(rest) >= 2:
-            if rest[1] == TPU_ACCELERATOR_LABEL:
-                return (*s_path, "tpu")
-            if rest[1] == TPU_TOPOLOGY_LABEL:
-                return (*s_path, "topology")
-            return (*s_path, "capacity")
-        if head == ("hostNetwork",):
-            return (*w_path, "hostNetwork")
-        if head == ("subdomain",):
-            return (*w_path, "name")
-        return w_path
+        return _pod_field(origin, res, path[len(pod):])
     if path[:len(job)] == job and path[len(job):len(job) + 1] in (
             ("completions",), ("parallelism",), ("completionMode",)):
         return (*s_path, "topology")
@@ -126,6 +92,57 @@ def recipe_path(origin: Origin, res: Resource, path: Path) -> Path:
         return (*s_path, "count")
     if path[:2] == ("metadata", "name"):
         return (*w_path, "name")
+    return w_path
+
+
+def _pod_field(origin: Origin, res: Resource, rest: Path) -> Path:
+    """The recipe field of the pod template's field ``rest`` (the path below the pod spec):
+    a container's field, a node selector (the slice's ``tpu``, ``topology`` or
+    ``capacity``), ``hostNetwork`` and ``subdomain``; else the workload."""
+    w_path: Path = ("spec", "workloads", origin.workload)
+    s_path: Path = ("spec", "slices", origin.slice)
+    head = rest[:1]
+    if head == ("containers",) and len(rest) >= 3:
+        return _container_field(origin, res, rest)
+    if head == ("nodeSelector",) and len(rest) >= 2:
+        if rest[1] == TPU_ACCELERATOR_LABEL:
+            return (*s_path, "tpu")
+        if rest[1] == TPU_TOPOLOGY_LABEL:
+            return (*s_path, "topology")
+        return (*s_path, "capacity")
+    if head == ("hostNetwork",):
+        return (*w_path, "hostNetwork")
+    if head == ("subdomain",):
+        return (*w_path, "name")
+    return w_path
+
+
+def _container_field(origin: Origin, res: Resource, rest: Path) -> Path:
+    """The recipe field of a container's field (``rest``: ``containers``, the index, then
+    the field): resources (CPU, memory, ephemeral storage; chips or GPUs: ``chipsPerPod`` /
+    ``gpusPerPod`` as written, else the slice's ``topology``), env (by the variable's name
+    when the workload sets it), image, command and args; else the workload."""
+    w_path: Path = ("spec", "workloads", origin.workload)
+    w = origin.spec
+    sub = rest[2:]
+    if sub[:1] == ("resources",) and len(sub) >= 3:
+        if sub[2] in ("cpu", "memory"):
+            return (*w_path, "resources", str(sub[2]))
+        if sub[2] == "ephemeral-storage":
+            return (*w_path, "resources", "ephemeralStorage")
+        if w.chips_per_pod is not None:
+            return (*w_path, "chipsPerPod")
+        if w.gpus_per_pod is not None:
+            return (*w_path, "gpusPerPod")
+        return ("spec", "slices", origin.slice, "topology")
+    if sub[:1] == ("env",):
+        name = get(res.data, *_POD[res.kind], *rest[:2], "env", sub[1], "name") \
+            if len(sub) >= 2 else None
+        if isinstance(name, str) and name in w.env:
+            return (*w_path, "env", name)
+        return (*w_path, "env") if w.env else w_path
+    if sub[:1] in (("image",), ("command",), ("args",)):
+        return (*w_path, str(sub[0]))
     return w_path
 
 

@@ -39,13 +39,42 @@ class DerivedName(NamedTuple):
 def derived_names(ctx: Context) -> Iterator[DerivedName]:
     """Every name the rendered stack will create (or look up) that the recipe does not spell
     out in full, for the recipe's orchestrator."""
+    yield from _stack_names(ctx)
+    cluster = _ClusterName.of(ctx)
+    if ctx.has(Capability.MANAGED_SLURM):
+        yield from _slurm_names(ctx, cluster)
+        return
+    yield from _workload_account_names(ctx)
+    if not ctx.has(Capability.CREATES_CLUSTER):
+        return
+    yield from _gke_cluster_names(ctx, cluster)
+    if ctx.has(Capability.NODE_POOLS):
+        yield from _node_pool_names(ctx, cluster)
+
+
+class _ClusterName(NamedTuple):
+    """The cluster's name (``value``), the recipe field that gives it (``path``) and that
+    field in words (``field``): ``orchestrator.clusterName`` when set, else
+    ``metadata.name``."""
+
+    value: str
+    path: Path
+    field: str
+
+    @staticmethod
+    def of(ctx: Context) -> _ClusterName:
+        name = ctx.recipe.spec.orchestrator.cluster_name
+        if name:
+            return _ClusterName(name, ("spec", "orchestrator", "clusterName"),
+                                "orchestrator.clusterName")
+        return _ClusterName(ctx.recipe.metadata.name, ("metadata", "name"), "metadata.name")
+
+
+def _stack_names(ctx: Context) -> Iterator[DerivedName]:
+    """Names of every stack: the default profiles bucket, the stack label's value and the
+    custom role's id (given or derived)."""
     spec = ctx.recipe.spec
     meta = ctx.recipe.metadata
-    orch = spec.orchestrator
-    cluster = orch.cluster_name or meta.name
-    cluster_path: Path = (("spec", "orchestrator", "clusterName") if orch.cluster_name
-                          else ("metadata", "name"))
-    cluster_field = ("orchestrator.clusterName" if orch.cluster_name else "metadata.name")
     diag = spec.diagnostics
     if diag.profiles_bucket.name is None:
         bucket = names.default_profiles_bucket(spec.project, meta.name)
@@ -67,50 +96,67 @@ def derived_names(ctx: Context) -> Iterator[DerivedName]:
                               ("metadata", "name"),
                               "the custom role 'mlDiagnostics_<metadata.name>'",
                               "set diagnostics.iam.customRoleId, or shorten metadata.name")
-    if ctx.has(Capability.MANAGED_SLURM):
-        yield DerivedName("slurmId", cluster, cluster_path,
-                          f"the Cluster Director cluster id (<{cluster_field}>)",
-                          f"shorten {cluster_field}")
-        net = spec.slurm.network
-        if net.create and net.name is None:
-            yield DerivedName("computeResource", names.slurm_network_name(cluster),
-                              ("spec", "slurm", "network", "name"),
-                              f"the new network '<{cluster_field}>-net'",
-                              f"set slurm.network.name, or shorten {cluster_field}")
-        for i, st in enumerate(spec.slurm.storage):
-            for kind, cfg in (("filestoreInstance", st.filestore), ("lustreInstance", st.lustre)):
-                if cfg is not None and cfg.create and cfg.name is None:
-                    field = "filestore" if kind == "filestoreInstance" else "lustre"
-                    yield DerivedName(
-                        kind, names.slurm_instance_name(cluster, st.id),
-                        ("spec", "slurm", "storage", i, field, "name"),
-                        f"the new instance '<{cluster_field}>-<storage id>'",
-                        f"set slurm.storage[{i}].{field}.name, or use a shorter storage id "
-                        f"or {cluster_field}")
+
+
+def _slurm_names(ctx: Context, cluster: _ClusterName) -> Iterator[DerivedName]:
+    """A managed-Slurm stack's names: the Cluster Director cluster id, a new network's name
+    and each new Filestore/Lustre instance's name left to the default."""
+    spec = ctx.recipe.spec
+    yield DerivedName("slurmId", cluster.value, cluster.path,
+                      f"the Cluster Director cluster id (<{cluster.field}>)",
+                      f"shorten {cluster.field}")
+    net = spec.slurm.network
+    if net.create and net.name is None:
+        yield DerivedName("computeResource", names.slurm_network_name(cluster.value),
+                          ("spec", "slurm", "network", "name"),
+                          f"the new network '<{cluster.field}>-net'",
+                          f"set slurm.network.name, or shorten {cluster.field}")
+    for i, st in enumerate(spec.slurm.storage):
+        for kind, cfg in (("filestoreInstance", st.filestore), ("lustreInstance", st.lustre)):
+            if cfg is not None and cfg.create and cfg.name is None:
+                field = "filestore" if kind == "filestoreInstance" else "lustre"
+                yield DerivedName(
+                    kind, names.slurm_instance_name(cluster.value, st.id),
+                    ("spec", "slurm", "storage", i, field, "name"),
+                    f"the new instance '<{cluster.field}>-<storage id>'",
+                    f"set slurm.storage[{i}].{field}.name, or use a shorter storage id "
+                    f"or {cluster.field}")
+
+
+def _workload_account_names(ctx: Context) -> Iterator[DerivedName]:
+    """The workload's Google service account id, when the stack creates it (given or
+    derived from metadata.name)."""
+    sa = ctx.recipe.spec.diagnostics.service_account
+    if not sa.create:
         return
-    if diag.service_account.create:
-        if diag.service_account.name:
-            yield DerivedName("serviceAccountId", diag.service_account.name,
-                              ("spec", "diagnostics", "serviceAccount", "name"),
-                              "the workload's Google service account",
-                              "choose another diagnostics.serviceAccount.name")
-        else:
-            yield DerivedName("serviceAccountId", names.workload_service_account_id(meta.name),
-                              ("metadata", "name"),
-                              "the workload's Google service account "
-                              "'<metadata.name>-workload'",
-                              "set diagnostics.serviceAccount.name")
-    if not ctx.has(Capability.CREATES_CLUSTER):
-        return
-    yield DerivedName("gkeCluster", cluster, cluster_path, f"the GKE cluster (<{cluster_field}>)",
-                      f"shorten {cluster_field}")
-    if orch.node_service_account is None:
-        yield DerivedName("serviceAccountId", names.node_service_account_id(cluster),
-                          cluster_path, f"the node service account '<{cluster_field}>-nodes'",
-                          f"shorten {cluster_field}")
-    if not ctx.has(Capability.NODE_POOLS):
-        return
-    for i, s in enumerate(spec.slices):
+    if sa.name:
+        yield DerivedName("serviceAccountId", sa.name,
+                          ("spec", "diagnostics", "serviceAccount", "name"),
+                          "the workload's Google service account",
+                          "choose another diagnostics.serviceAccount.name")
+    else:
+        yield DerivedName("serviceAccountId",
+                          names.workload_service_account_id(ctx.recipe.metadata.name),
+                          ("metadata", "name"),
+                          "the workload's Google service account "
+                          "'<metadata.name>-workload'",
+                          "set diagnostics.serviceAccount.name")
+
+
+def _gke_cluster_names(ctx: Context, cluster: _ClusterName) -> Iterator[DerivedName]:
+    """A created GKE cluster's name, and its node service account's id when derived."""
+    yield DerivedName("gkeCluster", cluster.value, cluster.path,
+                      f"the GKE cluster (<{cluster.field}>)", f"shorten {cluster.field}")
+    if ctx.recipe.spec.orchestrator.node_service_account is None:
+        yield DerivedName("serviceAccountId", names.node_service_account_id(cluster.value),
+                          cluster.path, f"the node service account '<{cluster.field}>-nodes'",
+                          f"shorten {cluster.field}")
+
+
+def _node_pool_names(ctx: Context, cluster: _ClusterName) -> Iterator[DerivedName]:
+    """Each slice's node pool names (one per slice of a multislice) and, for a multi-host
+    slice placed by a workload policy (TPU7x), each pool's workload policy name."""
+    for i, s in enumerate(ctx.recipe.spec.slices):
         pools = names.node_pool_names(s.name, s.count)
         for pool in pools:
             yield DerivedName("gkeNodePool", pool, ("spec", "slices", i, "name"),
@@ -122,9 +168,10 @@ def derived_names(ctx: Context) -> Iterator[DerivedName]:
         if (shape is not None and shape.multi_host
                 and shape.version.multi_host_placement == "workload-policy"):
             for pool in pools:
-                yield DerivedName("computeResource", names.workload_policy_name(cluster, pool),
+                yield DerivedName("computeResource",
+                                  names.workload_policy_name(cluster.value, pool),
                                   ("spec", "slices", i, "name"),
-                                  f"the TPU7x workload policy '<{cluster_field}>-<node "
+                                  f"the TPU7x workload policy '<{cluster.field}>-<node "
                                   "pool>-workload'",
                                   "shorten the slice name")
 

@@ -136,28 +136,46 @@ def gpu_zones(ctx: Context) -> Iterator[Problem]:
             continue
         what = (f"{machine} ({shape.gpu.display_name})" if shape.machine else
                 f"{shape.gpu.display_name} ({series} machine types)")
-        elsewhere = p.zones_offering(series)
         if zone is not None:
-            path: Path = ("spec", "zone")
-            message = (f"zone {zone} offers no {series} machine types, so slice "
-                       f"'{spec.slices[i].name}' ({what}) cannot be created there")
-            expected = (f"a zone of {spec.region} with {series}: {', '.join(here)}" if here
-                        else f"a zone with {series}: {', '.join(elsewhere)}")
-            hint = (f"set spec.zone to {here[0]}" if here else
-                    f"choose a region with {series}, e.g. spec.region "
-                    f"{elsewhere[0].rsplit('-', 1)[0]}, spec.zone {elsewhere[0]}"
-                    if elsewhere else None)
-            value: str = zone
+            yield _zone_without_series(ctx, p, i, zone, series, what, here)
         else:
-            path = ("spec", "slices", i, "gpu")
-            message = (f"no zone of region {spec.region} offers {series} machine types, so "
-                       f"slice '{spec.slices[i].name}' ({what}) cannot be created there")
-            expected = f"a region with {series}: zones {', '.join(elsewhere)}"
-            hint = (f"set spec.region to {elsewhere[0].rsplit('-', 1)[0]}" if elsewhere
-                    else None)
-            value = spec.slices[i].gpu or ""
-        yield ctx.problem("gpu-zone", path, message, value=value, expected=expected,
-                          hint=hint, source=p.gpu_fact)
+            yield _region_without_series(ctx, p, i, series, what)
+
+
+def _zone_without_series(ctx: Context, p: Places, i: int, zone: str, series: str, what: str,
+                         here: list[str]) -> Problem:
+    """The error at ``spec.zone`` when that zone offers no ``series`` machine types for slice
+    ``i`` (``what``: its machine and GPU in words); ``here``: the region's zones that do
+    (places.yaml ``gpuSeriesByZone``)."""
+    spec = ctx.recipe.spec
+    elsewhere = p.zones_offering(series)
+    return ctx.problem(
+        "gpu-zone", ("spec", "zone"),
+        f"zone {zone} offers no {series} machine types, so slice "
+        f"'{spec.slices[i].name}' ({what}) cannot be created there", value=zone,
+        expected=(f"a zone of {spec.region} with {series}: {', '.join(here)}" if here
+                  else f"a zone with {series}: {', '.join(elsewhere)}"),
+        hint=(f"set spec.zone to {here[0]}" if here else
+              f"choose a region with {series}, e.g. spec.region "
+              f"{elsewhere[0].rsplit('-', 1)[0]}, spec.zone {elsewhere[0]}"
+              if elsewhere else None),
+        source=p.gpu_fact)
+
+
+def _region_without_series(ctx: Context, p: Places, i: int, series: str, what: str
+                           ) -> Problem:
+    """The error at slice ``i``'s ``gpu`` when no zone of the region offers ``series``
+    machine types (places.yaml ``gpuSeriesByZone``)."""
+    spec = ctx.recipe.spec
+    elsewhere = p.zones_offering(series)
+    return ctx.problem(
+        "gpu-zone", ("spec", "slices", i, "gpu"),
+        f"no zone of region {spec.region} offers {series} machine types, so "
+        f"slice '{spec.slices[i].name}' ({what}) cannot be created there",
+        value=spec.slices[i].gpu or "",
+        expected=f"a region with {series}: zones {', '.join(elsewhere)}",
+        hint=f"set spec.region to {elsewhere[0].rsplit('-', 1)[0]}" if elsewhere else None,
+        source=p.gpu_fact)
 
 
 # -- cluster size ---------------------------------------------------------------------------
@@ -218,6 +236,30 @@ def _system_nodes(ctx: Context) -> int:
                or default_zones)
 
 
+@dataclass(frozen=True)
+class _Size:
+    """The nodes the cluster would have: ``total``, ``sums`` (the total in words with its
+    parts), and where to point (``path``, ``value``: the largest slice's size field)."""
+
+    total: int
+    sums: str
+    path: Path
+    value: object
+
+
+def _cluster_size(ctx: Context, pools: list[_Pool]) -> _Size:
+    """The cluster's node count: every slice's pools plus the Standard system pool."""
+    system = _system_nodes(ctx)
+    total = sum(p.vms * p.count for p in pools) + system
+    top = max(pools, key=lambda p: p.vms * p.count)
+    parts = " + ".join(f"{p.count} x {p.words}" for p in pools)
+    if system:
+        parts += f" + {system} system-pool nodes"
+    value = ctx.recipe.spec.slices[top.index].count if top.count > 1 else (
+        ctx.recipe.spec.slices[top.index].topology or ctx.recipe.spec.slices[top.index].nodes)
+    return _Size(total, f"{total:,} nodes ({parts})", _size_path(top, ctx), value)
+
+
 @rule("gke-nodes", facts=("places.gkeLimits.nodesPerClusterMax",))
 def cluster_nodes(ctx: Context) -> Iterator[Problem]:
     """The cluster's nodes fit GKE's nodes-per-cluster and nodes-per-node-pool limits."""
@@ -226,82 +268,97 @@ def cluster_nodes(ctx: Context) -> Iterator[Problem]:
     pools = _pools(ctx)
     if not pools:
         return
-    system = _system_nodes(ctx)
-    total = sum(p.vms * p.count for p in pools) + system
-    top = max(pools, key=lambda p: p.vms * p.count)
-    parts = " + ".join(f"{p.count} x {p.words}" for p in pools)
-    if system:
-        parts += f" + {system} system-pool nodes"
-    sums = f"{total:,} nodes ({parts})"
-    path = _size_path(top, ctx)
-    value = ctx.recipe.spec.slices[top.index].count if top.count > 1 else (
-        ctx.recipe.spec.slices[top.index].topology or ctx.recipe.spec.slices[top.index].nodes)
+    size = _cluster_size(ctx, pools)
     limits = _limits(ctx)
     most = limits.fact("nodesPerClusterMax")
     standard = ctx.has(Capability.NODE_POOLS)
-    if total > int(most["nodes"]):
+    if size.total > int(most["nodes"]):
         yield ctx.problem(
-            "gke-nodes", path,
-            f"the cluster would have {sums}: over GKE's limit of {int(most['nodes']):,} nodes "
-            f"per cluster (GKE {most['minVersion']} and later; fewer before)", value=value,
-            expected=f"at most {int(most['nodes']):,} nodes in one cluster",
+            "gke-nodes", size.path,
+            f"the cluster would have {size.sums}: over GKE's limit of {int(most['nodes']):,} "
+            f"nodes per cluster (GKE {most['minVersion']} and later; fewer before)",
+            value=size.value, expected=f"at most {int(most['nodes']):,} nodes in one cluster",
             hint="use fewer or smaller slices, or split the slices across clusters "
                  "(one recipe per cluster)", source=most)
     elif standard:
-        std = limits.fact("nodesPerClusterStandard")
-        lift = limits.fact("nodesWithoutQuotaLift")
-        version = _min_version(ctx)
-        if total > int(std["nodes"]):
-            below = version is not None and (version.major, version.minor) < _minor(
-                str(most["minVersion"]))
-            yield ctx.problem(
-                "gke-nodes", ("spec", "orchestrator", "minVersion") if below else path,
-                f"the cluster would have {sums}: above {int(std['nodes']):,} nodes a Standard "
-                f"cluster needs GKE {most['minVersion']} or later"
-                + (f", but minVersion is {version}" if below else "")
-                + ", Cloud Customer Care to raise the cluster size quota, and no cluster "
-                  "autoscaler", value=str(version) if below else value,
-                expected=f"at most {int(std['nodes']):,} nodes, or GKE >= {most['minVersion']}",
-                hint=(f"set minVersion to {most['minVersion']} or later" if below else
-                      "ask Cloud Customer Care before apply; or use fewer or smaller slices"),
-                severity=None if below else Severity.WARNING, source=most, facts=[std])
-        elif total > int(lift["nodes"]):
-            yield ctx.problem(
-                "gke-nodes", path,
-                f"the cluster would have {sums}: more than {int(lift['nodes']):,} nodes needs "
-                "a raised cluster size quota (contact Cloud Customer Care) and a regional "
-                "cluster with private nodes or Private Service Connect", value=value,
-                expected=f"at most {int(lift['nodes']):,} nodes without a quota lift",
-                hint="ask Cloud Customer Care to raise the cluster size quota before apply",
-                severity=Severity.WARNING, source=lift)
-    elif not standard:
-        auto = limits.fact("nodesPerClusterAutopilot")
-        if total > int(auto["quotaNodes"]):
-            over = total > limits.nodes
-            yield ctx.problem(
-                "gke-nodes", path,
-                f"the Autopilot cluster would have {sums} when every slice runs: "
-                + (f"over the {int(auto['nodes']):,} nodes the quotas page gives Autopilot"
-                   if over else f"more than {int(auto['quotaNodes']):,} nodes needs a raised "
-                                "cluster size quota (contact Cloud Customer Care)"),
-                value=value, expected=f"at most {int(auto['nodes']):,} nodes "
-                                      f"({int(auto['quotaNodes']):,} without a quota lift)",
-                hint="ask Cloud Customer Care before apply, or use gke-standard",
-                severity=None if over else Severity.WARNING, source=auto)
+        yield from _standard_cluster_size(ctx, limits, size)
+    else:
+        yield from _autopilot_cluster_size(ctx, limits, size)
     if standard:
-        per_zone = limits.fact("nodesPerNodePoolZone")
-        for pool in pools:
-            if pool.vms > int(per_zone["nodes"]):
-                s = ctx.recipe.spec.slices[pool.index]
-                yield ctx.problem(
-                    "gke-nodes", ("spec", "slices", pool.index, "topology" if s.tpu else
-                                  "nodes"),
-                    f"slice '{s.name}' is one node pool of {pool.vms:,} nodes in one zone: the "
-                    f"quotas page gives {int(per_zone['nodes']):,} nodes per node pool per "
-                    "zone", value=s.topology or s.nodes,
-                    expected=f"at most {int(per_zone['nodes']):,} VMs per slice",
-                    hint="check with Cloud Customer Care that the slice's node pool can be "
-                         "created", source=per_zone)
+        yield from _node_pool_per_zone(ctx, limits, pools)
+
+
+def _standard_cluster_size(ctx: Context, limits: ClusterLimits, size: _Size
+                           ) -> Iterator[Problem]:
+    """A Standard cluster under GKE's maximum: above ``nodesPerClusterStandard`` it needs
+    GKE ``nodesPerClusterMax.minVersion`` (an error when minVersion is older), a quota lift
+    and no autoscaler (a warning); above ``nodesWithoutQuotaLift``, a quota lift (a warning).
+    Facts: places.yaml ``gkeLimits`` through the cluster model's limits."""
+    most = limits.fact("nodesPerClusterMax")
+    std = limits.fact("nodesPerClusterStandard")
+    lift = limits.fact("nodesWithoutQuotaLift")
+    version = _min_version(ctx)
+    if size.total > int(std["nodes"]):
+        below = version is not None and (version.major, version.minor) < _minor(
+            str(most["minVersion"]))
+        yield ctx.problem(
+            "gke-nodes", ("spec", "orchestrator", "minVersion") if below else size.path,
+            f"the cluster would have {size.sums}: above {int(std['nodes']):,} nodes a Standard "
+            f"cluster needs GKE {most['minVersion']} or later"
+            + (f", but minVersion is {version}" if below else "")
+            + ", Cloud Customer Care to raise the cluster size quota, and no cluster "
+              "autoscaler", value=str(version) if below else size.value,
+            expected=f"at most {int(std['nodes']):,} nodes, or GKE >= {most['minVersion']}",
+            hint=(f"set minVersion to {most['minVersion']} or later" if below else
+                  "ask Cloud Customer Care before apply; or use fewer or smaller slices"),
+            severity=None if below else Severity.WARNING, source=most, facts=[std])
+    elif size.total > int(lift["nodes"]):
+        yield ctx.problem(
+            "gke-nodes", size.path,
+            f"the cluster would have {size.sums}: more than {int(lift['nodes']):,} nodes needs "
+            "a raised cluster size quota (contact Cloud Customer Care) and a regional "
+            "cluster with private nodes or Private Service Connect", value=size.value,
+            expected=f"at most {int(lift['nodes']):,} nodes without a quota lift",
+            hint="ask Cloud Customer Care to raise the cluster size quota before apply",
+            severity=Severity.WARNING, source=lift)
+
+
+def _autopilot_cluster_size(ctx: Context, limits: ClusterLimits, size: _Size
+                            ) -> Iterator[Problem]:
+    """An Autopilot cluster above ``nodesPerClusterAutopilot.quotaNodes``: an error over the
+    Autopilot limit (``limits.nodes``), else a warning that it needs a quota lift."""
+    auto = limits.fact("nodesPerClusterAutopilot")
+    if size.total > int(auto["quotaNodes"]):
+        over = size.total > limits.nodes
+        yield ctx.problem(
+            "gke-nodes", size.path,
+            f"the Autopilot cluster would have {size.sums} when every slice runs: "
+            + (f"over the {int(auto['nodes']):,} nodes the quotas page gives Autopilot"
+               if over else f"more than {int(auto['quotaNodes']):,} nodes needs a raised "
+                            "cluster size quota (contact Cloud Customer Care)"),
+            value=size.value, expected=f"at most {int(auto['nodes']):,} nodes "
+                                       f"({int(auto['quotaNodes']):,} without a quota lift)",
+            hint="ask Cloud Customer Care before apply, or use gke-standard",
+            severity=None if over else Severity.WARNING, source=auto)
+
+
+def _node_pool_per_zone(ctx: Context, limits: ClusterLimits, pools: list[_Pool]
+                        ) -> Iterator[Problem]:
+    """A warning for each slice whose one node pool has more VMs than the quotas page's
+    nodes per node pool per zone (``nodesPerNodePoolZone``)."""
+    per_zone = limits.fact("nodesPerNodePoolZone")
+    for pool in pools:
+        if pool.vms > int(per_zone["nodes"]):
+            s = ctx.recipe.spec.slices[pool.index]
+            yield ctx.problem(
+                "gke-nodes", ("spec", "slices", pool.index, "topology" if s.tpu else
+                              "nodes"),
+                f"slice '{s.name}' is one node pool of {pool.vms:,} nodes in one zone: the "
+                f"quotas page gives {int(per_zone['nodes']):,} nodes per node pool per "
+                "zone", value=s.topology or s.nodes,
+                expected=f"at most {int(per_zone['nodes']):,} VMs per slice",
+                hint="check with Cloud Customer Care that the slice's node pool can be "
+                     "created", source=per_zone)
 
 
 @rule("gke-node-pools", facts=("places.gkeLimits.nodePoolsPerCluster",))

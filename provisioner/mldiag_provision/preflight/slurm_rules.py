@@ -23,6 +23,13 @@ from mldiag_provision.suggest import suggest
 
 if TYPE_CHECKING:
     from mldiag_provision.catalog.slurm import SlurmFacts
+    from mldiag_provision.recipe.model import (
+        Slice,
+        SlurmFilestore,
+        SlurmLustre,
+        SlurmNodeSet,
+        SlurmStorage,
+    )
 
 _SHELL_NAME = lazy(r"^[A-Za-z_][A-Za-z0-9_]*$")
 # An absolute directory path without shell or Slurm metacharacters.
@@ -60,16 +67,31 @@ def _given(ctx: Context, *path: str | int) -> bool:
 def orchestrator(ctx: Context) -> Iterator[Problem]:
     """spec.slurm only with orchestrator slurm; a Slurm cluster lives in one zone; GKE-only
     settings and agents do not apply."""
-    spec = ctx.recipe.spec
     if not _slurm(ctx):
-        if _given(ctx, "spec", "slurm"):
-            yield ctx.problem("slurm-orchestrator", ("spec", "slurm"),
-                              f"spec.slurm is only read when orchestrator.type is slurm "
-                              f"(here: {spec.orchestrator.type})", severity=Severity.WARNING,
-                              prefer_value=False,
-                              hint="remove spec.slurm, or set orchestrator.type: slurm")
+        yield from _slurm_settings_ignored(ctx)
         return
     facts = _facts()
+    yield from _cluster_zone(ctx, facts)
+    yield from _gke_settings_ignored(ctx)
+    yield from _login_zone(ctx, facts)
+    yield from _kubernetes_agents(ctx, facts)
+    yield from _node_identity(ctx)
+
+
+def _slurm_settings_ignored(ctx: Context) -> Iterator[Problem]:
+    """A warning at ``spec.slurm`` when the orchestrator is not Slurm (nothing reads it)."""
+    if _given(ctx, "spec", "slurm"):
+        yield ctx.problem("slurm-orchestrator", ("spec", "slurm"),
+                          f"spec.slurm is only read when orchestrator.type is slurm "
+                          f"(here: {ctx.recipe.spec.orchestrator.type})",
+                          severity=Severity.WARNING, prefer_value=False,
+                          hint="remove spec.slurm, or set orchestrator.type: slurm")
+
+
+def _cluster_zone(ctx: Context, facts: SlurmFacts) -> Iterator[Problem]:
+    """An error when ``spec.zone`` is missing: a Slurm cluster lives in one zone
+    (slurm.yaml ``cluster.oneZone``)."""
+    spec = ctx.recipe.spec
     if not spec.zone:
         fact = facts.fact("cluster", "oneZone")
         yield ctx.problem("slurm-orchestrator", ("spec", "zone"),
@@ -78,15 +100,29 @@ def orchestrator(ctx: Context) -> Iterator[Problem]:
                           expected=f"a zone of {spec.region} that offers the node machine types",
                           hint=f"add 'zone: {spec.region}-b' (or the zone of your reservation)",
                           source=fact)
-    for key, instead in (("releaseChannel", None), ("minVersion", None),
-                         ("systemPoolMachineType", None), ("workloadIdentity", None),
-                         ("network", "spec.slurm.network.name"),
-                         ("subnetwork", "spec.slurm.network.subnetwork")):
+
+
+# GKE settings of spec.orchestrator a Slurm cluster ignores: key -> the Slurm field instead
+_GKE_ONLY = (("releaseChannel", None), ("minVersion", None), ("systemPoolMachineType", None),
+             ("workloadIdentity", None), ("network", "spec.slurm.network.name"),
+             ("subnetwork", "spec.slurm.network.subnetwork"))
+
+
+def _gke_settings_ignored(ctx: Context) -> Iterator[Problem]:
+    """A warning at each GKE-only ``spec.orchestrator`` key the recipe gives (:data:`_GKE_ONLY`),
+    in that order."""
+    for key, instead in _GKE_ONLY:
         if _given(ctx, "spec", "orchestrator", key):
             yield ctx.problem("slurm-orchestrator", ("spec", "orchestrator", key),
                               f"orchestrator.{key} is a GKE setting; a Slurm cluster ignores it",
                               severity=Severity.WARNING, prefer_value=False,
                               hint=f"use {instead}" if instead else f"remove {key}")
+
+
+def _login_zone(ctx: Context, facts: SlurmFacts) -> Iterator[Problem]:
+    """An error when ``loginNodes.zone`` differs from ``spec.zone`` (slurm.yaml
+    ``cluster.oneZone``)."""
+    spec = ctx.recipe.spec
     login_zone = spec.slurm.login_nodes.zone
     if spec.zone and login_zone is not None and login_zone != spec.zone:
         fact = facts.fact("cluster", "oneZone")
@@ -95,8 +131,14 @@ def orchestrator(ctx: Context) -> Iterator[Problem]:
                           "every resource of the cluster must be in one zone",
                           value=login_zone, expected=spec.zone, source=fact,
                           hint="remove loginNodes.zone (it defaults to spec.zone)")
-    agents = spec.diagnostics.agents
-    if spec.diagnostics.enabled and agents in ("managed", "manual"):
+
+
+def _kubernetes_agents(ctx: Context, facts: SlurmFacts) -> Iterator[Problem]:
+    """A warning when diagnostics asks for the Kubernetes agents (``managed``/``manual``):
+    on Slurm only the SDK exists (slurm.yaml ``sdk.package``)."""
+    diagnostics = ctx.recipe.spec.diagnostics
+    agents = diagnostics.agents
+    if diagnostics.enabled and agents in ("managed", "manual"):
         fact = facts.fact("sdk", "package")
         yield ctx.problem("slurm-orchestrator", ("spec", "diagnostics", "agents"),
                           f"diagnostics.agents '{agents}' installs Kubernetes components; on "
@@ -104,13 +146,20 @@ def orchestrator(ctx: Context) -> Iterator[Problem]:
                           "installs it", value=agents, expected="auto or none",
                           severity=Severity.WARNING, source=fact,
                           hint="use 'auto'")
+
+
+def _node_identity(ctx: Context) -> Iterator[Problem]:
+    """The nodes' service account: an error when ``nodeServiceAccount`` is not an email; with
+    diagnostics on, a warning (a note when the recipe waives :data:`DEFAULT_SA_POLICY`) that
+    the ML Diagnostics roles go project-wide to that account (the Cluster Director API has no
+    field for the nodes' identity: slurm.yaml, L)."""
+    spec = ctx.recipe.spec
     sa = spec.slurm.node_service_account
     if sa is not None and not _EMAIL.match(sa):
         yield ctx.problem("slurm-orchestrator", ("spec", "slurm", "nodeServiceAccount"),
                           f"'{sa}' is not a service account email", value=sa,
                           expected="NAME@PROJECT.iam.gserviceaccount.com")
-    if spec.diagnostics.enabled and agents != "none":
-        # the Cluster Director API has no field for the nodes' identity (slurm.yaml, L)
+    if spec.diagnostics.enabled and spec.diagnostics.agents != "none":
         who = sa or "the project's Compute Engine default service account"
         waived = _default_sa_waiver(ctx) if sa is None else None
         yield ctx.problem(
@@ -182,50 +231,79 @@ def machine_types(ctx: Context) -> Iterator[Problem]:
     if not _slurm(ctx):
         return
     facts = _facts()
-    spec = ctx.recipe.spec
-    supported = facts.managed["supportedMachineTypes"]
     for v in view.node_sets(ctx.recipe):
-        ns = spec.slurm.node_sets[v.index] if v.index is not None else None
-        if ns is not None and ns.slice is not None and ns.machine_type is not None:
-            yield ctx.problem("slurm-machine-type", (*v.path, "machineType"),
-                              f"node set '{v.id}' names a slice and a machine type; the "
-                              "slice's machine type is used", value=ns.machine_type,
-                              hint="remove machineType here, or set it on the slice")
-            continue
-        sl = spec.slices[v.slice_index] if v.slice_index is not None else None
-        if sl is not None and sl.tpu is not None:
-            continue  # slurm-tpu
-        if v.machine_type is None:
-            if sl is not None and v.slice_index is not None:  # sl is set only with an index
-                machines = _slice_gpu_machines(sl.gpu)
-                yield ctx.problem(
-                    "slurm-machine-type", ("spec", "slices", v.slice_index, "machineType"),
-                    f"GPU slice '{sl.name}' needs a machine type on Slurm (its node set "
-                    f"'{v.id}')", expected=", ".join(machines) or ", ".join(
-                        facts.node_machine_types()),
-                    hint=f"add 'machineType: {machines[0]}'" if machines else None,
-                    source=supported)
-            elif ns is not None and ns.slice is None:
-                yield ctx.problem("slurm-machine-type", v.path,
-                                  f"node set '{v.id}' needs a slice or a machineType",
-                                  expected="slice: GPU_SLICE, or machineType: n2-standard-8",
-                                  prefer_value=False)
-            continue
-        if not facts.node_machine_ok(v.machine_type):
-            path = (("spec", "slices", v.slice_index, "machineType") if v.index is None
-                    or (ns is not None and ns.slice is not None)
-                    else (*v.path, "machineType"))
-            same_gpu = _slice_gpu_machines(sl.gpu) if sl is not None else []
-            yield ctx.problem(
-                "slurm-machine-type", path,
-                f"machine type '{v.machine_type}' is not offered by Cluster Director managed "
-                "Slurm", value=v.machine_type,
-                expected=", ".join(facts.node_machine_types()),
-                hint=(f"for {sl.gpu} use {', '.join(same_gpu)}" if sl is not None and same_gpu
-                      else suggest(v.machine_type, [m for m in facts.node_machine_types()
-                                                    if "*" not in m])),
-                source=supported)
-    login = spec.slurm.login_nodes
+        yield from _node_set_machine_type(ctx, facts, v)
+    yield from _login_machine_type(ctx, facts)
+
+
+def _node_set_machine_type(ctx: Context, facts: SlurmFacts, v: view.NodeSetView
+                           ) -> Iterator[Problem]:
+    """The machine type of one node set ``v``: given twice (a slice and a machineType), missing,
+    or not one managed Slurm offers (slurm.yaml ``managed.supportedMachineTypes``). A TPU
+    slice's node set is ``slurm-tpu``'s."""
+    spec = ctx.recipe.spec
+    ns = spec.slurm.node_sets[v.index] if v.index is not None else None
+    if ns is not None and ns.slice is not None and ns.machine_type is not None:
+        yield ctx.problem("slurm-machine-type", (*v.path, "machineType"),
+                          f"node set '{v.id}' names a slice and a machine type; the "
+                          "slice's machine type is used", value=ns.machine_type,
+                          hint="remove machineType here, or set it on the slice")
+        return
+    sl = spec.slices[v.slice_index] if v.slice_index is not None else None
+    if sl is not None and sl.tpu is not None:
+        return  # slurm-tpu
+    if v.machine_type is None:
+        yield from _missing_machine_type(ctx, facts, v, sl, ns)
+    elif not facts.node_machine_ok(v.machine_type):
+        yield from _unoffered_machine_type(ctx, facts, v, v.machine_type, sl, ns)
+
+
+def _missing_machine_type(ctx: Context, facts: SlurmFacts, v: view.NodeSetView,
+                          sl: Slice | None, ns: SlurmNodeSet | None
+                          ) -> Iterator[Problem]:
+    """A node set without a machine type: at its GPU slice ``sl`` (expecting that GPU's Slurm
+    machine types), else at the node set ``ns`` that names neither slice nor machine type."""
+    if sl is not None and v.slice_index is not None:  # sl is set only with an index
+        machines = _slice_gpu_machines(sl.gpu)
+        yield ctx.problem(
+            "slurm-machine-type", ("spec", "slices", v.slice_index, "machineType"),
+            f"GPU slice '{sl.name}' needs a machine type on Slurm (its node set "
+            f"'{v.id}')", expected=", ".join(machines) or ", ".join(
+                facts.node_machine_types()),
+            hint=f"add 'machineType: {machines[0]}'" if machines else None,
+            source=facts.managed["supportedMachineTypes"])
+    elif ns is not None and ns.slice is None:
+        yield ctx.problem("slurm-machine-type", v.path,
+                          f"node set '{v.id}' needs a slice or a machineType",
+                          expected="slice: GPU_SLICE, or machineType: n2-standard-8",
+                          prefer_value=False)
+
+
+def _unoffered_machine_type(ctx: Context, facts: SlurmFacts, v: view.NodeSetView,
+                            machine_type: str, sl: Slice | None, ns: SlurmNodeSet | None
+                            ) -> Iterator[Problem]:
+    """An error for ``machine_type`` that managed Slurm does not offer, at the slice's field
+    when the node set takes it from its slice, else at the node set's; the hint names the
+    slice GPU's Slurm machine types, else the nearest offered one."""
+    path = (("spec", "slices", v.slice_index, "machineType") if v.index is None
+            or (ns is not None and ns.slice is not None)
+            else (*v.path, "machineType"))
+    same_gpu = _slice_gpu_machines(sl.gpu) if sl is not None else []
+    yield ctx.problem(
+        "slurm-machine-type", path,
+        f"machine type '{machine_type}' is not offered by Cluster Director managed "
+        "Slurm", value=machine_type,
+        expected=", ".join(facts.node_machine_types()),
+        hint=(f"for {sl.gpu} use {', '.join(same_gpu)}" if sl is not None and same_gpu
+              else suggest(machine_type, [m for m in facts.node_machine_types()
+                                          if "*" not in m])),
+        source=facts.managed["supportedMachineTypes"])
+
+
+def _login_machine_type(ctx: Context, facts: SlurmFacts) -> Iterator[Problem]:
+    """Login nodes on an N2 standard machine type of at most 32 vCPUs (slurm.yaml
+    ``managed.loginNodeMachineTypes``)."""
+    login = ctx.recipe.spec.slurm.login_nodes
     allowed = facts.login_machine_types()
     if login.machine_type not in allowed:
         fact = facts.managed["loginNodeMachineTypes"]
@@ -383,84 +461,16 @@ def storage(ctx: Context) -> Iterator[Problem]:
         return
     facts = _facts()
     sspec = ctx.recipe.spec.slurm
-    fs_fact = facts.fact("storage", "filestore")
-    lu_fact = facts.fact("storage", "lustre")
     mounts: dict[str, int] = {}
-    home_ok = False
     for i, st in enumerate(sspec.storage):
         base = ("spec", "slurm", "storage", i)
-        kinds = [k for k in ("filestore", "lustre", "bucket") if getattr(st, k) is not None]
-        if len(kinds) != 1:
-            yield ctx.problem("slurm-storage", base if not kinds else (*base, kinds[1]),
-                              f"storage '{st.id}' must be exactly one of filestore, lustre "
-                              f"and bucket (has {', '.join(kinds) or 'none'})",
-                              prefer_value=False, expected="one of filestore, lustre, bucket",
-                              hint="split it into one storage entry per kind")
-        if not _MOUNT.match(st.mount) or "/../" in st.mount + "/" or st.mount.endswith("/.."):
-            yield ctx.problem("slurm-storage", (*base, "mount"),
-                              f"mount '{st.mount}' is not an absolute directory path",
-                              value=st.mount, expected="e.g. /home, /lustre or /data")
-        elif st.mount in mounts:
-            yield ctx.problem("slurm-storage", (*base, "mount"),
-                              f"storage[{mounts[st.mount]}] already mounts at '{st.mount}'",
-                              value=st.mount, hint="give each storage its own mount point")
+        yield from _storage_kind(ctx, base, st)
+        yield from _storage_mount(ctx, base, st.mount, mounts)
         mounts.setdefault(st.mount, i)
         if st.filestore is not None:
-            fs = st.filestore
-            path = (*base, "filestore")
-            if st.mount.rstrip("/") == "/home":
-                home_ok = True
-            yield from _instance_name(ctx, path, "Filestore", fs.create, fs.name)
-            lo, hi = fs_fact["capacityGb"]["min"], fs_fact["capacityGb"]["max"]
-            if fs.create and not lo <= fs.capacity_gb <= hi:
-                yield ctx.problem("slurm-storage", (*path, "capacityGb"),
-                                  f"Filestore capacity {fs.capacity_gb} GB is outside the "
-                                  f"{lo}-{hi} GB Cluster Director accepts", value=fs.capacity_gb,
-                                  expected=f"{lo} to {hi}", source=fs_fact)
-            share = facts.fact("storage", "fileShareName")
-            if not re.match(share["pattern"], fs.file_share):
-                yield ctx.problem("slurm-storage", (*path, "fileShare"),
-                                  f"'{fs.file_share}' is not a Filestore file share name",
-                                  value=fs.file_share,
-                                  expected="1-63 of a-z, 0-9, '_', starting with a letter",
-                                  source=share)
+            yield from _filestore(ctx, facts, (*base, "filestore"), st.filestore)
         if st.lustre is not None:
-            lu = st.lustre
-            path = (*base, "lustre")
-            yield from _instance_name(ctx, path, "Managed Lustre", lu.create, lu.name)
-            lo, hi = lu_fact["capacityGb"]["min"], lu_fact["capacityGb"]["max"]
-            if lu.create and lu.capacity_gb is None:
-                yield ctx.problem("slurm-storage", (*path, "capacityGb"),
-                                  "a new Managed Lustre instance needs capacityGb",
-                                  expected=f"{lo} to {hi} GiB", prefer_value=False,
-                                  source=lu_fact)
-            elif lu.create and lu.capacity_gb is not None and not lo <= lu.capacity_gb <= hi:
-                yield ctx.problem("slurm-storage", (*path, "capacityGb"),
-                                  f"Lustre capacity {lu.capacity_gb} GiB is outside the "
-                                  f"{lo}-{hi} GiB Cluster Director accepts",
-                                  value=lu.capacity_gb, expected=f"{lo} to {hi}",
-                                  source=lu_fact)
-            if not re.match(lu_fact["filesystemPattern"], lu.filesystem):
-                yield ctx.problem("slurm-storage", (*path, "filesystem"),
-                                  f"Lustre filesystem name '{lu.filesystem}' is not allowed",
-                                  value=lu.filesystem, expected="1-8 letters and digits",
-                                  source=lu_fact)
-            tp = facts.fact("storage", "lustreThroughput")
-            step = tp["minAndStepGib"].get(lu.throughput)
-            if lu.throughput is not None and lu.throughput not in tp["values"]:
-                yield ctx.problem("slurm-storage", (*path, "throughput"),
-                                  f"{lu.throughput} MBps per TiB is not a Managed Lustre "
-                                  "performance tier", value=lu.throughput,
-                                  expected=", ".join(map(str, tp["values"])),
-                                  severity=Severity.WARNING, source=tp)
-            elif (step and lu.create and lu.capacity_gb is not None
-                  and (lu.capacity_gb < step or lu.capacity_gb % step)):
-                yield ctx.problem("slurm-storage", (*path, "capacityGb"),
-                                  f"at {lu.throughput} MBps per TiB, Lustre capacity is "
-                                  f"{step} GiB or more, in steps of {step} GiB",
-                                  value=lu.capacity_gb,
-                                  expected=f"{step}, {2 * step}, {3 * step}, ...",
-                                  severity=Severity.WARNING, source=tp)
+            yield from _lustre(ctx, facts, (*base, "lustre"), st.lustre)
         if st.bucket is not None:
             why = bucket_name_problem(st.bucket.name)
             if why:
@@ -468,6 +478,119 @@ def storage(ctx: Context) -> Iterator[Problem]:
                                   f"'{st.bucket.name}' is not a bucket name: {why}",
                                   value=st.bucket.name, expected=bucket_rule(),
                                   source="https://cloud.google.com/storage/docs/buckets#naming")
+    yield from _storage_refs(ctx)
+    if not any(st.filestore is not None and st.mount.rstrip("/") == "/home"
+               for st in sspec.storage):
+        fact = facts.fact("storage", "homeOnFilestore")
+        yield ctx.problem("slurm-storage", ("spec", "slurm", "storage"),
+                          "no Filestore is mounted at /home; the shared /home every node "
+                          "needs comes from a Filestore instance", severity=Severity.WARNING,
+                          prefer_value=False, source=fact,
+                          hint="add {id: home, mount: /home, filestore: {tier: ZONAL, "
+                               "capacityGb: 1024}} to spec.slurm.storage")
+
+
+def _storage_kind(ctx: Context, base: tuple[Any, ...], st: SlurmStorage) -> Iterator[Problem]:
+    """An error unless the storage entry at ``base`` is exactly one of filestore, lustre and
+    bucket (at its second kind when it has several)."""
+    kinds = [k for k in ("filestore", "lustre", "bucket") if getattr(st, k) is not None]
+    if len(kinds) != 1:
+        yield ctx.problem("slurm-storage", base if not kinds else (*base, kinds[1]),
+                          f"storage '{st.id}' must be exactly one of filestore, lustre "
+                          f"and bucket (has {', '.join(kinds) or 'none'})",
+                          prefer_value=False, expected="one of filestore, lustre, bucket",
+                          hint="split it into one storage entry per kind")
+
+
+def _storage_mount(ctx: Context, base: tuple[Any, ...], mount: str, mounts: dict[str, int]
+                   ) -> Iterator[Problem]:
+    """An error when ``mount`` is not an absolute directory path without ``..``, else when an
+    earlier entry already mounts there (``mounts``: mount point -> first storage index)."""
+    if not _MOUNT.match(mount) or "/../" in mount + "/" or mount.endswith("/.."):
+        yield ctx.problem("slurm-storage", (*base, "mount"),
+                          f"mount '{mount}' is not an absolute directory path",
+                          value=mount, expected="e.g. /home, /lustre or /data")
+    elif mount in mounts:
+        yield ctx.problem("slurm-storage", (*base, "mount"),
+                          f"storage[{mounts[mount]}] already mounts at '{mount}'",
+                          value=mount, hint="give each storage its own mount point")
+
+
+def _filestore(ctx: Context, facts: SlurmFacts, path: tuple[Any, ...], fs: SlurmFilestore
+               ) -> Iterator[Problem]:
+    """A Filestore entry at ``path``: its instance name, a new one's capacity in GB
+    (slurm.yaml ``storage.filestore.capacityGb``) and its file share name
+    (``storage.fileShareName``)."""
+    fs_fact = facts.fact("storage", "filestore")
+    yield from _instance_name(ctx, path, "Filestore", fs.create, fs.name)
+    lo, hi = fs_fact["capacityGb"]["min"], fs_fact["capacityGb"]["max"]
+    if fs.create and not lo <= fs.capacity_gb <= hi:
+        yield ctx.problem("slurm-storage", (*path, "capacityGb"),
+                          f"Filestore capacity {fs.capacity_gb} GB is outside the "
+                          f"{lo}-{hi} GB Cluster Director accepts", value=fs.capacity_gb,
+                          expected=f"{lo} to {hi}", source=fs_fact)
+    share = facts.fact("storage", "fileShareName")
+    if not re.match(share["pattern"], fs.file_share):
+        yield ctx.problem("slurm-storage", (*path, "fileShare"),
+                          f"'{fs.file_share}' is not a Filestore file share name",
+                          value=fs.file_share,
+                          expected="1-63 of a-z, 0-9, '_', starting with a letter",
+                          source=share)
+
+
+def _lustre(ctx: Context, facts: SlurmFacts, path: tuple[Any, ...], lu: SlurmLustre
+            ) -> Iterator[Problem]:
+    """A Managed Lustre entry at ``path``: its instance name, a new one's capacity in GiB
+    (slurm.yaml ``storage.lustre``), its filesystem name and its throughput tier."""
+    lu_fact = facts.fact("storage", "lustre")
+    yield from _instance_name(ctx, path, "Managed Lustre", lu.create, lu.name)
+    lo, hi = lu_fact["capacityGb"]["min"], lu_fact["capacityGb"]["max"]
+    if lu.create and lu.capacity_gb is None:
+        yield ctx.problem("slurm-storage", (*path, "capacityGb"),
+                          "a new Managed Lustre instance needs capacityGb",
+                          expected=f"{lo} to {hi} GiB", prefer_value=False,
+                          source=lu_fact)
+    elif lu.create and lu.capacity_gb is not None and not lo <= lu.capacity_gb <= hi:
+        yield ctx.problem("slurm-storage", (*path, "capacityGb"),
+                          f"Lustre capacity {lu.capacity_gb} GiB is outside the "
+                          f"{lo}-{hi} GiB Cluster Director accepts",
+                          value=lu.capacity_gb, expected=f"{lo} to {hi}",
+                          source=lu_fact)
+    if not re.match(lu_fact["filesystemPattern"], lu.filesystem):
+        yield ctx.problem("slurm-storage", (*path, "filesystem"),
+                          f"Lustre filesystem name '{lu.filesystem}' is not allowed",
+                          value=lu.filesystem, expected="1-8 letters and digits",
+                          source=lu_fact)
+    yield from _lustre_throughput(ctx, facts, path, lu)
+
+
+def _lustre_throughput(ctx: Context, facts: SlurmFacts, path: tuple[Any, ...],
+                       lu: SlurmLustre) -> Iterator[Problem]:
+    """Warnings for a throughput (MBps per TiB) that is not a Managed Lustre tier, else for a
+    new instance's capacity off that tier's minimum and step in GiB (slurm.yaml
+    ``storage.lustreThroughput``)."""
+    tp = facts.fact("storage", "lustreThroughput")
+    step = tp["minAndStepGib"].get(lu.throughput)
+    if lu.throughput is not None and lu.throughput not in tp["values"]:
+        yield ctx.problem("slurm-storage", (*path, "throughput"),
+                          f"{lu.throughput} MBps per TiB is not a Managed Lustre "
+                          "performance tier", value=lu.throughput,
+                          expected=", ".join(map(str, tp["values"])),
+                          severity=Severity.WARNING, source=tp)
+    elif (step and lu.create and lu.capacity_gb is not None
+          and (lu.capacity_gb < step or lu.capacity_gb % step)):
+        yield ctx.problem("slurm-storage", (*path, "capacityGb"),
+                          f"at {lu.throughput} MBps per TiB, Lustre capacity is "
+                          f"{step} GiB or more, in steps of {step} GiB",
+                          value=lu.capacity_gb,
+                          expected=f"{step}, {2 * step}, {3 * step}, ...",
+                          severity=Severity.WARNING, source=tp)
+
+
+def _storage_refs(ctx: Context) -> Iterator[Problem]:
+    """An error for each storage id that the login nodes or a node set mount and no storage
+    entry has, in that order."""
+    sspec = ctx.recipe.spec.slurm
     ids_ = [s.id for s in sspec.storage]
     refs: list[tuple[tuple[str | int, ...], list[str] | None]] = [
         (("spec", "slurm", "loginNodes", "storage"), sspec.login_nodes.storage)]
@@ -480,14 +603,6 @@ def storage(ctx: Context) -> Iterator[Problem]:
                                   value=ref, expected="one of: " + (", ".join(ids_) or
                                                                     "(no storage defined)"),
                                   hint=suggest(ref, ids_))
-    if not home_ok:
-        fact = facts.fact("storage", "homeOnFilestore")
-        yield ctx.problem("slurm-storage", ("spec", "slurm", "storage"),
-                          "no Filestore is mounted at /home; the shared /home every node "
-                          "needs comes from a Filestore instance", severity=Severity.WARNING,
-                          prefer_value=False, source=fact,
-                          hint="add {id: home, mount: /home, filestore: {tier: ZONAL, "
-                               "capacityGb: 1024}} to spec.slurm.storage")
 
 
 def _instance_name(ctx: Context, path: tuple[Any, ...], what: str, create: bool,

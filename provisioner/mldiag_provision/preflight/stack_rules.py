@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from mldiag_provision import engine_names, orchestrators
 from mldiag_provision.catalog import requirements as req
@@ -181,60 +181,91 @@ def gke_channel(ctx: Context) -> Iterator[Problem]:
     offer = fact["channels"].get(orch.release_channel)
     if offer is None:
         return
-    diag = ctx.recipe.spec.diagnostics
     managed_need = req.managed_diagnostics_need(ctx.catalog)
-    from_managed = False
-    if orch.min_version is not None:
-        version = parsed_min_version(ctx)
-        if version is None:
-            return  # gke-version reports it
-        path: tuple[Any, ...] = ("spec", "orchestrator", "minVersion")
-        origin = f"minVersion {version}"
-    else:
-        shapes = [(s, ctx.recipe.spec.slices[i].count) for i, s in ctx.shapes.items() if s]
-        needs = req.cluster_needs(unit.gke, shapes, ctx.catalog)
-        if diag.enabled and diag.agents in ("auto", "managed"):
-            needs.append(managed_need)
-        if not needs:
-            return
-        top = req.highest(needs)
-        version = top.version
-        from_managed = top is managed_need
-        path = ("spec", "orchestrator", "releaseChannel")
-        origin = f"the minimum version the tool picks, {version} ({top.reason})"
+    asked = _created_version(ctx, managed_need)
+    if asked is None:
+        return
     lo, hi = req.channel_offer(ctx.catalog, orch.release_channel) or ((0, 0), (0, 0))
-    mine = (version.major, version.minor)
-    if lo <= mine <= hi or (mine < lo and orch.min_version is None and not from_managed):
+    mine = (asked.version.major, asked.version.minor)
+    if lo <= mine <= hi or (mine < lo and orch.min_version is None and not asked.from_managed):
         return  # below the channel: plan/ leaves the version to the channel's default
     offered = (f"the {orch.release_channel} channel offers {offer['minMinor']} to "
                f"{offer['maxMinor']} for new clusters (GKE release notes as read on "
                f"{fact.get('read', '?')})")
     if mine > hi:
-        takers = [ch for ch in fact["channels"]
-                  if (rng := req.channel_offer(ctx.catalog, ch)) and rng[0] <= mine <= rng[1]]
-        options = []
-        if takers:
-            options.append(f"set releaseChannel: {takers[0]}"
-                           + (f" (or {', '.join(takers[1:])})" if takers[1:] else ""))
-        options.append(f"a minVersion the {orch.release_channel} channel offers "
-                       f"(up to {offer['maxMinor']})")
-        if from_managed:
-            options.append("diagnostics.agents: manual (the GKE-managed ML Diagnostics "
-                           f"add-on is what needs {managed_need.version})")
-        hint = "; or ".join(options)
-        message = (f"{origin} is newer than {offered}: GKE would refuse to create the "
+        hint = _newer_than_channel_hint(ctx, fact, mine, asked.from_managed, managed_need)
+        message = (f"{asked.origin} is newer than {offered}: GKE would refuse to create the "
                    f"cluster ('Master version must be one of \"{orch.release_channel}\" "
                    "channel supported versions')")
     else:
         hint = (f"raise minVersion to {offer['minMinor']} or later, or remove it to let the "
                 "tool choose")
-        message = (f"{origin} is older than {offered}: GKE would refuse to create the "
+        message = (f"{asked.origin} is older than {offered}: GKE would refuse to create the "
                    "cluster")
-    yield ctx.problem("gke-channel", path, message,
+    yield ctx.problem("gke-channel", asked.path, message,
                       value=orch.min_version or orch.release_channel,
                       expected=f"{offer['minMinor']} <= version < {_next(hi)}",
                       hint=hint, facts=[ctx.catalog.store.as_fact(fact)],
                       source=ctx.catalog.source_url(str(fact["source"])))
+
+
+class _CreatedVersion(NamedTuple):
+    """The GKE version a new cluster is created with (``version``), the field to point at
+    (``path``), the version in words (``origin``), and whether the managed ML Diagnostics
+    add-on is what sets it (``from_managed``)."""
+
+    version: GkeVersion
+    path: tuple[Any, ...]
+    origin: str
+    from_managed: bool
+
+
+def _created_version(ctx: Context, managed_need: req.VersionNeed) -> _CreatedVersion | None:
+    """``minVersion`` when given (None when it does not parse: gke-version reports it), else
+    the version plan/ picks: the highest of the slices' and multislice's needs
+    (:func:`~mldiag_provision.catalog.requirements.cluster_needs`) and, with agents
+    auto/managed, ``managed_need``; None when nothing needs a version."""
+    orch = ctx.recipe.spec.orchestrator
+    if orch.min_version is not None:
+        version = parsed_min_version(ctx)
+        if version is None:
+            return None  # gke-version reports it
+        return _CreatedVersion(version, ("spec", "orchestrator", "minVersion"),
+                               f"minVersion {version}", False)
+    unit = ctx.orchestrator
+    assert unit is not None
+    diag = ctx.recipe.spec.diagnostics
+    shapes = [(s, ctx.recipe.spec.slices[i].count) for i, s in ctx.shapes.items() if s]
+    needs = req.cluster_needs(unit.gke, shapes, ctx.catalog)
+    if diag.enabled and diag.agents in ("auto", "managed"):
+        needs.append(managed_need)
+    if not needs:
+        return None
+    top = req.highest(needs)
+    return _CreatedVersion(top.version, ("spec", "orchestrator", "releaseChannel"),
+                           f"the minimum version the tool picks, {top.version} ({top.reason})",
+                           top is managed_need)
+
+
+def _newer_than_channel_hint(ctx: Context, fact: Any, mine: tuple[int, int],
+                             from_managed: bool, managed_need: req.VersionNeed) -> str:
+    """The ways out for a version (``mine``, major and minor) newer than the release channel
+    offers: the channels that offer it (gke.yaml ``releaseChannels``, ``fact``), a lower
+    minVersion, and manual agents when the managed add-on is what needs it."""
+    orch = ctx.recipe.spec.orchestrator
+    offer = fact["channels"][orch.release_channel]
+    takers = [ch for ch in fact["channels"]
+              if (rng := req.channel_offer(ctx.catalog, ch)) and rng[0] <= mine <= rng[1]]
+    options = []
+    if takers:
+        options.append(f"set releaseChannel: {takers[0]}"
+                       + (f" (or {', '.join(takers[1:])})" if takers[1:] else ""))
+    options.append(f"a minVersion the {orch.release_channel} channel offers "
+                   f"(up to {offer['maxMinor']})")
+    if from_managed:
+        options.append("diagnostics.agents: manual (the GKE-managed ML Diagnostics "
+                       f"add-on is what needs {managed_need.version})")
+    return "; or ".join(options)
 
 
 def _next(minor: tuple[int, int]) -> str:

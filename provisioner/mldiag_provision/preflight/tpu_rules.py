@@ -213,43 +213,60 @@ def zones(ctx: Context) -> Iterator[Problem]:
     if places().zones.get(spec.region) is None:
         return  # no such region: gcp-region reports it, once
     if spec.zone and not spec.zone.startswith(spec.region + "-"):
-        p = places()
-        home = p.zone_region(spec.zone)
-        mine = p.zones.get(spec.region)
-        yield ctx.problem("tpu-zone", ("spec", "zone"),
-                          f"zone '{spec.zone}' is not in region '{spec.region}'"
-                          + (f" (it is a zone of {home})" if home else ""),
-                          value=spec.zone, expected=f"a zone of {spec.region}"
-                          + (": " + ", ".join(mine) if mine else ""),
-                          hint=(f"set spec.region to {home}, or a zone of {spec.region}"
-                                if home else None),
-                          source=p.region_fact(home) if home else p.regions_fact)
+        yield _zone_outside_region(ctx, spec.zone)
         return
     if spec.zone and places().zone_region(spec.zone) is None:
         return  # no such zone (or region): gcp-zone / gcp-region report it
     for i, shape in ctx.shapes.items():
         if shape is None or not shape.version.zones:
             continue
-        listed = ctx.catalog.tpu_fact(shape.version, "zones")
-        covers = listed.get("covers") if listed is not None else None
-        if covers and not spec.region.startswith(tuple(str(c) for c in covers)):
-            continue  # the list was read for other areas only: unknown here, not absent
-        zones_here = [z for z in shape.version.zones if z.startswith(spec.region + "-")]
-        if spec.zone and spec.zone not in shape.version.zones:
-            yield ctx.problem(
-                "tpu-zone", ("spec", "zone"),
-                f"TPU {shape.version.key} is not listed in zone {spec.zone}",
-                value=spec.zone, expected=", ".join(shape.version.zones),
-                hint=(f"set spec.zone to {zones_here[0]}" if zones_here else
-                      "zone lists change; check the regions-zones page"),
-                source=listed)
-        elif not spec.zone and not zones_here:
-            yield ctx.problem(
-                "tpu-zone", ("spec", "slices", i, "tpu"),
-                f"TPU {shape.version.key} is not listed in any zone of region {spec.region}",
-                value=ctx.recipe.spec.slices[i].tpu,
-                expected="zones: " + ", ".join(shape.version.zones),
-                hint="zone lists change; check the regions-zones page", source=listed)
+        yield from _tpu_not_in_zone(ctx, i, shape)
+
+
+def _zone_outside_region(ctx: Context, zone: str) -> Problem:
+    """The error at ``spec.zone`` for a zone not of ``spec.region``, naming the zone's own
+    region when places.yaml ``regions`` knows it."""
+    from mldiag_provision.catalog.places import places
+
+    region = ctx.recipe.spec.region
+    p = places()
+    home = p.zone_region(zone)
+    mine = p.zones.get(region)
+    return ctx.problem("tpu-zone", ("spec", "zone"),
+                       f"zone '{zone}' is not in region '{region}'"
+                       + (f" (it is a zone of {home})" if home else ""),
+                       value=zone, expected=f"a zone of {region}"
+                       + (": " + ", ".join(mine) if mine else ""),
+                       hint=(f"set spec.region to {home}, or a zone of {region}"
+                             if home else None),
+                       source=p.region_fact(home) if home else p.regions_fact)
+
+
+def _tpu_not_in_zone(ctx: Context, i: int, shape: SliceShape) -> Iterator[Problem]:
+    """Slice ``i``'s TPU version against its zones (tpu.yaml ``versions.<v>.zones``): not
+    listed in ``spec.zone`` (at the zone), or, without a zone, in no zone of the region (at
+    the slice's ``tpu``); nothing for a region outside the areas the list covers."""
+    spec = ctx.recipe.spec
+    listed = ctx.catalog.tpu_fact(shape.version, "zones")
+    covers = listed.get("covers") if listed is not None else None
+    if covers and not spec.region.startswith(tuple(str(c) for c in covers)):
+        return  # the list was read for other areas only: unknown here, not absent
+    zones_here = [z for z in shape.version.zones if z.startswith(spec.region + "-")]
+    if spec.zone and spec.zone not in shape.version.zones:
+        yield ctx.problem(
+            "tpu-zone", ("spec", "zone"),
+            f"TPU {shape.version.key} is not listed in zone {spec.zone}",
+            value=spec.zone, expected=", ".join(shape.version.zones),
+            hint=(f"set spec.zone to {zones_here[0]}" if zones_here else
+                  "zone lists change; check the regions-zones page"),
+            source=listed)
+    elif not spec.zone and not zones_here:
+        yield ctx.problem(
+            "tpu-zone", ("spec", "slices", i, "tpu"),
+            f"TPU {shape.version.key} is not listed in any zone of region {spec.region}",
+            value=ctx.recipe.spec.slices[i].tpu,
+            expected="zones: " + ", ".join(shape.version.zones),
+            hint="zone lists change; check the regions-zones page", source=listed)
 
 
 @rule("workload-slice")

@@ -9,7 +9,7 @@ Facts: ``catalog/data/kubernetes.yaml`` ``volumes``, ``scheduling``, ``ephemeral
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mldiag_provision.catalog.store import store
 from mldiag_provision.errors import Problem, Severity
@@ -18,6 +18,9 @@ from mldiag_provision.orchestrators import Capability
 from mldiag_provision.preflight.context import Context, rule
 from mldiag_provision.preflight.stack_rules import bucket_name_problem, bucket_rule
 from mldiag_provision.quantity import bad_amount, parse_quantity
+
+if TYPE_CHECKING:
+    from mldiag_provision.recipe.model import GcsFuseVolume, WorkloadVolume
 
 _DNS_SUBDOMAIN = lazy(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 _QUALIFIED_NAME = lazy(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
@@ -43,50 +46,9 @@ def workload_volumes(ctx: Context) -> Iterator[Problem]:
         mounts: set[str] = set()
         for j, v in enumerate(w.volumes or ()):
             path = _wpath(i, "volumes", j)
-            sources = [k for k in ("gcs_fuse", "persistent_volume_claim", "empty_dir")
-                       if getattr(v, k) is not None]
-            if len(sources) != 1:
-                yield ctx.problem(
-                    "workload-volumes", path,
-                    f"volume '{v.name}' needs exactly one source, has {len(sources)}",
-                    value=v.name, expected="one of gcsFuse, persistentVolumeClaim, emptyDir",
-                    hint="e.g. gcsFuse: {bucket: my-data}")
-            if v.name in names:
-                yield ctx.problem("workload-volumes", (*path, "name"),
-                                  f"volume name '{v.name}' is used twice", value=v.name,
-                                  expected="unique volume names per workload")
-            names.add(v.name)
-            mount = v.mount_path.rstrip("/") or "/"
-            if mount in mounts:
-                yield ctx.problem("workload-volumes", (*path, "mountPath"),
-                                  f"mount path '{v.mount_path}' is used twice",
-                                  value=v.mount_path, expected="one volume per mount path")
-            mounts.add(mount)
-            if v.gcs_fuse is not None and not wi:
-                yield ctx.problem(
-                    "workload-volumes", (*path, "gcsFuse"),
-                    "Cloud Storage FUSE needs Workload Identity (the driver mounts the "
-                    "bucket as the pod's Kubernetes service account), and "
-                    "orchestrator.workloadIdentity is false",
-                    value=v.gcs_fuse.bucket, expected="a GKE cluster with Workload Identity",
-                    hint="use a persistentVolumeClaim instead, or set "
-                         "spec.orchestrator.workloadIdentity: true on GKE",
-                    source=gcs.url, facts=[gcs])
-            why = bucket_name_problem(v.gcs_fuse.bucket) if v.gcs_fuse is not None else None
-            if why and v.gcs_fuse is not None:
-                yield ctx.problem("workload-volumes", (*path, "gcsFuse", "bucket"),
-                                  f"'{v.gcs_fuse.bucket}' is not a bucket name: {why}",
-                                  value=v.gcs_fuse.bucket, expected=bucket_rule(),
-                                  hint="name the existing bucket without the gs:// prefix",
-                                  source="https://cloud.google.com/storage/docs/buckets#naming")
-            if v.gcs_fuse is not None and w.host_network:
-                yield ctx.problem(
-                    "workload-volumes", (*path, "gcsFuse"),
-                    "hostNetwork pods do not use Workload Identity (they act as the node's "
-                    "service account), so the bucket grant of the workloads' service account "
-                    "does not reach them", value=v.gcs_fuse.bucket,
-                    expected="hostNetwork: false with Cloud Storage FUSE volumes",
-                    severity=Severity.WARNING, source=gcs.url, facts=[gcs])
+            yield from _volume_identity(ctx, path, v, names, mounts)
+            if v.gcs_fuse is not None:
+                yield from _gcs_fuse_volume(ctx, path, v.gcs_fuse, w.host_network, wi, gcs)
             if v.empty_dir is not None and v.empty_dir.size_limit is not None:
                 bad = bad_amount("sizeLimit", v.empty_dir.size_limit)
                 if bad is not None:
@@ -94,6 +56,64 @@ def workload_volumes(ctx: Context) -> Iterator[Problem]:
                         "workload-volumes", (*path, "emptyDir", "sizeLimit"), bad[0],
                         value=v.empty_dir.size_limit, expected="e.g. 100Gi", hint=bad[1],
                         source=bad[2])
+
+
+def _volume_identity(ctx: Context, path: tuple[str | int, ...], v: WorkloadVolume, names: set[str],
+                     mounts: set[str]) -> Iterator[Problem]:
+    """One volume's source count (exactly one), and its name and mount path against the
+    workload's earlier ones (``names``, ``mounts``: updated here; a mount path without its
+    trailing ``/``)."""
+    sources = [k for k in ("gcs_fuse", "persistent_volume_claim", "empty_dir")
+               if getattr(v, k) is not None]
+    if len(sources) != 1:
+        yield ctx.problem(
+            "workload-volumes", path,
+            f"volume '{v.name}' needs exactly one source, has {len(sources)}",
+            value=v.name, expected="one of gcsFuse, persistentVolumeClaim, emptyDir",
+            hint="e.g. gcsFuse: {bucket: my-data}")
+    if v.name in names:
+        yield ctx.problem("workload-volumes", (*path, "name"),
+                          f"volume name '{v.name}' is used twice", value=v.name,
+                          expected="unique volume names per workload")
+    names.add(v.name)
+    mount = v.mount_path.rstrip("/") or "/"
+    if mount in mounts:
+        yield ctx.problem("workload-volumes", (*path, "mountPath"),
+                          f"mount path '{v.mount_path}' is used twice",
+                          value=v.mount_path, expected="one volume per mount path")
+    mounts.add(mount)
+
+
+def _gcs_fuse_volume(ctx: Context, path: tuple[str | int, ...], fuse: GcsFuseVolume,
+                     host_network: bool, wi: bool, gcs: Any) -> Iterator[Problem]:
+    """A Cloud Storage FUSE volume: an error without Workload Identity (``wi``) and for a
+    bucket name that is not one; a warning for hostNetwork pods, which the workload's
+    service account does not reach. ``gcs``: kubernetes.yaml ``volumes.gcsFuse``."""
+    if not wi:
+        yield ctx.problem(
+            "workload-volumes", (*path, "gcsFuse"),
+            "Cloud Storage FUSE needs Workload Identity (the driver mounts the "
+            "bucket as the pod's Kubernetes service account), and "
+            "orchestrator.workloadIdentity is false",
+            value=fuse.bucket, expected="a GKE cluster with Workload Identity",
+            hint="use a persistentVolumeClaim instead, or set "
+                 "spec.orchestrator.workloadIdentity: true on GKE",
+            source=gcs.url, facts=[gcs])
+    why = bucket_name_problem(fuse.bucket)
+    if why:
+        yield ctx.problem("workload-volumes", (*path, "gcsFuse", "bucket"),
+                          f"'{fuse.bucket}' is not a bucket name: {why}",
+                          value=fuse.bucket, expected=bucket_rule(),
+                          hint="name the existing bucket without the gs:// prefix",
+                          source="https://cloud.google.com/storage/docs/buckets#naming")
+    if host_network:
+        yield ctx.problem(
+            "workload-volumes", (*path, "gcsFuse"),
+            "hostNetwork pods do not use Workload Identity (they act as the node's "
+            "service account), so the bucket grant of the workloads' service account "
+            "does not reach them", value=fuse.bucket,
+            expected="hostNetwork: false with Cloud Storage FUSE volumes",
+            severity=Severity.WARNING, source=gcs.url, facts=[gcs])
 
 
 @rule("workload-tolerations", facts=("kubernetes.scheduling.tolerations",))

@@ -118,24 +118,41 @@ def _problem_from_error(err: Mapping[str, Any], sm: SourceMap) -> Problem:
         err = {**err, "input": loc[-1] if loc else err.get("input")}
     etype = err["type"]
     value = err.get("input")
-    ctx = err.get("ctx") or {}
     path = format_path(loc)
     # a bad value points at the value; an unknown or missing key at the key (or its parent)
     line, col = sm.locate(loc, prefer_value=etype not in ("extra_forbidden", "missing"))
     kw: _Where = {"path": path, "file": sm.file, "line": line, "column": col}
+    if etype in ("extra_forbidden", "missing"):
+        return _key_problem(etype, loc, kw)
+    found = (_constraint_problem(etype, value, err.get("ctx") or {}, kw)
+             or _type_problem(etype, value, sm, kw))
+    if found is not None:
+        return found
+    return Problem(rule="recipe-value", message=err.get("msg", "invalid value"),
+                   value=value if not isinstance(value, (dict, list)) else None, **kw)
+
+
+def _key_problem(etype: str, loc: Path, kw: _Where) -> Problem:
+    """An unknown key (``extra_forbidden``: the keys allowed there, the nearest one) or a
+    missing required key (``missing``) at ``loc``."""
+    key = loc[-1]
     if etype == "extra_forbidden":
-        key = loc[-1]
         keys = allowed_keys(loc[:-1])
         return Problem(rule="recipe-unknown-key", message=f"unknown key '{key}'", value=key,
                        expected="one of: " + ", ".join(keys) if keys else None,
                        hint=suggest(key, keys) or "remove it, or check the indentation", **kw)
-    if etype == "missing":
-        key = loc[-1]
-        return Problem(rule="recipe-missing-key", message=f"required key '{key}' is missing",
-                       expected=f"a value for '{key}'",
-                       hint=(f"add '{key}:' under '{format_path(loc[:-1])}'" if loc[:-1]
-                             else f"add '{key}:' at the top level"),
-                       **kw)
+    return Problem(rule="recipe-missing-key", message=f"required key '{key}' is missing",
+                   expected=f"a value for '{key}'",
+                   hint=(f"add '{key}:' under '{format_path(loc[:-1])}'" if loc[:-1]
+                         else f"add '{key}:' at the top level"),
+                   **kw)
+
+
+def _constraint_problem(etype: str, value: Any, ctx: Mapping[str, Any], kw: _Where
+                        ) -> Problem | None:
+    """A value of the right type that breaks its field's constraint (pydantic-core's
+    ``ctx``): not one of the allowed values, the wrong pattern (in words,
+    :data:`_PATTERN_WORDS`), too long, too short or out of range; None for other errors."""
     if etype in ("literal_error", "enum"):
         options = [o.strip().strip("'") for o in
                    str(ctx.get("expected", "")).replace(" or ", ", ").split(",")]
@@ -157,14 +174,20 @@ def _problem_from_error(err: Mapping[str, Any], sm: SourceMap) -> Problem:
         return Problem(rule="recipe-too-short", message="must not be empty", value=value,
                        expected=f"at least {ctx.get('min_length', 1)}", **kw)
     if etype in ("greater_than_equal", "less_than_equal", "greater_than", "less_than"):
-        bound = {k: v for k, v in ctx.items()}
         ops = {"ge": ">=", "le": "<=", "gt": ">", "lt": "<"}
-        expected = " and ".join(f"{ops[k]} {v}" for k, v in bound.items())
+        expected = " and ".join(f"{ops[k]} {v}" for k, v in ctx.items())
         return Problem(rule="recipe-range", message=f"{_describe(value)} is out of range",
                        value=value, expected=expected, **kw)
+    return None
+
+
+def _type_problem(etype: str, value: Any, sm: SourceMap, kw: _Where) -> Problem | None:
+    """A value of the wrong type (:data:`_TYPE_WORDS`): an unquoted timestamp YAML read as a
+    date (quoted as written), a number or boolean where text belongs (quote it), or any
+    other; None for other errors."""
     if etype == "string_type" and isinstance(value, (datetime.date, datetime.datetime)):
         # YAML reads an unquoted 2026-01-10T04:00:00Z (or 2026-01-10) as a timestamp
-        raw = _raw_scalar(sm, line, col) or value.isoformat()
+        raw = _raw_scalar(sm, kw["line"], kw["column"]) or value.isoformat()
         return Problem(rule="recipe-type",
                        message=f"the unquoted {raw} is read by YAML as a timestamp, not text",
                        value=raw, expected=_TYPE_WORDS[etype], hint=f'quote it: "{raw}"', **kw)
@@ -176,8 +199,7 @@ def _problem_from_error(err: Mapping[str, Any], sm: SourceMap) -> Problem:
         return Problem(rule="recipe-type", message=f"{_describe(value)} is the wrong type",
                        value=value if not isinstance(value, (dict, list)) else None,
                        expected=_TYPE_WORDS[etype], hint=hint, **kw)
-    return Problem(rule="recipe-value", message=err.get("msg", "invalid value"),
-                   value=value if not isinstance(value, (dict, list)) else None, **kw)
+    return None
 
 
 def parse_recipe_text(text: str, file: str) -> ParsedRecipe:

@@ -594,36 +594,10 @@ def check_reservation(s: Session, sl: SliceNeed) -> list[LiveResult]:
     t = s.target
     owner = sl.reservation_project or t.project
     name = str(sl.reservation)
-    if not t.zone:  # Autopilot: find it in the region (aggregatedList filtered by name)
-        ev = f"projects/{owner}/aggregated/reservations?filter=name={name}"
-        try:
-            scoped = s.call("reservations", "aggregated_list",
-                            request={"project": owner, "filter": f'name = "{name}"'})
-        except Exception as exc:
-            return [_could_not("reservation", f"reservation {name}", ev, exc, s,
-                               permission="compute.reservations.list")]
-        found = [(scope.rsplit("/", 1)[-1], r) for scope, lst in scoped
-                 for r in lst.reservations if r.name == name
-                 and scope.rsplit("/", 1)[-1].rsplit("-", 1)[0] == t.region]
-        if not found:
-            return [LiveResult("reservation", FAIL, f"reservation {name} does not exist in "
-                               f"project {owner}, region {t.region}", ev,
-                               "check capacity.reservation / reservationProject and "
-                               "spec.region")]
-        zone, r = found[0]
-    else:
-        zone = t.zone
-        ev = f"projects/{owner}/zones/{zone}/reservations/{name}"
-        try:
-            r = s.call("reservations", "get", project=owner, zone=zone, reservation=name)
-        except Exception as exc:
-            if _kind(exc) == "notfound":
-                return [LiveResult("reservation", FAIL, f"reservation {name} does not exist "
-                                   f"in project {owner}, zone {zone}", ev,
-                                   "check capacity.reservation / reservationProject and "
-                                   "spec.zone")]
-            return [_could_not("reservation", f"reservation {name}", ev, exc, s,
-                               permission="compute.reservations.get")]
+    found = _find_reservation(s, owner, name)
+    if isinstance(found, LiveResult):
+        return [found]
+    zone, r = found
     ev = f"projects/{owner}/zones/{zone}/reservations/{name}"
     out: list[LiveResult] = []
     if owner != t.project:
@@ -642,20 +616,66 @@ def check_reservation(s: Session, sl: SliceNeed) -> list[LiveResult]:
                               "reservation count (an aggregate reservation?): machine type and "
                               "free count not checked", ev, None))
         return out
+    need = sl.vms * sl.count
+    free = int(spec.count) - int(spec.in_use_count)
+    out += _reservation_room(sl, name, spec, free, need, ev)
+    if not any(o.status == FAIL for o in out):
+        out.insert(0, LiveResult("reservation", PASS, f"reservation {name}: {free} free "
+                                 f"{sl.machine_type} VM(s) >= {need} for slice {sl.name}", ev))
+    return out
+
+
+def _find_reservation(s: Session, owner: str, name: str) -> tuple[str, Any] | LiveResult:
+    """``(zone, reservation)`` of the reservation ``name`` of project ``owner``: in the
+    target's zone (``reservations.get``), or without a zone (Autopilot) the first one of the
+    region (``reservations.aggregatedList`` filtered by name); else the FAIL (no such
+    reservation) or the could-not result of the call."""
+    t = s.target
+    if not t.zone:  # Autopilot: find it in the region (aggregatedList filtered by name)
+        ev = f"projects/{owner}/aggregated/reservations?filter=name={name}"
+        try:
+            scoped = s.call("reservations", "aggregated_list",
+                            request={"project": owner, "filter": f'name = "{name}"'})
+        except Exception as exc:
+            return _could_not("reservation", f"reservation {name}", ev, exc, s,
+                              permission="compute.reservations.list")
+        found = [(scope.rsplit("/", 1)[-1], r) for scope, lst in scoped
+                 for r in lst.reservations if r.name == name
+                 and scope.rsplit("/", 1)[-1].rsplit("-", 1)[0] == t.region]
+        if not found:
+            return LiveResult("reservation", FAIL, f"reservation {name} does not exist in "
+                              f"project {owner}, region {t.region}", ev,
+                              "check capacity.reservation / reservationProject and "
+                              "spec.region")
+        return found[0]
+    zone = t.zone
+    ev = f"projects/{owner}/zones/{zone}/reservations/{name}"
+    try:
+        return zone, s.call("reservations", "get", project=owner, zone=zone, reservation=name)
+    except Exception as exc:
+        if _kind(exc) == "notfound":
+            return LiveResult("reservation", FAIL, f"reservation {name} does not exist "
+                              f"in project {owner}, zone {zone}", ev,
+                              "check capacity.reservation / reservationProject and "
+                              "spec.zone")
+        return _could_not("reservation", f"reservation {name}", ev, exc, s,
+                          permission="compute.reservations.get")
+
+
+def _reservation_room(sl: SliceNeed, name: str, spec: Any, free: int, need: int, ev: str
+                      ) -> list[LiveResult]:
+    """FAILs for a specific reservation (``spec``) of another machine type than the slice's,
+    and for fewer ``free`` VMs (count - in use) than the slice ``need``s (VMs x count)."""
+    out: list[LiveResult] = []
     have = spec.instance_properties.machine_type
     if sl.machine_type and have and have.rsplit("/", 1)[-1] != sl.machine_type:
         out.append(LiveResult("reservation", FAIL, f"reservation {name} holds {have}, not "
                               f"{sl.machine_type} (slice {sl.name})", ev,
                               "name a reservation of the slice's machine type"))
-    need = sl.vms * sl.count
-    free = int(spec.count) - int(spec.in_use_count)
     if free < need:
         out.append(LiveResult("reservation", FAIL, f"reservation {name} has {free} free of "
                               f"{spec.count} VMs; slice {sl.name} needs {need}", ev,
                               "free VMs in the reservation, or use a larger one"))
-    if not any(o.status == FAIL for o in out):
-        out.insert(0, LiveResult("reservation", PASS, f"reservation {name}: {free} free "
-                                 f"{sl.machine_type} VM(s) >= {need} for slice {sl.name}", ev))
     return out
 
 

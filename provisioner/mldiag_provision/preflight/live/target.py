@@ -100,6 +100,20 @@ def cpu_needs(plan: Mapping[str, Any]) -> tuple[CpuNeed, ...]:
         mt = str(cluster["system_pool_machine_type"])
         out.append(CpuNeed("system node pool", mt, zones, vcpus_of(mt), "on-demand"))
     slurm = plan.get("slurm") or {}
+    out += _slurm_node_set_cpus(slurm)
+    login = slurm.get("login_nodes")
+    if login and login.get("machine_type") and int(login.get("count") or 0):
+        mt = str(login["machine_type"])
+        out.append(CpuNeed("Slurm login nodes", mt, int(login["count"]), vcpus_of(mt),
+                           "on-demand"))
+    return tuple(out)
+
+
+def _slurm_node_set_cpus(slurm: Mapping[str, Any]) -> list[CpuNeed]:
+    """The CPU node sets of the plan's ``slurm`` part (``node_sets`` with their
+    ``compute`` entries): machine type, static + maximum dynamic nodes, on-demand or spot
+    capacity; node sets of a slice (their quota is the slice's) and empty ones left out."""
+    out: list[CpuNeed] = []
     compute = {c["id"]: c for c in slurm.get("compute", ())}
     for ns in slurm.get("node_sets", ()):
         if ns.get("slice"):
@@ -110,12 +124,7 @@ def cpu_needs(plan: Mapping[str, Any]) -> tuple[CpuNeed, ...]:
         capacity = str(c.get("capacity") or "on-demand")
         if mt and n and capacity in ("on-demand", "spot"):
             out.append(CpuNeed(f"Slurm node set {ns['id']}", mt, n, vcpus_of(mt), capacity))
-    login = slurm.get("login_nodes")
-    if login and login.get("machine_type") and int(login.get("count") or 0):
-        mt = str(login["machine_type"])
-        out.append(CpuNeed("Slurm login nodes", mt, int(login["count"]), vcpus_of(mt),
-                           "on-demand"))
-    return tuple(out)
+    return out
 
 
 @dataclass
@@ -168,20 +177,10 @@ def build_target(plan: StackPlan, files: Mapping[str, bytes | str],
     ``known``: the (kind, scope, name) keys the stack already has (the names of its work
     directory's previous plan, :func:`known_names`); the others must be free.
     """
-    types = resource_types(files)
-    diag = plan.diagnostics
-    bucket = getattr(diag, "profiles_bucket", None)
-    if bucket is not None and not bucket.create:
-        types.discard("google_storage_bucket")
-    sa = getattr(diag, "service_account", None)
-    cluster = plan.cluster
-    node_sa_roles = tuple(getattr(cluster, "node_service_account_roles", ()) or ())
-    if sa is not None and not sa.create and not hasattr(cluster, "node_service_account_id"):
-        types.discard("google_service_account")
-    iam = getattr(diag, "iam", None)
+    iam = getattr(plan.diagnostics, "iam", None)
     custom = bool(iam is not None and iam.mode != "predefined")
-    if not custom and "google_project_iam_custom_role" in types and not node_sa_roles:
-        types.discard("google_project_iam_custom_role")
+    node_sa_roles = tuple(getattr(plan.cluster, "node_service_account_roles", ()) or ())
+    types = _created_types(plan, files, custom, node_sa_roles)
     table = facts()["resources"]
     perms: dict[str, list[str]] = {}
     for rtype in sorted(types):
@@ -191,34 +190,7 @@ def build_target(plan: StackPlan, files: Mapping[str, bytes | str],
     if iam is not None and not custom:
         roles += list(iam.roles)
     roles += [r for r in node_sa_roles if r.startswith("roles/")]
-    from mldiag_provision import orchestrators
-    from mldiag_provision.orchestrators import Capability
-
-    gke = existing = None
-    unit = orchestrators.find(cluster.type)
-    if unit is not None and unit.has(Capability.CREATES_CLUSTER):
-        gke = (cluster.location, str(getattr(cluster, "release_channel", "REGULAR")),
-               getattr(cluster, "min_master_version", None))
-    elif (unit is not None and unit.has(Capability.EXISTING_CLUSTER)
-          and plan.agents is not None):
-        access = plan.agents.access
-        if access.kind == "gke":  # a GKE cluster by name (not a kubeconfig context)
-            need = None
-            if plan.agents.strategy == "managed":  # the managed add-on's minimum GKE
-                from mldiag_provision.catalog.requirements import managed_diagnostics_need
-                from mldiag_provision.catalog.tpu import load_catalog
-
-                need = str(managed_diagnostics_need(load_catalog()).version)
-            existing = (access.location or cluster.location, access.cluster, need,
-                        getattr(cluster, "workload_pool", None))
-    slices = []
-    for s in plan.slices:
-        per_vm = s.chips_per_vm or 0
-        slices.append(SliceNeed(
-            name=s.name, kind=s.kind, accelerator_type=s.accelerator_type,
-            machine_type=s.machine_type, vms=s.vms, count=s.count,
-            chips=(s.chips or per_vm * s.vms) * s.count, capacity=s.capacity,
-            reservation=s.reservation, reservation_project=s.reservation_project))
+    gke, existing = _cluster_to_check(plan)
     from mldiag_provision.plan.owned import owned_names
 
     data = plan.to_dict()
@@ -232,8 +204,73 @@ def build_target(plan: StackPlan, files: Mapping[str, bytes | str],
         permissions={p: tuple(ts) for p, ts in sorted(perms.items())},
         roles=tuple(dict.fromkeys(roles)),
         custom_role_permissions=tuple(iam.permissions) if custom and iam is not None else (),
-        services=tuple(plan.services), gke=gke, existing=existing, slices=tuple(slices),
-        cpus=cpu_needs(data))
+        services=tuple(plan.services), gke=gke, existing=existing,
+        slices=_slice_needs(plan), cpus=cpu_needs(data))
+
+
+def _created_types(plan: StackPlan, files: Mapping[str, bytes | str], custom: bool,
+                   node_sa_roles: tuple[str, ...]) -> set[str]:
+    """The resource types of ``files`` (:func:`resource_types`) less those the plan does not
+    create: an existing profiles bucket, an existing workload service account (when the
+    cluster has no node service account), a custom role when the IAM mode is predefined
+    (``custom`` false) and no node role needs one."""
+    types = resource_types(files)
+    diag = plan.diagnostics
+    bucket = getattr(diag, "profiles_bucket", None)
+    if bucket is not None and not bucket.create:
+        types.discard("google_storage_bucket")
+    sa = getattr(diag, "service_account", None)
+    if sa is not None and not sa.create and not hasattr(plan.cluster,
+                                                         "node_service_account_id"):
+        types.discard("google_service_account")
+    if not custom and "google_project_iam_custom_role" in types and not node_sa_roles:
+        types.discard("google_project_iam_custom_role")
+    return types
+
+
+def _cluster_to_check(plan: StackPlan) -> tuple[tuple[str, str, str | None] | None,
+                                                 tuple[str, str, str | None, str | None]
+                                                 | None]:
+    """``(gke, existing)`` of :class:`Target`: a cluster the stack creates (location, release
+    channel, minimum version), or an existing GKE cluster named by the agents' access
+    (location, name, the managed add-on's minimum GKE with managed agents, the expected
+    workload pool); None for the other."""
+    from mldiag_provision import orchestrators
+    from mldiag_provision.orchestrators import Capability
+
+    cluster = plan.cluster
+    unit = orchestrators.find(cluster.type)
+    if unit is not None and unit.has(Capability.CREATES_CLUSTER):
+        return (cluster.location, str(getattr(cluster, "release_channel", "REGULAR")),
+                getattr(cluster, "min_master_version", None)), None
+    if not (unit is not None and unit.has(Capability.EXISTING_CLUSTER)
+            and plan.agents is not None):
+        return None, None
+    access = plan.agents.access
+    if access.kind != "gke":  # a GKE cluster by name (not a kubeconfig context)
+        return None, None
+    need = None
+    if plan.agents.strategy == "managed":  # the managed add-on's minimum GKE
+        from mldiag_provision.catalog.requirements import managed_diagnostics_need
+        from mldiag_provision.catalog.tpu import load_catalog
+
+        need = str(managed_diagnostics_need(load_catalog()).version)
+    return None, (access.location or cluster.location, access.cluster, need,
+                  getattr(cluster, "workload_pool", None))
+
+
+def _slice_needs(plan: StackPlan) -> tuple[SliceNeed, ...]:
+    """Each slice of ``plan`` as the checks need it: its chips over every VM and every slice
+    of a multislice (``chips``, else chips per VM x VMs, times ``count``)."""
+    slices = []
+    for s in plan.slices:
+        per_vm = s.chips_per_vm or 0
+        slices.append(SliceNeed(
+            name=s.name, kind=s.kind, accelerator_type=s.accelerator_type,
+            machine_type=s.machine_type, vms=s.vms, count=s.count,
+            chips=(s.chips or per_vm * s.vms) * s.count, capacity=s.capacity,
+            reservation=s.reservation, reservation_project=s.reservation_project))
+    return tuple(slices)
 
 
 # the attribute that holds a resource's name in Terraform state, by resource type, and the
