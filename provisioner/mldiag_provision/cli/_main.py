@@ -187,6 +187,19 @@ def _raising(exc: MldiagError) -> Callable[[argparse.Namespace, Console], int]:
     return run
 
 
+def _sarif_error(exc: MldiagError) -> str:
+    """The SARIF 2.1.0 log of a run that did not complete: one invocation that says so
+    (its exit code, the error as a notification) and the error's problems (an invalid
+    recipe's findings, with file and line) as the results."""
+    from mldiag_provision.sarif import sarif_document
+
+    log = sarif_document([], exc.problems)
+    log["runs"][0]["invocations"] = [{
+        "executionSuccessful": False, "exitCode": int(exc.exit_code),
+        "toolExecutionNotifications": [{"level": "error", "message": {"text": exc.message}}]}]
+    return json.dumps(log, indent=2)
+
+
 def _run(args: argparse.Namespace, run: Callable[[argparse.Namespace, Console], int],
          detailed: bool) -> int:
     """Run one parsed command; errors become their exit codes (see the module docstring)."""
@@ -204,18 +217,7 @@ def _run(args: argparse.Namespace, run: Callable[[argparse.Namespace, Console], 
             raise converted from exc
     except MldiagError as exc:
         if getattr(args, "output", "text") == "sarif":
-            # a SARIF consumer still gets a log: one run that says it did not complete
-            out.print(json.dumps({
-                "version": "2.1.0",
-                "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-                "runs": [{"tool": {"driver": {"name": "mldiag-provision",
-                                              "version": __version__}},
-                          "invocations": [{"executionSuccessful": False,
-                                           "exitCode": int(exc.exit_code),
-                                           "toolExecutionNotifications": [{
-                                               "level": "error",
-                                               "message": {"text": exc.message}}]}],
-                          "results": []}]}, indent=2))
+            out.print(_sarif_error(exc))
         elif getattr(args, "output", "text") == "json":
             out.print(json.dumps({"ok": False, "error": {
                 "message": exc.message, "hint": exc.hint, "exitCode": int(exc.exit_code),
