@@ -39,7 +39,9 @@ class _Parser(argparse.ArgumentParser):
         command's usage (``validate R --bogus``), not the top-level one (exit 2)."""
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
-            _innermost(self, parsed).error(f"unrecognized arguments: {' '.join(extras)}")
+            parser = _innermost(self, parsed)
+            parser.error(f"unrecognized arguments: {' '.join(extras)}"
+                         f"{_option_did_you_mean(parser, extras)}")
         return parsed
 
     def _get_formatter(self) -> argparse.HelpFormatter:
@@ -81,6 +83,23 @@ def _did_you_mean(message: str) -> str:
     choices = re.findall(r"'([^']*)'", found.group(2))
     close = difflib.get_close_matches(found.group(1), choices, n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _option_did_you_mean(parser: argparse.ArgumentParser, extras: Sequence[str]) -> str:
+    """For the first unknown option in ``extras`` (``--strcit``, ``--sandox=x``): the
+    closest long option of ``parser`` (the command's own, as difflib ranks them, the same
+    cutoff as for commands), as " (did you mean '--strict'?)"; else ""."""
+    import difflib
+
+    known = [o for o in parser._option_string_actions if o.startswith("--")]
+    for extra in extras:
+        if not extra.startswith("-") or extra == "-":
+            continue
+        typed = extra.split("=", 1)[0]
+        close = difflib.get_close_matches(typed, known, n=1, cutoff=0.6)
+        if close:
+            return f" (did you mean '{close[0]}'?)"
+    return ""
 
 
 def _innermost(parser: argparse.ArgumentParser,
