@@ -39,7 +39,9 @@ class _Parser(argparse.ArgumentParser):
         command's usage (``validate R --bogus``), not the top-level one (exit 2)."""
         parsed, extras = self.parse_known_args(args, namespace)
         if extras:
-            _innermost(self, parsed).error(f"unrecognized arguments: {' '.join(extras)}")
+            parser = _innermost(self, parsed)
+            parser.error(f"unrecognized arguments: {' '.join(extras)}"
+                         f"{_option_did_you_mean(parser, extras)}")
         return parsed
 
     def _get_formatter(self) -> argparse.HelpFormatter:
@@ -81,6 +83,23 @@ def _did_you_mean(message: str) -> str:
     choices = re.findall(r"'([^']*)'", found.group(2))
     close = difflib.get_close_matches(found.group(1), choices, n=1, cutoff=0.6)
     return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _option_did_you_mean(parser: argparse.ArgumentParser, extras: Sequence[str]) -> str:
+    """For the first unknown option in ``extras`` (``--strcit``, ``--sandox=x``): the
+    closest long option of ``parser`` (the command's own, as difflib ranks them, the same
+    cutoff as for commands), as " (did you mean '--strict'?)"; else ""."""
+    import difflib
+
+    known = [o for o in parser._option_string_actions if o.startswith("--")]
+    for extra in extras:
+        if not extra.startswith("-") or extra == "-":
+            continue
+        typed = extra.split("=", 1)[0]
+        close = difflib.get_close_matches(typed, known, n=1, cutoff=0.6)
+        if close:
+            return f" (did you mean '{close[0]}'?)"
+    return ""
 
 
 def _innermost(parser: argparse.ArgumentParser,
@@ -187,6 +206,19 @@ def _raising(exc: MldiagError) -> Callable[[argparse.Namespace, Console], int]:
     return run
 
 
+def _sarif_error(exc: MldiagError) -> str:
+    """The SARIF 2.1.0 log of a run that did not complete: one invocation that says so
+    (its exit code, the error as a notification) and the error's problems (an invalid
+    recipe's findings, with file and line) as the results."""
+    from mldiag_provision.sarif import sarif_document
+
+    log = sarif_document([], exc.problems)
+    log["runs"][0]["invocations"] = [{
+        "executionSuccessful": False, "exitCode": int(exc.exit_code),
+        "toolExecutionNotifications": [{"level": "error", "message": {"text": exc.message}}]}]
+    return json.dumps(log, indent=2)
+
+
 def _run(args: argparse.Namespace, run: Callable[[argparse.Namespace, Console], int],
          detailed: bool) -> int:
     """Run one parsed command; errors become their exit codes (see the module docstring)."""
@@ -204,18 +236,7 @@ def _run(args: argparse.Namespace, run: Callable[[argparse.Namespace, Console], 
             raise converted from exc
     except MldiagError as exc:
         if getattr(args, "output", "text") == "sarif":
-            # a SARIF consumer still gets a log: one run that says it did not complete
-            out.print(json.dumps({
-                "version": "2.1.0",
-                "$schema": "https://json.schemastore.org/sarif-2.1.0.json",
-                "runs": [{"tool": {"driver": {"name": "mldiag-provision",
-                                              "version": __version__}},
-                          "invocations": [{"executionSuccessful": False,
-                                           "exitCode": int(exc.exit_code),
-                                           "toolExecutionNotifications": [{
-                                               "level": "error",
-                                               "message": {"text": exc.message}}]}],
-                          "results": []}]}, indent=2))
+            out.print(_sarif_error(exc))
         elif getattr(args, "output", "text") == "json":
             out.print(json.dumps({"ok": False, "error": {
                 "message": exc.message, "hint": exc.hint, "exitCode": int(exc.exit_code),

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -65,6 +66,7 @@ class Evaluation:
         except OSError as exc:
             raise PolicyEngineError(f"cannot start the Rego engine process: {exc}",
                                     hint="reinstall mldiag-provision") from None
+        self._sources = {m.name: m.source for m in modules}
         head = json.dumps({"modules": [{"name": m.name, "source": m.source} for m in modules],
                            "packages": packages}) + "\n"
         self._write(head)
@@ -99,7 +101,7 @@ class Evaluation:
                 f"{TIMEOUT_S:.0f} s",
                 hint="a policy loops over a very large collection; simplify it, or raise "
                      "MLDIAG_POLICY_TIMEOUT_S") from None
-        return _answer(self._proc.returncode, stdout, stderr)
+        return _answer(self._proc.returncode, stdout, stderr, self._sources)
 
 
 def evaluate(modules: list[Module], document: dict[str, Any], packages: list[str]
@@ -117,7 +119,10 @@ def evaluate(modules: list[Module], document: dict[str, Any], packages: list[str
     return Evaluation(modules, packages).finish(document)
 
 
-def _answer(returncode: int, stdout: str, stderr: str) -> tuple[str, dict[str, dict[str, Any]]]:
+def _answer(returncode: int, stdout: str, stderr: str, sources: dict[str, str] | None = None,
+            ) -> tuple[str, dict[str, dict[str, Any]]]:
+    """The worker's answer, as :func:`evaluate` returns it; ``sources``: each module's text
+    by name (to place a compile error at its line and column)."""
     if returncode != 0:
         if returncode < 0:
             try:
@@ -141,10 +146,44 @@ def _answer(returncode: int, stdout: str, stderr: str) -> tuple[str, dict[str, d
                                 hint="reinstall regopy (pip install regopy)") from None
     if not answer.get("ok"):
         if "module" in answer:
-            raise PolicyError(f"{answer['module']}: the policy does not compile: "
-                              f"{answer['error']}",
-                              hint="fix the Rego file (Rego v1 syntax: `deny contains "
-                                   "x if {...}`)")
+            placed = compile_errors(str(answer["error"]), sources or {})
+            raise PolicyError(
+                "the policy does not compile:\n" + "\n".join(placed) if placed else
+                f"{answer['module']}: the policy does not compile: {answer['error']}",
+                hint="fix the Rego file at the line and column named (Rego v1 syntax: "
+                     "`deny contains x if {...}`)")
         raise PolicyEngineError(str(answer.get("error")),
                                 hint="pip install regopy (a dependency of mldiag-provision)")
     return str(answer.get("engine", "regopy")), answer["packages"]
+
+
+_ERROR = re.compile(r"\(error (\d+):")
+_PLACE = re.compile(r"\|(\d+)\|(\d+) \(errormsg (\d+):")
+
+
+def compile_errors(text: str, sources: dict[str, str]) -> list[str]:
+    """rego-cpp's compile error (an S-expression such as ``(rego-errorseq (error
+    16:bad/p.rego|73|1 (errormsg 27:Invalid arithmetic operator) ...))``: strings are
+    prefixed with their length, ``|73|1`` is the byte offset and length in the module) as
+    one ``FILE:LINE:COLUMN: MESSAGE`` line per error (line and column from 1, the column
+    counted in characters). ``sources``: each module's text by name, as sent to the engine
+    (a module not among them is named without a place). Returns [] when ``text`` holds no
+    error in that shape (the caller shows it as it is)."""
+    lines: list[str] = []
+    for found in _ERROR.finditer(text):
+        start = found.end()
+        name = text[start:start + int(found.group(1))]
+        place = _PLACE.match(text, start + len(name))
+        if place is None:
+            continue
+        msg_start = place.end()
+        message = text[msg_start:msg_start + int(place.group(3))].strip()
+        source = sources.get(name)
+        if source is None:
+            lines.append(f"{name}: {message}")
+            continue
+        before = source.encode("utf-8")[:int(place.group(1))].decode("utf-8", "replace")
+        line = before.count("\n") + 1
+        column = len(before) - (before.rfind("\n") + 1) + 1
+        lines.append(f"{name}:{line}:{column}: {message}")
+    return lines

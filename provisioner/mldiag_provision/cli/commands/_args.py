@@ -78,8 +78,11 @@ def add_verbose(p: argparse.ArgumentParser) -> None:
                         "(a passing policy gate prints one line otherwise)")
 
 
-def valid_plan(path: str, out: Any, needs: str) -> tuple[Recipe, StackPlan]:
-    """(recipe, plan) of a valid recipe file; its problems printed to ``out`` either way.
+def valid_plan(path: str, out: Any, needs: str, *,
+               text: bool = True) -> tuple[Recipe, StackPlan]:
+    """(recipe, plan) of a valid recipe file; an invalid one's problems printed to ``out``
+    when ``text`` (with JSON/SARIF output, stdout holds one document: the problems of an
+    invalid recipe travel in the error raised, which the CLI puts in that document).
 
     Raises:
       InputError: the recipe has errors (exit 1); ``needs`` names who needs a valid one
@@ -94,8 +97,9 @@ def valid_plan(path: str, out: Any, needs: str) -> tuple[Recipe, StackPlan]:
     res = check_file(path, catalog)
     errors = [p for p in res.report.problems if p.severity.value == "error"]
     if errors or res.parsed.recipe is None:
-        for p in res.report.problems:
-            out.problem(p, res.parsed.sourcemap)
+        if text:
+            for p in res.report.problems:
+                out.problem(p, res.parsed.sourcemap)
         raise InputError(f"{needs} needs a valid recipe: {len(errors)} error(s) in "
                          f"{res.report.file}", problems=list(res.report.problems))
     return res.parsed.recipe, build_plan(res.parsed.recipe, res.shapes, catalog)

@@ -337,8 +337,12 @@ def open_stack(args: argparse.Namespace, command: str, *, reporter: Any = None) 
 def render_shown(stack: Any, args: argparse.Namespace, out: Console, *, quiet: bool) -> None:
     """Render the recipe into the stack and show the outcome (problems, decisions).
 
+    ``quiet``: machine output (``--output json``): nothing is printed, and an invalid
+    recipe's problems travel only in the error raised (the CLI puts them in its document).
+
     Raises:
-      InputError: the recipe has errors (printed first, as ``validate`` prints them).
+      InputError: the recipe has errors (printed first unless ``quiet``, as ``validate``
+        prints them).
     """
     from mldiag_provision.stack.workdir import RecipeInvalid
 
@@ -346,8 +350,9 @@ def render_shown(stack: Any, args: argparse.Namespace, out: Console, *, quiet: b
         res = stack.render(args.recipe, force=getattr(args, "force", False),
                            engine_needed=True)  # plan and apply run it next
     except RecipeInvalid as exc:
-        for p in exc.problems:
-            out.problem(p, exc.sourcemap)
+        if not quiet:  # JSON output: the problems are in the error's document (cli._main)
+            for p in exc.problems:
+                out.problem(p, exc.sourcemap)
         raise
     if quiet:
         return

@@ -41,15 +41,16 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
                    help="bound of each Cloud Billing Catalog call with --live (default 30)")
 
 
-def plan_of(path: str, out: Console) -> dict[str, Any]:
-    """The plan (as ``plan.json`` data) of a valid recipe; its problems printed.
+def plan_of(path: str, out: Console, *, text: bool = True) -> dict[str, Any]:
+    """The plan (as ``plan.json`` data) of a valid recipe; an invalid one's problems printed
+    when ``text`` (JSON output: they travel in the InputError raised).
 
     Raises:
       InputError: the recipe has errors (exit 1).
     """
     from mldiag_provision.cli.commands._args import valid_plan
 
-    return valid_plan(path, out, "cost")[1].to_dict()
+    return valid_plan(path, out, "cost", text=text)[1].to_dict()
 
 
 def live_table(timeout_s: float) -> Any:
@@ -95,7 +96,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
     from mldiag_provision.cost import report
     from mldiag_provision.cost.bom import bill_of_materials
 
-    plan = plan_of(args.recipe, out)
+    plan = plan_of(args.recipe, out, text=args.output != "json")
     table = live_table(args.live_timeout) if args.live else None
     bill = bill_of_materials(plan, table)
     if args.output == "json":

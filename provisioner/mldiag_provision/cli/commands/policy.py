@@ -59,13 +59,15 @@ def _waivers(items: list[str]) -> dict[str, str]:
     return out
 
 
-def _from_recipe(path: str, out: Console) -> tuple[dict[str, bytes], Any]:
-    """(rendered files in memory, recipe) of a valid recipe; its problems printed."""
+def _from_recipe(path: str, out: Console, *,
+                 text: bool = True) -> tuple[dict[str, bytes], Any]:
+    """(rendered files in memory, recipe) of a valid recipe; the problems of an invalid one
+    printed when ``text`` (else they travel in the InputError raised)."""
     from mldiag_provision.cli.commands._args import valid_plan
     from mldiag_provision.policy import policy_data
     from mldiag_provision.render.stack import render_stack
 
-    recipe, plan = valid_plan(path, out, "the policy gate")
+    recipe, plan = valid_plan(path, out, "the policy gate", text=text)
     return render_stack(plan, policy=policy_data(recipe)), recipe
 
 
@@ -207,7 +209,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
         workdir: Path | None = target
         recipe_path = None
     elif target.is_file():
-        files, recipe = _from_recipe(args.target, out)
+        files, recipe = _from_recipe(args.target, out, text=args.output == "text")
         workdir = Path(args.out) if args.out else None
         recipe_path = args.target
     elif target.exists():
