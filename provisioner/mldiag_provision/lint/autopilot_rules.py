@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
+from decimal import Decimal
 from typing import Any
 
-from mldiag_provision.catalog.store import store
+from mldiag_provision.catalog.store import Fact, store
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.lint.context import LintContext
 from mldiag_provision.lint.loading import get
@@ -22,6 +23,7 @@ from mldiag_provision.lint.rules import define, fact, fact_source, severity_of, 
 from mldiag_provision.lint.tpu_rules import tpu_pods
 from mldiag_provision.lint.workloads import PodTemplate
 from mldiag_provision.quantity import parse_quantity
+from mldiag_provision.recipe.sourcemap import Path
 
 HOST_NS = define("autopilot-host-namespaces", "no hostNetwork, hostPID or hostIPC",
                  source=fact_source("autopilot", "hostNamespaces"))
@@ -72,74 +74,111 @@ def _containers(t: PodTemplate) -> Iterator[tuple[str, int, dict[str, Any]]]:
             yield key, i, c
 
 
+def _host_namespaces(ctx: LintContext, t: PodTemplate, ns: Any) -> Iterator[Problem]:
+    """``hostNetwork``, ``hostPID``, ``hostIPC`` set to true (fact ``hostNamespaces``)."""
+    for name in ns["fields"]:
+        if t.spec.get(name) is True:
+            yield ctx.problem(
+                t.resource, HOST_NS.id, (*t.spec_path, name),
+                f"{name}: true is not allowed in Autopilot ({ns['constraint']})",
+                value=True, severity=severity_of(ns), hint=f"remove {name}")
+
+
+def _host_ports(ctx: LintContext, t: PodTemplate, where: Path, c: dict[str, Any],
+                ports: Any) -> Iterator[Problem]:
+    """A non-zero ``hostPort`` on the container at ``where`` (fact ``hostPorts``)."""
+    for j, p in enumerate(cp if isinstance(cp := c.get("ports"), list) else []):
+        host_port = get(p, "hostPort")
+        if isinstance(host_port, int) and not isinstance(host_port, bool) and host_port:
+            yield ctx.problem(
+                t.resource, HOST_PORTS.id, (*t.spec_path, *where, "ports", j, "hostPort"),
+                f"hostPort {host_port} is not allowed in Autopilot "
+                f"({ports['constraint']})", value=host_port,
+                severity=severity_of(ports),
+                hint="remove hostPort; reach the pod through a Service instead")
+
+
+def _privileged(ctx: LintContext, t: PodTemplate, where: Path, c: dict[str, Any],
+                priv: Any) -> Iterator[Problem]:
+    """``securityContext.privileged: true`` on the container at ``where`` (fact
+    ``privileged``)."""
+    if get(c, "securityContext", "privileged") is True:
+        yield ctx.problem(
+            t.resource, PRIVILEGED.id, (*t.spec_path, *where, "securityContext", "privileged"),
+            f"privileged containers are not allowed in Autopilot "
+            f"({priv['constraint']}); TPUs need no privileged mode since GKE 1.28",
+            value=True, severity=severity_of(priv),
+            hint="remove securityContext.privileged")
+
+
+def _capabilities(ctx: LintContext, t: PodTemplate, where: Path, c: dict[str, Any],
+                  caps: Any) -> Iterator[Problem]:
+    """Added Linux capabilities outside fact ``capabilities.allowed`` on the container at
+    ``where`` (a ``CAP_`` prefix of an allowed one gets a hint to drop the prefix)."""
+    added = get(c, "securityContext", "capabilities", "add")
+    for j, cap in enumerate(added if isinstance(added, list) else []):
+        if isinstance(cap, str) and cap not in caps["allowed"]:
+            yield ctx.problem(
+                t.resource, CAPABILITIES.id,
+                (*t.spec_path, *where, "securityContext", "capabilities", "add", j),
+                f"capability {cap} is not one Autopilot allows ({caps['constraint']})",
+                value=cap, expected=", ".join(caps["allowed"]),
+                severity=severity_of(caps),
+                hint=f"use {cap[4:]} (without CAP_)" if cap.startswith("CAP_")
+                and cap[4:] in caps["allowed"] else f"remove {cap}")
+
+
+def _writable_mounts(ctx: LintContext, t: PodTemplate, vname: object,
+                     hp: Any) -> Iterator[Problem]:
+    """Mounts of the hostPath volume ``vname`` without ``readOnly: true``, in every
+    container (fact ``hostPath``)."""
+    for key, i, c in _containers(t):
+        mounts = c.get("volumeMounts")
+        for m, mount in enumerate(mounts if isinstance(mounts, list) else []):
+            if get(mount, "name") == vname and get(mount, "readOnly") is not True:
+                yield ctx.problem(
+                    t.resource, HOST_PATH.id, (*t.spec_path, key, i, "volumeMounts", m, "readOnly"),
+                    f"hostPath volume '{vname}' is mounted writable; Autopilot allows "
+                    f"hostPath only read-only ({hp['constraint']})",
+                    severity=severity_of(hp), hint="set readOnly: true")
+
+
+def _host_paths(ctx: LintContext, t: PodTemplate, hp: Any) -> Iterator[Problem]:
+    """hostPath volumes: a path outside fact ``hostPath.allowedPrefixes``; else a writable
+    mount of the volume."""
+    volumes = t.spec.get("volumes")
+    for k, vol in enumerate(volumes if isinstance(volumes, list) else []):
+        path = get(vol, "hostPath", "path")
+        if not isinstance(path, str):
+            continue
+        norm = path if path.endswith("/") else path + "/"
+        if any(norm.startswith(p) for p in hp["allowedPrefixes"]):
+            yield from _writable_mounts(ctx, t, get(vol, "name"), hp)
+            continue
+        yield ctx.problem(
+            t.resource, HOST_PATH.id, (*t.spec_path, "volumes", k, "hostPath", "path"),
+            f"hostPath '{path}' is not allowed in Autopilot ({hp['constraint']})",
+            value=path, expected="a path under " + ", ".join(hp["allowedPrefixes"]),
+            severity=Severity.ERROR, source=fact_source("autopilot", "hostNamespaces"),
+            hint="use an emptyDir, a PersistentVolumeClaim or Cloud Storage FUSE")
+
+
 def check_host(ctx: LintContext) -> Iterator[Problem]:
-    """Host namespaces, host ports, hostPath volumes, privileged containers, capabilities."""
+    """Host namespaces, host ports, hostPath volumes, privileged containers, capabilities:
+    per pod template, its host namespaces, then per container (init containers first) its
+    host ports, privileged mode and capabilities, then its hostPath volumes."""
     ns = fact("autopilot", "hostNamespaces")
     ports = fact("autopilot", "hostPorts")
     hp = fact("autopilot", "hostPath")
     priv = fact("autopilot", "privileged")
     caps = fact("autopilot", "capabilities")
     for t in ctx.templates:
-        res, spec, sp = t.resource, t.spec, t.spec_path
-        for name in ns["fields"]:
-            if spec.get(name) is True:
-                yield ctx.problem(
-                    res, HOST_NS.id, (*sp, name),
-                    f"{name}: true is not allowed in Autopilot ({ns['constraint']})",
-                    value=True, severity=severity_of(ns), hint=f"remove {name}")
+        yield from _host_namespaces(ctx, t, ns)
         for key, i, c in _containers(t):
-            for j, p in enumerate(cp if isinstance(cp := c.get("ports"), list) else []):
-                host_port = get(p, "hostPort")
-                if isinstance(host_port, int) and not isinstance(host_port, bool) and host_port:
-                    yield ctx.problem(
-                        res, HOST_PORTS.id, (*sp, key, i, "ports", j, "hostPort"),
-                        f"hostPort {host_port} is not allowed in Autopilot "
-                        f"({ports['constraint']})", value=host_port,
-                        severity=severity_of(ports),
-                        hint="remove hostPort; reach the pod through a Service instead")
-            if get(c, "securityContext", "privileged") is True:
-                yield ctx.problem(
-                    res, PRIVILEGED.id, (*sp, key, i, "securityContext", "privileged"),
-                    f"privileged containers are not allowed in Autopilot "
-                    f"({priv['constraint']}); TPUs need no privileged mode since GKE 1.28",
-                    value=True, severity=severity_of(priv),
-                    hint="remove securityContext.privileged")
-            added = get(c, "securityContext", "capabilities", "add")
-            for j, cap in enumerate(added if isinstance(added, list) else []):
-                if isinstance(cap, str) and cap not in caps["allowed"]:
-                    yield ctx.problem(
-                        res, CAPABILITIES.id,
-                        (*sp, key, i, "securityContext", "capabilities", "add", j),
-                        f"capability {cap} is not one Autopilot allows ({caps['constraint']})",
-                        value=cap, expected=", ".join(caps["allowed"]),
-                        severity=severity_of(caps),
-                        hint=f"use {cap[4:]} (without CAP_)" if cap.startswith("CAP_")
-                        and cap[4:] in caps["allowed"] else f"remove {cap}")
-        volumes = spec.get("volumes")
-        for k, vol in enumerate(volumes if isinstance(volumes, list) else []):
-            path = get(vol, "hostPath", "path")
-            if not isinstance(path, str):
-                continue
-            vpath = (*sp, "volumes", k, "hostPath", "path")
-            norm = path if path.endswith("/") else path + "/"
-            if not any(norm.startswith(p) for p in hp["allowedPrefixes"]):
-                yield ctx.problem(
-                    res, HOST_PATH.id, vpath,
-                    f"hostPath '{path}' is not allowed in Autopilot ({hp['constraint']})",
-                    value=path, expected="a path under " + ", ".join(hp["allowedPrefixes"]),
-                    severity=Severity.ERROR, source=fact_source("autopilot", "hostNamespaces"),
-                    hint="use an emptyDir, a PersistentVolumeClaim or Cloud Storage FUSE")
-                continue
-            vname = get(vol, "name")
-            for key, i, c in _containers(t):
-                mounts = c.get("volumeMounts")
-                for m, mount in enumerate(mounts if isinstance(mounts, list) else []):
-                    if get(mount, "name") == vname and get(mount, "readOnly") is not True:
-                        yield ctx.problem(
-                            res, HOST_PATH.id, (*sp, key, i, "volumeMounts", m, "readOnly"),
-                            f"hostPath volume '{vname}' is mounted writable; Autopilot allows "
-                            f"hostPath only read-only ({hp['constraint']})",
-                            severity=severity_of(hp), hint="set readOnly: true")
+            yield from _host_ports(ctx, t, (key, i), c, ports)
+            yield from _privileged(ctx, t, (key, i), c, priv)
+            yield from _capabilities(ctx, t, (key, i), c, caps)
+        yield from _host_paths(ctx, t, hp)
 
 
 def check_scheduling(ctx: LintContext) -> Iterator[Problem]:
@@ -238,6 +277,60 @@ def _mounted(c: dict[str, Any], path: str) -> bool:
         and (path + "/").startswith(m["mountPath"].rstrip("/") + "/") for m in mounts)
 
 
+def _accelerator_resources(c: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]] | None:
+    """The container's (requests, limits) when either names an accelerator resource
+    (``google.com/tpu``, ``nvidia.com/gpu``: facts ``tpu.resource``, ``gpu.resource``);
+    None for any other container. A field of the wrong type reads as empty."""
+    res = got if isinstance(got := c.get("resources"), dict) else {}
+    requests = got if isinstance(got := res.get("requests"), dict) else {}
+    limits = got if isinstance(got := res.get("limits"), dict) else {}
+    if not any(k in requests or k in limits for k in _ACCELERATORS):
+        return None
+    return requests, limits
+
+
+def _local_xla_dumps(c: dict[str, Any]) -> list[str]:
+    """The ``--xla_dump_to`` directories of the container (in its env values, then its
+    command and args) that are absolute and on no mounted volume: its own filesystem."""
+    env = got if isinstance(got := c.get("env"), list) else []
+    dumps = [m.group(1) for e in env if isinstance(e, dict)
+             and isinstance(e.get("value"), str)
+             for m in _XLA_DUMP.finditer(e["value"])]
+    words = [a for key in ("command", "args") if isinstance(c.get(key), list) for a in c[key]]
+    dumps += [m.group(1) for a in words if isinstance(a, str) for m in _XLA_DUMP.finditer(a)]
+    return [d for d in dumps if d.startswith("/") and not _mounted(c, d)]
+
+
+def _unstated(ctx: LintContext, t: PodTemplate, path: Path, c: dict[str, Any],
+              default: Any) -> Iterator[Problem]:
+    """An accelerator container with no ephemeral-storage that dumps XLA output to its own
+    filesystem: Autopilot's default (``default``) is what it gets."""
+    local = _local_xla_dumps(c)
+    if local:
+        yield ctx.problem(
+            t.resource, EPHEMERAL.id, (*path, "resources"),
+            f"{t.describe()} writes XLA dumps to {local[0]} on the container's "
+            "own filesystem and requests no ephemeral-storage: Autopilot gives it "
+            f"{default['quantity']}, and evicts the pod when the dumps outgrow it",
+            expected="resources.requests/limits ephemeral-storage, e.g. 50Gi",
+            hint="request ephemeral-storage (recipe: resources.ephemeralStorage), "
+                 "or dump to a mounted volume", facts=[default])
+
+
+def _above_maximum(ctx: LintContext, t: PodTemplate, path: Path, stated: object,
+                   hi_qty: Decimal, hi: Fact) -> Iterator[Problem]:
+    """An ephemeral-storage quantity above the accelerator maximum ``hi`` (``hi_qty`` bytes)."""
+    qty = parse_quantity(str(stated))
+    if qty is not None and qty > hi_qty:
+        yield ctx.problem(
+            t.resource, EPHEMERAL.id, (*path, "resources"),
+            f"ephemeral-storage {stated} is above Autopilot's maximum for accelerator "
+            f"Pods ({hi['quantity']}" + ("" if hi.verified else ", an unverified figure")
+            + "); Autopilot rejects such Pods", value=stated,
+            expected=f"at most {hi['quantity']}",
+            severity=severity_of(hi), source=hi.url, facts=[hi])
+
+
 def check_ephemeral_storage(ctx: LintContext) -> Iterator[Problem]:
     """On Autopilot, an accelerator container that dumps XLA output to its own filesystem
     without an ephemeral-storage request gets the 1 GiB default (kubernetes.yaml
@@ -245,49 +338,23 @@ def check_ephemeral_storage(ctx: LintContext) -> Iterator[Problem]:
     warns), and one that asks for more than the accelerator maximum is rejected
     (autopilotAcceleratorMax; unverified figure, a warning): the bound the cluster model's
     Autopilot accelerator classes hold (:func:`mldiag_provision.cluster.autopilot.
-    ephemeral_bounds`)."""
+    ephemeral_bounds`). The request is read first, then the limit."""
     from mldiag_provision.cluster.autopilot import ephemeral_bounds
 
     default = fact("ephemeralStorage", "autopilotDefault")
     _, (hi_qty, hi) = ephemeral_bounds()
     for t in ctx.templates:
         for i, c in t.containers():
-            res = got if isinstance(got := c.get("resources"), dict) else {}
-            requests = got if isinstance(got := res.get("requests"), dict) else {}
-            limits = got if isinstance(got := res.get("limits"), dict) else {}
-            if not any(k in requests or k in limits for k in _ACCELERATORS):
+            asked = _accelerator_resources(c)
+            if asked is None:
                 continue
+            requests, limits = asked
             path = (*t.spec_path, "containers", i)
             stated = requests.get("ephemeral-storage", limits.get("ephemeral-storage"))
             if stated is None:
-                env = got if isinstance(got := c.get("env"), list) else []
-                dumps = [m.group(1) for e in env if isinstance(e, dict)
-                         and isinstance(e.get("value"), str)
-                         for m in _XLA_DUMP.finditer(e["value"])]
-                words = [a for key in ("command", "args") if isinstance(c.get(key), list)
-                         for a in c[key]]
-                dumps += [m.group(1) for a in words if isinstance(a, str)
-                          for m in _XLA_DUMP.finditer(a)]
-                local = [d for d in dumps if d.startswith("/") and not _mounted(c, d)]
-                if local:
-                    yield ctx.problem(
-                        t.resource, EPHEMERAL.id, (*path, "resources"),
-                        f"{t.describe()} writes XLA dumps to {local[0]} on the container's "
-                        "own filesystem and requests no ephemeral-storage: Autopilot gives it "
-                        f"{default['quantity']}, and evicts the pod when the dumps outgrow it",
-                        expected="resources.requests/limits ephemeral-storage, e.g. 50Gi",
-                        hint="request ephemeral-storage (recipe: resources.ephemeralStorage), "
-                             "or dump to a mounted volume", facts=[default])
-                continue
-            qty = parse_quantity(str(stated))
-            if qty is not None and qty > hi_qty:
-                yield ctx.problem(
-                    t.resource, EPHEMERAL.id, (*path, "resources"),
-                    f"ephemeral-storage {stated} is above Autopilot's maximum for accelerator "
-                    f"Pods ({hi['quantity']}" + ("" if hi.verified else ", an unverified figure")
-                    + "); Autopilot rejects such Pods", value=stated,
-                    expected=f"at most {hi['quantity']}",
-                    severity=severity_of(hi), source=hi.url, facts=[hi])
+                yield from _unstated(ctx, t, path, c, default)
+            else:
+                yield from _above_maximum(ctx, t, path, stated, hi_qty, hi)
 
 
 CHECKS = (check_host, check_scheduling, check_cluster_objects, check_ephemeral_storage)

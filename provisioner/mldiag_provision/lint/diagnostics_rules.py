@@ -104,69 +104,92 @@ def check_label(ctx: LintContext) -> Iterator[Problem]:
                 hint="run the TPU program as a JobSet (or a Job) to see it in ML Diagnostics")
 
 
+def _host_network(ctx: LintContext, tp: TpuPod, profiler: int) -> Iterator[Problem]:
+    """A ``hostNetwork`` TPU pod: the node's identity, and the profiler port on the node."""
+    t = tp.template
+    yield ctx.problem(
+        t.resource, HOST_NETWORK.id, (*t.spec_path, "hostNetwork"),
+        "hostNetwork TPU pods run as the node's service account, not a Workload "
+        f"Identity one, and the profiler port {profiler} becomes a node port that a "
+        "second such pod on the node cannot bind", value=True,
+        hint="grant the ML Diagnostics roles to the node pool's service account, or "
+             "drop hostNetwork")
+
+
+def _profiler_port(ctx: LintContext, tp: TpuPod, port: dict[str, Any],
+                   host_network: bool) -> Iterator[Problem]:
+    """Any other use of the profiler port (fact ``ports.mlDiagnosticsProfiler``): a
+    containerPort of a non-TPU container, or a hostPort; a TPU container's own containerPort
+    is its profiler server, unless the pod is on the host network."""
+    t, profiler = tp.template, port["port"]
+    tpu_idx = {c.index for c in tp.containers}
+    for i, c in t.containers():
+        ports = c.get("ports")
+        for j, p in enumerate(ports if isinstance(ports, list) else []):
+            for field in ("containerPort", "hostPort"):
+                if get(p, field) != profiler:
+                    continue
+                if field == "containerPort" and i in tpu_idx and not host_network:
+                    continue  # the TPU process's own profiler server
+                who = f"container '{c.get('name')}'" if i not in tpu_idx else "the pod"
+                yield ctx.problem(
+                    t.resource, PROFILER_PORT.id,
+                    (*t.spec_path, "containers", i, "ports", j, field),
+                    f"{who} uses {field} {profiler}, the port the ML Diagnostics "
+                    "profiler (on_demand_xprof) listens on in the TPU process",
+                    value=profiler, source=ctx.catalog.source_url(port["source"]),
+                    hint=f"move that service off port {profiler}")
+
+
+def _identity(ctx: LintContext, tp: TpuPod, annotation: str,
+              seen_sa: set[int]) -> Iterator[Problem]:
+    """The TPU pod's Kubernetes service account and its Workload Identity annotation
+    (``annotation``); each ServiceAccount object of the input set is judged once
+    (``seen_sa``: the ids of those already judged)."""
+    t, res = tp.template, tp.template.resource
+    sa = t.spec.get("serviceAccountName") or t.spec.get("serviceAccount")
+    if not isinstance(sa, str):
+        yield ctx.problem(
+            res, IDENTITY.id, (*t.spec_path, "serviceAccountName"),
+            "the TPU pods run as the namespace's default Kubernetes service account; ML "
+            "Diagnostics calls Google APIs as the Google service account it is bound to",
+            severity=Severity.INFO,
+            hint=f"set serviceAccountName to a service account annotated {annotation}")
+        return
+    for sa_obj in ctx.find("", "ServiceAccount", sa, res.namespace)[:1]:
+        if id(sa_obj) in seen_sa:
+            continue
+        seen_sa.add(id(sa_obj))
+        gsa = sa_obj.annotations.get(annotation)
+        if gsa is None:
+            yield ctx.problem(
+                sa_obj, IDENTITY.id, ("metadata", "annotations", annotation),
+                f"ServiceAccount '{sa}' (used by {res.display()}) has no {annotation} "
+                "annotation: its pods get no Google identity for ML Diagnostics",
+                hint=f"add metadata.annotations {annotation}: "
+                     "<name>@<project>.iam.gserviceaccount.com")
+        elif not isinstance(gsa, str) or not _GSA.match(gsa):
+            yield ctx.problem(
+                sa_obj, IDENTITY.id, ("metadata", "annotations", annotation),
+                f"{annotation}: '{gsa}' is not a Google service account email",
+                value=gsa, expected="<name>@<project>.iam.gserviceaccount.com")
+
+
 def check_pods(ctx: LintContext) -> Iterator[Problem]:
-    """hostNetwork, the profiler port, Workload Identity."""
+    """hostNetwork, the profiler port, Workload Identity (not judged for hostNetwork pods,
+    which use the node's identity), for each pod template that requests TPU chips."""
     port = ctx.catalog.fact("ports", "mlDiagnosticsProfiler")
-    profiler = port["port"]
     annotation = fact("mlDiagnostics", "workloadIdentityAnnotation")["key"]
     seen_sa: set[int] = set()
     for tp in tpu_pods(ctx):
         if not tp.requested:
             continue
-        t, res, sp = tp.template, tp.template.resource, tp.template.spec_path
-        host_network = t.spec.get("hostNetwork") is True
+        host_network = tp.template.spec.get("hostNetwork") is True
         if host_network:
-            yield ctx.problem(
-                res, HOST_NETWORK.id, (*sp, "hostNetwork"),
-                "hostNetwork TPU pods run as the node's service account, not a Workload "
-                f"Identity one, and the profiler port {profiler} becomes a node port that a "
-                "second such pod on the node cannot bind", value=True,
-                hint="grant the ML Diagnostics roles to the node pool's service account, or "
-                     "drop hostNetwork")
-        tpu_idx = {c.index for c in tp.containers}
-        for i, c in t.containers():
-            ports = c.get("ports")
-            for j, p in enumerate(ports if isinstance(ports, list) else []):
-                for field in ("containerPort", "hostPort"):
-                    if get(p, field) != profiler:
-                        continue
-                    if field == "containerPort" and i in tpu_idx and not host_network:
-                        continue  # the TPU process's own profiler server
-                    who = f"container '{c.get('name')}'" if i not in tpu_idx else "the pod"
-                    yield ctx.problem(
-                        res, PROFILER_PORT.id, (*sp, "containers", i, "ports", j, field),
-                        f"{who} uses {field} {profiler}, the port the ML Diagnostics "
-                        "profiler (on_demand_xprof) listens on in the TPU process",
-                        value=profiler, source=ctx.catalog.source_url(port["source"]),
-                        hint=f"move that service off port {profiler}")
-        if host_network:
-            continue
-        sa = t.spec.get("serviceAccountName") or t.spec.get("serviceAccount")
-        if not isinstance(sa, str):
-            yield ctx.problem(
-                res, IDENTITY.id, (*sp, "serviceAccountName"),
-                "the TPU pods run as the namespace's default Kubernetes service account; ML "
-                "Diagnostics calls Google APIs as the Google service account it is bound to",
-                severity=Severity.INFO,
-                hint=f"set serviceAccountName to a service account annotated {annotation}")
-            continue
-        for sa_obj in ctx.find("", "ServiceAccount", sa, res.namespace)[:1]:
-            if id(sa_obj) in seen_sa:
-                continue
-            seen_sa.add(id(sa_obj))
-            gsa = sa_obj.annotations.get(annotation)
-            if gsa is None:
-                yield ctx.problem(
-                    sa_obj, IDENTITY.id, ("metadata", "annotations", annotation),
-                    f"ServiceAccount '{sa}' (used by {res.display()}) has no {annotation} "
-                    "annotation: its pods get no Google identity for ML Diagnostics",
-                    hint=f"add metadata.annotations {annotation}: "
-                         "<name>@<project>.iam.gserviceaccount.com")
-            elif not isinstance(gsa, str) or not _GSA.match(gsa):
-                yield ctx.problem(
-                    sa_obj, IDENTITY.id, ("metadata", "annotations", annotation),
-                    f"{annotation}: '{gsa}' is not a Google service account email",
-                    value=gsa, expected="<name>@<project>.iam.gserviceaccount.com")
+            yield from _host_network(ctx, tp, port["port"])
+        yield from _profiler_port(ctx, tp, port, host_network)
+        if not host_network:
+            yield from _identity(ctx, tp, annotation, seen_sa)
 
 
 def check_connections(ctx: LintContext) -> Iterator[Problem]:

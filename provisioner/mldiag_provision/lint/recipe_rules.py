@@ -13,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from mldiag_provision.catalog.tpu import ShapeError, SliceShape
+from mldiag_provision.catalog.tpu import ShapeError, SliceShape, TpuVersion
 from mldiag_provision.errors import Problem, Severity
 from mldiag_provision.lint.context import LintContext
 from mldiag_provision.lint.rules import define, fact, fact_source
 from mldiag_provision.lint.tpu_rules import TpuPod, _selector, tpu_pods
 from mldiag_provision.lint.workloads import get_int
+from mldiag_provision.recipe.sourcemap import Path
 
 _F = ("recipeFit",)
 SLICE = define("recipe-slice", "a TPU pod asks for a slice shape and chips per VM that the "
@@ -86,40 +87,69 @@ def _autopilot(ctx: LintContext) -> bool:
                 == "gke-autopilot")
 
 
+def _wrong_spot(ctx: LintContext, tp: TpuPod, fits: list[RecipeSlice],
+                spot: tuple[object, Path]) -> Iterator[Problem]:
+    """The pod selects Spot nodes (``spot``: the selector's value and path), but none of the
+    recipe slices it fits is Spot capacity (GKE Standard; Autopilot provisions what the pod
+    asks for)."""
+    if any(s.capacity == "spot" for s in fits) or _autopilot(ctx):
+        return
+    t = tp.template
+    yield ctx.problem(
+        t.resource, CAPACITY.id, spot[1],
+        f"{t.describe()} selects Spot nodes, but the recipe's "
+        + ", ".join(s.describe() for s in fits) + " is not Spot capacity: no node matches",
+        value=spot[0], expected="the slice's capacity.type",
+        hint="remove the Spot selector, or set capacity.type: spot on the slice")
+
+
+def _missing_spot(ctx: LintContext, tp: TpuPod, fits: list[RecipeSlice],
+                  spot_key: str) -> Iterator[Problem]:
+    """On Autopilot, every slice the pod fits is Spot but the pod does not select Spot (the
+    caller checked that it does not): Autopilot provisions on-demand TPUs for it."""
+    if not (_autopilot(ctx) and fits and all(s.capacity == "spot" for s in fits)):
+        return
+    t = tp.template
+    yield ctx.problem(
+        t.resource, CAPACITY.id, (*t.spec_path, "nodeSelector"),
+        f"the recipe runs {fits[0].describe()} on Spot capacity, but {t.describe()} does "
+        "not select Spot: Autopilot provisions on-demand TPUs for it",
+        severity=Severity.WARNING,
+        hint=f"add nodeSelector {spot_key}: \"true\"")
+
+
+def _wrong_reservation(ctx: LintContext, tp: TpuPod,
+                       fits: list[RecipeSlice]) -> Iterator[Problem]:
+    """The pod selects a reservation (fact ``capacity.reservationName``) that none of the
+    recipe slices it fits consumes."""
+    t = tp.template
+    reservation = _selector(t, fact("capacity", "reservationName")["key"])
+    if reservation is None:
+        return
+    names = {s.reservation for s in fits if s.capacity == "reservation"}
+    if reservation[0] in names:
+        return
+    yield ctx.problem(
+        t.resource, CAPACITY.id, reservation[1],
+        f"{t.describe()} selects reservation '{reservation[0]}', which no matching "
+        "recipe slice consumes" + (
+            f" (the recipe's: {', '.join(sorted(n for n in names if n is not None))})"
+            if names else ""),
+        value=reservation[0], facts=[fact(*_F, "reservation")],
+        expected=", ".join(sorted(n for n in names if n)) or None,
+        hint="select the recipe slice's reservation, or remove the selector")
+
+
 def _check_capacity(ctx: LintContext, tp: TpuPod, fits: list[RecipeSlice]) -> Iterator[Problem]:
-    t, res = tp.template, tp.template.resource
+    """Spot and reservation selectors of a pod against the capacity of the recipe slices
+    it fits (facts ``capacity.spot``, ``capacity.reservationName``)."""
     spot_key = fact("capacity", "spot")["key"]
-    res_key = fact("capacity", "reservationName")["key"]
-    spot = _selector(t, spot_key)
-    wants_spot = spot is not None and str(spot[0]).lower() == "true"
-    if wants_spot and not any(s.capacity == "spot" for s in fits) and not _autopilot(ctx):
-        yield ctx.problem(
-            res, CAPACITY.id, spot[1],  # type: ignore[index]
-            f"{t.describe()} selects Spot nodes, but the recipe's "
-            + ", ".join(s.describe() for s in fits) + " is not Spot capacity: no node matches",
-            value=spot[0], expected="the slice's capacity.type",  # type: ignore[index]
-            hint="remove the Spot selector, or set capacity.type: spot on the slice")
-    if not wants_spot and _autopilot(ctx) and fits and all(s.capacity == "spot" for s in fits):
-        yield ctx.problem(
-            res, CAPACITY.id, (*t.spec_path, "nodeSelector"),
-            f"the recipe runs {fits[0].describe()} on Spot capacity, but {t.describe()} does "
-            "not select Spot: Autopilot provisions on-demand TPUs for it",
-            severity=Severity.WARNING,
-            hint=f"add nodeSelector {spot_key}: \"true\"")
-    reservation = _selector(t, res_key)
-    if reservation is not None:
-        f = fact(*_F, "reservation")
-        names = {s.reservation for s in fits if s.capacity == "reservation"}
-        if reservation[0] not in names:
-            yield ctx.problem(
-                res, CAPACITY.id, reservation[1],
-                f"{t.describe()} selects reservation '{reservation[0]}', which no matching "
-                "recipe slice consumes" + (
-                    f" (the recipe's: {', '.join(sorted(n for n in names if n is not None))})"
-                    if names else ""),
-                value=reservation[0], facts=[f],
-                expected=", ".join(sorted(n for n in names if n)) or None,
-                hint="select the recipe slice's reservation, or remove the selector")
+    spot = _selector(tp.template, spot_key)
+    if spot is not None and str(spot[0]).lower() == "true":
+        yield from _wrong_spot(ctx, tp, fits, spot)
+    else:
+        yield from _missing_spot(ctx, tp, fits, spot_key)
+    yield from _wrong_reservation(ctx, tp, fits)
 
 
 def _check_pool_labels(ctx: LintContext, tp: TpuPod, slices: list[RecipeSlice]
@@ -155,6 +185,73 @@ def _check_pool_labels(ctx: LintContext, tp: TpuPod, slices: list[RecipeSlice]
                 value=value, hint="select the pool of the slice the pod's TPU selectors name")
 
 
+def _no_such_shape(ctx: LintContext, tp: TpuPod, version: TpuVersion,
+                   slices: list[RecipeSlice]) -> Iterator[Problem]:
+    """No recipe slice has the pod's TPU version and topology."""
+    t = tp.template
+    have = ", ".join(s.describe() for s in slices) or "no TPU slices"
+    yield ctx.problem(
+        t.resource, SLICE.id, tp.topology_path,
+        f"{t.describe()} asks for {version.key} {tp.topology}, but the recipe has "
+        f"{have}: it never schedules on the recipe's capacity", value=tp.topology,
+        expected=", ".join(f"{s.shape.version.key} {s.shape.topology}"
+                           for s in slices) or None,
+        hint="use one of the recipe's slice shapes, or add this slice to the recipe")
+
+
+def _no_such_vm(ctx: LintContext, tp: TpuPod, s: RecipeSlice) -> Iterator[Problem]:
+    """The pod's chips request is not the chips per VM of ``s``, the first recipe slice of
+    its shape."""
+    t, chips = tp.template, tp.chips
+    yield ctx.problem(
+        t.resource, SLICE.id, tp.containers[0].path,
+        f"{t.describe()} requests google.com/tpu: {chips} per pod, but the recipe's "
+        f"{s.describe()} has no VM with {chips} chips: the pods never schedule on the "
+        "recipe's capacity", value=chips, expected=str(s.shape.chips_per_vm),
+        hint=f"request {s.shape.chips_per_vm} chips per pod and run {s.shape.vms} pods"
+             if s.shape.multi_host else f"request {s.shape.chips_per_vm} chips per pod")
+
+
+def _slice_count(ctx: LintContext, tp: TpuPod, version: TpuVersion,
+                 fits: list[RecipeSlice]) -> Iterator[Problem]:
+    """A JobSet's replicated job asks for more slices (``replicas``) than the largest
+    ``count`` of the recipe slices it fits."""
+    t, res = tp.template, tp.template.resource
+    if res.kind != "JobSet" or t.job_path is None:
+        return
+    rj = t.job_path[:-2]
+    replicas = get_int(res.data, *rj, "replicas")
+    most = max(s.count for s in fits)
+    if replicas is not None and replicas > most:
+        yield ctx.problem(
+            res, SLICE_COUNT.id, (*rj, "replicas"),
+            f"{replicas} slices of {version.key} {tp.topology} requested, but the "
+            f"recipe provides {most}: the other replicas stay Pending", value=replicas,
+            expected=f"at most {most}",
+            hint=f"set replicas: {most}, or raise count on the recipe's slice")
+
+
+def _check_pod(ctx: LintContext, tp: TpuPod, version: TpuVersion,
+               slices: list[RecipeSlice]) -> Iterator[Problem]:
+    """One TPU pod against R's slices: node-pool labels; then the slices of its shape, of
+    those the ones with its chips per VM (a pod without a chips request fits all of them),
+    and the capacity and slice count of those it fits. A shape or VM no slice has ends the
+    pod's checks."""
+    yield from _check_pool_labels(ctx, tp, slices)
+    same = [s for s in slices if s.shape.version.key == version.key
+            and s.shape.topology == tp.topology]
+    if not same:
+        yield from _no_such_shape(ctx, tp, version, slices)
+        return
+    chips = tp.chips
+    fits = [s for s in same if chips is None or s.shape.chips_per_vm == chips]
+    if not fits and tp.containers:
+        yield from _no_such_vm(ctx, tp, same[0])
+        return
+    yield from _check_capacity(ctx, tp, fits or same)
+    yield from _slice_count(ctx, tp, version, fits or same)
+
+
 def check_recipe(ctx: LintContext) -> Iterator[Problem]:
     """Each TPU pod against R's slices (only with ``--recipe``)."""
     slices = recipe_slices(ctx)
@@ -163,44 +260,7 @@ def check_recipe(ctx: LintContext) -> Iterator[Problem]:
     for tp in tpu_pods(ctx):
         if tp.version is None or not isinstance(tp.topology, str):
             continue  # tpu-accelerator / tpu-selectors report it
-        t, res = tp.template, tp.template.resource
-        yield from _check_pool_labels(ctx, tp, slices)
-        same = [s for s in slices if s.shape.version.key == tp.version.key
-                and s.shape.topology == tp.topology]
-        if not same:
-            have = ", ".join(s.describe() for s in slices) or "no TPU slices"
-            yield ctx.problem(
-                res, SLICE.id, tp.topology_path,
-                f"{t.describe()} asks for {tp.version.key} {tp.topology}, but the recipe has "
-                f"{have}: it never schedules on the recipe's capacity", value=tp.topology,
-                expected=", ".join(f"{s.shape.version.key} {s.shape.topology}"
-                                   for s in slices) or None,
-                hint="use one of the recipe's slice shapes, or add this slice to the recipe")
-            continue
-        chips = tp.chips
-        fits = [s for s in same if chips is None or s.shape.chips_per_vm == chips]
-        if not fits and tp.containers:
-            s = same[0]
-            yield ctx.problem(
-                res, SLICE.id, tp.containers[0].path,
-                f"{t.describe()} requests google.com/tpu: {chips} per pod, but the recipe's "
-                f"{s.describe()} has no VM with {chips} chips: the pods never schedule on the "
-                "recipe's capacity", value=chips, expected=str(s.shape.chips_per_vm),
-                hint=f"request {s.shape.chips_per_vm} chips per pod and run {s.shape.vms} pods"
-                     if s.shape.multi_host else f"request {s.shape.chips_per_vm} chips per pod")
-            continue
-        yield from _check_capacity(ctx, tp, fits or same)
-        if res.kind == "JobSet" and t.job_path is not None:
-            rj = t.job_path[:-2]
-            replicas = get_int(res.data, *rj, "replicas")
-            most = max(s.count for s in (fits or same))
-            if replicas is not None and replicas > most:
-                yield ctx.problem(
-                    res, SLICE_COUNT.id, (*rj, "replicas"),
-                    f"{replicas} slices of {tp.version.key} {tp.topology} requested, but the "
-                    f"recipe provides {most}: the other replicas stay Pending", value=replicas,
-                    expected=f"at most {most}",
-                    hint=f"set replicas: {most}, or raise count on the recipe's slice")
+        yield from _check_pod(ctx, tp, tp.version, slices)
 
 
 CHECKS = (check_recipe,)

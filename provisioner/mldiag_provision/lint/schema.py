@@ -44,7 +44,7 @@ from mldiag_provision.quantity import NONNEGATIVE_SOURCE, parse_quantity
 from mldiag_provision.recipe.sourcemap import Path
 
 if TYPE_CHECKING:
-    from collections.abc import Iterable
+    from collections.abc import Callable, Iterable
 
     import jsonschema_rs
 
@@ -512,6 +512,60 @@ _DEFS_PREFIX = "#/$defs/"
 # keywords that change where a reference points, or refer by other means than a JSON pointer
 _UNFOLLOWED = frozenset({"$id", "$anchor", "$dynamicRef", "$dynamicAnchor", "$recursiveRef",
                          "$recursiveAnchor"})
+_K8S_DEFS_PATH = K8S_DEFS_URI.removeprefix("https://kubernetes.io")
+
+
+def _ref_document(uri: str, doc: str | None, docs: dict[str, dict[str, Any]],
+                  from_k8s: bool) -> str | None:
+    """The URI of the document (one of ``docs``) that the URI part of a ``$ref`` names,
+    read in document ``doc`` (None: the schema itself, no document of ``docs``):
+    ``doc`` for an empty URI, the URI itself for one of ``docs``, and
+    :data:`K8S_DEFS_URI` for ``/api/_definitions.json`` from a built-in kind's schema
+    (``from_k8s``: its ``$id`` lies on kubernetes.io); None for any other."""
+    if not uri:
+        return doc
+    if uri in docs:
+        return uri
+    if uri == _K8S_DEFS_PATH and from_k8s:
+        return K8S_DEFS_URI
+    return None
+
+
+def _ref_target(ref: object, doc: str | None, docs: dict[str, dict[str, Any]],
+                from_k8s: bool) -> tuple[str, str] | None:
+    """(document URI, definition name) of a ``$ref`` of the form ``[URI]#/$defs/NAME``
+    (see :func:`_ref_document`); None for a reference of any other form, or one that names
+    no definition of that document."""
+    if not isinstance(ref, str):
+        return None
+    uri, hash_, fragment = ref.partition("#")
+    if not hash_ or not fragment.startswith("/$defs/"):
+        return None
+    name = fragment[len("/$defs/"):]
+    target = _ref_document(uri, doc, docs, from_k8s)
+    if target is None or "/" in name or "~" in name or \
+            name not in docs[target].get("$defs", {}):
+        return None
+    return target, name
+
+
+def _refs_below(node: object) -> list[object] | None:
+    """The ``$ref`` values of every mapping in ``node`` (``node`` itself included), in no
+    particular order; None where a mapping below ``node`` has a keyword that could move the
+    base (:data:`_UNFOLLOWED`)."""
+    refs: list[object] = []
+    stack = [node]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            if "$ref" in item and item["$ref"] is not None:
+                refs.append(item["$ref"])
+            if item is not node and _UNFOLLOWED.intersection(item):
+                return None
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return refs
 
 
 def _reachable(schema: object, docs: dict[str, dict[str, Any]],
@@ -525,43 +579,21 @@ def _reachable(schema: object, docs: dict[str, dict[str, Any]],
     the base."""
     found: set[tuple[str, str]] = set()
     top_id = schema.get("$id") if isinstance(schema, dict) else None
+    from_k8s = isinstance(top_id, str) and top_id.startswith("https://kubernetes.io/")
     # the schema itself is no document of docs: a "#/..." reference in it is not followed
     work: list[tuple[object, str | None]] = [(schema, None)]
-    k8s_path = K8S_DEFS_URI.removeprefix("https://kubernetes.io")
     while work:
         node, doc = work.pop()
-        stack = [node]
-        while stack:
-            item = stack.pop()
-            if isinstance(item, dict):
-                ref = item.get("$ref")
-                if ref is not None:
-                    if not isinstance(ref, str):
-                        return None
-                    uri, hash_, fragment = ref.partition("#")
-                    if not hash_ or not fragment.startswith("/$defs/"):
-                        return None
-                    name = fragment[len("/$defs/"):]
-                    if not uri:
-                        target = doc
-                    elif uri in docs:
-                        target = uri
-                    elif uri == k8s_path and isinstance(top_id, str) and \
-                            top_id.startswith("https://kubernetes.io/"):
-                        target = K8S_DEFS_URI
-                    else:
-                        return None
-                    if target is None or "/" in name or "~" in name or \
-                            name not in docs[target].get("$defs", {}):
-                        return None
-                    if (target, name) not in found:
-                        found.add((target, name))
-                        work.append((docs[target]["$defs"][name], target))
-                if item is not node and _UNFOLLOWED.intersection(item):
-                    return None
-                stack.extend(item.values())
-            elif isinstance(item, list):
-                stack.extend(item)
+        refs = _refs_below(node)
+        if refs is None:
+            return None
+        for ref in refs:
+            target = _ref_target(ref, doc, docs, from_k8s)
+            if target is None:
+                return None
+            if target not in found:
+                found.add(target)
+                work.append((docs[target[0]]["$defs"][target[1]], target[0]))
     return found
 
 
@@ -677,69 +709,134 @@ def _is_named(schema: object, defs: dict[str, Any], name: str) -> bool:
     return bool(schema == defs.get("$defs", {}).get(name))
 
 
+@dataclass(frozen=True)
+class _Failure:
+    """One python-jsonschema error of an object, with what every translation needs: the
+    field path, the failing subschema (a mapping; {} otherwise), whether it comes from a CRD
+    (:data:`CRD_MARK`), the severity of the CRD's own findings (``soft``: a warning until the
+    installed release is stated, else None: the rule's) and the words that name the stated
+    release (``release``, "" when none)."""
+
+    err: Any
+    emit: _Emit
+    defs: dict[str, Any]
+    path: Path
+    schema: dict[str, Any]
+    crd: bool
+    soft: Severity | None
+    release: str
+
+    @classmethod
+    def of(cls, err: Any, emit: _Emit, defs: dict[str, Any]) -> _Failure:
+        schema = err.schema if isinstance(err.schema, dict) else {}
+        crd = bool(schema.get(CRD_MARK))
+        # the installed CRD release may differ from the newest shipped one: its own findings
+        # only warn, except wrong types, which do not change between releases; once the
+        # installed release is stated (--crd-version, recipe crdVersions) they are errors
+        soft = Severity.WARNING if crd and not emit.stated else None
+        release = f" ({emit.crd.project} {emit.crd.version} does not know it)" \
+            if crd and emit.stated and emit.crd is not None else ""
+        return cls(err, emit, defs, tuple(err.absolute_path), schema, crd, soft, release)
+
+
+def _unknown_fields(f: _Failure) -> None:
+    """``additionalProperties``: each key of the mapping that its schema does not list."""
+    props = f.schema.get("properties", {})
+    emit, crd_kind = f.emit, f.emit.crd
+    for key in f.err.instance:
+        if key in props:
+            continue
+        where = field_path(f.path) or "the top level"
+        emit.add(UNKNOWN_FIELD, (*f.path, key),
+                 f"unknown field '{key}' in {where}{f.release}",
+                 value=None, severity=f.soft, crd=f.crd,
+                 expected=("one of: " + ", ".join(sorted(props))) if len(props) <= 16
+                 else None,
+                 hint=suggest(key, props) or (
+                     f"remove it, or install a {crd_kind.project} release that has it"
+                     if f.release and crd_kind is not None else
+                     "remove it; kubectl apply rejects unknown fields (strict field "
+                     "validation)"))
+
+
+def _missing_fields(f: _Failure) -> None:
+    """``required``: each required key the mapping lacks."""
+    for key in f.err.validator_value:
+        if key not in f.err.instance:
+            f.emit.add(SCHEMA, (*f.path, key), f"{_MISSING} '{key}'",
+                       severity=f.soft, crd=f.crd,
+                       hint=f"add {field_path((*f.path, key))}")
+
+
+def _wrong_type(f: _Failure) -> None:
+    """``type``: the type(s) the field takes (null left out), with a hint to quote a YAML
+    boolean or number where a string is wanted; always the rule's severity."""
+    inst, wanted = f.err.instance, f.err.validator_value
+    wanted = wanted if isinstance(wanted, list) else [wanted]
+    words = " or ".join(str(_TYPE_WORDS.get(t, t)) for t in wanted if t != "null")
+    hint = None
+    if "string" in wanted and isinstance(inst, (bool, int, float)):
+        hint = (f"quote the value: \"{str(inst).lower() if isinstance(inst, bool) else inst}"
+                "\" (YAML reads it as a " + ("boolean" if isinstance(inst, bool)
+                                             else "number") + ")")
+    f.emit.add(SCHEMA, f.path, f"expected {words}, got {_type_of(inst)}",
+               value=_short(inst), expected=words, hint=hint, crd=f.crd)
+
+
+def _not_allowed(f: _Failure) -> None:
+    """``enum``: a value outside the allowed ones (not for apiVersion and kind, which chose
+    the schema and so cannot differ)."""
+    allowed = [str(v) for v in f.err.validator_value if v is not None]
+    if f.path in (("apiVersion",), ("kind",)):
+        return
+    inst = f.err.instance
+    f.emit.add(SCHEMA, f.path, f"'{inst}' is not an allowed value", value=_short(inst),
+               expected=", ".join(allowed), hint=suggest(inst, allowed), severity=f.soft,
+               crd=f.crd)
+
+
+_FORMS = (("io.k8s.apimachinery.pkg.api.resource.Quantity",
+           "a quantity such as 10, 500m or 500Gi"),
+          ("io.k8s.apimachinery.pkg.util.intstr.IntOrString", "an integer or a string"))
+"""Named definitions whose ``oneOf``/``anyOf`` failure is worded as what they take."""
+
+
+def _no_form(f: _Failure) -> None:
+    """``oneOf``/``anyOf``: the value fits none of the forms (a quantity, an int-or-string,
+    or any other union)."""
+    what = next((words for name, words in _FORMS if _is_named(f.schema, f.defs, name)),
+                "one of the allowed forms")
+    inst = f.err.instance
+    f.emit.add(SCHEMA, f.path, f"expected {what}, got {_type_of(inst)}", value=_short(inst),
+               expected=what, crd=f.crd)
+
+
+def _in_its_words(f: _Failure) -> None:
+    """Any other keyword (minimum, maxItems, pattern, ...): jsonschema's own words are clear
+    enough (cut at 200 characters)."""
+    f.emit.add(SCHEMA, f.path, f.err.message[:200], value=_short(f.err.instance),
+               severity=f.soft, crd=f.crd)
+
+
+_TRANSLATIONS: dict[str, tuple[bool, Callable[[_Failure], None]]] = {
+    "additionalProperties": (True, _unknown_fields),
+    "required": (True, _missing_fields),
+    "type": (False, _wrong_type),
+    "enum": (False, _not_allowed),
+    "oneOf": (False, _no_form),
+    "anyOf": (False, _no_form),
+}
+"""jsonschema keyword -> (only for a mapping instance, the translation); a keyword not
+listed, or one that needs a mapping and has another instance, is :func:`_in_its_words`."""
+
+
 def _translate(err: Any, emit: _Emit, defs: dict[str, Any]) -> None:
-    path: Path = tuple(err.absolute_path)
-    schema = err.schema if isinstance(err.schema, dict) else {}
-    crd = bool(schema.get(CRD_MARK))
-    # the installed CRD release may differ from the newest shipped one: its own findings only
-    # warn, except wrong types, which do not change between releases; once the installed
-    # release is stated (--crd-version, recipe crdVersions) they are errors
-    soft = Severity.WARNING if crd and not emit.stated else None
-    release = f" ({emit.crd.project} {emit.crd.version} does not know it)" \
-        if crd and emit.stated and emit.crd is not None else ""
-    kw = err.validator
-    inst = err.instance
-    if kw == "additionalProperties" and isinstance(inst, dict):
-        props = schema.get("properties", {})
-        for key in inst:
-            if key in props:
-                continue
-            where = field_path(path) or "the top level"
-            emit.add(UNKNOWN_FIELD, (*path, key),
-                     f"unknown field '{key}' in {where}{release}",
-                     value=None, severity=soft, crd=crd,
-                     expected=("one of: " + ", ".join(sorted(props))) if len(props) <= 16
-                     else None,
-                     hint=suggest(key, props) or (
-                         f"remove it, or install a {emit.crd.project} release that has it"
-                         if release and emit.crd is not None else
-                         "remove it; kubectl apply rejects unknown fields (strict field "
-                         "validation)"))
-    elif kw == "required" and isinstance(inst, dict):
-        for key in err.validator_value:
-            if key not in inst:
-                emit.add(SCHEMA, (*path, key), f"{_MISSING} '{key}'",
-                         severity=soft, crd=crd,
-                         hint=f"add {field_path((*path, key))}")
-    elif kw == "type":
-        wanted = err.validator_value if isinstance(err.validator_value, list) \
-            else [err.validator_value]
-        words = " or ".join(str(_TYPE_WORDS.get(t, t)) for t in wanted if t != "null")
-        hint = None
-        if "string" in wanted and isinstance(inst, (bool, int, float)):
-            hint = (f"quote the value: \"{str(inst).lower() if isinstance(inst, bool) else inst}"
-                    "\" (YAML reads it as a " + ("boolean" if isinstance(inst, bool)
-                                                 else "number") + ")")
-        emit.add(SCHEMA, path, f"expected {words}, got {_type_of(inst)}",
-                 value=_short(inst), expected=words, hint=hint, crd=crd)
-    elif kw == "enum":
-        allowed = [str(v) for v in err.validator_value if v is not None]
-        if path in (("apiVersion",), ("kind",)):
-            return  # the schema was chosen by apiVersion and kind: cannot differ
-        emit.add(SCHEMA, path, f"'{inst}' is not an allowed value", value=_short(inst),
-                 expected=", ".join(allowed), hint=suggest(inst, allowed), severity=soft,
-                 crd=crd)
-    elif kw in ("oneOf", "anyOf"):
-        if _is_named(schema, defs, "io.k8s.apimachinery.pkg.api.resource.Quantity"):
-            what = "a quantity such as 10, 500m or 500Gi"
-        elif _is_named(schema, defs, "io.k8s.apimachinery.pkg.util.intstr.IntOrString"):
-            what = "an integer or a string"
-        else:
-            what = "one of the allowed forms"
-        emit.add(SCHEMA, path, f"expected {what}, got {_type_of(inst)}", value=_short(inst),
-                 expected=what, crd=crd)
-    else:  # minimum, maxItems, pattern, ...: jsonschema's own words are clear enough
-        emit.add(SCHEMA, path, err.message[:200], value=_short(inst), severity=soft, crd=crd)
+    """Add the problem(s) that python-jsonschema's ``err`` stands for to ``emit``
+    (``defs``: the built-in definitions, to name a failing union)."""
+    mapping_only, translate = _TRANSLATIONS.get(err.validator, (False, _in_its_words))
+    if mapping_only and not isinstance(err.instance, dict):
+        translate = _in_its_words
+    translate(_Failure.of(err, emit, defs))
 
 
 def _check_name(res: Resource, emit: _Emit) -> None:
@@ -776,8 +873,34 @@ def _unlink(link: _Link) -> Path:
     return (*link[1], *reversed(steps))
 
 
+def _amount(qty: object, key: str, res_name: str, sub: Path, emit: _Emit) -> None:
+    """One amount of ``resources.<key>`` (``sub``: that mapping's path): negative, or not a
+    Kubernetes quantity (a number is taken as written; other types are the schema's)."""
+    if isinstance(qty, bool) or not isinstance(qty, (str, int, float)):
+        return  # wrong types are the schema's finding
+    parsed = parse_quantity(str(qty)) if not isinstance(qty, (int, float)) \
+        else Decimal(str(qty))
+    if parsed is not None and parsed.is_finite() and parsed < 0:
+        emit.add(QUANTITY, (*sub, res_name),
+                 f"{res_name}: {qty} is negative; resource {key} must be "
+                 "greater than or equal to 0 (the API server refuses the "
+                 "object)", value=qty, expected="0 or more",
+                 hint=f"use an amount of 0 or more, e.g. {str(qty)[1:]}"
+                 if str(qty).startswith("-") else None,
+                 source=NONNEGATIVE_SOURCE)
+    elif parsed is None or not parsed.is_finite():
+        emit.add(QUANTITY, (*sub, res_name),
+                 f"'{qty}' is not a Kubernetes quantity", value=qty,
+                 expected="a number with an optional suffix: m, k, M, G, T, "
+                          "Ki, Mi, Gi, Ti (e.g. 500m, 16Gi)",
+                 hint="GB/MB are not quantity suffixes: write G or Gi"
+                 if re.search(r"[KMGT]B$", str(qty)) else None)
+
+
 def _quantities(node: object, link: _Link, in_resources: bool, emit: _Emit,
                 depth: int) -> None:
+    """Walk ``node`` (at ``link``; ``in_resources``: it is a ``resources`` mapping) to depth
+    40, checking each amount of a ``requests``/``limits`` mapping of a ``resources``."""
     if depth > 40:
         return
     if isinstance(node, dict):
@@ -785,25 +908,7 @@ def _quantities(node: object, link: _Link, in_resources: bool, emit: _Emit,
             if in_resources and key in ("requests", "limits") and isinstance(value, dict):
                 sub = (*_unlink(link), key)
                 for res_name, qty in value.items():
-                    if isinstance(qty, bool) or not isinstance(qty, (str, int, float)):
-                        continue  # wrong types are the schema's finding
-                    parsed = parse_quantity(str(qty)) if not isinstance(qty, (int, float)) \
-                        else Decimal(str(qty))
-                    if parsed is not None and parsed.is_finite() and parsed < 0:
-                        emit.add(QUANTITY, (*sub, res_name),
-                                 f"{res_name}: {qty} is negative; resource {key} must be "
-                                 "greater than or equal to 0 (the API server refuses the "
-                                 "object)", value=qty, expected="0 or more",
-                                 hint=f"use an amount of 0 or more, e.g. {str(qty)[1:]}"
-                                 if str(qty).startswith("-") else None,
-                                 source=NONNEGATIVE_SOURCE)
-                    elif parsed is None or not parsed.is_finite():
-                        emit.add(QUANTITY, (*sub, res_name),
-                                 f"'{qty}' is not a Kubernetes quantity", value=qty,
-                                 expected="a number with an optional suffix: m, k, M, G, T, "
-                                          "Ki, Mi, Gi, Ti (e.g. 500m, 16Gi)",
-                                 hint="GB/MB are not quantity suffixes: write G or Gi"
-                                 if re.search(r"[KMGT]B$", str(qty)) else None)
+                    _amount(qty, key, res_name, sub, emit)
             elif isinstance(value, (dict, list)):  # scalars hold no quantities
                 _quantities(value, (link, key), key == "resources", emit, depth + 1)
     elif isinstance(node, list):

@@ -131,83 +131,133 @@ def _reached_ports(ctx: LintContext) -> list[int] | None:
     return sorted(model.control_plane_ports) if model.control_plane_ports else default
 
 
+def _injected(res: Resource) -> dict[str, object]:
+    """The cert-manager CA-injection annotations (fact ``caBundle``) on a webhook
+    configuration, name -> value as written; empty when there are none."""
+    annotations = res.get("metadata", "annotations")
+    if not isinstance(annotations, dict):
+        return {}
+    return {a: annotations[a] for a in fact(*_F, "caBundle")["annotations"] if a in annotations}
+
+
+def _malformed_injection(ctx: LintContext, res: Resource,
+                         injected: dict[str, object]) -> Iterator[Problem]:
+    """An ``inject-ca-from``-style annotation whose value is not ``<namespace>/<name>``
+    (``inject-apiserver-ca`` takes no reference, so any value goes)."""
+    for a, value in injected.items():
+        if a != "cert-manager.io/inject-apiserver-ca" and (
+                not isinstance(value, str) or value.count("/") != 1
+                or not all(value.split("/"))):
+            yield ctx.problem(
+                res, CA_BUNDLE.id, ("metadata", "annotations", a),
+                f"{a} must be <namespace>/<name>; cert-manager injects nothing for "
+                f"'{value}'", value=value, expected="<namespace>/<name>",
+                hint="e.g. my-webhook-system/my-webhook-cert")
+
+
+def _missing_ca(ctx: LintContext, res: Resource, i: int, hook: dict[str, Any],
+                svc_ref: dict[str, Any], injected: dict[str, object]) -> Iterator[Problem]:
+    """Webhook ``i`` calls a Service with neither ``clientConfig.caBundle`` nor an injection
+    annotation on its configuration: the API server cannot verify the certificate."""
+    if get(hook, "clientConfig", "caBundle") or injected:
+        return
+    policy = hook.get("failurePolicy", "Fail")
+    yield ctx.problem(
+        res, CA_BUNDLE.id, ("webhooks", i, "clientConfig", "caBundle"),
+        f"webhook '{hook.get('name')}' calls Service "
+        f"{svc_ref.get('namespace')}/{svc_ref.get('name')} with no caBundle and no "
+        "CA-injection annotation: the API server cannot verify its certificate, so "
+        + ("every matching request fails (failurePolicy: Fail)" if policy == "Fail"
+           else "the webhook is silently skipped (failurePolicy: Ignore)"),
+        hint="annotate the configuration with cert-manager.io/inject-ca-from: "
+             "<namespace>/<certificate>, or set clientConfig.caBundle")
+
+
+def _service_ports(svc: Resource) -> list[dict[str, Any]] | None:
+    """The Service's ``spec.ports`` entries; None when ``spec``, ``ports`` or an entry's
+    ``port`` has the wrong type (the schema's one finding: nothing to compare with)."""
+    listed = svc.get("spec", "ports")
+    if not isinstance(svc.get("spec"), (dict, type(None))) or not isinstance(
+            listed, (list, type(None))) or any(
+            not isinstance(p, dict) or p.get("port").__class__ is not int for p in listed or ()):
+        return None
+    return [p for p in listed or () if isinstance(p, dict)]
+
+
+def _private_port(ctx: LintContext, svc: Resource, hook: dict[str, Any],
+                  entries: list[dict[str, Any]], entry: dict[str, Any],
+                  ports: list[int] | None) -> Iterator[Problem]:
+    """The pod port behind the Service port ``entry`` is not one the control plane of a
+    private cluster reaches (``ports``; None: the nodes are public, nothing to judge)."""
+    target = _target_port(ctx, svc, entry)
+    if target is None or ports is None or target in ports:
+        return
+    index = entries.index(entry)
+    yield ctx.problem(
+        svc, PRIVATE.id, ("spec", "ports", index, "targetPort")
+        if "targetPort" in entry else ("spec", "ports", index),
+        f"webhook '{hook.get('name')}' is served on pod port {target}; on a private "
+        f"GKE cluster the control plane reaches pods only on "
+        f"{' and '.join(map(str, ports))} unless a firewall rule allows {target}, so "
+        "calls time out", value=target,
+        hint="serve the webhook on 10250 (or 443), or add a firewall rule from the "
+             "control plane range to the nodes on this port")
+
+
+def _service_port(ctx: LintContext, res: Resource, i: int, hook: dict[str, Any],
+                  svc_ref: dict[str, Any], ports: list[int] | None) -> Iterator[Problem]:
+    """Webhook ``i``'s ``clientConfig.service.port`` (default from fact ``servicePort``)
+    against the ports of its Service, when that Service is in the input set; then the
+    private-cluster reachability of the pod port behind it."""
+    name, ns = svc_ref.get("name"), svc_ref.get("namespace")
+    if not isinstance(name, str):
+        return
+    services = ctx.find("", "Service", name, ns if isinstance(ns, str) else None)
+    if not services:
+        return
+    svc = services[0]
+    entries = _service_ports(svc)
+    if entries is None:
+        return
+    want = svc_ref.get("port", fact(*_F, "servicePort")["default"])
+    entry = next((p for p in entries if p.get("port") == want), None)
+    if entry is None:
+        have = ", ".join(str(p.get("port")) for p in entries) or "none"
+        yield ctx.problem(
+            res, PORT.id, ("webhooks", i, "clientConfig", "service", "port"),
+            f"webhook '{hook.get('name')}' calls port {want} of Service '{name}', which "
+            f"has ports {have}: every call fails", value=want,
+            expected=have, hint="set clientConfig.service.port to the Service's port")
+        return
+    yield from _private_port(ctx, svc, hook, entries, entry, ports)
+
+
+def _configuration(ctx: LintContext, res: Resource,
+                   ports: list[int] | None) -> Iterator[Problem]:
+    """One Mutating/ValidatingWebhookConfiguration: its injection annotations, then per
+    webhook its scope, and for one that calls a Service its CA, port and reachability."""
+    injected = _injected(res)
+    yield from _malformed_injection(ctx, res, injected)
+    hooks = res.get("webhooks")
+    for i, hook in enumerate(hooks if isinstance(hooks, list) else []):
+        if not isinstance(hook, dict):
+            continue
+        yield from _scope(ctx, res, i, hook)
+        svc_ref = get(hook, "clientConfig", "service")
+        if isinstance(svc_ref, dict):
+            yield from _missing_ca(ctx, res, i, hook, svc_ref, injected)
+            yield from _service_port(ctx, res, i, hook, svc_ref, ports)
+
+
 def check_webhooks(ctx: LintContext) -> Iterator[Problem]:
     """CA bundle, Service port, private-cluster reachability and unsafe scope of webhooks."""
-    ca = fact(*_F, "caBundle")
-    ports: list[int] | None = None
-    looked = False
-    for res in ctx.resources:
-        if res.group != "admissionregistration.k8s.io" or res.kind not in _KINDS:
-            continue
-        if not looked:
-            ports, looked = _reached_ports(ctx), True
-        annotations = res.get("metadata", "annotations")
-        injected = [a for a in ca["annotations"]
-                    if isinstance(annotations, dict) and a in annotations]
-        for a in injected:
-            value = annotations[a]  # type: ignore[index]
-            if a != "cert-manager.io/inject-apiserver-ca" and (
-                    not isinstance(value, str) or value.count("/") != 1
-                    or not all(value.split("/"))):
-                yield ctx.problem(
-                    res, CA_BUNDLE.id, ("metadata", "annotations", a),
-                    f"{a} must be <namespace>/<name>; cert-manager injects nothing for "
-                    f"'{value}'", value=value, expected="<namespace>/<name>",
-                    hint="e.g. my-webhook-system/my-webhook-cert")
-        hooks = res.get("webhooks")
-        for i, hook in enumerate(hooks if isinstance(hooks, list) else []):
-            if not isinstance(hook, dict):
-                continue
-            yield from _scope(ctx, res, i, hook)
-            svc_ref = get(hook, "clientConfig", "service")
-            if not isinstance(svc_ref, dict):
-                continue
-            policy = hook.get("failurePolicy", "Fail")
-            if not get(hook, "clientConfig", "caBundle") and not injected:
-                yield ctx.problem(
-                    res, CA_BUNDLE.id, ("webhooks", i, "clientConfig", "caBundle"),
-                    f"webhook '{hook.get('name')}' calls Service "
-                    f"{svc_ref.get('namespace')}/{svc_ref.get('name')} with no caBundle and no "
-                    "CA-injection annotation: the API server cannot verify its certificate, so "
-                    + ("every matching request fails (failurePolicy: Fail)" if policy == "Fail"
-                       else "the webhook is silently skipped (failurePolicy: Ignore)"),
-                    hint="annotate the configuration with cert-manager.io/inject-ca-from: "
-                         "<namespace>/<certificate>, or set clientConfig.caBundle")
-            name, ns = svc_ref.get("name"), svc_ref.get("namespace")
-            if not isinstance(name, str):
-                continue
-            services = ctx.find("", "Service", name, ns if isinstance(ns, str) else None)
-            if not services:
-                continue
-            svc = services[0]
-            want = svc_ref.get("port", fact(*_F, "servicePort")["default"])
-            listed = svc.get("spec", "ports")
-            if not isinstance(svc.get("spec"), (dict, type(None))) or not isinstance(
-                    listed, (list, type(None))) or any(
-                    not isinstance(p, dict) or p.get("port").__class__ is not int
-                    for p in listed or ()):
-                continue  # ports of the wrong type: the schema's one finding
-            entries = [p for p in listed or () if isinstance(p, dict)]
-            entry = next((p for p in entries if p.get("port") == want), None)
-            if entry is None:
-                have = ", ".join(str(p.get("port")) for p in entries) or "none"
-                yield ctx.problem(
-                    res, PORT.id, ("webhooks", i, "clientConfig", "service", "port"),
-                    f"webhook '{hook.get('name')}' calls port {want} of Service '{name}', which "
-                    f"has ports {have}: every call fails", value=want,
-                    expected=have, hint="set clientConfig.service.port to the Service's port")
-                continue
-            target = _target_port(ctx, svc, entry)
-            if target is not None and ports is not None and target not in ports:
-                yield ctx.problem(
-                    svc, PRIVATE.id, ("spec", "ports", entries.index(entry), "targetPort")
-                    if "targetPort" in entry else ("spec", "ports", entries.index(entry)),
-                    f"webhook '{hook.get('name')}' is served on pod port {target}; on a private "
-                    f"GKE cluster the control plane reaches pods only on "
-                    f"{' and '.join(map(str, ports))} unless a firewall rule allows {target}, so "
-                    "calls time out", value=target,
-                    hint="serve the webhook on 10250 (or 443), or add a firewall rule from the "
-                         "control plane range to the nodes on this port")
+    configurations = [res for res in ctx.resources
+                      if res.group == "admissionregistration.k8s.io" and res.kind in _KINDS]
+    if not configurations:
+        return
+    ports = _reached_ports(ctx)  # the cluster model is built only when there is a webhook
+    for res in configurations:
+        yield from _configuration(ctx, res, ports)
 
 
 CHECKS = (check_webhooks,)
