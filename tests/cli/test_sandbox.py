@@ -349,3 +349,51 @@ def test_hints_given_in_the_sandbox_name_the_sandbox_command(tmp_path: Path) -> 
     assert r.returncode != 0
     assert "hint: run `mldiag-provision apply" in r.stderr, r.stderr
     assert "--sandbox` first" in r.stderr, r.stderr
+
+
+def test_a_no_op_sandbox_command_on_a_rendered_stack_leaves_no_sandbox(
+        tmp_path: Path) -> None:
+    """``output``/``destroy --sandbox`` on a directory that was only rendered have nothing
+    to do in the sandbox: they leave no ``.mldiag/sandbox`` behind, so plain ``output``
+    still runs there (no "is a sandbox stack" refusal). ``sandbox reset`` on a directory
+    an older release marked that way removes the empty sandbox and says so."""
+    env = _user_env(tmp_path)
+    work = tmp_path / "rendered"
+    r = _cli("render", RECIPE, "-o", str(work), env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    r = _cli("output", RECIPE, "-o", str(work), "--sandbox", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert not (work / ".mldiag" / "sandbox").exists()
+    r = _cli("destroy", RECIPE, "-o", str(work), "--sandbox", "--auto-approve", env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "nothing to destroy" in r.stdout + r.stderr
+    assert not (work / ".mldiag" / "sandbox").exists()
+    r = _cli("output", RECIPE, "-o", str(work), env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "is a sandbox stack" not in r.stderr
+    # a marker left by an earlier release: reset clears it, with an accurate message
+    (work / ".mldiag" / "sandbox" / "providers").mkdir(parents=True)
+    r = _cli("sandbox", "reset", "-o", str(work), env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "plain work directory again" in r.stdout
+    assert "still lists what it applied" not in r.stdout
+    assert not (work / ".mldiag" / "sandbox").exists()
+    r = _cli("output", RECIPE, "-o", str(work), env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_reset_keeps_a_sandbox_whose_state_lists_what_it_applied(tmp_path: Path) -> None:
+    """An empty sandbox cloud whose stack state still lists resources (objects removed
+    behind Terraform's back) is emptied, not removed: the directory stays a sandbox stack
+    and the message says the state still lists what it applied."""
+    env = _user_env(tmp_path)
+    work = tmp_path / "applied"
+    (work / ".mldiag" / "sandbox").mkdir(parents=True)
+    (work / "project").mkdir()
+    (work / "project" / "terraform.tfstate").write_text(json.dumps(
+        {"version": 4, "resources": [{"type": "google_project_service", "name": "x"}]}),
+        encoding="utf-8")
+    r = _cli("sandbox", "reset", "-o", str(work), env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "still lists what it applied" in r.stdout
+    assert (work / ".mldiag" / "sandbox").is_dir()

@@ -149,15 +149,55 @@ def test_the_v4_job_of_four_pods_gets_one_slice_of_four_nodes(kubectl) -> None:
 
 
 def test_what_autopilot_does_not_make_here_is_left_as_written(kubectl) -> None:
-    """Not modelled: general-purpose nodes (a pod with no TPU selector) and a chip count no
-    machine type of the topology has (Autopilot refuses it at admission; ``lint`` says
-    why). Such pods get no node and no scheduling verdict (as before)."""
+    """Not modelled: general-purpose nodes (a pod with no TPU selector): such a pod gets no
+    node and no scheduling verdict."""
     run = kubectl("us-central1")
     plain = json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "plain"},
                         "spec": {"containers": [{"name": "c", "image": "busybox"}]}})
-    _apply(run, plain, _pod("odd", "tpu-v5-lite-podslice", "2x4", 2))
+    _apply(run, plain)
     assert _get(run, "nodes")["items"] == []
-    for name in ("plain", "odd"):
-        pod = _get(run, "pod", name)
-        assert not pod["spec"].get("nodeName")
-        assert not (pod.get("status") or {}).get("conditions")
+    pod = _get(run, "pod", "plain")
+    assert not pod["spec"].get("nodeName")
+    assert not (pod.get("status") or {}).get("conditions")
+
+
+def _failed_scheduling(run, name: str) -> list[str]:
+    events = _get(run, "events", "--field-selector", f"involvedObject.name={name}")["items"]
+    return [e["message"] for e in events if e["reason"] == "FailedScheduling"]
+
+
+def test_a_tpu_pod_no_autopilot_node_shape_fits_stays_pending_with_the_reason(
+        kubectl) -> None:
+    """A TPU Pod that no node shape Autopilot could provision fits gets no node, and stays
+    Pending with PodScheduled=False and a FailedScheduling event in the scheduler's words
+    (the fresh-user finding: it had no status and no event): 16 chips on v5e 2x4 (a 2x4
+    VM holds at most 8), a topology v5e does not have (3x3), 2 chips (no v5e machine type
+    has 2 chips for 2x4). Over Nodes already there, each is counted; a pod that does fit
+    (8 chips) still gets its node."""
+    run = kubectl("us-central1")
+    _apply(run, _pod("too-many", "tpu-v5-lite-podslice", "2x4", 16))
+    assert _get(run, "nodes")["items"] == []
+    pod = _get(run, "pod", "too-many")
+    assert pod["status"]["phase"] == "Pending"
+    assert not pod["spec"].get("nodeName")
+    cond = pod["status"]["conditions"][0]
+    assert (cond["type"], cond["status"], cond["reason"]) == (
+        "PodScheduled", "False", "Unschedulable")
+    assert _failed_scheduling(run, "too-many") == ["no nodes available to schedule pods"]
+    _apply(run, _pod("fits", "tpu-v5-lite-podslice", "2x4", 8))
+    nodes = _get(run, "nodes")["items"]
+    assert len(nodes) == 1
+    assert _get(run, "pod", "fits")["spec"]["nodeName"] == nodes[0]["metadata"]["name"]
+    _apply(run, _pod("no-such-topology", "tpu-v5-lite-podslice", "3x3", 4),
+           _pod("odd", "tpu-v5-lite-podslice", "2x4", 2),
+           _pod("sixteen", "tpu-v5-lite-podslice", "2x4", 16))
+    assert len(_get(run, "nodes")["items"]) == 1  # nothing made for them
+    assert _failed_scheduling(run, "no-such-topology") == [
+        "0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. "
+        "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."]
+    assert _failed_scheduling(run, "sixteen") == [
+        "0/1 nodes are available: 1 Insufficient google.com/tpu. preemption: 0/1 nodes are "
+        "available: 1 No preemption victims found for incoming pod."]
+    odd = _get(run, "pod", "odd")
+    assert odd["status"]["conditions"][0]["status"] == "False"
+    assert len(_failed_scheduling(run, "odd")) == 1

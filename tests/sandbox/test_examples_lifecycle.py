@@ -138,6 +138,11 @@ def test_example_apply_verify_replan_destroy_in_the_sandbox(recipe: Path, tmp_pa
         prefix = _spec(recipe)["engine"]["backend"]["prefix"]
         assert f"{prefix}/default.tfstate" in _state_objects(recipe, held), held
     assert len(held) >= 5, held
+    # what Google computes is never shown as a sandbox placeholder (output, sandbox ls)
+    assert [o for o in held if "standin:" in o["name"]] == [], held
+    code, shown, said = cli("output", r, "-o", w, "--sandbox", "-O", "json")
+    assert code == 0, shown + said
+    assert "standin:" not in shown, shown
     assert (work / "agents" / "main.tf").is_file() == is_gke  # GKE: the in-cluster stage
     if is_gke:
         assert "stage cluster:" in out and "stage workloads:" in out, out

@@ -26,6 +26,8 @@ LIVE_ONLY = frozenset({"preflight"})
 """``preflight --sandbox``: no session (nothing is applied); with ``--live`` its checks ask
 the sandbox's Google Cloud APIs (:mod:`mldiag_provision.sandbox.live_project`)."""
 PREFIX = "[SANDBOX] "
+_READ_OR_UNDO = frozenset({"verify", "output", "destroy"})
+"""Commands that create nothing: run where no sandbox was, they leave none behind."""
 
 
 class MarkedStream:
@@ -220,7 +222,10 @@ def wrap(run: Callable[[argparse.Namespace, Console], int]
             err.hint = sandbox_hint(err.hint)
             raise
         finally:
-            if code != 0 and not had_sandbox:
+            # a command that found no sandbox here and left its cloud empty (it failed, or
+            # it had nothing to do there: output/verify/destroy of a stack never applied in
+            # the sandbox) leaves no sandbox behind, so that the directory stays what it was
+            if not had_sandbox and (code != 0 or args.command in _READ_OR_UNDO):
                 _forget(workdir, fresh)
 
     return inner

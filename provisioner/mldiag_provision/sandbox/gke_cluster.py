@@ -304,6 +304,14 @@ class GkeCloudView(ClusterView):
         None (not modelled: the Pod stays as written) for a Pod with no TPU selector
         (general-purpose and GPU nodes) or a TPU shape the catalog does not know (Autopilot
         refuses it at admission; ``lint`` says why).
+
+        A Pod that selects a TPU accelerator or requests ``google.com/tpu`` chips but that no
+        node shape Autopilot could provision fits (more chips than one VM of the topology
+        holds, a topology the accelerator does not have, no topology selected): nothing
+        (``[]``), so the Pod stays Pending with the scheduler's FailedScheduling event over
+        the Nodes there are. The words GKE Autopilot adds in that case (the cluster
+        autoscaler's own event) were not found at a public source; the sandbox gives the
+        scheduler's generic message only (fact ``kubernetes.scheduling.failedScheduling``).
         """
         c = self.cluster()
         if c is None or not c.get("enable_autopilot"):
@@ -311,7 +319,11 @@ class GkeCloudView(ClusterView):
         selector = (pod.get("spec") or {}).get("nodeSelector") or {}
         shape = _autopilot_tpu_shape(pod, selector)
         if shape is None:
-            return None
+            from mldiag_provision.sandbox.scheduler import requests_of
+
+            wants_tpu = bool(selector.get(TPU_LABEL)) or bool(
+                requests_of(pod).get(TPU_RESOURCE))
+            return [] if wants_tpu else None
         machine = shape.machine_type
         made = pool_nodes(c, _autopilot_pool(c, shape, selector, nodes))
         recorded = recorded_nodes().get(machine.name) or {}

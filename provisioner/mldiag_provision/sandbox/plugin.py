@@ -63,6 +63,11 @@ from typing import Any
 
 from mldiag_provision.sandbox import rules
 
+SANDBOX_PROJECT_NUMBER = "123456789012"
+"""The sandbox project's number (the Resource Manager double answers the same:
+:class:`mldiag_provision.sandbox.gcp_apis.FakeProject`), in the names Google derives from it
+(the Compute Engine default service account)."""
+
 MAGIC_COOKIE_KEY = "TF_PLUGIN_MAGIC_COOKIE"
 MAGIC_COOKIE_VALUE = "d602bf8f470bc67ca7faa0386276bbdd4330efaf76d1a219cb4d6991ca9872b2"
 
@@ -363,12 +368,44 @@ class Provider:
         attribute alone (type ""); ``standin:<type>.<name>`` for any other."""
         project = self._project(top)
         account = f"{top.get('account_id')}@{project}.iam.gserviceaccount.com"
+        compute_sa = f"{SANDBOX_PROJECT_NUMBER}-compute@developer.gserviceaccount.com"
         cases: dict[tuple[str, str], Callable[[], Any]] = {
             ("", "id"): lambda: object_id,
             ("google_service_account", "email"): lambda: account,
             ("google_service_account", "name"):
                 lambda: f"projects/{project}/serviceAccounts/{account}",
+            # "The Identity of the service account in the form serviceAccount:{email}"
+            # (https://registry.terraform.io/providers/hashicorp/google/latest/docs/resources/google_service_account)
+            ("google_service_account", "member"): lambda: f"serviceAccount:{account}",
+            # LogBucket.name: projects/[PROJECT_ID]/locations/[LOCATION_ID]/buckets/[BUCKET_ID]
+            # (https://cloud.google.com/logging/docs/reference/v2/rest/v2/projects.locations.buckets)
+            ("google_logging_project_bucket_config", "name"):
+                lambda: (f"projects/{project}/locations/{top.get('location')}/buckets/"
+                         f"{top.get('bucket_id')}"),
             ("google_storage_bucket", "url"): lambda: f"gs://{top.get('name')}",
+            # IAM projects.roles: a project's custom role is named
+            # projects/{PROJECT_ID}/roles/{CUSTOM_ROLE_ID}
+            # (https://cloud.google.com/iam/reference/rest/v1/roles/get)
+            ("google_project_iam_custom_role", "name"):
+                lambda: f"projects/{project}/roles/{top.get('role_id')}",
+            # the Compute Engine default service account,
+            # PROJECT_NUMBER-compute@developer.gserviceaccount.com
+            # (https://cloud.google.com/compute/docs/access/service-accounts#default_service_account)
+            ("google_compute_default_service_account", "email"): lambda: compute_sa,
+            ("google_compute_default_service_account", "member"):
+                lambda: f"serviceAccount:{compute_sa}",
+            ("google_compute_default_service_account", "name"):
+                lambda: f"projects/{project}/serviceAccounts/{compute_sa}",
+            ("google_compute_default_service_account", "display_name"):
+                lambda: "Compute Engine default service account",
+            ("google_compute_default_service_account", "unique_id"):
+                lambda: _digits(compute_sa, 21),
+            # Cluster Director: "Identifier. Relative resource name of the cluster, in the
+            # format projects/{project}/locations/{location}/clusters/{cluster}"
+            # (https://docs.cloud.google.com/cluster-director/docs/reference/rest/v1/projects.locations.clusters/get)
+            ("google_hypercomputecluster_cluster", "name"):
+                lambda: (f"projects/{project}/locations/{top.get('location')}/clusters/"
+                         f"{top.get('cluster_id')}"),
             # an internal address of the node subnet (private clusters): RFC 1918
             ("", "private_cluster_config.private_endpoint"): lambda: "10.128.0.2",
             # GKE picks none for Private Service Connect clusters (GKE 1.29+): empty
@@ -436,6 +473,13 @@ class Provider:
                 block.implied_type()[1]["master_auth"])
         state["id"] = f"projects/{project}/locations/{location}/clusters/{name}"
         return state
+
+
+def _digits(seed: str, count: int) -> str:
+    """``count`` decimal digits derived from ``seed`` (a stable numeric id such as a service
+    account's 21-digit ``unique_id``), never starting with 0."""
+    n = int(hashlib.sha256(seed.encode()).hexdigest(), 16)
+    return str(10 ** (count - 1) + n % (9 * 10 ** (count - 1)))
 
 
 def _standin_cluster_ca() -> str:

@@ -453,6 +453,44 @@ def reset(workdir: Path) -> int:
     return count
 
 
+def applied_states(workdir: Path) -> list[Path]:
+    """The stack's local Terraform states (``DIR/*.tfstate``, ``DIR/*/*.tfstate``, outside
+    ``.mldiag``) that list at least one resource: what ``apply --sandbox`` recorded. A
+    state Terraform cannot read counts as applied (nothing is removed on a guess)."""
+    found = []
+    for path in (*workdir.glob("*.tfstate"), *workdir.glob("*/*.tfstate")):
+        if ".mldiag" in path.parts or not path.is_file():
+            continue
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8") or "{}")
+        except (OSError, ValueError):
+            found.append(path)
+            continue
+        if not isinstance(doc, dict) or doc.get("resources"):
+            found.append(path)
+    return found
+
+
+def forget_unused(workdir: Path) -> bool:
+    """Remove the sandbox of ``workdir`` when nothing was applied in it: its cloud holds no
+    object and no Terraform state of the stack lists a resource (a sandbox an
+    ``output``/``destroy --sandbox`` left on a directory that was only rendered). Then the
+    directory is a plain work directory again. Returns whether it was removed.
+
+    Raises:
+      ConflictError: a command is running in this sandbox.
+    """
+    import shutil
+
+    root = sandbox_dir(workdir)
+    if not root.is_dir() or holds_objects(workdir) or applied_states(workdir):
+        return False
+    with _exclusive(root, "sandbox reset"):
+        pass  # nobody holds it now; the lock file goes with the directory
+    shutil.rmtree(root, ignore_errors=True)
+    return True
+
+
 def kubeconfig(workdir: Path, path: Path | None = None, *, endpoint: str | None = None) -> Path:
     """Write a kubeconfig for the sandbox cluster of ``workdir`` (context ``sandbox``: the API
     server's address, its CA, the bearer token) to ``path`` (default

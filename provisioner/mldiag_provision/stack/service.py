@@ -283,6 +283,32 @@ class Stack:
                     out[str(stage.name)] = doc
         return out
 
+    def deployed_plan(self) -> dict[str, Any] | None:
+        """The ``plan.json`` of what is deployed, as the "before" of a change's cost: None
+        when no engine-driven stage holds an applied object (a new stack: everything the
+        plan creates is the change, even after ``render``), else the last render (what the
+        last ``plan``/``apply`` rendered). Call it before this command re-renders. A state
+        that cannot be read counts as deployed (the last render, as before).
+
+        Only reads (``terraform show`` of a local or initialised state).
+        """
+        saved = self.saved
+        if not saved:
+            return None
+        from mldiag_provision.runner import CommandRunner
+
+        try:
+            unit = self.engine_unit
+            for stage in self.stages():
+                if not stage.engine_driven:
+                    continue
+                eng = unit.make(stage.path, CommandRunner(None), [])
+                if not eng.never_applied() and eng.state_resources():
+                    return saved
+        except (EngineError, UsageError, OSError):
+            return saved
+        return None
+
     def _progress(self, stage: Stage) -> Callable[[ProgressEvent], None]:
         return lambda ev: self._emit("resource", stage.name, event=ev)
 

@@ -221,7 +221,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
         from mldiag_provision.preflight.live.target import known_names
 
         known = known_names(stack.workdir)  # the stack's names, before the render
-        before = stack.saved  # the last render (for the cost of this change)
+        before = stack.deployed_plan()  # what is deployed (for the cost of this change)
         render_shown(stack, args, out, quiet=not text)
         from mldiag_provision.cost.report import bills_of
 

@@ -161,7 +161,7 @@ def run(args: argparse.Namespace, out: Console) -> int:
     progress = Progress(out) if text else None
     stack = open_stack(args, NAME, reporter=progress.stack_event if progress else None)
     with stack:
-        before = stack.saved  # the last render (for the cost of this change)
+        before = stack.deployed_plan()  # what is deployed (for the cost of this change)
         live = _render_or_check(args, out, stack)
         if args.detailed_exitcode:
             _require_detailed_exitcode(stack.engine_unit)

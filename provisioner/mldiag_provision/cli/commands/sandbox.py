@@ -34,7 +34,13 @@ def add_parser(sub: argparse._SubParsersAction[Any]) -> None:
 
 def run(args: argparse.Namespace, out: Console) -> int:
     from mldiag_provision.errors import UsageError
-    from mldiag_provision.sandbox.session import inventory, kubeconfig, reset, sandbox_dir
+    from mldiag_provision.sandbox.session import (
+        forget_unused,
+        inventory,
+        kubeconfig,
+        reset,
+        sandbox_dir,
+    )
 
     if args.action == "rules":
         return _rules(args, out)
@@ -64,6 +70,15 @@ def run(args: argparse.Namespace, out: Console) -> int:
         raise UsageError(f"{workdir} has no sandbox ({root} does not exist)",
                          hint=f"mldiag-provision apply RECIPE -o {workdir} --sandbox "
                               "creates it")
+    if args.action == "reset" and forget_unused(workdir):
+        if args.output == "json":
+            out.print(json.dumps({"ok": True, "sandbox": str(root), "removed": 0,
+                                  "sandbox_removed": True}))
+        else:
+            out.print(f"SANDBOX {root}: removed; it held no object and the stack's Terraform "
+                      f"state lists nothing applied in it, so {workdir} is a plain work "
+                      "directory again (plan/apply it with or without --sandbox)")
+        return 0
     if args.action == "reset":
         removed = reset(workdir)
         if args.output == "json":
