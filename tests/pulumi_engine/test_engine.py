@@ -46,10 +46,17 @@ def test_missing_cli_is_one_line_with_how_to_install(command: str, tmp_path: Pat
         render(cli, r, work)
     extra = ["--auto-approve"] if command in ("apply", "destroy") else []
     code, out, err = cli("--no-color", command, str(r), "-o", str(work), *extra)
-    assert code == 4, (code, out, err)  # an engine/environment failure, as terraform missing
     errors = [line for line in err.splitlines() if line.startswith("error:")]
-    assert errors == ["error: the pulumi CLI was not found (not on PATH); engine: pulumi "
-                      "needs it"], err
+    missing = "the pulumi CLI was not found (not on PATH); engine: pulumi needs it"
+    if command in ("plan", "apply"):
+        # refused before anything is written (EngineUnit.locate): a usage error, exit 2
+        assert code == 2, (code, out, err)
+        assert len(errors) == 1 and errors[0].startswith(
+            f"error: {command} needs engine pulumi: {missing}; nothing"), err
+        assert not work.exists()
+    else:  # on a rendered directory: the engine is started and fails, exit 4
+        assert code == 4, (code, out, err)
+        assert errors == [f"error: {missing}"], err
     assert "get.pulumi.com" in err and "Traceback" not in err + out
     assert not (work / ".mldiag" / "pulumi-state").exists()  # nothing was started
 
@@ -59,7 +66,8 @@ def test_mldiag_pulumi_names_a_missing_binary(tmp_path: Path, cli,
     monkeypatch.setenv("MLDIAG_PULUMI", str(tmp_path / "no-such-pulumi"))
     r = with_engine(AUTOPILOT, tmp_path / "recipe.yaml", "pulumi")
     code, _, err = cli("--no-color", "plan", str(r), "-o", str(tmp_path / "work"))
-    assert code == 4 and f"MLDIAG_PULUMI={tmp_path / 'no-such-pulumi'}" in err, err
+    # refused before anything is written: exit 2 (EngineUnit.locate), naming the variable
+    assert code == 2 and f"MLDIAG_PULUMI={tmp_path / 'no-such-pulumi'}" in err, err
 
 
 # --- backends ----------------------------------------------------------------------------------
