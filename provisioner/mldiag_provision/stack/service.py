@@ -290,7 +290,12 @@ class Stack:
         last ``plan``/``apply`` rendered). Call it before this command re-renders. A state
         that cannot be read counts as deployed (the last render, as before).
 
-        Only reads (``terraform show`` of a local or initialised state).
+        Only reads files: no engine is started (a ``plan`` in steady state starts each
+        provider plugin once, tests/engine/test_provider_reuse.py). A stage counts as holding
+        nothing when the engine says it was never applied, or when its local
+        ``terraform.tfstate`` (state format 4: a top-level ``resources`` list, each with its
+        ``mode``) lists no managed resource; any other state (a remote backend, Pulumi's)
+        counts as deployed.
         """
         saved = self.saved
         if not saved:
@@ -303,7 +308,7 @@ class Stack:
                 if not stage.engine_driven:
                     continue
                 eng = unit.make(stage.path, CommandRunner(None), [])
-                if not eng.never_applied() and eng.state_resources():
+                if not eng.never_applied() and not _local_state_empty(stage.path):
                     return saved
         except (EngineError, UsageError, OSError):
             return saved
@@ -658,3 +663,20 @@ def stage_names(values: Iterable[str] | None) -> list[StageName] | None:
         return None
     wanted = {StageName(v) for v in values}
     return [n for n in ORDER if n in wanted]
+
+
+def _local_state_empty(stage_dir: Path) -> bool:
+    """Whether the stage's local ``terraform.tfstate`` exists and lists no managed resource
+    (Terraform's state format version 4: ``{"version": 4, "resources": [{"mode": "managed",
+    ...}]}``). False when there is no such file, or it cannot be read or parsed (then the
+    caller assumes something is deployed)."""
+    import json
+
+    try:
+        doc = json.loads((stage_dir / "terraform.tfstate").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    if not isinstance(doc, dict) or not isinstance(doc.get("resources"), list):
+        return False
+    return not any(isinstance(r, dict) and r.get("mode") == "managed"
+                   for r in doc["resources"])
